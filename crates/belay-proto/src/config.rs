@@ -1,0 +1,127 @@
+//! Session configuration: `Default` plus setters.
+
+use std::time::Duration;
+
+use crate::backoff::BackoffPolicy;
+
+/// How a [`Session`](crate::Session) behaves. Start from `Config::default()`
+/// and change what you need:
+///
+/// ```
+/// use std::time::Duration;
+/// use belay_proto::{backoff::BackoffPolicy, Config};
+///
+/// let mut config = Config::default();
+/// config
+///     .set_backoff(BackoffPolicy::equal_jitter(Duration::from_millis(500), Duration::from_secs(30)))
+///     .set_max_attempts(Some(8))
+///     .set_reset_after(Duration::from_secs(10));
+/// assert_eq!(config.max_attempts(), Some(8));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    backoff: BackoffPolicy,
+    max_attempts: Option<u32>,
+    reset_after: Duration,
+    connect_timeout: Duration,
+    probe_interval: Duration,
+    probe_timeout: Duration,
+    request_timeout: Duration,
+    subscribe_timeout: Duration,
+    resubscribe_backoff: BackoffPolicy,
+    online_delay: Duration,
+    token: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            backoff: BackoffPolicy::default(),
+            max_attempts: None,
+            reset_after: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(10),
+            probe_interval: Duration::from_secs(10),
+            probe_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(10),
+            subscribe_timeout: Duration::from_secs(5),
+            resubscribe_backoff: BackoffPolicy::equal_jitter(
+                Duration::from_millis(500),
+                Duration::from_secs(2),
+            ),
+            online_delay: Duration::from_secs(1),
+            token: None,
+        }
+    }
+}
+
+macro_rules! setting {
+    ($(#[$doc:meta])* $field:ident, $setter:ident, $ty:ty) => {
+        $(#[$doc])*
+        pub fn $field(&self) -> $ty {
+            self.$field.clone()
+        }
+
+        $(#[$doc])*
+        pub fn $setter(&mut self, value: $ty) -> &mut Self {
+            self.$field = value;
+            self
+        }
+    };
+}
+
+impl Config {
+    setting!(
+        /// Reconnect backoff policy. Default: server-paced, falling back to
+        /// equal jitter 1–30 s (see [`BackoffPolicy::default`]).
+        backoff, set_backoff, BackoffPolicy
+    );
+    setting!(
+        /// Consecutive failed attempts after which the session halts and
+        /// waits for `start`/`reconnect_now`. Default: `None` (never halts).
+        max_attempts, set_max_attempts, Option<u32>
+    );
+    setting!(
+        /// How long the session must stay **ready** before the backoff resets.
+        /// Resetting on open would let a server that accepts and immediately
+        /// drops connections be hammered. Default: 5 s.
+        reset_after, set_reset_after, Duration
+    );
+    setting!(
+        /// Bound on opening the transport, and separately on receiving
+        /// `welcome` after it opened. Default: 10 s.
+        connect_timeout, set_connect_timeout, Duration
+    );
+    setting!(
+        /// Quiet time after which the client probes with `ping`. Default: 10 s.
+        probe_interval, set_probe_interval, Duration
+    );
+    setting!(
+        /// How long a probe may go unanswered (by anything) before the
+        /// connection is declared dead. Default: 10 s.
+        probe_timeout, set_probe_timeout, Duration
+    );
+    setting!(
+        /// Deadline of a request that does not set its own. Default: 10 s.
+        request_timeout, set_request_timeout, Duration
+    );
+    setting!(
+        /// How long to wait for `subscribed` before repeating the subscribe
+        /// on the same transport. Default: 5 s.
+        subscribe_timeout, set_subscribe_timeout, Duration
+    );
+    setting!(
+        /// Pacing of re-subscribes after `unsubscribed`. Default: equal jitter
+        /// 500 ms–2 s, so data flows again within ~2 s of the service returning.
+        resubscribe_backoff, set_resubscribe_backoff, BackoffPolicy
+    );
+    setting!(
+        /// When the device comes back online, dial after a random delay in
+        /// `[0, online_delay)` so a fleet does not dial in lockstep. Default: 1 s.
+        online_delay, set_online_delay, Duration
+    );
+    setting!(
+        /// Credentials sent in `connect`. Default: none.
+        token, set_token, Option<String>
+    );
+}

@@ -1,0 +1,315 @@
+//! Liveness: is the peer still sending us anything?
+//!
+//! Two checks run side by side, and both treat **every inbound frame as proof
+//! of life**, not only pongs:
+//!
+//! * [`decide`] is the client probe policy as a pure function of timestamps.
+//!   A probe (`ping`) is sent only after the connection has been quiet for the
+//!   interval; its deadline is fixed when it is sent and is never extended.
+//!   A busy connection sends no probes at all.
+//! * [`ServerPingWatchdog`] covers the other model: the server pings at an
+//!   interval it advertises, and the client gives up after two intervals
+//!   without any frame.
+//!
+//! [`Heartbeat`] wraps both into a small state machine with the core's
+//! `handle_*`/`poll_*` shape. It is evaluated at exact deadlines rather than
+//! on a coarse tick, so the worst case from the last frame to the close
+//! decision is `interval + timeout` (a driver that ticks every `interval`
+//! instead sees `2 × interval + timeout`; the pure function gives the same
+//! answers either way).
+
+use std::time::Duration;
+
+use crate::time::Instant;
+
+/// What the probe policy says to do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeartbeatAction {
+    /// Nothing to do yet.
+    Wait,
+    /// The connection has been quiet for the interval: send a probe now.
+    Probe,
+    /// A probe went unanswered for the timeout: the connection is dead.
+    Close,
+}
+
+/// The probe policy as a pure function.
+///
+/// * `last_received_at`: when the last frame of any kind arrived (or the
+///   transport opened, if nothing arrived yet).
+/// * `pending_probe_at`: when the outstanding probe was sent; `None` if no
+///   probe is outstanding (any inbound frame clears it).
+///
+/// Comparisons are `>=`: with a strict `>` a coarse clock can cost a whole
+/// tick. A pending probe is judged only by its own send time, so ticks never
+/// extend its deadline and a second probe is never sent while one is pending.
+pub fn decide(
+    last_received_at: Instant,
+    pending_probe_at: Option<Instant>,
+    now: Instant,
+    interval: Duration,
+    timeout: Duration,
+) -> HeartbeatAction {
+    match pending_probe_at {
+        Some(sent_at) if now.saturating_duration_since(sent_at) >= timeout => HeartbeatAction::Close,
+        Some(_) => HeartbeatAction::Wait,
+        None if now.saturating_duration_since(last_received_at) >= interval => {
+            HeartbeatAction::Probe
+        }
+        None => HeartbeatAction::Wait,
+    }
+}
+
+/// Watchdog for server-sent pings: closes after `2 × interval` without any frame.
+///
+/// The server advertises its ping interval in `welcome`, so it can change
+/// the rate without a client release. Two intervals tolerate one lost or late
+/// ping without a false alarm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerPingWatchdog {
+    interval: Duration,
+}
+
+impl ServerPingWatchdog {
+    /// A watchdog for a server that pings every `interval`.
+    pub fn new(interval: Duration) -> Self {
+        ServerPingWatchdog { interval }
+    }
+
+    /// The advertised interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// The instant at which the connection is declared dead if nothing
+    /// arrives after `last_received_at`.
+    pub fn deadline(&self, last_received_at: Instant) -> Instant {
+        last_received_at.saturating_add(self.interval.saturating_mul(2))
+    }
+
+    /// Whether the connection is dead at `now`.
+    pub fn expired(&self, last_received_at: Instant, now: Instant) -> bool {
+        now >= self.deadline(last_received_at)
+    }
+}
+
+/// Why a [`Heartbeat`] declared the connection dead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LivenessFailure {
+    /// Our probe was not answered (nor was anything else received) in time.
+    ProbeUnanswered,
+    /// The server's advertised pings stopped arriving.
+    ServerPingsMissing,
+}
+
+/// Liveness of one transport: the probe policy plus the server-ping watchdog.
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    interval: Duration,
+    timeout: Duration,
+    last_received_at: Instant,
+    pending_probe_at: Option<Instant>,
+    watchdog: Option<ServerPingWatchdog>,
+    probes_sent: u64,
+}
+
+impl Heartbeat {
+    /// Start watching a transport that opened (or last spoke) at `now`.
+    pub fn new(now: Instant, interval: Duration, timeout: Duration) -> Self {
+        Heartbeat {
+            interval,
+            timeout,
+            last_received_at: now,
+            pending_probe_at: None,
+            watchdog: None,
+            probes_sent: 0,
+        }
+    }
+
+    /// Arm (or with `None`, disarm) the server-ping watchdog.
+    pub fn set_server_ping_interval(&mut self, interval: Option<Duration>) {
+        self.watchdog = interval.map(ServerPingWatchdog::new);
+    }
+
+    /// Any frame from the peer: proof of life.
+    pub fn handle_frame(&mut self, now: Instant) {
+        self.last_received_at = self.last_received_at.max(now);
+        self.pending_probe_at = None;
+    }
+
+    /// When the last frame arrived.
+    pub fn last_received_at(&self) -> Instant {
+        self.last_received_at
+    }
+
+    /// When the outstanding probe was sent, if one is outstanding.
+    pub fn pending_probe_at(&self) -> Option<Instant> {
+        self.pending_probe_at
+    }
+
+    /// Probes sent over the life of this heartbeat.
+    pub fn probes_sent(&self) -> u64 {
+        self.probes_sent
+    }
+
+    /// Evaluate at `now`. Returns `Probe` at most once per quiet period (the
+    /// caller must send the probe), and `Close` with its cause once the
+    /// peer is considered dead. Calling early is a harmless `Wait`.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<HeartbeatAction, LivenessFailure> {
+        if let Some(watchdog) = self.watchdog {
+            if watchdog.expired(self.last_received_at, now) {
+                return Err(LivenessFailure::ServerPingsMissing);
+            }
+        }
+        match decide(
+            self.last_received_at,
+            self.pending_probe_at,
+            now,
+            self.interval,
+            self.timeout,
+        ) {
+            HeartbeatAction::Close => Err(LivenessFailure::ProbeUnanswered),
+            HeartbeatAction::Probe => {
+                self.pending_probe_at = Some(now);
+                self.probes_sent = self.probes_sent.saturating_add(1);
+                Ok(HeartbeatAction::Probe)
+            }
+            HeartbeatAction::Wait => Ok(HeartbeatAction::Wait),
+        }
+    }
+
+    /// The next instant at which [`Heartbeat::handle_timeout`] can change anything.
+    pub fn poll_timeout(&self) -> Instant {
+        let probe_or_close = match self.pending_probe_at {
+            Some(sent_at) => sent_at.saturating_add(self.timeout),
+            None => self.last_received_at.saturating_add(self.interval),
+        };
+        match self.watchdog {
+            Some(w) => probe_or_close.min(w.deadline(self.last_received_at)),
+            None => probe_or_close,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const I: Duration = Duration::from_secs(10);
+    const T: Duration = Duration::from_secs(25);
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    #[test]
+    fn probe_sent_at_20s_closes_at_exactly_45s_and_not_before() {
+        let received = ms(1);
+        assert_eq!(decide(received, None, ms(10_000), I, T), HeartbeatAction::Wait);
+        assert_eq!(decide(received, None, ms(20_000), I, T), HeartbeatAction::Probe);
+        let probe = Some(ms(20_000));
+        for now in [30_000, 40_000, 44_999] {
+            assert_eq!(decide(received, probe, ms(now), I, T), HeartbeatAction::Wait);
+        }
+        let just_before = ms(45_000) - Duration::from_micros(1);
+        assert_eq!(decide(received, probe, just_before, I, T), HeartbeatAction::Wait);
+        assert_eq!(decide(received, probe, ms(45_000), I, T), HeartbeatAction::Close);
+    }
+
+    #[test]
+    fn quiet_for_exactly_the_interval_probes() {
+        assert_eq!(decide(ms(0), None, ms(10_000), I, T), HeartbeatAction::Probe);
+        assert_eq!(decide(ms(0), None, ms(9_999), I, T), HeartbeatAction::Wait);
+    }
+
+    #[test]
+    fn frames_faster_than_the_interval_produce_zero_probes() {
+        let mut hb = Heartbeat::new(ms(0), I, T);
+        let mut now = 0;
+        while now < 600_000 {
+            now += 9_000;
+            assert_eq!(hb.handle_timeout(ms(now)), Ok(HeartbeatAction::Wait));
+            hb.handle_frame(ms(now));
+        }
+        assert_eq!(hb.probes_sent(), 0);
+    }
+
+    #[test]
+    fn late_pong_after_the_deadline_but_before_the_next_tick_saves_the_connection() {
+        let received = ms(1);
+        let probe = Some(ms(20_000));
+        // The pong arrives at 46 s, after the 45 s deadline; the next tick is at 50 s.
+        let received_after_pong = ms(46_000);
+        let pending_after_pong = None;
+        assert_eq!(decide(received, probe, ms(45_000), I, T), HeartbeatAction::Close);
+        assert_eq!(
+            decide(received_after_pong, pending_after_pong, ms(50_000), I, T),
+            HeartbeatAction::Wait
+        );
+
+        let mut hb = Heartbeat::new(ms(0), I, T);
+        assert_eq!(hb.handle_timeout(ms(20_000)), Ok(HeartbeatAction::Probe));
+        hb.handle_frame(ms(46_000));
+        assert_eq!(hb.handle_timeout(ms(50_000)), Ok(HeartbeatAction::Wait));
+        assert_eq!(hb.pending_probe_at(), None);
+    }
+
+    #[test]
+    fn tick_after_a_long_suspend_closes_at_once() {
+        let mut hb = Heartbeat::new(ms(0), I, T);
+        assert_eq!(hb.handle_timeout(ms(10_000)), Ok(HeartbeatAction::Probe));
+        // The device slept for an hour; the first tick after resume finds the old probe.
+        assert_eq!(
+            hb.handle_timeout(ms(3_610_000)),
+            Err(LivenessFailure::ProbeUnanswered)
+        );
+    }
+
+    #[test]
+    fn later_ticks_never_extend_a_pending_probe_or_send_a_second() {
+        let mut hb = Heartbeat::new(ms(0), I, T);
+        assert_eq!(hb.handle_timeout(ms(10_000)), Ok(HeartbeatAction::Probe));
+        for now in [20_000, 30_000, 34_999] {
+            assert_eq!(hb.handle_timeout(ms(now)), Ok(HeartbeatAction::Wait));
+        }
+        assert_eq!(hb.probes_sent(), 1);
+        assert_eq!(hb.poll_timeout(), ms(35_000));
+        assert_eq!(hb.handle_timeout(ms(35_000)), Err(LivenessFailure::ProbeUnanswered));
+    }
+
+    #[test]
+    fn exact_deadline_evaluation_closes_within_interval_plus_timeout() {
+        let mut hb = Heartbeat::new(ms(0), I, T);
+        hb.handle_frame(ms(1));
+        let mut now = hb.poll_timeout();
+        assert_eq!(now, ms(10_001));
+        assert_eq!(hb.handle_timeout(now), Ok(HeartbeatAction::Probe));
+        now = hb.poll_timeout();
+        assert_eq!(now, ms(35_001));
+        assert_eq!(hb.handle_timeout(now), Err(LivenessFailure::ProbeUnanswered));
+    }
+
+    #[test]
+    fn server_ping_watchdog_closes_after_two_intervals_of_silence() {
+        let mut hb = Heartbeat::new(ms(0), Duration::from_secs(60), Duration::from_secs(60));
+        hb.set_server_ping_interval(Some(Duration::from_secs(25)));
+        hb.handle_frame(ms(25_000));
+        assert_eq!(hb.poll_timeout(), ms(75_000));
+        assert_eq!(hb.handle_timeout(ms(74_999)), Ok(HeartbeatAction::Wait));
+        assert_eq!(
+            hb.handle_timeout(ms(75_000)),
+            Err(LivenessFailure::ServerPingsMissing)
+        );
+    }
+
+    #[test]
+    fn a_frame_from_the_past_never_moves_the_quiet_timer_backwards() {
+        let mut hb = Heartbeat::new(ms(5_000), I, T);
+        hb.handle_frame(ms(1_000));
+        assert_eq!(hb.last_received_at(), ms(5_000));
+    }
+}

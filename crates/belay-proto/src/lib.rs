@@ -1,0 +1,99 @@
+//! belay-proto: the sans-IO core of Belay.
+//!
+//! Every decision Belay makes about a connection lives here, as pure code
+//! driven by explicit time: whether the peer is alive ([`heartbeat`]), how
+//! ready the connection is ([`readiness`]), how every request settles
+//! ([`registry`]), whether subscriptions are confirmed and where they resume
+//! ([`subscriptions`]), and when to dial again ([`backoff`], and the
+//! reconnect controller inside [`Session`]). The crate does no I/O, never
+//! reads a clock and never touches a global random source, so the real
+//! clients, the fleet simulator and the tests all run the same decisions.
+//!
+//! ```text
+//!  ┌────────── driver (tokio client, browser, simulator, test) ──────────┐
+//!  │ sockets, timers, clock                                              │
+//!  └──┬──────────────────────────────▲──────────────────────────────▲────┘
+//!     │ handle_input(now, Input)     │ poll_output() -> Output      │ poll_timeout()
+//!     │ handle_timeout(now)          │ (OpenTransport, Transmit,    │
+//!     │ start/request/subscribe/…    │  CloseTransport, Event)      │
+//!  ┌──▼──────────────────────────────┴──────────────────────────────┴────┐
+//!  │ Session: Phase + Backoff │ Heartbeat │ Readiness │ RequestRegistry  │
+//!  │                          │ Subscriptions │ message codec            │
+//!  └─────────────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! # The run loop
+//!
+//! A driver feeds facts in, drains outputs, and sleeps until the next
+//! timeout. Here a toy driver whose "server" answers `connect` with
+//! `welcome` at once, run in virtual time:
+//!
+//! ```
+//! use belay_proto::message::{ClientMessage, ServerMessage, Welcome, PROTOCOL_VERSION};
+//! use belay_proto::{Config, Event, Input, Instant, Output, Session};
+//!
+//! let mut now = Instant::ZERO;
+//! let mut session = Session::new(Config::default(), now, 42);
+//! session.start(now).expect("not stopped");
+//! let mut inbox: Vec<Input> = Vec::new();
+//! let mut events = Vec::new();
+//!
+//! loop {
+//!     while let Some(output) = session.poll_output() {
+//!         match output {
+//!             // A real driver dials here and reports back when it opens.
+//!             Output::OpenTransport { id, .. } => inbox.push(Input::TransportOpened(id)),
+//!             Output::Transmit { id, message: ClientMessage::Connect(_) } => {
+//!                 let welcome = Welcome {
+//!                     session: "s-1".into(),
+//!                     protocol: PROTOCOL_VERSION,
+//!                     ping_interval_ms: Some(25_000),
+//!                     pacing: None,
+//!                 };
+//!                 inbox.push(Input::Message(id, ServerMessage::Welcome(welcome)));
+//!             }
+//!             Output::Transmit { .. } | Output::CloseTransport { .. } => {}
+//!             Output::Event(event) => events.push(event),
+//!             _ => {}
+//!         }
+//!     }
+//!     if session.is_ready() {
+//!         break;
+//!     }
+//!     if let Some(input) = inbox.pop() {
+//!         session.handle_input(now, input);
+//!     } else if let Some(deadline) = session.poll_timeout() {
+//!         now = deadline; // a real driver sleeps until then
+//!         session.handle_timeout(now);
+//!     }
+//! }
+//! assert!(events.contains(&Event::Connected { session: "s-1".into() }));
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod backoff;
+pub mod close;
+pub mod config;
+pub mod event;
+pub mod heartbeat;
+pub mod message;
+pub mod readiness;
+pub mod registry;
+pub mod rng;
+pub mod session;
+pub mod subscriptions;
+pub mod time;
+pub mod transport;
+
+pub use close::{CloseCode, CloseInfo};
+pub use config::Config;
+pub use event::{DisconnectReason, Event, HaltReason, RetryPlan};
+pub use readiness::Readiness;
+pub use registry::{RequestId, RequestOutcome};
+pub use session::{
+    Call, ConnectionState, Input, Output, RequestError, Session, SessionStats, Stopped,
+    SubscribeError,
+};
+pub use time::Instant;
+pub use transport::{Failure, TransportId};

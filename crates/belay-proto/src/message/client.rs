@@ -1,0 +1,86 @@
+//! Messages sent by the client.
+
+use serde::{Deserialize, Serialize};
+
+use super::{MessageKind, Payload, StreamPosition};
+
+/// A message from client to server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ClientMessage {
+    /// First frame on every transport: opens the session.
+    Connect(Connect),
+    /// Liveness probe; the server answers `pong`.
+    Ping,
+    /// Answer to a server `ping`.
+    Pong,
+    /// Call a method.
+    Request(Request),
+    /// Join a channel, optionally resuming from a position.
+    Subscribe(Subscribe),
+    /// Leave a channel.
+    Unsubscribe(Unsubscribe),
+}
+
+impl ClientMessage {
+    /// The message's kind.
+    pub fn kind(&self) -> MessageKind {
+        match self {
+            ClientMessage::Connect(_) => MessageKind::Connect,
+            ClientMessage::Ping => MessageKind::Ping,
+            ClientMessage::Pong => MessageKind::Pong,
+            ClientMessage::Request(_) => MessageKind::Request,
+            ClientMessage::Subscribe(_) => MessageKind::Subscribe,
+            ClientMessage::Unsubscribe(_) => MessageKind::Unsubscribe,
+        }
+    }
+}
+
+/// `connect`: protocol version and optional credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connect {
+    /// Protocol version the client speaks.
+    pub protocol: u32,
+    /// Credentials, checked by the server's auth hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Id of the previous session, so the server can correlate reconnects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// `request`: a method call that always settles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Monotonic id, never reused within a client session, even across reconnects.
+    pub id: u64,
+    /// Method name.
+    pub method: String,
+    /// Parameters (any JSON value; `null` when absent).
+    #[serde(default)]
+    pub params: Payload,
+    /// Idempotency key: a retried request with the same key returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idem: Option<String>,
+    /// How long the client will wait, so the server can drop work nobody awaits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `subscribe`: join a channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subscribe {
+    /// Channel name.
+    pub channel: String,
+    /// Resume after this position; absent on a first subscribe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<StreamPosition>,
+}
+
+/// `unsubscribe`: leave a channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unsubscribe {
+    /// Channel name.
+    pub channel: String,
+}

@@ -1,0 +1,208 @@
+//! The JSON text codec.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{ClientMessage, MessageKind, ServerMessage};
+
+/// The largest text frame either side accepts, in bytes (1 MiB).
+pub const MAX_FRAME_LEN: usize = 1 << 20;
+
+/// Why a frame could not be decoded. The peer misbehaved; nothing panics.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The frame is larger than [`MAX_FRAME_LEN`].
+    #[error("frame of {len} bytes exceeds the limit of {max}")]
+    TooLarge {
+        /// Frame length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The frame is not a JSON object.
+    #[error("frame is not a JSON object: {detail}")]
+    NotJson {
+        /// Parser message.
+        detail: String,
+    },
+    /// The object has no string `type` field.
+    #[error("frame has no string \"type\" field")]
+    MissingType,
+    /// The `type` is not one this side knows (perhaps a newer peer): skip it.
+    #[error("unknown message type {ty:?}")]
+    UnknownType {
+        /// The unknown type name.
+        ty: String,
+    },
+    /// The type is known but fields are missing or of the wrong type, or the
+    /// message travels in the wrong direction.
+    #[error("invalid {kind} message: {detail}")]
+    Invalid {
+        /// The message kind.
+        kind: MessageKind,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+/// Encode a client message as a JSON text frame.
+pub fn encode_client(message: &ClientMessage) -> String {
+    encode(message)
+}
+
+/// Encode a server message as a JSON text frame.
+pub fn encode_server(message: &ServerMessage) -> String {
+    encode(message)
+}
+
+/// Decode a frame the client received.
+pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
+    decode(text)
+}
+
+/// Decode a frame the server received.
+pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
+    decode(text)
+}
+
+fn encode<T: Serialize>(message: &T) -> String {
+    // Serializing these types cannot fail: every map key is a string and no
+    // custom Serialize impl returns an error.
+    serde_json::to_string(message).unwrap_or_else(|_| String::from("{}"))
+}
+
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
+    if text.len() > MAX_FRAME_LEN {
+        return Err(DecodeError::TooLarge {
+            len: text.len(),
+            max: MAX_FRAME_LEN,
+        });
+    }
+    // Fast path: one parse for a well-formed frame.
+    match serde_json::from_str::<T>(text) {
+        Ok(message) => Ok(message),
+        Err(error) => Err(classify(text, error)),
+    }
+}
+
+/// Work out why a frame failed to decode, for a precise error.
+fn classify(text: &str, error: serde_json::Error) -> DecodeError {
+    #[derive(Deserialize)]
+    struct TypeOnly {
+        #[serde(rename = "type")]
+        ty: Option<serde_json::Value>,
+    }
+    let probe = match serde_json::from_str::<TypeOnly>(text) {
+        Ok(probe) => probe,
+        Err(_) => {
+            return DecodeError::NotJson {
+                detail: error.to_string(),
+            }
+        }
+    };
+    match probe.ty {
+        Some(serde_json::Value::String(ty)) => match MessageKind::from_name(&ty) {
+            Some(kind) => DecodeError::Invalid {
+                kind,
+                detail: error.to_string(),
+            },
+            None => DecodeError::UnknownType { ty },
+        },
+        _ => DecodeError::MissingType,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::*;
+    use serde_json::json;
+
+    #[test]
+    fn ping_is_just_its_type() {
+        assert_eq!(encode_client(&ClientMessage::Ping), r#"{"type":"ping"}"#);
+        assert_eq!(decode_server(r#"{"type":"pong"}"#), Ok(ServerMessage::Pong));
+    }
+
+    #[test]
+    fn response_carries_exactly_one_of_result_or_error() {
+        let ok = decode_server(r#"{"type":"response","id":7,"result":{"n":1}}"#).unwrap();
+        assert_eq!(
+            ok,
+            ServerMessage::Response(Response {
+                id: 7,
+                reply: Reply::Result(json!({"n": 1}))
+            })
+        );
+        let err = decode_server(
+            r#"{"type":"response","id":8,"error":{"code":"unavailable","message":"down"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            err,
+            ServerMessage::Response(Response {
+                id: 8,
+                reply: Reply::Error(ErrorBody::new("unavailable", "down"))
+            })
+        );
+        assert!(matches!(
+            decode_server(r#"{"type":"response","id":9}"#),
+            Err(DecodeError::Invalid {
+                kind: MessageKind::Response,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn malformed_frames_yield_typed_errors() {
+        assert!(matches!(decode_server("not json"), Err(DecodeError::NotJson { .. })));
+        assert!(matches!(decode_server("[1,2]"), Err(DecodeError::NotJson { .. })));
+        assert_eq!(decode_server(r#"{"id":1}"#), Err(DecodeError::MissingType));
+        assert_eq!(decode_server(r#"{"type":5}"#), Err(DecodeError::MissingType));
+        assert_eq!(
+            decode_server(r#"{"type":"hologram"}"#),
+            Err(DecodeError::UnknownType {
+                ty: "hologram".into()
+            })
+        );
+        assert!(matches!(
+            decode_server(r#"{"type":"welcome","session":1}"#),
+            Err(DecodeError::Invalid {
+                kind: MessageKind::Welcome,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_message_in_the_wrong_direction_is_invalid_not_unknown() {
+        assert!(matches!(
+            decode_server(r#"{"type":"subscribe","channel":"a"}"#),
+            Err(DecodeError::Invalid {
+                kind: MessageKind::Subscribe,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn oversized_frames_are_rejected_before_parsing() {
+        let big = "x".repeat(MAX_FRAME_LEN + 1);
+        assert_eq!(
+            decode_client(&big),
+            Err(DecodeError::TooLarge {
+                len: MAX_FRAME_LEN + 1,
+                max: MAX_FRAME_LEN
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_for_forward_compatibility() {
+        let msg = decode_server(r#"{"type":"ping","future":true}"#).unwrap();
+        assert_eq!(msg, ServerMessage::Ping);
+    }
+}

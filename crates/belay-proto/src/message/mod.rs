@@ -1,0 +1,47 @@
+//! Wire messages and their JSON text codec.
+//!
+//! Every frame is one JSON object whose `type` field names the message, as
+//! specified in `spec/PROTOCOL.md`. The message types are plain data; the
+//! codec ([`encode_client`], [`decode_server`], and their server-side
+//! mirrors) is the only place that knows about JSON, so a compact binary
+//! codec (using [`MessageKind::code`] as a two-byte prefix) or an SSE + HTTP
+//! POST transport can carry the same types later.
+//!
+//! Decoding never panics: malformed input becomes a typed [`DecodeError`].
+//! Unknown fields are ignored, and an unknown `type` is reported as
+//! [`DecodeError::UnknownType`] so a receiver can skip messages from a newer
+//! peer instead of treating them as corruption.
+
+mod client;
+mod codec;
+mod kind;
+mod server;
+
+pub use client::{ClientMessage, Connect, Request, Subscribe, Unsubscribe};
+pub use codec::{
+    decode_client, decode_server, encode_client, encode_server, DecodeError, MAX_FRAME_LEN,
+};
+pub use kind::MessageKind;
+pub use server::{
+    ErrorBody, Pacing, Publication, ReconnectAdvice, Reply, Response, ServerMessage, Subscribed,
+    Unsubscribed, Welcome,
+};
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this crate speaks, sent in `connect` and `welcome`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Application data carried by requests, responses and publications.
+pub type Payload = serde_json::Value;
+
+/// A position in a channel's stream: the epoch names one incarnation of the
+/// stream's history (it changes when history is lost, e.g. a broker restart),
+/// the offset counts publications within it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StreamPosition {
+    /// Incarnation of the channel's history.
+    pub epoch: String,
+    /// Offset of the last publication delivered (0 = none yet).
+    pub offset: u64,
+}

@@ -1,0 +1,189 @@
+//! Messages sent by the server.
+
+use serde::{Deserialize, Serialize};
+
+use super::{MessageKind, Payload};
+
+/// A message from server to client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerMessage {
+    /// The session is open: the protocol level is up.
+    Welcome(Welcome),
+    /// Server heartbeat; the client answers `pong`.
+    Ping,
+    /// Answer to a client `ping`.
+    Pong,
+    /// The outcome of a request.
+    Response(Response),
+    /// A subscription is confirmed.
+    Subscribed(Subscribed),
+    /// A subscription is gone (refused, or lost by the service).
+    Unsubscribed(Unsubscribed),
+    /// A message on a subscribed channel.
+    Publication(Publication),
+    /// Advice to reconnect after a delay, sent before a planned close.
+    Reconnect(ReconnectAdvice),
+    /// A client frame could not be processed (not tied to a request).
+    Error(ErrorBody),
+}
+
+impl ServerMessage {
+    /// The message's kind.
+    pub fn kind(&self) -> MessageKind {
+        match self {
+            ServerMessage::Welcome(_) => MessageKind::Welcome,
+            ServerMessage::Ping => MessageKind::Ping,
+            ServerMessage::Pong => MessageKind::Pong,
+            ServerMessage::Response(_) => MessageKind::Response,
+            ServerMessage::Subscribed(_) => MessageKind::Subscribed,
+            ServerMessage::Unsubscribed(_) => MessageKind::Unsubscribed,
+            ServerMessage::Publication(_) => MessageKind::Publication,
+            ServerMessage::Reconnect(_) => MessageKind::Reconnect,
+            ServerMessage::Error(_) => MessageKind::Error,
+        }
+    }
+}
+
+/// `welcome`: session id, heartbeat and pacing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// Session id assigned by the server.
+    pub session: String,
+    /// Protocol version the server speaks.
+    pub protocol: u32,
+    /// If present, the server pings every this many ms and the client arms a
+    /// watchdog of two intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ping_interval_ms: Option<u64>,
+    /// If present, the reconnect slot grid this client should use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<Pacing>,
+}
+
+/// Reconnect pacing advertised while healthy: reconnect attempts land on the
+/// grid `welcome received + phase + k × period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pacing {
+    /// Grid period in ms.
+    pub period_ms: u64,
+    /// This client's offset into the period, measured from when the server sent `welcome`.
+    pub phase_ms: u64,
+}
+
+/// `response`: exactly one of `result` or `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// Id of the request this answers.
+    pub id: u64,
+    /// The result or the error.
+    #[serde(flatten)]
+    pub reply: Reply,
+}
+
+/// The body of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// The method succeeded.
+    Result(Payload),
+    /// The method failed.
+    Error(ErrorBody),
+}
+
+/// An error reported by the server. `code` is a short machine-readable
+/// string (see spec/PROTOCOL.md for the registered codes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Machine-readable code, e.g. `unavailable`.
+    pub code: String,
+    /// Human-readable explanation.
+    #[serde(default)]
+    pub message: String,
+    /// If set, the earliest sensible retry, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ErrorBody {
+    /// An error with `code` and `message`.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code: code.into(),
+            message: message.into(),
+            retry_after_ms: None,
+        }
+    }
+}
+
+/// `subscribed`: the subscription is confirmed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subscribed {
+    /// Channel name.
+    pub channel: String,
+    /// Current epoch of the channel's history.
+    pub epoch: String,
+    /// Publications that follow have offsets greater than this. Equal to the
+    /// requested position when recovered, else the stream's current top.
+    pub offset: u64,
+    /// Whether everything after the requested position will be replayed.
+    /// `false` after a resume attempt means messages were lost: resync.
+    #[serde(default)]
+    pub recovered: bool,
+}
+
+/// `unsubscribed`: the subscription is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unsubscribed {
+    /// Channel name.
+    pub channel: String,
+    /// Why; `forbidden`, `unauthorized`, `not_found` and `bad_request` are
+    /// final, every other code means "subscribe again".
+    pub code: String,
+    /// Human-readable explanation.
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl Unsubscribed {
+    /// Whether the client should stop trying to subscribe to this channel.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self.code.as_str(),
+            "forbidden" | "unauthorized" | "not_found" | "bad_request"
+        )
+    }
+}
+
+/// `publication`: one message on a channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Publication {
+    /// Channel name.
+    pub channel: String,
+    /// Epoch of the channel's history.
+    pub epoch: String,
+    /// Offset within the epoch; consecutive publications differ by one.
+    pub offset: u64,
+    /// The message.
+    #[serde(default)]
+    pub data: Payload,
+}
+
+/// `reconnect`: the server is about to close this connection on purpose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconnectAdvice {
+    /// Why: `deploy`, `restart`, `overload`, `maintenance`, or another string.
+    pub reason: String,
+    /// Reconnect no sooner than this many ms after the advice.
+    pub min_delay_ms: u64,
+    /// Reconnect by this many ms after the advice (uniformly spread).
+    pub max_delay_ms: u64,
+}
+
+impl ReconnectAdvice {
+    /// Whether the close is part of a deploy (clients double their backoff).
+    pub fn is_deploy(&self) -> bool {
+        self.reason == "deploy"
+    }
+}

@@ -1,0 +1,325 @@
+//! Subscriptions: confirmed, repaired on the same transport, and resumable.
+//!
+//! A channel counts for the service level only once the server confirms it
+//! (`subscribed`). Without a confirmation in time the subscribe is repeated
+//! **on the same transport**; on `unsubscribed` (the service lost it) the
+//! channel is subscribed again after a short jittered delay. None of this
+//! touches the transport: a healthy connection is never torn down because a
+//! service behind it hiccuped.
+//!
+//! Each channel keeps its recovery position (epoch + offset of the last
+//! publication delivered). It is sent as `since` on every re-subscribe; if the
+//! server cannot replay from it (`recovered: false`) the application hears
+//! [`Event::RecoveryFailed`] and must resync. Publications are delivered in
+//! offset order without duplicates: an old offset is dropped, and a gap makes
+//! the channel re-subscribe from its last position so the server replays the
+//! missing ones instead of them being lost silently.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::backoff::{Backoff, BackoffPolicy};
+use crate::event::Event;
+use crate::message::{
+    ClientMessage, Publication, StreamPosition, Subscribe, Subscribed, Unsubscribe, Unsubscribed,
+};
+use crate::rng::RandomSource;
+use crate::time::Instant;
+
+/// What the subscription machine wants done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubscriptionOutput {
+    /// Send this on the current transport.
+    Send(ClientMessage),
+    /// Tell the application.
+    Event(Event),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChannelState {
+    /// Not sent on the current transport (there is none, or the protocol is not up yet).
+    Idle,
+    /// Sent; waiting for `subscribed` until the deadline.
+    Pending { deadline: Instant, resumed: bool },
+    /// Confirmed.
+    Subscribed,
+    /// Lost by the service; subscribing again at `at`.
+    Retrying { at: Instant },
+    /// Refused for good.
+    Failed,
+}
+
+#[derive(Debug, Clone)]
+struct Channel {
+    state: ChannelState,
+    position: Option<StreamPosition>,
+    retry: Backoff,
+}
+
+/// Every channel the application wants, and where each one stands.
+#[derive(Debug, Clone)]
+pub struct Subscriptions {
+    channels: BTreeMap<String, Channel>,
+    confirm_timeout: Duration,
+    resubscribe: BackoffPolicy,
+    online: bool,
+    duplicates_dropped: u64,
+    stray_publications: u64,
+}
+
+impl Subscriptions {
+    /// No channels yet. `confirm_timeout` bounds the wait for `subscribed`;
+    /// `resubscribe` paces re-subscribing after `unsubscribed`.
+    pub fn new(confirm_timeout: Duration, resubscribe: BackoffPolicy) -> Self {
+        Subscriptions {
+            channels: BTreeMap::new(),
+            confirm_timeout,
+            resubscribe,
+            online: false,
+            duplicates_dropped: 0,
+            stray_publications: 0,
+        }
+    }
+
+    /// Whether every wanted channel (other than refused ones) is confirmed.
+    /// Vacuously true with no channels.
+    pub fn all_confirmed(&self) -> bool {
+        self.channels
+            .values()
+            .all(|c| matches!(c.state, ChannelState::Subscribed | ChannelState::Failed))
+    }
+
+    /// Whether `channel` is wanted.
+    pub fn contains(&self, channel: &str) -> bool {
+        self.channels.contains_key(channel)
+    }
+
+    /// Whether `channel` is confirmed right now.
+    pub fn is_subscribed(&self, channel: &str) -> bool {
+        self.channels
+            .get(channel)
+            .is_some_and(|c| c.state == ChannelState::Subscribed)
+    }
+
+    /// The recovery position of `channel`.
+    pub fn position(&self, channel: &str) -> Option<&StreamPosition> {
+        self.channels.get(channel).and_then(|c| c.position.as_ref())
+    }
+
+    /// Publications dropped because their offset was already delivered.
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.duplicates_dropped
+    }
+
+    /// Publications for channels not subscribed (dropped).
+    pub fn stray_publications(&self) -> u64 {
+        self.stray_publications
+    }
+
+    /// Want `channel`; subscribes at once if the protocol is up. Returns
+    /// `false` if it was already wanted.
+    pub fn add(&mut self, now: Instant, channel: &str, out: &mut Vec<SubscriptionOutput>) -> bool {
+        if self.channels.contains_key(channel) {
+            return false;
+        }
+        let mut entry = Channel {
+            state: ChannelState::Idle,
+            position: None,
+            retry: Backoff::new(self.resubscribe.clone()),
+        };
+        if self.online {
+            entry.state = self.send_subscribe(now, channel, None, out);
+        }
+        self.channels.insert(channel.to_owned(), entry);
+        true
+    }
+
+    /// Stop wanting `channel`. Returns `false` if it was not wanted.
+    pub fn remove(&mut self, channel: &str, out: &mut Vec<SubscriptionOutput>) -> bool {
+        let Some(entry) = self.channels.remove(channel) else {
+            return false;
+        };
+        if self.online && matches!(entry.state, ChannelState::Pending { .. } | ChannelState::Subscribed) {
+            out.push(SubscriptionOutput::Send(ClientMessage::Unsubscribe(Unsubscribe {
+                channel: channel.to_owned(),
+            })));
+        }
+        true
+    }
+
+    /// The protocol level came up on a new transport: subscribe everything,
+    /// resuming from each channel's position.
+    pub fn handle_protocol_up(&mut self, now: Instant, out: &mut Vec<SubscriptionOutput>) {
+        self.online = true;
+        let timeout = self.confirm_timeout;
+        for (name, entry) in &mut self.channels {
+            if entry.state == ChannelState::Failed {
+                continue;
+            }
+            entry.retry.reset();
+            entry.state = subscribe_now(now, timeout, name, entry.position.clone(), out);
+        }
+    }
+
+    /// The transport is gone: nothing is confirmed any more, positions are kept.
+    pub fn handle_transport_down(&mut self) {
+        self.online = false;
+        for entry in self.channels.values_mut() {
+            if entry.state != ChannelState::Failed {
+                entry.state = ChannelState::Idle;
+            }
+        }
+    }
+
+    /// The server confirmed a subscription.
+    pub fn handle_subscribed(&mut self, msg: Subscribed, out: &mut Vec<SubscriptionOutput>) {
+        let Some(entry) = self.channels.get_mut(&msg.channel) else {
+            return;
+        };
+        let ChannelState::Pending { resumed, .. } = entry.state else {
+            // A confirmation we did not ask for on this transport: ignore it.
+            return;
+        };
+        entry.state = ChannelState::Subscribed;
+        entry.retry.reset();
+        let recovered = resumed && msg.recovered;
+        entry.position = Some(StreamPosition {
+            epoch: msg.epoch,
+            offset: msg.offset,
+        });
+        out.push(SubscriptionOutput::Event(Event::Subscribed {
+            channel: msg.channel.clone(),
+            recovered,
+        }));
+        if resumed && !msg.recovered {
+            out.push(SubscriptionOutput::Event(Event::RecoveryFailed {
+                channel: msg.channel,
+            }));
+        }
+    }
+
+    /// The server dropped or refused a subscription.
+    pub fn handle_unsubscribed(
+        &mut self,
+        now: Instant,
+        msg: Unsubscribed,
+        rng: &mut dyn RandomSource,
+        out: &mut Vec<SubscriptionOutput>,
+    ) {
+        let Some(entry) = self.channels.get_mut(&msg.channel) else {
+            return;
+        };
+        if matches!(entry.state, ChannelState::Failed | ChannelState::Idle) {
+            return;
+        }
+        if msg.is_final() {
+            entry.state = ChannelState::Failed;
+            out.push(SubscriptionOutput::Event(Event::SubscriptionFailed {
+                channel: msg.channel,
+                code: msg.code,
+            }));
+            return;
+        }
+        let delay = entry.retry.next_delay(now, rng);
+        entry.state = ChannelState::Retrying { at: now + delay };
+        out.push(SubscriptionOutput::Event(Event::SubscriptionLost {
+            channel: msg.channel,
+            code: msg.code,
+        }));
+    }
+
+    /// A publication arrived.
+    pub fn handle_publication(
+        &mut self,
+        now: Instant,
+        publication: Publication,
+        out: &mut Vec<SubscriptionOutput>,
+    ) {
+        let timeout = self.confirm_timeout;
+        let Some(entry) = self.channels.get_mut(&publication.channel) else {
+            self.stray_publications = self.stray_publications.saturating_add(1);
+            return;
+        };
+        if entry.state != ChannelState::Subscribed {
+            self.stray_publications = self.stray_publications.saturating_add(1);
+            return;
+        }
+        let Some(position) = entry.position.as_mut() else {
+            return;
+        };
+        let next = position.offset.saturating_add(1);
+        if publication.epoch == position.epoch && publication.offset < next {
+            self.duplicates_dropped = self.duplicates_dropped.saturating_add(1);
+            return;
+        }
+        if publication.epoch != position.epoch || publication.offset > next {
+            // A gap (or a new epoch): ask the server to replay from where we are.
+            let since = Some(position.clone());
+            entry.state = subscribe_now(now, timeout, &publication.channel, since, out);
+            return;
+        }
+        position.offset = publication.offset;
+        out.push(SubscriptionOutput::Event(Event::Publication(publication)));
+    }
+
+    /// Repeat unconfirmed subscribes and resubscribe lost channels when due.
+    pub fn handle_timeout(&mut self, now: Instant, out: &mut Vec<SubscriptionOutput>) {
+        if !self.online {
+            return;
+        }
+        let timeout = self.confirm_timeout;
+        for (name, entry) in &mut self.channels {
+            let due = match entry.state {
+                ChannelState::Pending { deadline, .. } => deadline <= now,
+                ChannelState::Retrying { at } => at <= now,
+                _ => false,
+            };
+            if due {
+                entry.state = subscribe_now(now, timeout, name, entry.position.clone(), out);
+            }
+        }
+    }
+
+    /// The next instant at which [`Subscriptions::handle_timeout`] has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.online {
+            return None;
+        }
+        self.channels
+            .values()
+            .filter_map(|c| match c.state {
+                ChannelState::Pending { deadline, .. } => Some(deadline),
+                ChannelState::Retrying { at } => Some(at),
+                _ => None,
+            })
+            .min()
+    }
+
+    fn send_subscribe(
+        &self,
+        now: Instant,
+        channel: &str,
+        since: Option<StreamPosition>,
+        out: &mut Vec<SubscriptionOutput>,
+    ) -> ChannelState {
+        subscribe_now(now, self.confirm_timeout, channel, since, out)
+    }
+}
+
+fn subscribe_now(
+    now: Instant,
+    confirm_timeout: Duration,
+    channel: &str,
+    since: Option<StreamPosition>,
+    out: &mut Vec<SubscriptionOutput>,
+) -> ChannelState {
+    let resumed = since.is_some();
+    out.push(SubscriptionOutput::Send(ClientMessage::Subscribe(Subscribe {
+        channel: channel.to_owned(),
+        since,
+    })));
+    ChannelState::Pending {
+        deadline: now + confirm_timeout,
+        resumed,
+    }
+}

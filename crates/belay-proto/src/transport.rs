@@ -1,0 +1,52 @@
+//! Transport identity and the failures a driver reports.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Names one transport (one WebSocket, one SSE stream…) the session asked the
+/// driver to open. Ids grow monotonically over the life of a session and are
+/// never reused, so an input from a transport that has been replaced can
+/// always be told apart from the current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TransportId(pub u64);
+
+impl fmt::Display for TransportId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "transport#{}", self.0)
+    }
+}
+
+/// Why a transport could not be opened, or failed without a close frame.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Failure {
+    /// Connection refused, reset, unreachable, DNS failure, TLS failure…
+    Network {
+        /// What the driver saw, for logs.
+        #[serde(default)]
+        detail: String,
+    },
+    /// The HTTP upgrade was answered with a non-101 status.
+    Rejected {
+        /// The HTTP status. 401 and 403 are treated as authentication failures.
+        status: u16,
+    },
+    /// The driver cannot even try (malformed URL, unsupported scheme): this
+    /// is a configuration error and is never retried.
+    InvalidConfig {
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl Failure {
+    /// A network failure with a detail message.
+    pub fn network(detail: impl Into<String>) -> Self {
+        Failure::Network {
+            detail: detail.into(),
+        }
+    }
+}
