@@ -125,7 +125,8 @@ impl CloseInfo {
 
     /// What the client should do; a missing close frame means retry.
     pub fn disposition(&self) -> CloseDisposition {
-        self.code.map_or(CloseDisposition::Retry, CloseCode::disposition)
+        self.code
+            .map_or(CloseDisposition::Retry, CloseCode::disposition)
     }
 }
 
@@ -135,10 +136,17 @@ mod tests {
 
     #[test]
     fn normal_policy_and_forbidden_closes_are_terminal() {
-        for code in [CloseCode::NORMAL, CloseCode::POLICY_VIOLATION, CloseCode::FORBIDDEN] {
+        for code in [
+            CloseCode::NORMAL,
+            CloseCode::POLICY_VIOLATION,
+            CloseCode::FORBIDDEN,
+        ] {
             assert_eq!(code.disposition(), CloseDisposition::Terminal, "{code}");
         }
-        assert_eq!(CloseCode::UNAUTHORIZED.disposition(), CloseDisposition::AuthFailed);
+        assert_eq!(
+            CloseCode::UNAUTHORIZED.disposition(),
+            CloseDisposition::AuthFailed
+        );
     }
 
     #[test]
@@ -148,14 +156,22 @@ mod tests {
             CloseCode::TRY_AGAIN_LATER,
             CloseCode::RATE_LIMITED,
         ] {
-            assert_eq!(code.disposition(), CloseDisposition::RetryWithAdvice, "{code}");
+            assert_eq!(
+                code.disposition(),
+                CloseDisposition::RetryWithAdvice,
+                "{code}"
+            );
         }
     }
 
     #[test]
     fn everything_else_including_a_missing_close_frame_retries() {
         for code in [1001, 1002, 1006, 1011, 4000, 4009, 3999, 4999] {
-            assert_eq!(CloseCode(code).disposition(), CloseDisposition::Retry, "{code}");
+            assert_eq!(
+                CloseCode(code).disposition(),
+                CloseDisposition::Retry,
+                "{code}"
+            );
         }
         assert_eq!(CloseInfo::abnormal().disposition(), CloseDisposition::Retry);
     }

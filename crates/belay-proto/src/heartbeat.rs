@@ -23,8 +23,7 @@ use std::time::Duration;
 use crate::time::Instant;
 
 /// What the probe policy says to do now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeartbeatAction {
     /// Nothing to do yet.
@@ -53,7 +52,9 @@ pub fn decide(
     timeout: Duration,
 ) -> HeartbeatAction {
     match pending_probe_at {
-        Some(sent_at) if now.saturating_duration_since(sent_at) >= timeout => HeartbeatAction::Close,
+        Some(sent_at) if now.saturating_duration_since(sent_at) >= timeout => {
+            HeartbeatAction::Close
+        }
         Some(_) => HeartbeatAction::Wait,
         None if now.saturating_duration_since(last_received_at) >= interval => {
             HeartbeatAction::Probe
@@ -209,20 +210,38 @@ mod tests {
     #[test]
     fn probe_sent_at_20s_closes_at_exactly_45s_and_not_before() {
         let received = ms(1);
-        assert_eq!(decide(received, None, ms(10_000), I, T), HeartbeatAction::Wait);
-        assert_eq!(decide(received, None, ms(20_000), I, T), HeartbeatAction::Probe);
+        assert_eq!(
+            decide(received, None, ms(10_000), I, T),
+            HeartbeatAction::Wait
+        );
+        assert_eq!(
+            decide(received, None, ms(20_000), I, T),
+            HeartbeatAction::Probe
+        );
         let probe = Some(ms(20_000));
         for now in [30_000, 40_000, 44_999] {
-            assert_eq!(decide(received, probe, ms(now), I, T), HeartbeatAction::Wait);
+            assert_eq!(
+                decide(received, probe, ms(now), I, T),
+                HeartbeatAction::Wait
+            );
         }
         let just_before = ms(45_000) - Duration::from_micros(1);
-        assert_eq!(decide(received, probe, just_before, I, T), HeartbeatAction::Wait);
-        assert_eq!(decide(received, probe, ms(45_000), I, T), HeartbeatAction::Close);
+        assert_eq!(
+            decide(received, probe, just_before, I, T),
+            HeartbeatAction::Wait
+        );
+        assert_eq!(
+            decide(received, probe, ms(45_000), I, T),
+            HeartbeatAction::Close
+        );
     }
 
     #[test]
     fn quiet_for_exactly_the_interval_probes() {
-        assert_eq!(decide(ms(0), None, ms(10_000), I, T), HeartbeatAction::Probe);
+        assert_eq!(
+            decide(ms(0), None, ms(10_000), I, T),
+            HeartbeatAction::Probe
+        );
         assert_eq!(decide(ms(0), None, ms(9_999), I, T), HeartbeatAction::Wait);
     }
 
@@ -245,7 +264,10 @@ mod tests {
         // The pong arrives at 46 s, after the 45 s deadline; the next tick is at 50 s.
         let received_after_pong = ms(46_000);
         let pending_after_pong = None;
-        assert_eq!(decide(received, probe, ms(45_000), I, T), HeartbeatAction::Close);
+        assert_eq!(
+            decide(received, probe, ms(45_000), I, T),
+            HeartbeatAction::Close
+        );
         assert_eq!(
             decide(received_after_pong, pending_after_pong, ms(50_000), I, T),
             HeartbeatAction::Wait
@@ -278,7 +300,10 @@ mod tests {
         }
         assert_eq!(hb.probes_sent(), 1);
         assert_eq!(hb.poll_timeout(), ms(35_000));
-        assert_eq!(hb.handle_timeout(ms(35_000)), Err(LivenessFailure::ProbeUnanswered));
+        assert_eq!(
+            hb.handle_timeout(ms(35_000)),
+            Err(LivenessFailure::ProbeUnanswered)
+        );
     }
 
     #[test]
@@ -290,7 +315,10 @@ mod tests {
         assert_eq!(hb.handle_timeout(now), Ok(HeartbeatAction::Probe));
         now = hb.poll_timeout();
         assert_eq!(now, ms(35_001));
-        assert_eq!(hb.handle_timeout(now), Err(LivenessFailure::ProbeUnanswered));
+        assert_eq!(
+            hb.handle_timeout(now),
+            Err(LivenessFailure::ProbeUnanswered)
+        );
     }
 
     #[test]

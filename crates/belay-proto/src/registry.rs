@@ -45,7 +45,10 @@ impl RequestOutcome {
     /// Whether the request is known not to have been executed, or executed
     /// with an error. `Timeout` and `ConnectionClosed` say "unknown".
     pub fn fate_known(&self) -> bool {
-        matches!(self, RequestOutcome::Ok { .. } | RequestOutcome::ServerError { .. })
+        matches!(
+            self,
+            RequestOutcome::Ok { .. } | RequestOutcome::ServerError { .. }
+        )
     }
 }
 
@@ -211,7 +214,10 @@ mod tests {
         reg.handle_timeout(ms(300), &mut settled);
         assert_eq!(
             settled,
-            vec![(fast, RequestOutcome::Timeout), (slow, RequestOutcome::Timeout)]
+            vec![
+                (fast, RequestOutcome::Timeout),
+                (slow, RequestOutcome::Timeout)
+            ]
         );
     }
 
@@ -225,7 +231,8 @@ mod tests {
         assert!(settled
             .iter()
             .zip(&ids)
-            .all(|((got, outcome), want)| got == want && *outcome == RequestOutcome::ConnectionClosed));
+            .all(|((got, outcome), want)| got == want
+                && *outcome == RequestOutcome::ConnectionClosed));
         assert!(reg.is_empty());
         assert_eq!(reg.poll_timeout(), None);
     }

@@ -91,7 +91,7 @@ impl RandomSource for RecordedDraws {
 
 /// Clamp a draw into `[0, 1)`; NaN becomes 0.
 pub(crate) fn clamp_unit(value: f64) -> f64 {
-    if value >= 0.0 && value < 1.0 {
+    if (0.0..1.0).contains(&value) {
         value
     } else if value >= 1.0 {
         1.0 - f64::EPSILON / 2.0

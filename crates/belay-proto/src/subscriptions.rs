@@ -139,10 +139,17 @@ impl Subscriptions {
         let Some(entry) = self.channels.remove(channel) else {
             return false;
         };
-        if self.online && matches!(entry.state, ChannelState::Pending { .. } | ChannelState::Subscribed) {
-            out.push(SubscriptionOutput::Send(ClientMessage::Unsubscribe(Unsubscribe {
-                channel: channel.to_owned(),
-            })));
+        if self.online
+            && matches!(
+                entry.state,
+                ChannelState::Pending { .. } | ChannelState::Subscribed
+            )
+        {
+            out.push(SubscriptionOutput::Send(ClientMessage::Unsubscribe(
+                Unsubscribe {
+                    channel: channel.to_owned(),
+                },
+            )));
         }
         true
     }
@@ -314,10 +321,12 @@ fn subscribe_now(
     out: &mut Vec<SubscriptionOutput>,
 ) -> ChannelState {
     let resumed = since.is_some();
-    out.push(SubscriptionOutput::Send(ClientMessage::Subscribe(Subscribe {
-        channel: channel.to_owned(),
-        since,
-    })));
+    out.push(SubscriptionOutput::Send(ClientMessage::Subscribe(
+        Subscribe {
+            channel: channel.to_owned(),
+            since,
+        },
+    )));
     ChannelState::Pending {
         deadline: now + confirm_timeout,
         resumed,

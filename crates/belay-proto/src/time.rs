@@ -107,18 +107,13 @@ impl Sub<Instant> for Instant {
 
 impl fmt::Debug for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "t+{}.{:06}s", self.micros / 1_000_000, self.micros % 1_000_000)
+        write!(
+            f,
+            "t+{}.{:06}s",
+            self.micros / 1_000_000,
+            self.micros % 1_000_000
+        )
     }
-}
-
-/// Multiply a duration by a float factor, saturating and treating NaN or
-/// negative factors as zero. Used by the backoff policies.
-pub(crate) fn mul_f64_saturating(duration: Duration, factor: f64) -> Duration {
-    if !(factor > 0.0) {
-        return Duration::ZERO;
-    }
-    let secs = duration.as_secs_f64() * factor;
-    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -141,13 +136,5 @@ mod tests {
         assert_eq!(b.as_millis(), 45_000);
         assert_eq!(b - a, Duration::from_secs(25));
         assert!(b - Duration::from_micros(1) < b);
-    }
-
-    #[test]
-    fn float_factor_saturates_and_rejects_nan() {
-        assert_eq!(mul_f64_saturating(Duration::from_secs(2), 1.5), Duration::from_secs(3));
-        assert_eq!(mul_f64_saturating(Duration::MAX, 10.0), Duration::MAX);
-        assert_eq!(mul_f64_saturating(Duration::from_secs(1), f64::NAN), Duration::ZERO);
-        assert_eq!(mul_f64_saturating(Duration::from_secs(1), -1.0), Duration::ZERO);
     }
 }

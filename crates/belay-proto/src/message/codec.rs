@@ -158,10 +158,19 @@ mod tests {
 
     #[test]
     fn malformed_frames_yield_typed_errors() {
-        assert!(matches!(decode_server("not json"), Err(DecodeError::NotJson { .. })));
-        assert!(matches!(decode_server("[1,2]"), Err(DecodeError::NotJson { .. })));
+        assert!(matches!(
+            decode_server("not json"),
+            Err(DecodeError::NotJson { .. })
+        ));
+        assert!(matches!(
+            decode_server("[1,2]"),
+            Err(DecodeError::NotJson { .. })
+        ));
         assert_eq!(decode_server(r#"{"id":1}"#), Err(DecodeError::MissingType));
-        assert_eq!(decode_server(r#"{"type":5}"#), Err(DecodeError::MissingType));
+        assert_eq!(
+            decode_server(r#"{"type":5}"#),
+            Err(DecodeError::MissingType)
+        );
         assert_eq!(
             decode_server(r#"{"type":"hologram"}"#),
             Err(DecodeError::UnknownType {

@@ -24,7 +24,7 @@
 mod io;
 mod phase;
 
-pub use io::{Call, Input, Output, RequestError, SubscribeError, Stopped};
+pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
 pub use phase::ConnectionState;
 
 use std::collections::VecDeque;
@@ -376,7 +376,11 @@ impl Session {
             Phase::Connecting { id, deadline } | Phase::Handshaking { id, deadline }
                 if *deadline <= now =>
             {
-                Due::Abandon(*id, CloseCode::HANDSHAKE_TIMEOUT, DisconnectReason::ConnectTimeout)
+                Due::Abandon(
+                    *id,
+                    CloseCode::HANDSHAKE_TIMEOUT,
+                    DisconnectReason::ConnectTimeout,
+                )
             }
             Phase::Open { id, heartbeat } => match heartbeat.handle_timeout(now) {
                 Ok(HeartbeatAction::Probe) => Due::Probe(*id),
@@ -466,7 +470,13 @@ impl Session {
 
     /// Close the current transport ourselves and move on without waiting
     /// for its close event.
-    fn abandon(&mut self, now: Instant, id: TransportId, code: CloseCode, reason: DisconnectReason) {
+    fn abandon(
+        &mut self,
+        now: Instant,
+        id: TransportId,
+        code: CloseCode,
+        reason: DisconnectReason,
+    ) {
         let text = match &reason {
             DisconnectReason::HeartbeatTimeout { .. } => "heartbeat timeout",
             DisconnectReason::ConnectTimeout => "connect timeout",
@@ -603,7 +613,10 @@ impl Session {
     fn lose_transport(&mut self, now: Instant, reason: DisconnectReason, halt: Option<HaltReason>) {
         let was_open = matches!(self.phase, Phase::Open { .. });
         if let Phase::Open { heartbeat, .. } = &self.phase {
-            self.stats.probes_sent = self.stats.probes_sent.saturating_add(heartbeat.probes_sent());
+            self.stats.probes_sent = self
+                .stats
+                .probes_sent
+                .saturating_add(heartbeat.probes_sent());
         }
         let advice = self.advice.take();
         self.phase = Phase::Idle;
@@ -620,9 +633,15 @@ impl Session {
         };
         let plan = retry.clone().unwrap_or(RetryPlan::No);
         self.emit(if was_open {
-            Event::Disconnected { reason, retry: plan }
+            Event::Disconnected {
+                reason,
+                retry: plan,
+            }
         } else {
-            Event::ConnectFailed { reason, retry: plan }
+            Event::ConnectFailed {
+                reason,
+                retry: plan,
+            }
         });
         if let Err(halt) = retry {
             self.emit(Event::Halted { reason: halt });
@@ -635,7 +654,11 @@ impl Session {
         advice: Option<ReconnectAdvice>,
     ) -> Result<RetryPlan, HaltReason> {
         let attempts = self.backoff.attempt();
-        if self.config.max_attempts().is_some_and(|max| attempts >= max) {
+        if self
+            .config
+            .max_attempts()
+            .is_some_and(|max| attempts >= max)
+        {
             self.phase = Phase::Halted;
             return Err(HaltReason::Exhausted { attempts });
         }

@@ -35,10 +35,21 @@ pub enum ConnectionState {
 #[derive(Debug, Clone)]
 pub(crate) enum Phase {
     Idle,
-    Connecting { id: TransportId, deadline: Instant },
-    Handshaking { id: TransportId, deadline: Instant },
-    Open { id: TransportId, heartbeat: Heartbeat },
-    Waiting { until: Instant },
+    Connecting {
+        id: TransportId,
+        deadline: Instant,
+    },
+    Handshaking {
+        id: TransportId,
+        deadline: Instant,
+    },
+    Open {
+        id: TransportId,
+        heartbeat: Heartbeat,
+    },
+    Waiting {
+        until: Instant,
+    },
     Offline,
     Halted,
     Stopped,
@@ -48,9 +59,9 @@ impl Phase {
     /// The transport this phase owns, if any.
     pub(crate) fn transport(&self) -> Option<TransportId> {
         match self {
-            Phase::Connecting { id, .. } | Phase::Handshaking { id, .. } | Phase::Open { id, .. } => {
-                Some(*id)
-            }
+            Phase::Connecting { id, .. }
+            | Phase::Handshaking { id, .. }
+            | Phase::Open { id, .. } => Some(*id),
             _ => None,
         }
     }
