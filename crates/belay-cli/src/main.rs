@@ -1,1 +1,36 @@
-fn main() {}
+//! `belay`: one command line in front of the Belay tools.
+#![forbid(unsafe_code)]
+
+mod backoff_table;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Belay: realtime connections that know whether they are really alive.
+#[derive(Debug, Parser)]
+#[command(name = "belay", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the reconnect delays each backoff policy of the core produces.
+    Backoff(backoff_table::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Backoff(args) => backoff_table::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("belay: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
