@@ -3,19 +3,19 @@
 //! | code | name | who sends it | client reaction |
 //! |------|------|--------------|-----------------|
 //! | 1000 | normal | either side | terminal: the server ended the session on purpose |
-//! | 1001 | going away | server shutting down | retry |
+//! | 1001 | going away | server shutting down; client going offline while connecting | retry |
 //! | 1002 | protocol error | either | retry |
 //! | 1006 | (abnormal) | never sent: observed when no close frame arrived | retry |
 //! | 1007 | invalid data | either | retry |
 //! | 1008 | policy violation | server | terminal |
-//! | 1009 | message too big | either | retry |
+//! | 1009 | message too big | either (a frame over the 1 MiB limit) | retry |
 //! | 1011 | internal error | server | retry |
 //! | 1012 | service restart | server | retry, following the server's advice |
 //! | 1013 | try again later | server (overload) | retry, following the server's advice |
 //! | 4000 | heartbeat timeout | either (the peer stopped answering) | retry |
 //! | 4001 | unauthorized | server | terminal, credentials must be refreshed |
 //! | 4003 | forbidden | server | terminal |
-//! | 4008 | handshake timeout | server (no `connect` in time) | retry |
+//! | 4008 | handshake timeout | server (no `connect` in time); client (no open or `welcome` in time) | retry |
 //! | 4009 | slow consumer | server (client did not read fast enough) | retry |
 //! | 4029 | rate limited | server | retry, following the server's advice |
 

@@ -77,8 +77,11 @@ impl Config {
         backoff, set_backoff, BackoffPolicy
     );
     setting!(
-        /// Consecutive failed attempts after which the session halts and
-        /// waits for `start`/`reconnect_now`. Default: `None` (never halts).
+        /// Automatic reconnects in a row (each after a backoff delay) after
+        /// which the session halts instead of scheduling another, and waits
+        /// for `start`/`reconnect_now`. With `Some(m)` a session started
+        /// against a dead server dials `1 + m` times. The count restarts when
+        /// the backoff resets. Default: `None` (never halts).
         max_attempts, set_max_attempts, Option<u32>
     );
     setting!(

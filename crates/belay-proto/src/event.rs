@@ -158,10 +158,15 @@ pub enum HaltReason {
     },
     /// Credentials were rejected (4001 or HTTP 401/403): refresh them, then `start`.
     AuthFailed,
-    /// `max_attempts` attempts in a row failed.
+    /// `max_attempts` automatic reconnects in a row failed.
     Exhausted {
-        /// Attempts made.
+        /// Reconnects attempted.
         attempts: u32,
+    },
+    /// The server speaks another protocol version.
+    ProtocolMismatch {
+        /// The version in the server's `welcome`.
+        server: u32,
     },
     /// The driver reported a configuration error: retrying cannot help.
     InvalidConfig {

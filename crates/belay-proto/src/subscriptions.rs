@@ -154,6 +154,15 @@ impl Subscriptions {
         true
     }
 
+    /// Give channels the server refused another chance on the next transport.
+    pub fn retry_refused(&mut self) {
+        for entry in self.channels.values_mut() {
+            if entry.state == ChannelState::Failed {
+                entry.state = ChannelState::Idle;
+            }
+        }
+    }
+
     /// The protocol level came up on a new transport: subscribe everything,
     /// resuming from each channel's position.
     pub fn handle_protocol_up(&mut self, now: Instant, out: &mut Vec<SubscriptionOutput>) {

@@ -1026,3 +1026,165 @@ fn server_paced_reconnects_land_on_the_advertised_slots() {
     };
     assert_eq!(d.now + delay, Instant::from_millis(48_000));
 }
+
+#[test]
+fn a_server_speaking_another_protocol_version_halts_the_session() {
+    let mut d = Driver::fixed(1_000);
+    let id = d.start();
+    d.input(Input::TransportOpened(id));
+    let mut w = welcome("s-1");
+    w.protocol = PROTOCOL_VERSION + 1;
+    let out = d.welcome(id, w);
+    assert_eq!(closes(&out), vec![(id, CloseCode::PROTOCOL_ERROR)]);
+    assert!(events(&out).contains(&Event::Halted {
+        reason: HaltReason::ProtocolMismatch {
+            server: PROTOCOL_VERSION + 1
+        }
+    }));
+    assert!(!d.session.is_ready());
+}
+
+#[test]
+fn a_zero_ping_interval_means_the_server_does_not_ping() {
+    let mut d = Driver::fixed(1_000);
+    let id = d.start();
+    d.input(Input::TransportOpened(id));
+    let mut w = welcome("s-1");
+    w.ping_interval_ms = Some(0);
+    d.welcome(id, w);
+    let out = d.next_timeout();
+    assert_eq!(
+        d.now,
+        Instant::from_millis(10_000),
+        "the client probe, not a watchdog at 0"
+    );
+    assert_eq!(sent(&out), vec![ClientMessage::Ping]);
+}
+
+#[test]
+fn a_connection_the_server_pings_sends_no_probes_of_its_own() {
+    let mut d = Driver::fixed(1_000);
+    let id = d.start();
+    d.input(Input::TransportOpened(id));
+    let mut w = welcome("s-1");
+    w.ping_interval_ms = Some(10_000);
+    d.welcome(id, w);
+    for k in 1..=30 {
+        // Server pings arrive up to 20 % late; the client only answers them.
+        d.at(k * 12_000);
+        let before = d.tick();
+        let out = d.input(Input::Frame(id, r#"{"type":"ping"}"#.into()));
+        assert!(sent(&before).is_empty());
+        assert_eq!(sent(&out), vec![ClientMessage::Pong]);
+    }
+    assert_eq!(d.session.stats().probes_sent, 0);
+    assert!(d.session.is_ready());
+}
+
+#[test]
+fn deploy_doubling_leaves_the_servers_slot_grid_alone() {
+    let mut config = Config::default();
+    config.set_backoff(BackoffPolicy::server_paced(
+        Duration::from_secs(1),
+        BackoffPolicy::fixed(Duration::from_secs(5)),
+    ));
+    let mut d = Driver::new(config);
+    let id = d.start();
+    d.input(Input::TransportOpened(id));
+    let mut w = welcome("s-1");
+    w.pacing = Some(Pacing {
+        period_ms: 20_000,
+        phase_ms: 3_000,
+    });
+    d.welcome(id, w);
+    d.at(10_000);
+    d.server(
+        id,
+        ServerMessage::Reconnect(ReconnectAdvice {
+            reason: "deploy".into(),
+            min_delay_ms: 1_000,
+            max_delay_ms: 1_000,
+        }),
+    );
+    d.input(Input::TransportClosed(
+        id,
+        closed(CloseCode::SERVICE_RESTART),
+    ));
+    let id = opened_id(&d.next_timeout());
+    assert_eq!(d.now, Instant::from_millis(11_000));
+    let out = d.input(Input::TransportFailed(id, Failure::network("refused")));
+    let RetryPlan::After { delay } = retry_of(&out) else {
+        panic!()
+    };
+    assert_eq!(
+        d.now + delay,
+        Instant::from_millis(23_000),
+        "the next slot, not doubled"
+    );
+}
+
+#[test]
+fn coming_back_online_still_honours_the_servers_advice() {
+    let mut d = Driver::fixed(1_000);
+    let id = d.start();
+    d.establish(id);
+    d.server(
+        id,
+        ServerMessage::Reconnect(ReconnectAdvice {
+            reason: "restart".into(),
+            min_delay_ms: 20_000,
+            max_delay_ms: 20_000,
+        }),
+    );
+    d.input(Input::TransportClosed(
+        id,
+        closed(CloseCode::SERVICE_RESTART),
+    ));
+    d.at(1_000);
+    d.input(Input::Network { online: false });
+    d.at(2_000);
+    d.input(Input::Network { online: true });
+    assert_eq!(d.session.poll_timeout(), Some(Instant::from_millis(20_000)));
+}
+
+#[test]
+fn refreshed_credentials_and_start_retry_a_refused_channel() {
+    let mut config = Config::default();
+    config
+        .set_backoff(BackoffPolicy::fixed(Duration::from_secs(1)))
+        .set_token(Some("old".into()));
+    let mut d = Driver::new(config);
+    d.session.subscribe(d.now, "private").unwrap();
+    let id = d.start();
+    d.establish(id);
+    d.server(
+        id,
+        ServerMessage::Unsubscribed(Unsubscribed {
+            channel: "private".into(),
+            code: "unauthorized".into(),
+            reason: String::new(),
+        }),
+    );
+    d.input(Input::TransportClosed(id, closed(CloseCode::UNAUTHORIZED)));
+    assert_eq!(d.session.state(), ConnectionState::Halted);
+
+    d.session.set_token(Some("new".into()));
+    d.session.start(d.now).unwrap();
+    let id = opened_id(&d.drain());
+    let out = d.establish(id);
+    let messages = sent(&out);
+    assert!(matches!(&messages[0], ClientMessage::Connect(c) if c.token.as_deref() == Some("new")));
+    assert!(messages
+        .iter()
+        .any(|m| matches!(m, ClientMessage::Subscribe(s) if s.channel == "private")));
+}
+
+#[test]
+fn an_oversized_frame_closes_with_message_too_big() {
+    let mut d = Driver::fixed(1_000);
+    let id = d.start();
+    d.establish(id);
+    let huge = format!(r#"{{"type":"ping","pad":"{}"}}"#, "x".repeat(1 << 20));
+    let out = d.input(Input::Frame(id, huge));
+    assert_eq!(closes(&out), vec![(id, CloseCode::TOO_BIG)]);
+}

@@ -7,8 +7,9 @@
 //! * [`PacingSlots`]: a standing grid of reconnect instants, advertised in
 //!   `welcome` while the connection is healthy. Spreading clients over the
 //!   grid keeps a mass reconnect after a server restart from arriving at once.
-//! * [`RetryWindow`]: a one-shot hint sent with a close ("come back after a
-//!   random delay in `[min, max)`").
+//! * [`RetryWindow`]: a one-shot hint sent before a planned close ("come back
+//!   after a random delay in `[min, max)`"). The session builds it when the
+//!   advised connection actually closes, so the window counts from the close.
 
 use std::time::Duration;
 
@@ -108,7 +109,7 @@ pub struct RetryWindow {
 }
 
 impl RetryWindow {
-    /// The window `[now + min, now + max)` for advice received at `now`.
+    /// The window `[now + min, now + max)` for advice applied at `now`.
     ///
     /// Both delays are truncated to whole milliseconds and clamped to
     /// [`MAX_HINT_DELAY`]. If `min > max`, `max` is raised to `min` (rather

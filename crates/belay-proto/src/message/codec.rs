@@ -147,6 +147,20 @@ mod tests {
                 reply: Reply::Error(ErrorBody::new("unavailable", "down"))
             })
         );
+        assert_eq!(
+            decode_server(r#"{"type":"response","id":10,"result":null}"#),
+            Ok(ServerMessage::Response(Response {
+                id: 10,
+                reply: Reply::Result(serde_json::Value::Null)
+            }))
+        );
+        assert!(matches!(
+            decode_server(r#"{"type":"response","id":11,"result":1,"error":{"code":"x"}}"#),
+            Err(DecodeError::Invalid {
+                kind: MessageKind::Response,
+                ..
+            })
+        ));
         assert!(matches!(
             decode_server(r#"{"type":"response","id":9}"#),
             Err(DecodeError::Invalid {

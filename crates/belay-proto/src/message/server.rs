@@ -72,14 +72,45 @@ pub struct Pacing {
     pub phase_ms: u64,
 }
 
-/// `response`: exactly one of `result` or `error`.
+/// `response`: exactly one of `result` or `error`. A frame with both or
+/// neither is rejected as invalid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawResponse")]
 pub struct Response {
     /// Id of the request this answers.
     pub id: u64,
     /// The result or the error.
     #[serde(flatten)]
     pub reply: Reply,
+}
+
+/// The wire form of `response` before checking that exactly one of `result`
+/// and `error` is present (`"result": null` counts as present).
+#[derive(Deserialize)]
+struct RawResponse {
+    id: u64,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Payload>,
+    #[serde(default)]
+    error: Option<ErrorBody>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Payload>, D::Error> {
+    Payload::deserialize(d).map(Some)
+}
+
+impl TryFrom<RawResponse> for Response {
+    type Error = &'static str;
+
+    fn try_from(raw: RawResponse) -> Result<Self, Self::Error> {
+        let reply = match (raw.result, raw.error) {
+            (Some(result), None) => Reply::Result(result),
+            (None, Some(error)) => Reply::Error(error),
+            (Some(_), Some(_)) => return Err("a response has both result and error"),
+            (None, None) => return Err("a response needs result or error"),
+        };
+        Ok(Response { id: raw.id, reply })
+    }
 }
 
 /// The body of a response.
@@ -175,9 +206,9 @@ pub struct Publication {
 pub struct ReconnectAdvice {
     /// Why: `deploy`, `restart`, `overload`, `maintenance`, or another string.
     pub reason: String,
-    /// Reconnect no sooner than this many ms after the advice.
+    /// Reconnect no sooner than this many ms after the connection closes.
     pub min_delay_ms: u64,
-    /// Reconnect by this many ms after the advice (uniformly spread).
+    /// Reconnect by this many ms after the connection closes (uniformly spread).
     pub max_delay_ms: u64,
 }
 

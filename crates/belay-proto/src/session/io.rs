@@ -38,7 +38,8 @@ pub enum Output {
     OpenTransport {
         /// The new transport's id.
         id: TransportId,
-        /// Failed attempts in a row before this one (0 for a first attempt).
+        /// Backoff delays since the backoff last reset (0 for the first dial
+        /// after `start` or after a reset; 1 for the first redial after a loss).
         attempt: u32,
     },
     /// Send a message on a transport.

@@ -36,8 +36,8 @@ use crate::config::Config;
 use crate::event::{DisconnectReason, Event, HaltReason, RetryPlan};
 use crate::heartbeat::{Heartbeat, HeartbeatAction};
 use crate::message::{
-    decode_server, ClientMessage, Connect, DecodeError, ReconnectAdvice, Request, ServerMessage,
-    Welcome, PROTOCOL_VERSION,
+    decode_server, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice, Request,
+    ServerMessage, Welcome, PROTOCOL_VERSION,
 };
 use crate::readiness::{Level, Readiness};
 use crate::registry::{RequestId, RequestOutcome, RequestRegistry};
@@ -46,6 +46,10 @@ use crate::subscriptions::{SubscriptionOutput, Subscriptions};
 use crate::time::Instant;
 use crate::transport::{Failure, TransportId};
 use phase::Phase;
+
+/// The shortest server ping interval the client accepts; shorter (non-zero)
+/// advertisements are raised to it, and 0 means "the server does not ping".
+const MIN_SERVER_PING_MS: u64 = 1_000;
 
 /// What `handle_timeout` found due in the phase.
 enum Due {
@@ -82,6 +86,8 @@ pub struct Session {
     deploy_backoff: bool,
     /// Advice received on the current transport, applied when it closes.
     advice: Option<ReconnectAdvice>,
+    /// The earliest dial the server's advice allows, until the next dial.
+    not_before: Option<Instant>,
     online: bool,
     next_transport: u64,
     readiness: Readiness,
@@ -106,6 +112,7 @@ impl Session {
             phase: Phase::Idle,
             deploy_backoff: false,
             advice: None,
+            not_before: None,
             online: true,
             next_transport: 0,
             readiness: Readiness::default(),
@@ -213,8 +220,7 @@ impl Session {
         match self.phase {
             Phase::Stopped => Err(Stopped),
             Phase::Idle | Phase::Halted => {
-                self.reset_backoff();
-                self.dial(now);
+                self.resume(now);
                 Ok(())
             }
             _ => Ok(()),
@@ -229,8 +235,7 @@ impl Session {
         match self.phase {
             Phase::Stopped => Err(Stopped),
             Phase::Idle | Phase::Halted => {
-                self.reset_backoff();
-                self.dial(now);
+                self.resume(now);
                 Ok(())
             }
             Phase::Waiting { .. } | Phase::Offline => {
@@ -290,6 +295,12 @@ impl Session {
             }),
         });
         Ok(request_id)
+    }
+
+    /// Replace the credentials sent in `connect` from the next transport on
+    /// (after [`HaltReason::AuthFailed`], refresh them, then `start`).
+    pub fn set_token(&mut self, token: Option<String>) {
+        self.config.set_token(token);
     }
 
     /// Want `channel`. It is subscribed now if the session is established,
@@ -460,10 +471,14 @@ impl Session {
     }
 
     fn on_protocol_violation(&mut self, now: Instant, id: TransportId, error: DecodeError) {
+        let (code, reason) = match error {
+            DecodeError::TooLarge { .. } => (CloseCode::TOO_BIG, "frame too large"),
+            _ => (CloseCode::PROTOCOL_ERROR, "malformed frame"),
+        };
         self.push(Output::CloseTransport {
             id,
-            code: CloseCode::PROTOCOL_ERROR,
-            reason: "malformed frame".into(),
+            code,
+            reason: reason.into(),
         });
         self.lose_transport(now, DisconnectReason::ProtocolViolation { error }, None);
     }
@@ -514,11 +529,13 @@ impl Session {
         if matches!(self.phase, Phase::Offline | Phase::Waiting { .. }) {
             // Online proves nothing about the server: start an attempt soon,
             // with a fresh backoff, spread so a fleet does not dial at once.
-            self.reset_backoff();
+            // The server's own advice ("not before") still holds.
+            self.backoff.reset();
             let window = self.config.online_delay().as_millis() as f64;
             let delay_ms = (self.rng.next_unit() * window).floor() as u64;
+            let until = now + Duration::from_millis(delay_ms);
             self.phase = Phase::Waiting {
-                until: now + Duration::from_millis(delay_ms),
+                until: self.not_before.map_or(until, |t| t.max(until)),
             };
         }
     }
@@ -582,12 +599,40 @@ impl Session {
         if !matches!(self.phase, Phase::Handshaking { .. }) {
             return;
         }
-        let mut heartbeat = Heartbeat::new(
-            now,
-            self.config.probe_interval(),
-            self.config.probe_timeout(),
-        );
-        heartbeat.set_server_ping_interval(welcome.ping_interval_ms.map(Duration::from_millis));
+        if welcome.protocol != PROTOCOL_VERSION {
+            // Retrying cannot help: the server will speak the same version next time.
+            self.push(Output::CloseTransport {
+                id,
+                code: CloseCode::PROTOCOL_ERROR,
+                reason: "unsupported protocol version".into(),
+            });
+            let error = DecodeError::Invalid {
+                kind: MessageKind::Welcome,
+                detail: format!("protocol {} is not {PROTOCOL_VERSION}", welcome.protocol),
+            };
+            let halt = HaltReason::ProtocolMismatch {
+                server: welcome.protocol,
+            };
+            self.lose_transport(
+                now,
+                DisconnectReason::ProtocolViolation { error },
+                Some(halt),
+            );
+            return;
+        }
+        // A server that pings keeps a healthy connection from ever being quiet
+        // for long; probe only if it has been quiet for 1.5 of its intervals,
+        // so a server-pinged connection sends no probes of its own.
+        let server_ping = welcome
+            .ping_interval_ms
+            .filter(|&ms| ms > 0)
+            .map(|ms| Duration::from_millis(ms.max(MIN_SERVER_PING_MS)));
+        let probe_interval = match server_ping {
+            Some(ping) => self.config.probe_interval().max(ping.saturating_mul(3) / 2),
+            None => self.config.probe_interval(),
+        };
+        let mut heartbeat = Heartbeat::new(now, probe_interval, self.config.probe_timeout());
+        heartbeat.set_server_ping_interval(server_ping);
         self.phase = Phase::Open { id, heartbeat };
         self.backoff.set_slots(welcome.pacing.map(|p| {
             PacingSlots::new(
@@ -671,15 +716,22 @@ impl Session {
                 Duration::from_millis(advice.max_delay_ms),
             ));
         }
+        let on_slot_grid = self.backoff.slots().is_some() && self.backoff.attempt() > 0;
         let mut delay = self.backoff.next_delay(now, &mut self.rng);
-        if self.deploy_backoff && !advised {
+        if self.deploy_backoff && !advised && !on_slot_grid {
+            // Deploy-related reconnects back off twice as long, except on the
+            // server's slot grid, which already spreads the fleet.
             delay = delay.saturating_mul(2);
+        }
+        if advised {
+            self.not_before = Some(now + delay);
         }
         self.phase = Phase::Waiting { until: now + delay };
         Ok(RetryPlan::After { delay })
     }
 
     fn dial(&mut self, now: Instant) {
+        self.not_before = None;
         self.next_transport = self.next_transport.saturating_add(1);
         let id = TransportId(self.next_transport);
         self.stats.transports_opened = self.stats.transports_opened.saturating_add(1);
@@ -691,6 +743,15 @@ impl Session {
             id,
             attempt: self.backoff.attempt(),
         });
+    }
+
+    /// Leave `Idle`/`Halted` on the application's word: a fresh backoff, and
+    /// channels the server refused get another chance (credentials may have
+    /// been refreshed with [`Session::set_token`]).
+    fn resume(&mut self, now: Instant) {
+        self.reset_backoff();
+        self.subscriptions.retry_refused();
+        self.dial(now);
     }
 
     fn reset_backoff(&mut self) {
