@@ -80,6 +80,13 @@ fn decode<T: DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
             max: MAX_FRAME_LEN,
         });
     }
+    // serde would also accept the sequence form of a message (`["ping"]`):
+    // a frame is one JSON object, nothing else.
+    if !text.trim_start().starts_with('{') {
+        return Err(DecodeError::NotJson {
+            detail: "expected a JSON object".into(),
+        });
+    }
     // Fast path: one parse for a well-formed frame.
     match serde_json::from_str::<T>(text) {
         Ok(message) => Ok(message),
@@ -197,6 +204,25 @@ mod tests {
                 kind: MessageKind::Welcome,
                 ..
             })
+        ));
+    }
+
+    #[test]
+    fn the_sequence_form_of_a_message_is_not_a_frame() {
+        for text in [
+            r#"["ping"]"#,
+            r#"["welcome","s-1",1,null,null]"#,
+            "[1]",
+            " 7",
+        ] {
+            assert!(
+                matches!(decode_server(text), Err(DecodeError::NotJson { .. })),
+                "{text}"
+            );
+        }
+        assert!(matches!(
+            decode_client(r#"["subscribe","news",null]"#),
+            Err(DecodeError::NotJson { .. })
         ));
     }
 

@@ -664,6 +664,11 @@ impl Session {
                 .saturating_add(heartbeat.probes_sent());
         }
         let advice = self.advice.take();
+        if self.cooldown_deadline().is_some_and(|at| at <= now) {
+            // Ready for the whole cooldown even if the timer has not run yet
+            // (a throttled driver): the connection was proven stable.
+            self.reset_backoff();
+        }
         self.phase = Phase::Idle;
         self.drop_transport_state(now);
 
