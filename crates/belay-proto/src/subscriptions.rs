@@ -26,6 +26,11 @@ use crate::message::{
 use crate::rng::RandomSource;
 use crate::time::Instant;
 
+/// The shortest wait for `subscribed` before repeating a subscribe; shorter
+/// configured timeouts are raised to it, so a zero timeout cannot make every
+/// `handle_timeout` call send another subscribe.
+pub const MIN_CONFIRM_TIMEOUT: Duration = Duration::from_millis(100);
+
 /// What the subscription machine wants done.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SubscriptionOutput {
@@ -68,12 +73,13 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
-    /// No channels yet. `confirm_timeout` bounds the wait for `subscribed`;
-    /// `resubscribe` paces re-subscribing after `unsubscribed`.
+    /// No channels yet. `confirm_timeout` bounds the wait for `subscribed`
+    /// (at least [`MIN_CONFIRM_TIMEOUT`]); `resubscribe` paces re-subscribing
+    /// after `unsubscribed`.
     pub fn new(confirm_timeout: Duration, resubscribe: BackoffPolicy) -> Self {
         Subscriptions {
             channels: BTreeMap::new(),
-            confirm_timeout,
+            confirm_timeout: confirm_timeout.max(MIN_CONFIRM_TIMEOUT),
             resubscribe,
             online: false,
             duplicates_dropped: 0,

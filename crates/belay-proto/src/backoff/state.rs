@@ -105,7 +105,9 @@ impl Backoff {
 
     /// The largest delay [`next_delay`](Self::next_delay) can return from
     /// now on: the policy's [`max_delay`](BackoffPolicy::max_delay), or
-    /// [`MAX_HINT_DELAY`] if that is larger and advice is pending.
+    /// [`MAX_HINT_DELAY`] if that is larger and advice is pending. This
+    /// assumes `now` never decreases between `advise` and `next_delay` (the
+    /// session clamps time to guarantee it).
     pub fn max_delay(&self) -> Duration {
         let policy = self.policy.max_delay();
         match self.advice {
