@@ -31,6 +31,7 @@ pub struct Config {
     subscribe_timeout: Duration,
     resubscribe_backoff: BackoffPolicy,
     online_delay: Duration,
+    unreachable_retry: BackoffPolicy,
     token: Option<String>,
 }
 
@@ -50,6 +51,10 @@ impl Default for Config {
                 Duration::from_secs(2),
             ),
             online_delay: Duration::from_secs(1),
+            unreachable_retry: BackoffPolicy::equal_jitter(
+                Duration::from_secs(1),
+                Duration::from_secs(2),
+            ),
             token: None,
         }
     }
@@ -123,6 +128,14 @@ impl Config {
         /// When the device comes back online, dial after a random delay in
         /// `[0, online_delay)` so a fleet does not dial in lockstep. Default: 1 s.
         online_delay, set_online_delay, Duration
+    );
+    setting!(
+        /// Pacing of retries after [`Failure::Unreachable`](crate::Failure::Unreachable)
+        /// (this device has no route to the server). Those attempts never
+        /// reach the server, so they use this short schedule instead of the
+        /// backoff and come back within ~2 s of the network returning.
+        /// Default: equal jitter 1–2 s (first 0.5–1 s, then 1–2 s).
+        unreachable_retry, set_unreachable_retry, BackoffPolicy
     );
     setting!(
         /// Credentials sent in `connect`. Default: none.

@@ -76,6 +76,7 @@ pub mod backoff;
 pub mod close;
 pub mod config;
 pub mod event;
+pub mod fleet;
 pub mod heartbeat;
 pub mod message;
 pub mod readiness;

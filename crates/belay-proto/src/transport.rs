@@ -23,8 +23,18 @@ impl fmt::Display for TransportId {
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Failure {
-    /// Connection refused, reset, unreachable, DNS failure, TLS failure…
+    /// The attempt reached the server's side and failed there, or the driver
+    /// cannot tell: connection refused, reset, TLS failure, timeout…
     Network {
+        /// What the driver saw, for logs.
+        #[serde(default)]
+        detail: String,
+    },
+    /// The attempt never reached the server: this device has no route to it
+    /// (network interface down, no route to host, name resolution impossible
+    /// because there is no network). Such attempts cost the server nothing,
+    /// so they are retried quickly and do not advance the backoff.
+    Unreachable {
         /// What the driver saw, for logs.
         #[serde(default)]
         detail: String,
@@ -46,6 +56,13 @@ impl Failure {
     /// A network failure with a detail message.
     pub fn network(detail: impl Into<String>) -> Self {
         Failure::Network {
+            detail: detail.into(),
+        }
+    }
+
+    /// A failure that never left this device, with a detail message.
+    pub fn unreachable(detail: impl Into<String>) -> Self {
+        Failure::Unreachable {
             detail: detail.into(),
         }
     }

@@ -1188,3 +1188,51 @@ fn an_oversized_frame_closes_with_message_too_big() {
     let out = d.input(Input::Frame(id, huge));
     assert_eq!(closes(&out), vec![(id, CloseCode::TOO_BIG)]);
 }
+
+#[test]
+fn attempts_that_never_leave_the_device_retry_quickly_without_advancing_the_backoff() {
+    let mut config = Config::default();
+    config
+        .set_backoff(BackoffPolicy::fixed(Duration::from_secs(30)))
+        .set_max_attempts(Some(1));
+    let mut d = Driver::new(config);
+    let id = d.start();
+    d.establish(id);
+    d.at(1_000);
+    // The network drops: the socket errors out and redials fail locally.
+    let out = d.input(Input::TransportFailed(
+        id,
+        Failure::unreachable("ENETUNREACH"),
+    ));
+    let mut gaps = vec![retry_of(&out)];
+    for _ in 0..5 {
+        let id = opened_id(&d.next_timeout());
+        let out = d.input(Input::TransportFailed(
+            id,
+            Failure::unreachable("ENETUNREACH"),
+        ));
+        gaps.push(retry_of(&out));
+    }
+    for gap in &gaps {
+        let RetryPlan::After { delay } = gap else {
+            panic!("{gap:?}")
+        };
+        assert!(*delay <= Duration::from_secs(2), "{delay:?}");
+    }
+    assert_eq!(
+        d.session.attempt(),
+        0,
+        "the server-facing backoff did not move"
+    );
+    assert_eq!(
+        d.session.state(),
+        ConnectionState::Waiting,
+        "never exhausted"
+    );
+    // The network is back: the next attempt reaches the server within 2 s.
+    let back_at = d.now;
+    let id = opened_id(&d.next_timeout());
+    assert!(d.now - back_at <= Duration::from_secs(2));
+    d.establish(id);
+    assert!(d.session.is_ready());
+}

@@ -52,11 +52,15 @@
 //! * `server_paced { first_window, fallback }`, in order:
 //!   1. if `n == 0` and `first_window > 0`: `jit(0, first_window)` (1 draw),
 //!      the fast path that brings a lone client back quickly after a blip;
-//!   2. else if pacing slots are known: the time until the first slot
-//!      instant strictly after `now` (0 draws), exact to the microsecond;
-//!   3. else the fallback's delay for its attempt `n − 1` (or `n` when
-//!      `first_window` is zero, since no attempt was spent on a fast path),
-//!      computed with the fallback's own state and draws.
+//!   2. else `d` = the fallback's delay for its attempt `n − 1` (or `n`
+//!      when `first_window` is zero, since no attempt was spent on a fast
+//!      path), computed with the fallback's own state and draws; and
+//!   3. if pacing slots are known, the delay is snapped forward onto the
+//!      server's grid: the time until the first slot instant strictly after
+//!      `now + d`, exact to the microsecond; otherwise it is `d`.
+//!      The fallback keeps escalating (a flapping server is not hammered
+//!      once per period) while every client stays on its own slot (a fleet
+//!      stays spread); the bound is `fallback max + 300 s`.
 //!
 //! Pending retry advice overrides all of this once: the delay is
 //! `jit(earliest − now, latest − now)` with the differences saturating at

@@ -251,8 +251,7 @@ impl BackoffPolicy {
                 first_window,
                 fallback,
             } => whole_ms(*first_window)
-                .max(whole_ms(fallback.max_delay()))
-                .max(whole_ms(MAX_PACING_PERIOD)),
+                .max(whole_ms(fallback.max_delay()).saturating_add(whole_ms(MAX_PACING_PERIOD))),
         };
         Duration::from_millis(ms)
     }
@@ -401,9 +400,12 @@ mod tests {
     }
 
     #[test]
-    fn max_delay_of_server_paced_covers_a_full_pacing_period() {
-        assert_eq!(BackoffPolicy::default().max_delay(), MAX_PACING_PERIOD);
+    fn max_delay_of_server_paced_covers_the_fallback_plus_a_full_pacing_period() {
+        assert_eq!(
+            BackoffPolicy::default().max_delay(),
+            ms(30_000) + MAX_PACING_PERIOD
+        );
         let slow = BackoffPolicy::server_paced(ms(1000), BackoffPolicy::fixed(ms(900_000)));
-        assert_eq!(slow.max_delay(), ms(900_000));
+        assert_eq!(slow.max_delay(), ms(900_000) + MAX_PACING_PERIOD);
     }
 }

@@ -94,16 +94,23 @@ impl PolicyState {
                 let window = whole_ms(*first_window);
                 if n == 0 && window > 0 {
                     draw_jitter_ms(0, window, rng)
-                } else if let Some(slots) = slots {
-                    // Exact to the microsecond: the only non-whole-ms delay.
-                    return slots.next_slot_after(now).saturating_duration_since(now);
                 } else {
                     // The fast path used attempt 0, so the fallback starts at
                     // its own attempt 0 on our attempt 1; without a fast path
                     // the numbering is shared.
                     let m = if window > 0 { n.saturating_sub(1) } else { n };
                     let state = self.fallback.get_or_insert_with(Box::default);
-                    return state.next_delay(fallback, m, now, None, rng);
+                    let delay = state.next_delay(fallback, m, now, None, rng);
+                    return match slots {
+                        // The fallback still escalates; its delay is snapped
+                        // forward onto the server's grid so the fleet stays
+                        // spread. Exact to the microsecond: the only
+                        // non-whole-ms delay.
+                        Some(slots) => slots
+                            .next_slot_after(now + delay)
+                            .saturating_duration_since(now),
+                        None => delay,
+                    };
                 }
             }
         };
@@ -393,12 +400,14 @@ mod tests {
     }
 
     #[test]
-    fn server_paced_with_slots_draws_only_for_the_fast_path() {
+    fn server_paced_with_slots_draws_for_the_fast_path_and_its_fallback() {
         let slots = PacingSlots::new(s(20), s(3), Instant::ZERO);
         assert_eq!(
             draws_per_call(BackoffPolicy::default(), Some(slots), 3),
-            [1, 0, 0]
+            [1, 1, 1]
         );
+        let fixed = BackoffPolicy::server_paced(s(1), BackoffPolicy::fixed(s(5)));
+        assert_eq!(draws_per_call(fixed, Some(slots), 3), [1, 0, 0]);
     }
 
     #[test]

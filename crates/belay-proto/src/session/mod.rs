@@ -82,6 +82,8 @@ pub struct Session {
     rng: SplitMix64,
     phase: Phase,
     backoff: Backoff,
+    /// Retries after [`Failure::Unreachable`], independent of `backoff`.
+    local_backoff: Backoff,
     /// Set by deploy advice: policy delays are doubled until the backoff resets.
     deploy_backoff: bool,
     /// Advice received on the current transport, applied when it closes.
@@ -106,6 +108,7 @@ impl Session {
             Subscriptions::new(config.subscribe_timeout(), config.resubscribe_backoff());
         Session {
             backoff: Backoff::new(config.backoff()),
+            local_backoff: Backoff::new(config.unreachable_retry()),
             config,
             now,
             rng: SplitMix64::new(rng_seed),
@@ -437,6 +440,7 @@ impl Session {
             deadline: now + self.config.connect_timeout(),
         };
         self.advice = None;
+        self.local_backoff.reset();
         self.push(Output::Transmit {
             id,
             message: ClientMessage::Connect(Connect {
@@ -672,12 +676,20 @@ impl Session {
         self.phase = Phase::Idle;
         self.drop_transport_state(now);
 
+        let local = matches!(
+            reason,
+            DisconnectReason::TransportFailed {
+                failure: Failure::Unreachable { .. }
+            }
+        );
         let retry = if let Some(halt) = halt {
             self.phase = Phase::Halted;
             Err(halt)
         } else if !self.online {
             self.phase = Phase::Offline;
             Ok(RetryPlan::WhenOnline)
+        } else if local {
+            Ok(self.schedule_local_retry(now))
         } else {
             self.schedule_reconnect(now, advice)
         };
@@ -733,6 +745,20 @@ impl Session {
         }
         self.phase = Phase::Waiting { until: now + delay };
         Ok(RetryPlan::After { delay })
+    }
+
+    /// This device has no route to the server: try again soon on a separate,
+    /// short schedule. The attempts never reach the server, so they neither
+    /// advance the backoff nor count toward `max_attempts`; the server's
+    /// advice ("not before") still holds.
+    fn schedule_local_retry(&mut self, now: Instant) -> RetryPlan {
+        let delay = self.local_backoff.next_delay(now, &mut self.rng);
+        let until = now + delay;
+        let until = self.not_before.map_or(until, |t| t.max(until));
+        self.phase = Phase::Waiting { until };
+        RetryPlan::After {
+            delay: until.saturating_duration_since(now),
+        }
     }
 
     fn dial(&mut self, now: Instant) {
