@@ -433,6 +433,7 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
         match key.as_str() {
             "backoff" => config.set_backoff(parse_policy(value)?),
             "resubscribe_backoff" => config.set_resubscribe_backoff(parse_policy(value)?),
+            "unreachable_retry" => config.set_unreachable_retry(parse_policy(value)?),
             "max_attempts" => config.set_max_attempts(match value {
                 Value::Null => None,
                 v => Some(
