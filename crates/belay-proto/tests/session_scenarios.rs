@@ -142,6 +142,22 @@ fn retry_of(out: &[Output]) -> RetryPlan {
         .expect("a disconnect event")
 }
 
+fn advice(reason: &str, min_delay_ms: u64, max_delay_ms: u64) -> ServerMessage {
+    ServerMessage::Reconnect(ReconnectAdvice {
+        reason: reason.into(),
+        min_delay_ms,
+        max_delay_ms,
+    })
+}
+
+fn unsubscribed(channel: &str, code: &str) -> ServerMessage {
+    ServerMessage::Unsubscribed(Unsubscribed {
+        channel: channel.into(),
+        code: code.into(),
+        reason: String::new(),
+    })
+}
+
 fn closed(code: CloseCode) -> CloseInfo {
     CloseInfo::new(code, "")
 }
@@ -416,14 +432,7 @@ fn restart_advice_sets_the_reconnect_window() {
     let id = d.start();
     d.establish(id);
     d.at(10_000);
-    d.server(
-        id,
-        ServerMessage::Reconnect(ReconnectAdvice {
-            reason: "restart".into(),
-            min_delay_ms: 5_000,
-            max_delay_ms: 9_000,
-        }),
-    );
+    d.server(id, advice("restart", 5_000, 9_000));
     let out = d.input(Input::TransportClosed(
         id,
         closed(CloseCode::SERVICE_RESTART),
@@ -442,14 +451,7 @@ fn deploy_advice_doubles_the_backoff_of_later_attempts() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
     d.establish(id);
-    d.server(
-        id,
-        ServerMessage::Reconnect(ReconnectAdvice {
-            reason: "deploy".into(),
-            min_delay_ms: 2_000,
-            max_delay_ms: 2_000,
-        }),
-    );
+    d.server(id, advice("deploy", 2_000, 2_000));
     let out = d.input(Input::TransportClosed(
         id,
         closed(CloseCode::SERVICE_RESTART),
@@ -476,14 +478,7 @@ fn advice_on_a_connection_that_survives_is_forgotten_by_the_next_one() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
     d.establish(id);
-    d.server(
-        id,
-        ServerMessage::Reconnect(ReconnectAdvice {
-            reason: "restart".into(),
-            min_delay_ms: 60_000,
-            max_delay_ms: 60_000,
-        }),
-    );
+    d.server(id, advice("restart", 60_000, 60_000));
     d.input(Input::TransportFailed(id, Failure::network("reset")));
     let id = opened_id(&d.next_timeout());
     d.establish(id);
@@ -810,14 +805,7 @@ fn a_lost_subscription_is_restored_without_touching_the_connection() {
     let id = d.start();
     d.establish(id);
     d.server(id, subscribed("news", 0, false));
-    let out = d.server(
-        id,
-        ServerMessage::Unsubscribed(Unsubscribed {
-            channel: "news".into(),
-            code: "unavailable".into(),
-            reason: "service down".into(),
-        }),
-    );
+    let out = d.server(id, unsubscribed("news", "unavailable"));
     assert!(events(&out).contains(&Event::SubscriptionLost {
         channel: "news".into(),
         code: "unavailable".into()
@@ -842,14 +830,7 @@ fn a_forbidden_channel_fails_for_good_and_does_not_block_readiness() {
     d.session.subscribe(d.now, "secret").unwrap();
     let id = d.start();
     d.establish(id);
-    let out = d.server(
-        id,
-        ServerMessage::Unsubscribed(Unsubscribed {
-            channel: "secret".into(),
-            code: "forbidden".into(),
-            reason: String::new(),
-        }),
-    );
+    let out = d.server(id, unsubscribed("secret", "forbidden"));
     assert!(events(&out).contains(&Event::SubscriptionFailed {
         channel: "secret".into(),
         code: "forbidden".into()
@@ -1098,14 +1079,7 @@ fn deploy_doubling_leaves_the_servers_slot_grid_alone() {
     });
     d.welcome(id, w);
     d.at(10_000);
-    d.server(
-        id,
-        ServerMessage::Reconnect(ReconnectAdvice {
-            reason: "deploy".into(),
-            min_delay_ms: 1_000,
-            max_delay_ms: 1_000,
-        }),
-    );
+    d.server(id, advice("deploy", 1_000, 1_000));
     d.input(Input::TransportClosed(
         id,
         closed(CloseCode::SERVICE_RESTART),
@@ -1128,14 +1102,7 @@ fn coming_back_online_still_honours_the_servers_advice() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
     d.establish(id);
-    d.server(
-        id,
-        ServerMessage::Reconnect(ReconnectAdvice {
-            reason: "restart".into(),
-            min_delay_ms: 20_000,
-            max_delay_ms: 20_000,
-        }),
-    );
+    d.server(id, advice("restart", 20_000, 20_000));
     d.input(Input::TransportClosed(
         id,
         closed(CloseCode::SERVICE_RESTART),
@@ -1157,14 +1124,7 @@ fn refreshed_credentials_and_start_retry_a_refused_channel() {
     d.session.subscribe(d.now, "private").unwrap();
     let id = d.start();
     d.establish(id);
-    d.server(
-        id,
-        ServerMessage::Unsubscribed(Unsubscribed {
-            channel: "private".into(),
-            code: "unauthorized".into(),
-            reason: String::new(),
-        }),
-    );
+    d.server(id, unsubscribed("private", "unauthorized"));
     d.input(Input::TransportClosed(id, closed(CloseCode::UNAUTHORIZED)));
     assert_eq!(d.session.state(), ConnectionState::Halted);
 

@@ -234,18 +234,13 @@ impl Session {
     /// disconnect event and never creates a second transport: while an
     /// attempt or a connection exists it does nothing.
     pub fn reconnect_now(&mut self, now: Instant) -> Result<(), Stopped> {
-        let now = self.advance(now);
         match self.phase {
-            Phase::Stopped => Err(Stopped),
-            Phase::Idle | Phase::Halted => {
-                self.resume(now);
-                Ok(())
-            }
             Phase::Waiting { .. } | Phase::Offline => {
+                let now = self.advance(now);
                 self.dial(now);
                 Ok(())
             }
-            Phase::Connecting { .. } | Phase::Handshaking { .. } | Phase::Open { .. } => Ok(()),
+            _ => self.start(now),
         }
     }
 
