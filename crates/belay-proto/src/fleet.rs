@@ -134,6 +134,7 @@ impl FleetPacing {
             reason: reason.to_owned(),
             min_delay_ms: at_ms,
             max_delay_ms: at_ms,
+            message: None,
         }
     }
 }

@@ -715,6 +715,7 @@ impl Driver {
                 reason: ADVICE_REASONS[*reason].into(),
                 min_delay_ms: *min_ms,
                 max_delay_ms: *max_ms,
+                message: None,
             }),
             Msg::Error => ServerMessage::Error(ErrorBody::new("oops", "not tied to a request")),
         }

@@ -147,6 +147,7 @@ fn advice(reason: &str, min_delay_ms: u64, max_delay_ms: u64) -> ServerMessage {
         reason: reason.into(),
         min_delay_ms,
         max_delay_ms,
+        message: None,
     })
 }
 

@@ -210,6 +210,10 @@ pub struct ReconnectAdvice {
     pub min_delay_ms: u64,
     /// Reconnect by this many ms after the connection closes (uniformly spread).
     pub max_delay_ms: u64,
+    /// A sentence the application may show its user ("Updating the server,
+    /// back in a few seconds").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl ReconnectAdvice {
