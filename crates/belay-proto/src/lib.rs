@@ -82,6 +82,7 @@ pub mod message;
 pub mod readiness;
 pub mod registry;
 pub mod rng;
+pub mod server;
 pub mod session;
 pub mod subscriptions;
 pub mod time;

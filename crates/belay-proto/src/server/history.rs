@@ -1,0 +1,461 @@
+//! [`ChannelLog`]: one channel's stream and its bounded recovery history.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::message::{Payload, Publication, StreamPosition, Subscribed};
+use crate::time::Instant;
+
+/// The largest offset the log hands out: 2^53 − 1, the largest integer a
+/// JavaScript number holds exactly (spec/PROTOCOL.md §1.1). Publishing past it
+/// starts a new epoch (see [`ChannelLog::publish`]).
+pub const MAX_OFFSET: u64 = (1 << 53) - 1;
+
+/// The answer to a `subscribe`: the `subscribed` message, then the
+/// publications to replay, in offset order, before any live one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovery {
+    /// The confirmation to send first.
+    pub subscribed: Subscribed,
+    /// Publications `subscribed.offset + 1 ..= top`; empty unless the resume
+    /// succeeded.
+    pub replay: Vec<Publication>,
+}
+
+/// One held publication.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    offset: u64,
+    published_at: Instant,
+    data: Payload,
+}
+
+/// One channel's stream: epoch, offsets and a bounded history.
+///
+/// A channel's publications live in an **epoch** (one incarnation of its
+/// history) and carry offsets `1, 2, 3, …` with no gaps; offset 0 means
+/// "before the first publication" (spec/PROTOCOL.md §5.1). The log keeps the
+/// most recent publications, at most `max_len` of them and none older than
+/// `max_age`, so a client that reconnects can resume where it left off.
+///
+/// ```text
+///  offsets   1 2 3 4 5 6 7 8 9        top = 9
+///            ╳ ╳ ╳ ╳ ┃ 5 … 9 ┃        held: 5..=9 (pruned by length or age)
+///  since 4 ──────────▶ replay 5..=9   recovered: every publication after 4 is held
+///  since 3 ──────────▶ nothing        not recovered: 4 is gone
+/// ```
+///
+/// [`ChannelLog::recover`] answers a `subscribe` exactly as §5.3 says, and it
+/// never replays part of what is missing: either every publication after
+/// `since` is replayed (`recovered: true`) or none is (`recovered: false`,
+/// the client resyncs from a snapshot). A partial replay would look like a
+/// success and lose messages silently.
+///
+/// The log is pure: `publish` and `recover` take `now`, and an instant
+/// earlier than one already seen is treated as that instant, so entries stay
+/// in time order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelLog {
+    channel: String,
+    epoch: String,
+    max_len: usize,
+    max_age: Duration,
+    top: u64,
+    /// Held publications, oldest first, consecutive offsets ending at `top`.
+    entries: VecDeque<Entry>,
+    /// The latest `now` seen; earlier ones are raised to it.
+    latest: Instant,
+}
+
+impl ChannelLog {
+    /// An empty log (top 0) for `channel` in `epoch`, holding at most
+    /// `max_len` publications, none older than `max_age`.
+    ///
+    /// The epoch must name this incarnation of the history uniquely: a log
+    /// created after history was lost (a restart without persistence) needs a
+    /// new epoch, or clients would resume against offsets that mean
+    /// something else. `max_len` 0 keeps no history (only a client already
+    /// at the top resumes); `Duration::MAX` disables the age limit.
+    pub fn new(channel: String, epoch: String, max_len: usize, max_age: Duration) -> Self {
+        ChannelLog {
+            channel,
+            epoch,
+            max_len,
+            max_age,
+            top: 0,
+            entries: VecDeque::new(),
+            latest: Instant::ZERO,
+        }
+    }
+
+    /// Append `data` at `now` and return the publication to fan out, with
+    /// offset `top + 1`.
+    ///
+    /// The oldest publications are dropped to stay within `max_len` and
+    /// `max_age`. After [`MAX_OFFSET`] the log starts a new epoch
+    /// (`"{epoch}+"`), drops its history and restarts at offset 1, so offsets
+    /// stay exact in every client; subscribers see an epoch change and
+    /// resubscribe, exactly as after a lost history.
+    pub fn publish(&mut self, now: Instant, data: Payload) -> Publication {
+        let now = self.advance(now);
+        if self.top >= MAX_OFFSET {
+            self.epoch.push('+');
+            self.top = 0;
+            self.entries.clear();
+        }
+        self.top += 1;
+        if self.max_len > 0 {
+            if self.entries.len() >= self.max_len {
+                self.entries.pop_front();
+            }
+            self.entries.push_back(Entry {
+                offset: self.top,
+                published_at: now,
+                data: data.clone(),
+            });
+        }
+        self.prune(now);
+        Publication {
+            channel: self.channel.clone(),
+            epoch: self.epoch.clone(),
+            offset: self.top,
+            data,
+        }
+    }
+
+    /// Answer a `subscribe` at `now`, with `since` its resume position
+    /// (spec/PROTOCOL.md §5.3):
+    ///
+    /// * no `since`: `offset` = top, `recovered: false`, nothing replayed;
+    /// * `since` in another epoch, beyond the top, or older than the history
+    ///   reaches (the publication `since.offset + 1` was pruned, by length or
+    ///   age): `offset` = top, `recovered: false`, **nothing** replayed;
+    /// * otherwise: `offset = since.offset`, `recovered: true`, and every
+    ///   publication after `since.offset` replayed in order (none if the
+    ///   client is at the top).
+    ///
+    /// The server sends `subscribed`, then the replay, then live
+    /// publications from `top + 1` on, which makes the stream gap-free and
+    /// duplicate-free as long as nothing is published between this call and
+    /// the subscriber joining the live fan-out.
+    pub fn recover(&mut self, now: Instant, since: Option<&StreamPosition>) -> Recovery {
+        self.prune(now);
+        let replay_from = since.and_then(|since| self.replay_start(since));
+        match (since, replay_from) {
+            (Some(since), Some(skip)) => Recovery {
+                subscribed: self.subscribed(since.offset, true),
+                replay: self
+                    .entries
+                    .iter()
+                    .skip(skip)
+                    .map(|entry| Publication {
+                        channel: self.channel.clone(),
+                        epoch: self.epoch.clone(),
+                        offset: entry.offset,
+                        data: entry.data.clone(),
+                    })
+                    .collect(),
+            },
+            _ => Recovery {
+                subscribed: self.subscribed(self.top, false),
+                replay: Vec::new(),
+            },
+        }
+    }
+
+    /// Drop publications older than `max_age` at `now`.
+    pub fn prune(&mut self, now: Instant) {
+        let now = self.advance(now);
+        while let Some(oldest) = self.entries.front() {
+            if now.saturating_duration_since(oldest.published_at) >= self.max_age {
+                self.entries.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// When the oldest held publication ages out, if any is held: the next
+    /// instant at which [`prune`](Self::prune) changes anything.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.entries
+            .front()
+            .map(|oldest| oldest.published_at.saturating_add(self.max_age))
+    }
+
+    /// The channel name.
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The current epoch.
+    pub fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
+    /// Offset of the last publication in this epoch (0 if none).
+    pub fn top(&self) -> u64 {
+        self.top
+    }
+
+    /// The position a subscriber at the top is at.
+    pub fn position(&self) -> StreamPosition {
+        StreamPosition {
+            epoch: self.epoch.clone(),
+            offset: self.top,
+        }
+    }
+
+    /// Publications held for recovery (never more than `max_len`).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no publication is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Offset of the oldest publication held, if any.
+    pub fn oldest_offset(&self) -> Option<u64> {
+        self.entries.front().map(|entry| entry.offset)
+    }
+
+    /// How many held entries to skip to replay everything after `since`, or
+    /// `None` if the resume must fail.
+    fn replay_start(&self, since: &StreamPosition) -> Option<usize> {
+        if since.epoch != self.epoch || since.offset > self.top {
+            return None;
+        }
+        // The held entries are `first + 1 ..= top`: everything after `since`
+        // is held iff `since.offset >= first` (vacuously when at the top).
+        let held = u64::try_from(self.entries.len()).unwrap_or(u64::MAX);
+        let first = self.top.saturating_sub(held);
+        if since.offset < first {
+            return None;
+        }
+        usize::try_from(since.offset - first).ok()
+    }
+
+    fn subscribed(&self, offset: u64, recovered: bool) -> Subscribed {
+        Subscribed {
+            channel: self.channel.clone(),
+            epoch: self.epoch.clone(),
+            offset,
+            recovered,
+        }
+    }
+
+    fn advance(&mut self, now: Instant) -> Instant {
+        self.latest = self.latest.max(now);
+        self.latest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    fn log(max_len: usize, max_age: Duration) -> ChannelLog {
+        ChannelLog::new("prices".into(), "e1".into(), max_len, max_age)
+    }
+
+    fn at(epoch: &str, offset: u64) -> StreamPosition {
+        StreamPosition {
+            epoch: epoch.into(),
+            offset,
+        }
+    }
+
+    fn publish_n(log: &mut ChannelLog, n: u64, now: Instant) {
+        for i in 0..n {
+            log.publish(now, json!(i));
+        }
+    }
+
+    fn offsets(recovery: &Recovery) -> Vec<u64> {
+        recovery.replay.iter().map(|p| p.offset).collect()
+    }
+
+    #[test]
+    fn offsets_are_consecutive_from_one() {
+        let mut log = log(10, Duration::MAX);
+        let p1 = log.publish(ms(0), json!("a"));
+        let p2 = log.publish(ms(1), json!("b"));
+        assert_eq!((p1.offset, p2.offset), (1, 2));
+        assert_eq!(p2.channel, "prices");
+        assert_eq!(p2.epoch, "e1");
+        assert_eq!(p2.data, json!("b"));
+        assert_eq!(log.top(), 2);
+    }
+
+    #[test]
+    fn a_first_subscribe_starts_at_the_top_without_replay() {
+        let mut log = log(10, Duration::MAX);
+        publish_n(&mut log, 3, ms(0));
+        let recovery = log.recover(ms(0), None);
+        assert_eq!(
+            recovery.subscribed,
+            Subscribed {
+                channel: "prices".into(),
+                epoch: "e1".into(),
+                offset: 3,
+                recovered: false,
+            }
+        );
+        assert!(recovery.replay.is_empty());
+    }
+
+    #[test]
+    fn a_first_subscribe_to_an_empty_channel_is_at_offset_zero() {
+        let mut log = log(10, Duration::MAX);
+        let recovery = log.recover(ms(0), None);
+        assert_eq!(recovery.subscribed.offset, 0);
+        assert!(!recovery.subscribed.recovered);
+    }
+
+    #[test]
+    fn a_resume_within_history_replays_everything_after_since_in_order() {
+        let mut log = log(10, Duration::MAX);
+        publish_n(&mut log, 7, ms(0));
+        let recovery = log.recover(ms(0), Some(&at("e1", 4)));
+        assert_eq!(recovery.subscribed.offset, 4);
+        assert!(recovery.subscribed.recovered);
+        assert_eq!(offsets(&recovery), vec![5, 6, 7]);
+        assert_eq!(recovery.replay[0].data, json!(4));
+    }
+
+    #[test]
+    fn a_resume_at_the_top_recovers_with_nothing_to_replay() {
+        let mut log = log(0, Duration::MAX);
+        publish_n(&mut log, 5, ms(0));
+        let recovery = log.recover(ms(0), Some(&at("e1", 5)));
+        assert!(recovery.subscribed.recovered);
+        assert_eq!(recovery.subscribed.offset, 5);
+        assert!(recovery.replay.is_empty());
+    }
+
+    #[test]
+    fn a_resume_from_zero_recovers_while_the_first_publication_is_held() {
+        let mut log = log(10, Duration::MAX);
+        publish_n(&mut log, 3, ms(0));
+        let recovery = log.recover(ms(0), Some(&at("e1", 0)));
+        assert!(recovery.subscribed.recovered);
+        assert_eq!(offsets(&recovery), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_resume_in_another_epoch_fails_without_replay() {
+        let mut log = log(10, Duration::MAX);
+        publish_n(&mut log, 3, ms(0));
+        let recovery = log.recover(ms(0), Some(&at("e0", 1)));
+        assert_eq!(recovery.subscribed.epoch, "e1");
+        assert_eq!(recovery.subscribed.offset, 3);
+        assert!(!recovery.subscribed.recovered);
+        assert!(recovery.replay.is_empty());
+    }
+
+    #[test]
+    fn a_resume_beyond_the_top_fails_without_replay() {
+        let mut log = log(10, Duration::MAX);
+        publish_n(&mut log, 3, ms(0));
+        let recovery = log.recover(ms(0), Some(&at("e1", 4)));
+        assert_eq!(recovery.subscribed.offset, 3);
+        assert!(!recovery.subscribed.recovered);
+        assert!(recovery.replay.is_empty());
+    }
+
+    #[test]
+    fn history_pruned_by_length_past_since_fails_without_a_partial_replay() {
+        let mut log = log(3, Duration::MAX);
+        publish_n(&mut log, 6, ms(0));
+        assert_eq!(log.oldest_offset(), Some(4));
+        // 3 is still replayable from: 4, 5, 6 are held.
+        let ok = log.recover(ms(0), Some(&at("e1", 3)));
+        assert!(ok.subscribed.recovered);
+        assert_eq!(offsets(&ok), vec![4, 5, 6]);
+        // From 2, publication 3 is gone: nothing at all is replayed.
+        let lost = log.recover(ms(0), Some(&at("e1", 2)));
+        assert!(!lost.subscribed.recovered);
+        assert_eq!(lost.subscribed.offset, 6);
+        assert!(lost.replay.is_empty());
+    }
+
+    #[test]
+    fn history_pruned_by_age_past_since_fails_without_a_partial_replay() {
+        let mut log = log(100, Duration::from_secs(60));
+        log.publish(ms(0), json!(1));
+        log.publish(ms(30_000), json!(2));
+        log.publish(ms(59_000), json!(3));
+        // At 60 s publication 1 has aged out.
+        let lost = log.recover(ms(60_000), Some(&at("e1", 0)));
+        assert!(!lost.subscribed.recovered);
+        assert!(lost.replay.is_empty());
+        assert_eq!(log.oldest_offset(), Some(2));
+        let ok = log.recover(ms(60_000), Some(&at("e1", 1)));
+        assert_eq!(offsets(&ok), vec![2, 3]);
+    }
+
+    #[test]
+    fn an_entry_ages_out_at_exactly_max_age() {
+        let mut log = log(100, Duration::from_secs(60));
+        log.publish(ms(1_000), json!(1));
+        assert_eq!(log.poll_timeout(), Some(ms(61_000)));
+        log.prune(ms(60_999));
+        assert_eq!(log.len(), 1);
+        log.prune(ms(61_000));
+        assert!(log.is_empty());
+        assert_eq!(log.poll_timeout(), None);
+        assert_eq!(log.top(), 1, "pruning never changes the top");
+    }
+
+    #[test]
+    fn memory_stays_within_max_len() {
+        let mut log = log(5, Duration::MAX);
+        for i in 0..1_000 {
+            log.publish(ms(i), json!(i));
+            assert!(log.len() <= 5);
+        }
+        assert_eq!(log.oldest_offset(), Some(996));
+    }
+
+    #[test]
+    fn zero_max_len_keeps_no_history() {
+        let mut log = log(0, Duration::MAX);
+        publish_n(&mut log, 3, ms(0));
+        assert!(log.is_empty());
+        assert_eq!(log.oldest_offset(), None);
+        assert!(!log.recover(ms(0), Some(&at("e1", 2))).subscribed.recovered);
+    }
+
+    #[test]
+    fn a_publish_with_an_earlier_now_is_stamped_at_the_latest_now() {
+        let mut log = log(10, Duration::from_secs(10));
+        log.publish(ms(20_000), json!(1));
+        log.publish(ms(5_000), json!(2));
+        log.prune(ms(29_999));
+        assert_eq!(log.len(), 2);
+        log.prune(ms(30_000));
+        assert!(log.is_empty());
+    }
+
+    #[test]
+    fn passing_the_largest_safe_offset_starts_a_new_epoch() {
+        let mut log = log(10, Duration::MAX);
+        log.top = MAX_OFFSET - 1;
+        let last = log.publish(ms(0), json!("last"));
+        assert_eq!((last.epoch.as_str(), last.offset), ("e1", MAX_OFFSET));
+        let next = log.publish(ms(0), json!("next"));
+        assert_eq!((next.epoch.as_str(), next.offset), ("e1+", 1));
+        assert_eq!(log.len(), 1);
+        let stale = log.recover(ms(0), Some(&at("e1", MAX_OFFSET)));
+        assert!(!stale.subscribed.recovered);
+        assert_eq!(log.position(), at("e1+", 1));
+    }
+}

@@ -1,0 +1,486 @@
+//! [`IdempotencyCache`]: at most one execution per idempotency key.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::message::Reply;
+use crate::time::Instant;
+
+/// Default [`IdempotencyCache::in_flight_limit`].
+pub const DEFAULT_IN_FLIGHT_LIMIT: Duration = Duration::from_secs(300);
+
+/// What to do with a keyed request.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Begin {
+    /// The key is new: execute, then [`IdempotencyCache::complete`] (or
+    /// [`IdempotencyCache::abandon`] if the request is refused before it runs).
+    /// The key is now in flight.
+    New,
+    /// An execution with this key is running: do not start another; answer
+    /// this request with that execution's reply once it completes.
+    InFlight,
+    /// The key was executed: answer with this stored reply, do not run.
+    Done(Reply),
+    /// No room: every entry is in flight. Answer `rate_limited`; nothing was
+    /// recorded.
+    Full,
+}
+
+type Key = (String, String);
+
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    InFlight,
+    Done(Reply),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    /// Position in `in_flight` or `done`, whichever matches `state`.
+    seq: u64,
+    /// When the current state began (begin or completion).
+    since: Instant,
+    state: State,
+}
+
+/// Stored outcomes of keyed requests, bounded in time and in count.
+///
+/// A request that carries `idem` may be retried after `Timeout` or
+/// `ConnectionClosed` without running twice (spec/PROTOCOL.md §4.4). The
+/// server asks the cache before executing such a request:
+///
+/// ```text
+///            begin ──▶ New ──▶ execute ──▶ complete(reply) ──▶ Done(reply) for
+///              │        │                                       `retention`
+///              │        └──▶ refused before running (unauthorized, …) ──▶ abandon
+///              ├──▶ InFlight: the first execution is still running; answer
+///              │    the retry with its outcome when it completes
+///              ├──▶ Done(reply): answer with the stored outcome, do not run
+///              └──▶ Full: every slot is in flight; answer `rate_limited`
+/// ```
+///
+/// Keys are scoped by `scope`, the authenticated identity that sent them
+/// (the server may fold the method in too, e.g. `"{user}\u{0}{method}"`), so
+/// two users never share an outcome. Request ids are never used: they are per
+/// client session.
+///
+/// Bounds: a completed entry expires `retention` after completion; an
+/// in-flight entry expires `in_flight_limit` after it began (a generous
+/// bound on how long a method may run, default 5 min: an execution that
+/// outlives it may be started again by a retry). At most `max_entries` keys
+/// are held. To make room, the oldest completed entry is evicted; in-flight
+/// entries are never evicted (that would allow a second execution), so a
+/// cache full of them refuses new keys with [`Begin::Full`].
+///
+/// Lookups use ordered maps, not hashing: keys come from clients, and the
+/// crate uses no random source. Time is clamped: an instant earlier than one
+/// already seen is treated as that instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdempotencyCache {
+    retention: Duration,
+    in_flight_limit: Duration,
+    max_entries: usize,
+    entries: BTreeMap<Key, Entry>,
+    /// In-flight keys by sequence number, i.e. by begin time.
+    in_flight: BTreeMap<u64, Key>,
+    /// Completed keys by sequence number, i.e. by completion time.
+    done: BTreeMap<u64, Key>,
+    next_seq: u64,
+    latest: Instant,
+}
+
+impl IdempotencyCache {
+    /// A cache keeping outcomes for `retention` after completion, holding at
+    /// most `max_entries` keys (at least 1). In-flight entries expire after
+    /// [`DEFAULT_IN_FLIGHT_LIMIT`]; see [`set_in_flight_limit`](Self::set_in_flight_limit).
+    pub fn new(retention: Duration, max_entries: usize) -> Self {
+        IdempotencyCache {
+            retention,
+            in_flight_limit: DEFAULT_IN_FLIGHT_LIMIT,
+            max_entries: max_entries.max(1),
+            entries: BTreeMap::new(),
+            in_flight: BTreeMap::new(),
+            done: BTreeMap::new(),
+            next_seq: 0,
+            latest: Instant::ZERO,
+        }
+    }
+
+    /// How long an execution may stay in flight before its key is forgotten.
+    /// Set it above the longest time a method may run, or a retry after it
+    /// would run the method a second time.
+    pub fn set_in_flight_limit(&mut self, limit: Duration) -> &mut Self {
+        self.in_flight_limit = limit;
+        self
+    }
+
+    /// How long a completed outcome is kept.
+    pub fn retention(&self) -> Duration {
+        self.retention
+    }
+
+    /// How long an execution may stay in flight.
+    pub fn in_flight_limit(&self) -> Duration {
+        self.in_flight_limit
+    }
+
+    /// The most keys held at once.
+    pub fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    /// A keyed request arrived at `now`: decide whether to run it.
+    pub fn begin(&mut self, now: Instant, scope: &str, key: &str) -> Begin {
+        let now = self.expire(now);
+        let id = (scope.to_owned(), key.to_owned());
+        if let Some(entry) = self.entries.get(&id) {
+            return match &entry.state {
+                State::InFlight => Begin::InFlight,
+                State::Done(reply) => Begin::Done(reply.clone()),
+            };
+        }
+        if !self.make_room() {
+            return Begin::Full;
+        }
+        let seq = self.take_seq();
+        self.in_flight.insert(seq, id.clone());
+        self.entries.insert(
+            id,
+            Entry {
+                seq,
+                since: now,
+                state: State::InFlight,
+            },
+        );
+        Begin::New
+    }
+
+    /// The execution for `key` finished at `now` with `reply` (a result or a
+    /// method error). The reply is kept for `retention`.
+    ///
+    /// If the key is already completed, the first stored reply wins (a retry
+    /// that slipped in after the in-flight entry expired must not change the
+    /// answer others were given). If the key is unknown (its in-flight entry
+    /// expired) the reply is stored when there is room, evicting the oldest
+    /// completed entry if needed, and dropped otherwise.
+    pub fn complete(&mut self, now: Instant, scope: &str, key: &str, reply: Reply) {
+        let now = self.expire(now);
+        let id = (scope.to_owned(), key.to_owned());
+        match self.entries.get(&id).map(|entry| (&entry.state, entry.seq)) {
+            Some((State::Done(_), _)) => return,
+            Some((State::InFlight, seq)) => {
+                self.in_flight.remove(&seq);
+            }
+            None => {
+                if !self.make_room() {
+                    return;
+                }
+            }
+        }
+        let seq = self.take_seq();
+        self.done.insert(seq, id.clone());
+        self.entries.insert(
+            id,
+            Entry {
+                seq,
+                since: now,
+                state: State::Done(reply),
+            },
+        );
+    }
+
+    /// The request for `key` was refused before it ran (`bad_request`,
+    /// `unauthorized`, `forbidden`, `rate_limited`, …): forget the in-flight
+    /// entry so a retry is evaluated afresh. A completed entry is kept.
+    pub fn abandon(&mut self, scope: &str, key: &str) {
+        let id = (scope.to_owned(), key.to_owned());
+        if let Some(Entry {
+            state: State::InFlight,
+            seq,
+            ..
+        }) = self.entries.get(&id)
+        {
+            self.in_flight.remove(seq);
+            self.entries.remove(&id);
+        }
+    }
+
+    /// Drop expired entries at `now`. [`begin`](Self::begin) and
+    /// [`complete`](Self::complete) prune too; call this from a timer at
+    /// [`poll_timeout`](Self::poll_timeout) to release memory when idle.
+    pub fn prune(&mut self, now: Instant) {
+        self.expire(now);
+    }
+
+    /// Prune at `now` and return it, clamped to the latest instant seen.
+    fn expire(&mut self, now: Instant) -> Instant {
+        self.latest = self.latest.max(now);
+        let now = self.latest;
+        // Both indexes are in time order (time is clamped and each limit is
+        // fixed), so expired entries are always at the front.
+        while let Some((&seq, id)) = self.done.first_key_value() {
+            let expired = self.entries.get(id).map_or(true, |entry| {
+                now.saturating_duration_since(entry.since) >= self.retention
+            });
+            if !expired {
+                break;
+            }
+            if let Some(id) = self.done.remove(&seq) {
+                self.entries.remove(&id);
+            }
+        }
+        while let Some((&seq, id)) = self.in_flight.first_key_value() {
+            let expired = self.entries.get(id).map_or(true, |entry| {
+                now.saturating_duration_since(entry.since) >= self.in_flight_limit
+            });
+            if !expired {
+                break;
+            }
+            if let Some(id) = self.in_flight.remove(&seq) {
+                self.entries.remove(&id);
+            }
+        }
+        now
+    }
+
+    /// The next instant at which an entry expires, if any is held.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let first = |index: &BTreeMap<u64, Key>, keep: Duration| {
+            index
+                .first_key_value()
+                .and_then(|(_, id)| self.entries.get(id))
+                .map(|entry| entry.since.saturating_add(keep))
+        };
+        match (
+            first(&self.done, self.retention),
+            first(&self.in_flight, self.in_flight_limit),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Keys held (in flight and completed).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Keys whose execution is still running.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Ensure there is room for one more entry, evicting the oldest
+    /// completed one if needed. `false` if every entry is in flight.
+    fn make_room(&mut self) -> bool {
+        while self.entries.len() >= self.max_entries {
+            match self.done.pop_first() {
+                Some((_, id)) => {
+                    self.entries.remove(&id);
+                }
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.saturating_add(1);
+        seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::ErrorBody;
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    fn cache() -> IdempotencyCache {
+        IdempotencyCache::new(Duration::from_secs(60), 100)
+    }
+
+    fn ok(v: u64) -> Reply {
+        Reply::Result(json!(v))
+    }
+
+    #[test]
+    fn a_new_key_runs_once_and_a_retry_gets_the_stored_reply() {
+        let mut cache = cache();
+        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
+        cache.complete(ms(10), "alice", "k1", ok(1));
+        assert_eq!(cache.begin(ms(20), "alice", "k1"), Begin::Done(ok(1)));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_retry_while_the_first_execution_runs_is_in_flight() {
+        let mut cache = cache();
+        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
+        assert_eq!(cache.begin(ms(5), "alice", "k1"), Begin::InFlight);
+        assert_eq!(cache.in_flight(), 1);
+    }
+
+    #[test]
+    fn the_same_key_from_another_scope_is_a_different_request() {
+        let mut cache = cache();
+        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
+        cache.complete(ms(1), "alice", "k1", ok(1));
+        assert_eq!(cache.begin(ms(2), "bob", "k1"), Begin::New);
+    }
+
+    #[test]
+    fn a_method_error_is_stored_like_a_result() {
+        let mut cache = cache();
+        let error = Reply::Error(ErrorBody::new("not_found", "no such order"));
+        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
+        cache.complete(ms(1), "alice", "k1", error.clone());
+        assert_eq!(cache.begin(ms(2), "alice", "k1"), Begin::Done(error));
+    }
+
+    #[test]
+    fn an_abandoned_key_runs_again_on_retry() {
+        let mut cache = cache();
+        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
+        cache.abandon("alice", "k1");
+        assert!(cache.is_empty());
+        assert_eq!(cache.begin(ms(1), "alice", "k1"), Begin::New);
+    }
+
+    #[test]
+    fn abandon_never_forgets_a_completed_outcome() {
+        let mut cache = cache();
+        cache.begin(ms(0), "alice", "k1");
+        cache.complete(ms(1), "alice", "k1", ok(1));
+        cache.abandon("alice", "k1");
+        assert_eq!(cache.begin(ms(2), "alice", "k1"), Begin::Done(ok(1)));
+    }
+
+    #[test]
+    fn a_completed_outcome_expires_exactly_retention_after_completion() {
+        let mut cache = cache();
+        cache.begin(ms(0), "alice", "k1");
+        cache.complete(ms(5_000), "alice", "k1", ok(1));
+        assert_eq!(cache.poll_timeout(), Some(ms(65_000)));
+        assert_eq!(cache.begin(ms(64_999), "alice", "k1"), Begin::Done(ok(1)));
+        assert_eq!(cache.begin(ms(65_000), "alice", "k1"), Begin::New);
+    }
+
+    #[test]
+    fn an_in_flight_entry_expires_after_the_in_flight_limit() {
+        let mut cache = cache();
+        cache.set_in_flight_limit(Duration::from_secs(30));
+        cache.begin(ms(0), "alice", "k1");
+        assert_eq!(cache.poll_timeout(), Some(ms(30_000)));
+        assert_eq!(cache.begin(ms(29_999), "alice", "k1"), Begin::InFlight);
+        cache.prune(ms(30_000));
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn the_first_reply_wins_over_a_late_second_completion() {
+        let mut cache = cache();
+        cache.begin(ms(0), "alice", "k1");
+        cache.complete(ms(1), "alice", "k1", ok(1));
+        cache.complete(ms(2), "alice", "k1", ok(2));
+        assert_eq!(cache.begin(ms(3), "alice", "k1"), Begin::Done(ok(1)));
+    }
+
+    #[test]
+    fn a_completion_after_the_in_flight_entry_expired_is_still_stored() {
+        let mut cache = cache();
+        cache.set_in_flight_limit(Duration::from_secs(1));
+        cache.begin(ms(0), "alice", "k1");
+        cache.complete(ms(5_000), "alice", "k1", ok(1));
+        assert_eq!(cache.begin(ms(6_000), "alice", "k1"), Begin::Done(ok(1)));
+    }
+
+    #[test]
+    fn a_full_cache_evicts_the_oldest_completed_entry_first() {
+        let mut cache = IdempotencyCache::new(Duration::from_secs(60), 3);
+        for (i, key) in ["a", "b"].into_iter().enumerate() {
+            cache.begin(ms(i as u64), "u", key);
+            cache.complete(ms(i as u64), "u", key, ok(i as u64));
+        }
+        assert_eq!(cache.begin(ms(10), "u", "running"), Begin::New);
+        assert_eq!(cache.begin(ms(11), "u", "c"), Begin::New);
+        assert_eq!(cache.len(), 3);
+        // "a" was the oldest completed entry; "b" and the in-flight one stay.
+        assert_eq!(cache.begin(ms(12), "u", "b"), Begin::Done(ok(1)));
+        assert_eq!(cache.begin(ms(12), "u", "running"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(12), "u", "c"), Begin::InFlight);
+    }
+
+    #[test]
+    fn eviction_order_follows_completion_not_begin() {
+        let mut cache = IdempotencyCache::new(Duration::from_secs(60), 2);
+        cache.begin(ms(0), "u", "early");
+        cache.begin(ms(1), "u", "late");
+        cache.complete(ms(2), "u", "late", ok(2));
+        cache.complete(ms(3), "u", "early", ok(1));
+        assert_eq!(cache.begin(ms(4), "u", "new"), Begin::New);
+        assert_eq!(cache.begin(ms(5), "u", "early"), Begin::Done(ok(1)));
+    }
+
+    #[test]
+    fn a_cache_full_of_in_flight_entries_refuses_without_evicting_any() {
+        let mut cache = IdempotencyCache::new(Duration::from_secs(60), 2);
+        assert_eq!(cache.begin(ms(0), "u", "a"), Begin::New);
+        assert_eq!(cache.begin(ms(0), "u", "b"), Begin::New);
+        assert_eq!(cache.begin(ms(1), "u", "c"), Begin::Full);
+        assert_eq!(cache.begin(ms(1), "u", "a"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(1), "u", "b"), Begin::InFlight);
+        assert_eq!(cache.len(), 2);
+    }
+
+    #[test]
+    fn a_completion_for_an_unknown_key_is_dropped_when_full_of_in_flight_entries() {
+        let mut cache = IdempotencyCache::new(Duration::from_secs(60), 1);
+        cache.begin(ms(0), "u", "a");
+        cache.complete(ms(1), "u", "ghost", ok(9));
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.begin(ms(2), "u", "a"), Begin::InFlight);
+    }
+
+    #[test]
+    fn zero_max_entries_still_holds_one_key() {
+        let mut cache = IdempotencyCache::new(Duration::from_secs(60), 0);
+        assert_eq!(cache.max_entries(), 1);
+        assert_eq!(cache.begin(ms(0), "u", "a"), Begin::New);
+        assert_eq!(cache.begin(ms(0), "u", "b"), Begin::Full);
+    }
+
+    #[test]
+    fn an_earlier_now_is_clamped_and_does_not_extend_retention() {
+        let mut cache = cache();
+        cache.begin(ms(100_000), "u", "a");
+        cache.complete(ms(0), "u", "a", ok(1));
+        assert_eq!(cache.poll_timeout(), Some(ms(160_000)));
+        assert_eq!(cache.begin(ms(160_000), "u", "a"), Begin::New);
+    }
+
+    #[test]
+    fn prune_releases_everything_once_expired() {
+        let mut cache = cache();
+        for i in 0..50 {
+            let key = format!("k{i}");
+            cache.begin(ms(i), "u", &key);
+            cache.complete(ms(i), "u", &key, ok(i));
+        }
+        cache.prune(ms(60_049));
+        assert!(cache.is_empty());
+        assert_eq!(cache.poll_timeout(), None);
+    }
+}

@@ -1,0 +1,441 @@
+//! [`Limits`]: what one connection may do, and the checks for each limit.
+
+use std::time::Duration;
+
+use super::{RateLimiter, Violation};
+use crate::heartbeat::Heartbeat;
+use crate::message::MAX_FRAME_LEN;
+use crate::time::Instant;
+
+/// The shortest ping interval the server uses; clients raise shorter
+/// advertised intervals to it (spec/PROTOCOL.md §3.2), so pinging faster
+/// would only cost traffic.
+pub const MIN_PING_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The shortest pong timeout: a zero timeout would reap every connection
+/// whose client is a few milliseconds away.
+pub const MIN_PONG_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Per-connection limits of a server. `Default` plus setters:
+///
+/// into a [`Violation`].
+///
+/// The server treats client input as untrusted (spec/PROTOCOL.md §8.2), so
+/// every resource a connection can consume is bounded: frame size, message
+/// rate, handshake time, connections per IP, queued outbound frames, and
+/// silence. Each check returns the [`Violation`] whose
+/// [`response`](Violation::response) says what to answer.
+///
+/// **Heartbeat on the server.** The server sends `ping` every
+/// `ping_interval` and advertises it in `welcome` ([`Limits::ping_interval_ms`]);
+/// the client's watchdog counts only what it receives, so a connection whose
+/// outbound side is quiet still needs those pings (§3.4). To reap abandoned
+/// connections the server feeds every inbound frame to the
+/// [`Heartbeat`] from [`Limits::heartbeat`]: after `ping_interval` without
+/// any inbound frame it says `Probe` (send a `ping`; one that is due anyway
+/// can serve as both), and if nothing at all arrives within `pong_timeout`
+/// of that probe it fails with `ProbeUnanswered`: close 4000. A live client
+/// answers the periodic pings, so its inbound side is never quiet for long.
+/// From the last inbound frame to the close is at most
+/// `ping_interval + pong_timeout` (35 s with the defaults).
+///
+/// ```
+/// use std::time::Duration;
+/// use belay_proto::server::Limits;
+///
+/// let mut limits = Limits::default();
+/// limits
+///     .set_messages_per_sec(20.0)
+///     .set_burst(40)
+///     .set_allowed_origins(vec!["https://app.example.com".into()]);
+/// assert!(limits.check_origin(Some("https://app.example.com")).is_ok());
+/// assert!(limits.check_origin(Some("https://evil.example")).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Limits {
+    max_frame_len: usize,
+    messages_per_sec: f64,
+    burst: u32,
+    handshake_timeout: Duration,
+    max_connections_per_ip: u32,
+    outbound_queue: usize,
+    ping_interval: Duration,
+    pong_timeout: Duration,
+    allowed_origins: Vec<String>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_len: 64 * 1024,
+            messages_per_sec: 100.0,
+            burst: 200,
+            handshake_timeout: Duration::from_secs(10),
+            max_connections_per_ip: 1_000,
+            outbound_queue: 1_024,
+            ping_interval: Duration::from_secs(25),
+            pong_timeout: Duration::from_secs(10),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+impl Limits {
+    /// Longest inbound frame in bytes; longer ones are closed with 1009.
+    /// Never above [`MAX_FRAME_LEN`]. Default: 64 KiB.
+    pub fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+
+    /// See [`max_frame_len`](Self::max_frame_len); clamped to [`MAX_FRAME_LEN`].
+    pub fn set_max_frame_len(&mut self, value: usize) -> &mut Self {
+        self.max_frame_len = value.min(MAX_FRAME_LEN);
+        self
+    }
+
+    /// Average inbound frames per second per connection. Default: 100.
+    pub fn messages_per_sec(&self) -> f64 {
+        self.messages_per_sec
+    }
+
+    /// See [`messages_per_sec`](Self::messages_per_sec); NaN and negative
+    /// values become 0 (only the burst, never refilled), `+inf` is unlimited.
+    pub fn set_messages_per_sec(&mut self, value: f64) -> &mut Self {
+        self.messages_per_sec = if value > 0.0 { value } else { 0.0 };
+        self
+    }
+
+    /// Inbound frames a connection may send at once, and the number of
+    /// refused frames tolerated before a flood is closed (see
+    /// [`RateLimiter`]). Default: 200.
+    pub fn burst(&self) -> u32 {
+        self.burst
+    }
+
+    /// See [`burst`](Self::burst).
+    pub fn set_burst(&mut self, value: u32) -> &mut Self {
+        self.burst = value;
+        self
+    }
+
+    /// Time from accepting the upgrade to receiving `connect`; past it the
+    /// connection is closed with 4008. Default: 10 s.
+    pub fn handshake_timeout(&self) -> Duration {
+        self.handshake_timeout
+    }
+
+    /// See [`handshake_timeout`](Self::handshake_timeout).
+    pub fn set_handshake_timeout(&mut self, value: Duration) -> &mut Self {
+        self.handshake_timeout = value;
+        self
+    }
+
+    /// Open connections allowed from one IP address; more are refused with
+    /// HTTP 429 before the upgrade. Default: 1 000.
+    pub fn max_connections_per_ip(&self) -> u32 {
+        self.max_connections_per_ip
+    }
+
+    /// See [`max_connections_per_ip`](Self::max_connections_per_ip).
+    pub fn set_max_connections_per_ip(&mut self, value: u32) -> &mut Self {
+        self.max_connections_per_ip = value;
+        self
+    }
+
+    /// Outbound frames queued per connection; a client whose queue is full
+    /// reads too slowly and is closed with 4009. Default: 1 024.
+    pub fn outbound_queue(&self) -> usize {
+        self.outbound_queue
+    }
+
+    /// See [`outbound_queue`](Self::outbound_queue).
+    pub fn set_outbound_queue(&mut self, value: usize) -> &mut Self {
+        self.outbound_queue = value;
+        self
+    }
+
+    /// Interval of the server's pings, advertised in `welcome`, and the
+    /// inbound silence after which the server probes. At least
+    /// [`MIN_PING_INTERVAL`]. Default: 25 s.
+    pub fn ping_interval(&self) -> Duration {
+        self.ping_interval
+    }
+
+    /// See [`ping_interval`](Self::ping_interval).
+    pub fn set_ping_interval(&mut self, value: Duration) -> &mut Self {
+        self.ping_interval = value.max(MIN_PING_INTERVAL);
+        self
+    }
+
+    /// How long a probe on a quiet connection may go unanswered (by any
+    /// frame) before the server reaps the connection with 4000. At least
+    /// [`MIN_PONG_TIMEOUT`]. Default: 10 s.
+    pub fn pong_timeout(&self) -> Duration {
+        self.pong_timeout
+    }
+
+    /// See [`pong_timeout`](Self::pong_timeout).
+    pub fn set_pong_timeout(&mut self, value: Duration) -> &mut Self {
+        self.pong_timeout = value.max(MIN_PONG_TIMEOUT);
+        self
+    }
+
+    /// Origins allowed to open a connection, e.g. `https://app.example.com`;
+    /// empty allows any. Default: empty.
+    pub fn allowed_origins(&self) -> &[String] {
+        &self.allowed_origins
+    }
+
+    /// See [`allowed_origins`](Self::allowed_origins).
+    pub fn set_allowed_origins(&mut self, value: Vec<String>) -> &mut Self {
+        self.allowed_origins = value;
+        self
+    }
+
+    /// The `ping_interval_ms` to advertise in `welcome`.
+    pub fn ping_interval_ms(&self) -> u64 {
+        u64::try_from(self.ping_interval.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The inbound rate limiter for a connection accepted at `now`.
+    pub fn rate_limiter(&self, now: Instant) -> RateLimiter {
+        RateLimiter::new(self.messages_per_sec, self.burst, now)
+    }
+
+    /// The reaping heartbeat for a connection established at `now`: probes
+    /// after `ping_interval` of inbound silence, fails `pong_timeout` after
+    /// an unanswered probe.
+    pub fn heartbeat(&self, now: Instant) -> Heartbeat {
+        Heartbeat::new(now, self.ping_interval, self.pong_timeout)
+    }
+
+    /// When a connection accepted at `accepted_at` must have sent `connect`.
+    pub fn handshake_deadline(&self, accepted_at: Instant) -> Instant {
+        accepted_at.saturating_add(self.handshake_timeout)
+    }
+
+    /// Check the length in bytes of an inbound frame (a WebSocket layer
+    /// should apply the same limit before buffering the frame).
+    pub fn check_frame_len(&self, len: usize) -> Result<(), Violation> {
+        if len > self.max_frame_len {
+            Err(Violation::FrameTooLarge)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Check the upgrade request's `Origin` header. Allowed when the list is
+    /// empty, when the header is absent (native clients send none; the check
+    /// protects browsers, which always send it), or when it equals an entry,
+    /// ignoring ASCII case.
+    pub fn check_origin(&self, origin: Option<&str>) -> Result<(), Violation> {
+        match origin {
+            _ if self.allowed_origins.is_empty() => Ok(()),
+            None => Ok(()),
+            Some(origin) => {
+                let origin = origin.trim();
+                if self
+                    .allowed_origins
+                    .iter()
+                    .any(|allowed| allowed.trim().eq_ignore_ascii_case(origin))
+                {
+                    Ok(())
+                } else {
+                    Err(Violation::BadOrigin)
+                }
+            }
+        }
+    }
+
+    /// Check a new connection from an IP that already holds `open`
+    /// connections. The `Retry-After` hint is the time the heartbeat takes
+    /// to reap an abandoned connection (`ping_interval + pong_timeout`),
+    /// since leaked connections are the usual cause.
+    pub fn check_connections_from_ip(&self, open: u32) -> Result<(), Violation> {
+        if open >= self.max_connections_per_ip {
+            Err(Violation::TooManyConnectionsFromIp {
+                retry_after: self.ping_interval.saturating_add(self.pong_timeout),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Check whether one more frame may be queued for a connection that
+    /// already has `queued` frames waiting to be written.
+    pub fn check_outbound(&self, queued: usize) -> Result<(), Violation> {
+        if queued >= self.outbound_queue {
+            Err(Violation::SlowConsumer)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heartbeat::HeartbeatAction;
+    use crate::heartbeat::LivenessFailure;
+    use crate::server::RateDecision;
+
+    fn ms(v: u64) -> Instant {
+        Instant::from_millis(v)
+    }
+
+    #[test]
+    fn defaults_match_the_documented_values() {
+        let limits = Limits::default();
+        assert_eq!(limits.max_frame_len(), 65_536);
+        assert_eq!(limits.messages_per_sec(), 100.0);
+        assert_eq!(limits.burst(), 200);
+        assert_eq!(limits.handshake_timeout(), Duration::from_secs(10));
+        assert_eq!(limits.max_connections_per_ip(), 1_000);
+        assert_eq!(limits.outbound_queue(), 1_024);
+        assert_eq!(limits.ping_interval(), Duration::from_secs(25));
+        assert_eq!(limits.pong_timeout(), Duration::from_secs(10));
+        assert!(limits.allowed_origins().is_empty());
+        assert_eq!(limits.ping_interval_ms(), 25_000);
+    }
+
+    #[test]
+    fn the_frame_limit_never_exceeds_the_protocol_maximum() {
+        let mut limits = Limits::default();
+        limits.set_max_frame_len(usize::MAX);
+        assert_eq!(limits.max_frame_len(), MAX_FRAME_LEN);
+    }
+
+    #[test]
+    fn a_frame_of_exactly_the_limit_is_accepted_and_one_byte_more_is_not() {
+        let limits = Limits::default();
+        assert_eq!(limits.check_frame_len(65_536), Ok(()));
+        assert_eq!(
+            limits.check_frame_len(65_537),
+            Err(Violation::FrameTooLarge)
+        );
+    }
+
+    #[test]
+    fn any_origin_is_allowed_when_the_list_is_empty() {
+        let limits = Limits::default();
+        assert_eq!(
+            limits.check_origin(Some("https://anything.example")),
+            Ok(())
+        );
+        assert_eq!(limits.check_origin(None), Ok(()));
+    }
+
+    #[test]
+    fn a_listed_origin_matches_ignoring_ascii_case_and_others_are_refused() {
+        let mut limits = Limits::default();
+        limits.set_allowed_origins(vec!["https://App.example.com".into()]);
+        assert_eq!(limits.check_origin(Some("https://app.EXAMPLE.com")), Ok(()));
+        assert_eq!(
+            limits.check_origin(Some("https://app.example.com.evil")),
+            Err(Violation::BadOrigin)
+        );
+        assert_eq!(limits.check_origin(Some("null")), Err(Violation::BadOrigin));
+    }
+
+    #[test]
+    fn a_missing_origin_is_allowed_because_only_browsers_send_one() {
+        let mut limits = Limits::default();
+        limits.set_allowed_origins(vec!["https://app.example.com".into()]);
+        assert_eq!(limits.check_origin(None), Ok(()));
+    }
+
+    #[test]
+    fn the_connection_over_the_per_ip_limit_is_refused_with_a_retry_hint() {
+        let mut limits = Limits::default();
+        limits.set_max_connections_per_ip(2);
+        assert_eq!(limits.check_connections_from_ip(1), Ok(()));
+        assert_eq!(
+            limits.check_connections_from_ip(2),
+            Err(Violation::TooManyConnectionsFromIp {
+                retry_after: Duration::from_secs(35)
+            })
+        );
+    }
+
+    #[test]
+    fn a_full_outbound_queue_is_a_slow_consumer() {
+        let limits = Limits::default();
+        assert_eq!(limits.check_outbound(1_023), Ok(()));
+        assert_eq!(limits.check_outbound(1_024), Err(Violation::SlowConsumer));
+    }
+
+    #[test]
+    fn the_handshake_deadline_is_the_timeout_after_accepting() {
+        let limits = Limits::default();
+        assert_eq!(limits.handshake_deadline(ms(5_000)), ms(15_000));
+    }
+
+    #[test]
+    fn the_rate_limiter_uses_the_rate_and_the_burst() {
+        let mut limits = Limits::default();
+        limits.set_messages_per_sec(2.0).set_burst(3);
+        let mut limiter = limits.rate_limiter(ms(0));
+        for _ in 0..3 {
+            assert_eq!(limiter.check(ms(0)), RateDecision::Allow);
+        }
+        assert_eq!(
+            limiter.check(ms(0)),
+            RateDecision::Refuse {
+                retry_after: Duration::from_millis(500)
+            }
+        );
+    }
+
+    #[test]
+    fn silly_rates_are_stored_as_zero() {
+        let mut limits = Limits::default();
+        limits.set_messages_per_sec(f64::NAN);
+        assert_eq!(limits.messages_per_sec(), 0.0);
+        limits.set_messages_per_sec(-3.0);
+        assert_eq!(limits.messages_per_sec(), 0.0);
+    }
+
+    #[test]
+    fn ping_interval_and_pong_timeout_have_floors() {
+        let mut limits = Limits::default();
+        limits
+            .set_ping_interval(Duration::ZERO)
+            .set_pong_timeout(Duration::ZERO);
+        assert_eq!(limits.ping_interval(), MIN_PING_INTERVAL);
+        assert_eq!(limits.pong_timeout(), MIN_PONG_TIMEOUT);
+        assert_eq!(limits.ping_interval_ms(), 1_000);
+    }
+
+    #[test]
+    fn a_silent_client_is_reaped_ping_interval_plus_pong_timeout_after_its_last_frame() {
+        let limits = Limits::default();
+        let mut heartbeat = limits.heartbeat(ms(0));
+        heartbeat.handle_frame(ms(1_000));
+        assert_eq!(heartbeat.poll_timeout(), ms(26_000));
+        assert_eq!(
+            heartbeat.handle_timeout(ms(26_000)),
+            Ok(HeartbeatAction::Probe)
+        );
+        assert_eq!(
+            heartbeat.handle_timeout(ms(35_999)),
+            Ok(HeartbeatAction::Wait)
+        );
+        assert_eq!(
+            heartbeat.handle_timeout(ms(36_000)),
+            Err(LivenessFailure::ProbeUnanswered)
+        );
+    }
+
+    #[test]
+    fn a_client_answering_pings_is_never_reaped() {
+        let limits = Limits::default();
+        let mut heartbeat = limits.heartbeat(ms(0));
+        // Periodic pings every 25 s, each answered 50 ms later.
+        for k in 1..100u64 {
+            let pong = ms(k * 25_000 + 50);
+            assert!(heartbeat.handle_timeout(pong).is_ok());
+            heartbeat.handle_frame(pong);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The server's decisions, as pure types driven by explicit time.
+//!
+//! Like the client core, none of these types does I/O, reads a clock or
+//! draws randomness: the server driver (sockets, timers, the broker) passes
+//! `now` in and acts on the answers, so the same decisions run in the real
+//! server, the simulator and the tests.
+//!
+//! ```text
+//!  upgrade request ──▶ Limits::check_origin / check_connections_from_ip   (HTTP 403 / 429)
+//!                      TokenBucket (accept rate)                          (admission)
+//!  connection      ──▶ Limits::handshake_deadline                         (4008)
+//!                      Limits::check_frame_len, RateLimiter               (1009, rate_limited, 4029)
+//!                      Limits::heartbeat (reaps the silent)               (4000)
+//!                      Limits::check_outbound                             (4009)
+//!  request {idem}  ──▶ IdempotencyCache                                   (at most one execution)
+//!  subscribe       ──▶ ChannelLog::recover                                (subscribed + replay)
+//!  publish         ──▶ ChannelLog::publish                                (offsets, bounded history)
+//!  deploy          ──▶ DrainPlan                                          (503, advice, 1012)
+//! ```
+//!
+//! Every breach is a [`Violation`], and [`Violation::response`] is the one
+//! table of what the server answers to each.
+
+mod admission;
+mod drain;
+mod history;
+mod idempotency;
+mod limits;
+mod rate;
+mod violation;
+
+pub use admission::TokenBucket;
+pub use drain::{DrainConfig, DrainPhase, DrainPlan};
+pub use history::{ChannelLog, Recovery, MAX_OFFSET};
+pub use idempotency::{Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT};
+pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
+pub use rate::{RateDecision, RateLimiter};
+pub use violation::{Violation, ViolationResponse};

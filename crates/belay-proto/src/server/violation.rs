@@ -1,0 +1,397 @@
+//! [`Violation`]: what a client did wrong, and what the server answers.
+
+use std::time::Duration;
+
+use crate::backoff::MAX_HINT_DELAY;
+use crate::close::CloseCode;
+use crate::message::{ErrorBody, ReconnectAdvice};
+
+/// Integers on the wire stay at or below 2^53 − 1 (spec/PROTOCOL.md §1.1).
+const MAX_WIRE_INT: u64 = (1 << 53) - 1;
+
+/// Something a client did that the server must answer in a documented way.
+///
+/// [`Violation::response`] is the one place that says what the server
+/// answers (spec/PROTOCOL.md §2.7, §8.2):
+///
+/// | violation | response |
+/// |---|---|
+/// | [`BadOrigin`](Violation::BadOrigin) | HTTP 403 before the upgrade |
+/// | [`TooManyConnectionsFromIp`](Violation::TooManyConnectionsFromIp) | HTTP 429 with `Retry-After` before the upgrade |
+/// | [`HandshakeTimeout`](Violation::HandshakeTimeout) | close 4008 `handshake timeout` |
+/// | [`NotConnectFirst`](Violation::NotConnectFirst) | close 1002 `connect expected` |
+/// | [`DuplicateConnect`](Violation::DuplicateConnect) | close 1002 `duplicate connect` |
+/// | [`UnsupportedProtocol`](Violation::UnsupportedProtocol) | close 1008 `unsupported protocol version` (terminal for the client) |
+/// | [`FrameTooLarge`](Violation::FrameTooLarge) | close 1009 `frame too large` |
+/// | [`InvalidUtf8`](Violation::InvalidUtf8) | close 1007 `invalid utf-8` |
+/// | [`MalformedFrame`](Violation::MalformedFrame), [`UnknownType`](Violation::UnknownType), [`BinaryFrame`](Violation::BinaryFrame) | reply `bad_request`, keep the connection |
+/// | [`RateLimited`](Violation::RateLimited) | reply `rate_limited` with `retry_after_ms`, keep the connection |
+/// | [`Flood`](Violation::Flood) | `reconnect` advice (`rate_limited`), then close 4029 `rate limited` |
+/// | [`SlowConsumer`](Violation::SlowConsumer) | close 4009 `slow consumer` |
+///
+/// A reply goes out as a `response` with the request's `id` when the frame
+/// was a `request` whose id could be read (every request gets exactly one
+/// response), and as an `error` message otherwise. Before the session is
+/// established, any frame that is not a valid `connect`, malformed or not,
+/// is [`NotConnectFirst`](Violation::NotConnectFirst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Violation {
+    /// The upgrade request's `Origin` is not allowed.
+    BadOrigin,
+    /// The client's IP already holds the maximum number of connections.
+    TooManyConnectionsFromIp {
+        /// A hint for the HTTP `Retry-After` header.
+        retry_after: Duration,
+    },
+    /// No `connect` within the handshake timeout.
+    HandshakeTimeout,
+    /// The first frame was not a valid `connect`.
+    NotConnectFirst,
+    /// A second `connect` on an established session.
+    DuplicateConnect,
+    /// `connect.protocol` names a version the server cannot speak.
+    UnsupportedProtocol,
+    /// A frame longer than the server's limit.
+    FrameTooLarge,
+    /// A text frame that is not valid UTF-8.
+    InvalidUtf8,
+    /// Not one JSON object with a string `type`, or a known type with invalid
+    /// fields, or a type that travels the other way.
+    MalformedFrame,
+    /// A `type` the server does not know.
+    UnknownType,
+    /// A binary frame on a JSON connection.
+    BinaryFrame,
+    /// A frame over the connection's message rate.
+    RateLimited {
+        /// Until the next frame is allowed.
+        retry_after: Duration,
+    },
+    /// A sustained flood (see [`RateLimiter`](super::RateLimiter)).
+    Flood {
+        /// How long the client should stay away.
+        retry_after: Duration,
+    },
+    /// The connection's outbound queue is full: the client reads too slowly.
+    SlowConsumer,
+}
+
+/// What the server does about a [`Violation`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViolationResponse {
+    /// Refuse the WebSocket upgrade with this HTTP status.
+    RejectUpgrade {
+        /// HTTP status code.
+        status: u16,
+        /// Value of the `Retry-After` header, in whole seconds (rounded up).
+        retry_after_secs: Option<u64>,
+    },
+    /// Answer with this error and keep the connection: as the `error` of a
+    /// `response` if the frame was a request with a readable id, else as an
+    /// `error` message. The driver may replace `message` with the decoder's
+    /// detail.
+    Reply(ErrorBody),
+    /// Send `advice` (if any) as a `reconnect` message, then close.
+    Close {
+        /// Close code.
+        code: CloseCode,
+        /// Close reason text.
+        reason: &'static str,
+        /// `reconnect` advice to send just before closing.
+        advice: Option<ReconnectAdvice>,
+    },
+}
+
+impl ViolationResponse {
+    /// The close code, if the response closes the connection.
+    pub fn close_code(&self) -> Option<CloseCode> {
+        match self {
+            ViolationResponse::Close { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection stays open.
+    pub fn keeps_connection(&self) -> bool {
+        matches!(self, ViolationResponse::Reply(_))
+    }
+}
+
+impl Violation {
+    /// The documented response: the single source of truth for the table in
+    /// the [`Violation`] docs.
+    pub fn response(&self) -> ViolationResponse {
+        use ViolationResponse::{Close, RejectUpgrade, Reply};
+        let close = |code, reason| Close {
+            code,
+            reason,
+            advice: None,
+        };
+        match *self {
+            Violation::BadOrigin => RejectUpgrade {
+                status: 403,
+                retry_after_secs: None,
+            },
+            Violation::TooManyConnectionsFromIp { retry_after } => RejectUpgrade {
+                status: 429,
+                retry_after_secs: Some(ceil_secs(retry_after)),
+            },
+            Violation::HandshakeTimeout => close(CloseCode::HANDSHAKE_TIMEOUT, "handshake timeout"),
+            Violation::NotConnectFirst => close(CloseCode::PROTOCOL_ERROR, "connect expected"),
+            Violation::DuplicateConnect => close(CloseCode::PROTOCOL_ERROR, "duplicate connect"),
+            Violation::UnsupportedProtocol => {
+                close(CloseCode::POLICY_VIOLATION, "unsupported protocol version")
+            }
+            Violation::FrameTooLarge => close(CloseCode::TOO_BIG, "frame too large"),
+            Violation::InvalidUtf8 => close(CloseCode::INVALID_DATA, "invalid utf-8"),
+            Violation::MalformedFrame => Reply(ErrorBody::new("bad_request", "malformed frame")),
+            Violation::UnknownType => Reply(ErrorBody::new("bad_request", "unknown message type")),
+            Violation::BinaryFrame => Reply(ErrorBody::new(
+                "bad_request",
+                "binary frames are not supported",
+            )),
+            Violation::RateLimited { retry_after } => Reply(ErrorBody {
+                code: "rate_limited".to_owned(),
+                message: "too many messages".to_owned(),
+                retry_after_ms: Some(ceil_ms(retry_after).min(MAX_WIRE_INT)),
+            }),
+            Violation::Flood { retry_after } => {
+                // Stay away at least until the whole burst is back, spread
+                // over as long again; clients clamp both to MAX_HINT_DELAY.
+                let limit = ceil_ms(MAX_HINT_DELAY);
+                let min = ceil_ms(retry_after).min(limit);
+                Close {
+                    code: CloseCode::RATE_LIMITED,
+                    reason: "rate limited",
+                    advice: Some(ReconnectAdvice {
+                        reason: "rate_limited".to_owned(),
+                        min_delay_ms: min,
+                        max_delay_ms: min.saturating_mul(2).min(limit),
+                        message: None,
+                    }),
+                }
+            }
+            Violation::SlowConsumer => close(CloseCode::SLOW_CONSUMER, "slow consumer"),
+        }
+    }
+
+    /// A stable `snake_case` name, e.g. for a metrics label.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Violation::BadOrigin => "bad_origin",
+            Violation::TooManyConnectionsFromIp { .. } => "too_many_connections_from_ip",
+            Violation::HandshakeTimeout => "handshake_timeout",
+            Violation::NotConnectFirst => "not_connect_first",
+            Violation::DuplicateConnect => "duplicate_connect",
+            Violation::UnsupportedProtocol => "unsupported_protocol",
+            Violation::FrameTooLarge => "frame_too_large",
+            Violation::InvalidUtf8 => "invalid_utf8",
+            Violation::MalformedFrame => "malformed_frame",
+            Violation::UnknownType => "unknown_type",
+            Violation::BinaryFrame => "binary_frame",
+            Violation::RateLimited { .. } => "rate_limited",
+            Violation::Flood { .. } => "flood",
+            Violation::SlowConsumer => "slow_consumer",
+        }
+    }
+}
+
+/// Whole milliseconds, rounded up.
+fn ceil_ms(duration: Duration) -> u64 {
+    let micros = duration.as_micros();
+    u64::try_from(micros.div_ceil(1_000)).unwrap_or(u64::MAX)
+}
+
+/// Whole seconds, rounded up, at least 1 (a `Retry-After: 0` invites an
+/// immediate retry).
+fn ceil_secs(duration: Duration) -> u64 {
+    let nanos = duration.as_nanos();
+    u64::try_from(nanos.div_ceil(1_000_000_000))
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    /// Every variant once, with its documented response.
+    fn table() -> Vec<(Violation, ViolationResponse)> {
+        fn close(code: u16, reason: &'static str) -> ViolationResponse {
+            ViolationResponse::Close {
+                code: CloseCode(code),
+                reason,
+                advice: None,
+            }
+        }
+        fn reply(code: &str, message: &str, retry_after_ms: Option<u64>) -> ViolationResponse {
+            ViolationResponse::Reply(ErrorBody {
+                code: code.into(),
+                message: message.into(),
+                retry_after_ms,
+            })
+        }
+        vec![
+            (
+                Violation::BadOrigin,
+                ViolationResponse::RejectUpgrade {
+                    status: 403,
+                    retry_after_secs: None,
+                },
+            ),
+            (
+                Violation::TooManyConnectionsFromIp {
+                    retry_after: Duration::from_millis(2_500),
+                },
+                ViolationResponse::RejectUpgrade {
+                    status: 429,
+                    retry_after_secs: Some(3),
+                },
+            ),
+            (
+                Violation::HandshakeTimeout,
+                close(4008, "handshake timeout"),
+            ),
+            (Violation::NotConnectFirst, close(1002, "connect expected")),
+            (
+                Violation::DuplicateConnect,
+                close(1002, "duplicate connect"),
+            ),
+            (
+                Violation::UnsupportedProtocol,
+                close(1008, "unsupported protocol version"),
+            ),
+            (Violation::FrameTooLarge, close(1009, "frame too large")),
+            (Violation::InvalidUtf8, close(1007, "invalid utf-8")),
+            (
+                Violation::MalformedFrame,
+                reply("bad_request", "malformed frame", None),
+            ),
+            (
+                Violation::UnknownType,
+                reply("bad_request", "unknown message type", None),
+            ),
+            (
+                Violation::BinaryFrame,
+                reply("bad_request", "binary frames are not supported", None),
+            ),
+            (
+                Violation::RateLimited {
+                    retry_after: Duration::from_micros(10_001),
+                },
+                reply("rate_limited", "too many messages", Some(11)),
+            ),
+            (
+                Violation::Flood {
+                    retry_after: 2 * SECOND,
+                },
+                ViolationResponse::Close {
+                    code: CloseCode::RATE_LIMITED,
+                    reason: "rate limited",
+                    advice: Some(ReconnectAdvice {
+                        reason: "rate_limited".into(),
+                        min_delay_ms: 2_000,
+                        max_delay_ms: 4_000,
+                        message: None,
+                    }),
+                },
+            ),
+            (Violation::SlowConsumer, close(4009, "slow consumer")),
+        ]
+    }
+
+    #[test]
+    fn every_violation_gets_its_documented_response() {
+        for (violation, expected) in table() {
+            assert_eq!(violation.response(), expected, "{}", violation.name());
+        }
+    }
+
+    #[test]
+    fn bad_input_keeps_the_connection_and_everything_else_but_upgrades_closes() {
+        for (violation, response) in table() {
+            let keeps = matches!(
+                violation,
+                Violation::MalformedFrame
+                    | Violation::UnknownType
+                    | Violation::BinaryFrame
+                    | Violation::RateLimited { .. }
+            );
+            assert_eq!(response.keeps_connection(), keeps, "{}", violation.name());
+            let upgrade = matches!(response, ViolationResponse::RejectUpgrade { .. });
+            assert_eq!(
+                response.close_code().is_some(),
+                !keeps && !upgrade,
+                "{}",
+                violation.name()
+            );
+        }
+    }
+
+    #[test]
+    fn only_an_unsupported_version_is_terminal_for_the_client() {
+        for (violation, response) in table() {
+            if let Some(code) = response.close_code() {
+                let terminal = code.disposition() == crate::close::CloseDisposition::Terminal;
+                assert_eq!(
+                    terminal,
+                    violation == Violation::UnsupportedProtocol,
+                    "{}",
+                    violation.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = table().iter().map(|(v, _)| v.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), table().len());
+    }
+
+    #[test]
+    fn a_flood_advice_stays_within_what_clients_honour() {
+        let response = Violation::Flood {
+            retry_after: Duration::MAX,
+        }
+        .response();
+        let ViolationResponse::Close {
+            advice: Some(advice),
+            ..
+        } = response
+        else {
+            panic!("a flood is closed with advice: {response:?}");
+        };
+        assert_eq!(advice.min_delay_ms, 300_000);
+        assert_eq!(advice.max_delay_ms, 300_000);
+    }
+
+    #[test]
+    fn retry_hints_never_exceed_the_wire_integer_range_or_invite_an_instant_retry() {
+        let reply = Violation::RateLimited {
+            retry_after: Duration::MAX,
+        }
+        .response();
+        let ViolationResponse::Reply(body) = reply else {
+            panic!("rate limiting keeps the connection: {reply:?}");
+        };
+        assert_eq!(body.retry_after_ms, Some(MAX_WIRE_INT));
+        let upgrade = Violation::TooManyConnectionsFromIp {
+            retry_after: Duration::ZERO,
+        }
+        .response();
+        assert_eq!(
+            upgrade,
+            ViolationResponse::RejectUpgrade {
+                status: 429,
+                retry_after_secs: Some(1),
+            }
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! Authentication of a connection and authorization of every message.
+//!
+//! The token arrives in `connect` (browsers cannot set headers on a
+//! WebSocket) or, for native clients, in the `Authorization: Bearer` header
+//! of the upgrade. [`Authenticator::authenticate`] turns it into a
+//! [`Principal`]; every `subscribe` and `request` is then authorized for that
+//! principal, not only the handshake. A principal whose credentials expire
+//! is closed with 4001 so the client refreshes its token before reconnecting.
+
+use std::time::Instant;
+
+/// Who is on the other end of a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Principal {
+    /// User id; also scopes idempotency keys.
+    pub user: String,
+    /// When the credentials stop being valid, on the server's clock.
+    pub expires_at: Option<Instant>,
+}
+
+impl Principal {
+    /// An anonymous principal that never expires.
+    pub fn anonymous() -> Self {
+        Principal {
+            user: "anonymous".into(),
+            expires_at: None,
+        }
+    }
+
+    /// A principal for `user` without expiry.
+    pub fn user(user: impl Into<String>) -> Self {
+        Principal {
+            user: user.into(),
+            expires_at: None,
+        }
+    }
+
+    /// The same principal, expiring at `at`.
+    pub fn expiring_at(mut self, at: Instant) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
+    /// Whether the credentials have expired at `now`.
+    pub fn expired(&self, now: Instant) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
+    }
+}
+
+/// Why an authentication or authorization failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// Missing, invalid or expired credentials: close 4001 / error `unauthorized`.
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    /// Valid credentials without the right: error `forbidden`.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+}
+
+impl AuthError {
+    /// The protocol error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AuthError::Unauthorized(_) => "unauthorized",
+            AuthError::Forbidden(_) => "forbidden",
+        }
+    }
+}
+
+/// The application's auth hooks. All methods are called on the connection's
+/// task and must not block.
+pub trait Authenticator: Send + Sync + 'static {
+    /// Check the credentials of a new session.
+    fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError>;
+
+    /// May `principal` subscribe to `channel`?
+    fn authorize_subscribe(&self, principal: &Principal, channel: &str) -> Result<(), AuthError> {
+        let _ = (principal, channel);
+        Ok(())
+    }
+
+    /// May `principal` call `method`?
+    fn authorize_request(&self, principal: &Principal, method: &str) -> Result<(), AuthError> {
+        let _ = (principal, method);
+        Ok(())
+    }
+}
+
+/// Lets everyone in as [`Principal::anonymous`]. The default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllowAll;
+
+impl Authenticator for AllowAll {
+    fn authenticate(&self, _token: Option<&str>) -> Result<Principal, AuthError> {
+        Ok(Principal::anonymous())
+    }
+}

@@ -1,0 +1,692 @@
+//! One connection: a read loop that owns the session's state, a writer task
+//! behind a bounded queue, and tasks for requests and subscriptions.
+//!
+//! Nothing a peer sends can make the server panic or grow without bound:
+//! frames are limited by the WebSocket layer, messages by a token bucket, the
+//! outbound queue by `limits.outbound_queue` (a reader that falls behind is
+//! closed with 4009), and liveness by the core's `Heartbeat` (a connection
+//! that answers nothing is reaped with 4000).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::heartbeat::{Heartbeat, HeartbeatAction};
+use belay_proto::message::{
+    decode_client, encode_server, ClientMessage, DecodeError, ErrorBody, ReconnectAdvice, Reply,
+    Request, Response, ServerMessage, Subscribe, Unsubscribed, Welcome, PROTOCOL_VERSION,
+};
+use belay_proto::server::{RateDecision, RateLimiter, Violation, ViolationResponse};
+use belay_proto::{CloseCode, Instant};
+use bytes::Bytes;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::AbortHandle;
+use tokio_websockets::{Message, WebSocketStream};
+
+use crate::auth::Principal;
+use crate::faults::Faults;
+use crate::metrics::Metrics;
+use crate::requests::{self, RequestTask};
+use crate::server::Shared;
+
+/// Whether the upgrade passed admission control.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Admission {
+    Admitted,
+    /// Over the accept rate: a browser gets the hint in-band, then 1013.
+    Refused {
+        retry_after: Duration,
+    },
+}
+
+/// What the upgrade learnt about the connection.
+#[derive(Debug)]
+pub(crate) struct ConnectionMeta {
+    pub(crate) peer: SocketAddr,
+    pub(crate) header_token: Option<String>,
+    pub(crate) admission: Admission,
+}
+
+/// Orders from the rest of the server to one connection.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Send reconnect advice (a drain).
+    Advise(ReconnectAdvice),
+    /// Close with this code and reason.
+    Close(CloseCode, String),
+    /// Drop the socket without a close frame (a restart fault).
+    Drop,
+    /// A task could not queue a frame: the reader is too slow.
+    SlowConsumer,
+}
+
+/// A frame for the writer.
+pub(crate) type Outbound = mpsc::Sender<Bytes>;
+
+/// Queue `message` for the peer; `false` if the queue is full.
+pub(crate) fn queue(out: &Outbound, message: &ServerMessage) -> bool {
+    out.try_send(Bytes::from(encode_server(message))).is_ok()
+}
+
+enum Stage {
+    Handshake {
+        deadline: Instant,
+    },
+    Open {
+        principal: Principal,
+        session: Arc<str>,
+        heartbeat: Heartbeat,
+        flap_at: Option<Instant>,
+    },
+}
+
+/// How the read loop ended.
+enum End {
+    /// We close with this code and reason.
+    Close(CloseCode, String),
+    /// The peer closed (with this code, if it sent one) or vanished.
+    PeerGone(Option<u16>),
+    /// Drop without a close frame.
+    Abrupt,
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    out: Outbound,
+    control: mpsc::UnboundedSender<Control>,
+    faults: watch::Receiver<Faults>,
+    stage: Stage,
+    rate: RateLimiter,
+    subscriptions: HashMap<String, AbortHandle>,
+    in_flight: Arc<AtomicUsize>,
+    id: u64,
+}
+
+pub(crate) async fn run<S>(shared: Arc<Shared>, ws: WebSocketStream<S>, meta: ConnectionMeta)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = &shared.config.limits;
+    let (sink, stream) = ws.split();
+    let (out, out_rx) = mpsc::channel(limits.outbound_queue().max(1));
+    let (close_tx, close_rx) = oneshot::channel();
+    let (control, control_rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_loop(
+        sink,
+        out_rx,
+        close_rx,
+        shared.faults.subscribe(),
+    ));
+    let id = shared.register(control.clone());
+    shared
+        .metrics
+        .open_connections
+        .fetch_add(1, Ordering::Relaxed);
+    let now = shared.clock.now();
+    let mut connection = Connection {
+        rate: limits.rate_limiter(now),
+        stage: Stage::Handshake {
+            deadline: limits.handshake_deadline(now),
+        },
+        faults: shared.faults.subscribe(),
+        shared: Arc::clone(&shared),
+        out,
+        control,
+        subscriptions: HashMap::new(),
+        in_flight: Arc::new(AtomicUsize::new(0)),
+        id,
+    };
+    let meta_peer = meta.peer;
+    let end = match meta.admission {
+        Admission::Admitted => connection.read_loop(stream, control_rx, meta).await,
+        Admission::Refused { retry_after } => connection.refuse(retry_after),
+    };
+    connection.stop_subscriptions();
+    let code = match end {
+        End::Close(code, reason) => {
+            // The peer is gone or not reading: do not wait behind the queue.
+            let urgent = matches!(
+                code,
+                CloseCode::SLOW_CONSUMER | CloseCode::HEARTBEAT_TIMEOUT
+            );
+            let _ = close_tx.send(CloseOrder {
+                code,
+                reason,
+                urgent,
+            });
+            code.0
+        }
+        End::PeerGone(code) => code.unwrap_or(CloseCode::ABNORMAL.0),
+        End::Abrupt => {
+            writer.abort();
+            CloseCode::ABNORMAL.0
+        }
+    };
+    drop(connection);
+    // Give the writer a moment to flush the close frame, then let go.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    shared.unregister(id);
+    shared
+        .metrics
+        .open_connections
+        .fetch_sub(1, Ordering::Relaxed);
+    shared.metrics.count_close(code);
+    shared.emit("disconnect", format!("{} closed with {code}", meta_peer));
+}
+
+impl Connection {
+    fn now(&self) -> Instant {
+        self.shared.clock.now()
+    }
+
+    /// Admission refused a browser: say when to come back, in-band.
+    fn refuse(&mut self, retry_after: Duration) -> End {
+        let ms = u64::try_from(retry_after.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.send(&ServerMessage::Reconnect(ReconnectAdvice {
+            reason: "overload".into(),
+            min_delay_ms: ms,
+            max_delay_ms: ms.saturating_mul(2),
+            message: Some("The server is busy; reconnecting shortly.".into()),
+        }));
+        End::Close(
+            CloseCode::TRY_AGAIN_LATER,
+            format!("over capacity; retry after {ms} ms"),
+        )
+    }
+
+    async fn read_loop<S>(
+        &mut self,
+        mut stream: SplitStream<WebSocketStream<S>>,
+        mut control: mpsc::UnboundedReceiver<Control>,
+        meta: ConnectionMeta,
+    ) -> End
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        loop {
+            if self.faults.borrow().freeze {
+                // Frozen: nothing read, nothing written, no timers. Only a
+                // change of faults or a restart/drain order wakes us.
+                tokio::select! {
+                    changed = self.faults.changed() => if changed.is_err() { return End::Abrupt },
+                    order = control.recv() => match order {
+                        Some(Control::Drop) | None => return End::Abrupt,
+                        Some(_) => {}
+                    },
+                }
+                continue;
+            }
+            let deadline = self.shared.clock.to_std(self.next_deadline());
+            tokio::select! {
+                frame = stream.next() => {
+                    let end = match frame {
+                        None => Some(End::PeerGone(None)),
+                        Some(Err(error)) => Some(protocol_failure(&error)),
+                        Some(Ok(message)) => self.on_frame(message, &meta),
+                    };
+                    if let Some(end) = end {
+                        return end;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    // The timer can fire a little late or early: the core
+                    // re-checks `now >= deadline` itself.
+                    if let Some(end) = self.on_timeout() {
+                        return end;
+                    }
+                }
+                order = control.recv() => {
+                    let Some(order) = order else { return End::Abrupt };
+                    if let Some(end) = self.on_control(order) {
+                        return end;
+                    }
+                }
+                changed = self.faults.changed() => {
+                    if changed.is_err() {
+                        return End::Abrupt;
+                    }
+                    if self.faults.borrow().service_down {
+                        self.drop_subscriptions("unavailable", "service down");
+                    }
+                }
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Instant {
+        match &self.stage {
+            Stage::Handshake { deadline } => *deadline,
+            Stage::Open {
+                heartbeat, flap_at, ..
+            } => flap_at.map_or(heartbeat.poll_timeout(), |f| {
+                f.min(heartbeat.poll_timeout())
+            }),
+        }
+    }
+
+    fn on_timeout(&mut self) -> Option<End> {
+        let now = self.now();
+        match &mut self.stage {
+            Stage::Handshake { deadline } => {
+                if now >= *deadline {
+                    return self.violate(Violation::HandshakeTimeout);
+                }
+                None
+            }
+            Stage::Open {
+                heartbeat, flap_at, ..
+            } => {
+                if flap_at.is_some_and(|at| now >= at) {
+                    return Some(End::Abrupt);
+                }
+                match heartbeat.handle_timeout(now) {
+                    Ok(HeartbeatAction::Probe) => {
+                        Metrics::add(&self.shared.metrics.pings_sent);
+                        self.send(&ServerMessage::Ping);
+                        None
+                    }
+                    Ok(_) => None,
+                    Err(_) => {
+                        Metrics::add(&self.shared.metrics.zombies_reaped);
+                        self.shared
+                            .emit("reap", "no answer within the heartbeat timeout".into());
+                        Some(End::Close(
+                            CloseCode::HEARTBEAT_TIMEOUT,
+                            "heartbeat timeout".into(),
+                        ))
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_control(&mut self, order: Control) -> Option<End> {
+        match order {
+            Control::Advise(advice) => {
+                self.send(&ServerMessage::Reconnect(advice));
+                None
+            }
+            Control::Close(code, reason) => Some(End::Close(code, reason)),
+            Control::Drop => Some(End::Abrupt),
+            Control::SlowConsumer => self.violate(Violation::SlowConsumer),
+        }
+    }
+
+    fn on_frame(&mut self, message: Message, meta: &ConnectionMeta) -> Option<End> {
+        let now = self.now();
+        if let Stage::Open { heartbeat, .. } = &mut self.stage {
+            heartbeat.handle_frame(now);
+        }
+        if let Some((code, _)) = message.as_close() {
+            return Some(End::PeerGone(Some(u16::from(code))));
+        }
+        if message.is_ping() || message.is_pong() {
+            // Protocol-level control frames: proof of life, answered by the codec.
+            return None;
+        }
+        let Some(text) = message.as_text() else {
+            Metrics::add(&self.shared.metrics.bad_frames);
+            return self.violate(Violation::BinaryFrame);
+        };
+        let decoded = decode_client(text);
+        match &self.stage {
+            Stage::Handshake { .. } => self.on_handshake(now, decoded, meta),
+            Stage::Open { .. } => match decoded {
+                Ok(message) => self.on_message(now, message),
+                Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
+                Err(DecodeError::UnknownType { .. }) => {
+                    Metrics::add(&self.shared.metrics.bad_frames);
+                    self.violate(Violation::UnknownType)
+                }
+                Err(_) => {
+                    Metrics::add(&self.shared.metrics.bad_frames);
+                    self.violate(Violation::MalformedFrame)
+                }
+            },
+        }
+    }
+
+    fn on_handshake(
+        &mut self,
+        now: Instant,
+        decoded: Result<ClientMessage, DecodeError>,
+        meta: &ConnectionMeta,
+    ) -> Option<End> {
+        let connect = match decoded {
+            Ok(ClientMessage::Connect(connect)) => connect,
+            Ok(_) | Err(_) => return self.violate(Violation::NotConnectFirst),
+        };
+        if connect.protocol != PROTOCOL_VERSION {
+            return self.violate(Violation::UnsupportedProtocol);
+        }
+        let token = connect.token.as_deref().or(meta.header_token.as_deref());
+        let principal = match self.shared.auth.authenticate(token) {
+            Ok(p) if !p.expired(std::time::Instant::now()) => p,
+            Ok(_) | Err(_) => {
+                return Some(End::Close(CloseCode::UNAUTHORIZED, "unauthorized".into()))
+            }
+        };
+        let session: Arc<str> = Arc::from(format!("s{:x}-{:x}", self.id, now.as_micros()));
+        let limits = &self.shared.config.limits;
+        let pacing = self.shared.config.pacing.then(|| {
+            let connections = self.shared.metrics.open_connections().max(1) as usize;
+            crate::metrics::lock(&self.shared.pacing).assign(now, connections)
+        });
+        self.send(&ServerMessage::Welcome(Welcome {
+            session: session.to_string(),
+            protocol: PROTOCOL_VERSION,
+            ping_interval_ms: Some(limits.ping_interval_ms()),
+            pacing,
+        }));
+        Metrics::add(&self.shared.metrics.connects);
+        self.shared
+            .emit("connect", format!("{} session {session}", meta.peer));
+        let flap_at = self.faults.borrow().flapping.map(|after| now + after);
+        self.stage = Stage::Open {
+            principal,
+            session,
+            heartbeat: limits.heartbeat(now),
+            flap_at,
+        };
+        None
+    }
+
+    fn on_message(&mut self, now: Instant, message: ClientMessage) -> Option<End> {
+        if !matches!(message, ClientMessage::Ping | ClientMessage::Pong) {
+            match self.rate.check(now) {
+                RateDecision::Allow => {}
+                RateDecision::Refuse { retry_after } => {
+                    return self.violate(Violation::RateLimited { retry_after })
+                }
+                RateDecision::Close { retry_after } => {
+                    return self.violate(Violation::Flood { retry_after })
+                }
+                _ => return None,
+            }
+        }
+        let Stage::Open {
+            principal, session, ..
+        } = &self.stage
+        else {
+            return None;
+        };
+        if principal.expired(std::time::Instant::now()) {
+            return Some(End::Close(
+                CloseCode::UNAUTHORIZED,
+                "credentials expired".into(),
+            ));
+        }
+        let (principal, session) = (principal.clone(), Arc::clone(session));
+        match message {
+            ClientMessage::Ping => {
+                self.send(&ServerMessage::Pong);
+                None
+            }
+            ClientMessage::Pong => None,
+            ClientMessage::Connect(_) => self.violate(Violation::DuplicateConnect),
+            ClientMessage::Request(request) => {
+                self.on_request(principal, session, request);
+                None
+            }
+            ClientMessage::Subscribe(subscribe) => {
+                self.on_subscribe(&principal, subscribe);
+                None
+            }
+            ClientMessage::Unsubscribe(unsubscribe) => {
+                if let Some(task) = self.subscriptions.remove(&unsubscribe.channel) {
+                    task.abort();
+                }
+                None
+            }
+            _ => self.violate(Violation::UnknownType),
+        }
+    }
+
+    fn on_request(&mut self, principal: Principal, session: Arc<str>, request: Request) {
+        if let Err(denied) = self
+            .shared
+            .auth
+            .authorize_request(&principal, &request.method)
+        {
+            self.shared.metrics.count_request("denied");
+            self.send(&ServerMessage::Response(Response {
+                id: request.id,
+                reply: Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
+            }));
+            return;
+        }
+        if self.faults.borrow().service_down {
+            // The service is down: the request is never answered, as a hung
+            // backend would; the client's deadline settles it.
+            self.shared.metrics.count_request("unanswered");
+            return;
+        }
+        let task = RequestTask {
+            shared: Arc::clone(&self.shared),
+            out: self.out.clone(),
+            control: self.control.clone(),
+            in_flight: Arc::clone(&self.in_flight),
+            delay: self.faults.borrow().slow_replies,
+            principal,
+            session,
+            request,
+        };
+        tokio::spawn(requests::run(task));
+    }
+
+    fn on_subscribe(&mut self, principal: &Principal, subscribe: Subscribe) {
+        let channel = subscribe.channel;
+        if let Some(old) = self.subscriptions.remove(&channel) {
+            old.abort();
+        }
+        if let Err(denied) = self.shared.auth.authorize_subscribe(principal, &channel) {
+            self.send(&unsubscribed(&channel, denied.code(), &denied.to_string()));
+            return;
+        }
+        if self.faults.borrow().service_down {
+            self.send(&unsubscribed(&channel, "unavailable", "service down"));
+            return;
+        }
+        let resumed = subscribe.since.is_some();
+        let granted = self
+            .shared
+            .broker
+            .subscribe(&channel, subscribe.since.as_ref());
+        if resumed {
+            let counter = if granted.subscribed.recovered {
+                &self.shared.metrics.recoveries
+            } else {
+                &self.shared.metrics.recovery_misses
+            };
+            Metrics::add(counter);
+        }
+        let mut after = granted.subscribed.offset;
+        if !self.send(&ServerMessage::Subscribed(granted.subscribed)) {
+            return;
+        }
+        for delivery in granted.replay {
+            after = delivery.offset;
+            if self.out.try_send(delivery.frame).is_err() {
+                let _ = self.control.send(Control::SlowConsumer);
+                return;
+            }
+        }
+        let forwarder = crate::fanout::Forwarder {
+            channel: channel.clone(),
+            after,
+            live: granted.live,
+            out: self.out.clone(),
+            control: self.control.clone(),
+            faults: self.faults.clone(),
+        };
+        let task = tokio::spawn(forwarder.run());
+        self.subscriptions.insert(channel, task.abort_handle());
+    }
+
+    /// Service down: every subscription is dropped with `unsubscribed`.
+    fn drop_subscriptions(&mut self, code: &str, reason: &str) {
+        let channels: Vec<String> = self.subscriptions.keys().cloned().collect();
+        for channel in channels {
+            if let Some(task) = self.subscriptions.remove(&channel) {
+                task.abort();
+            }
+            self.send(&unsubscribed(&channel, code, reason));
+        }
+    }
+
+    fn stop_subscriptions(&mut self) {
+        for (_, task) in self.subscriptions.drain() {
+            task.abort();
+        }
+    }
+
+    /// Apply the documented response to a violation (belay-proto's table).
+    fn violate(&mut self, violation: Violation) -> Option<End> {
+        match violation.response() {
+            ViolationResponse::Reply(error) => {
+                self.send(&ServerMessage::Error(error));
+                None
+            }
+            ViolationResponse::Close {
+                code,
+                reason,
+                advice,
+            } => {
+                if let Some(advice) = advice {
+                    self.send(&ServerMessage::Reconnect(advice));
+                }
+                Some(End::Close(code, reason.into()))
+            }
+            // Upgrade rejections happen before a connection exists.
+            _ => None,
+        }
+    }
+
+    /// Queue a message; a full queue closes the connection as a slow consumer.
+    fn send(&self, message: &ServerMessage) -> bool {
+        let queued = queue(&self.out, message);
+        if !queued {
+            let _ = self.control.send(Control::SlowConsumer);
+        }
+        queued
+    }
+}
+
+pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMessage {
+    ServerMessage::Unsubscribed(Unsubscribed {
+        channel: channel.to_owned(),
+        code: code.to_owned(),
+        reason: reason.to_owned(),
+    })
+}
+
+/// A frame the WebSocket layer rejected: its documented close.
+fn protocol_failure(error: &tokio_websockets::Error) -> End {
+    use tokio_websockets::proto::ProtocolError;
+    use tokio_websockets::Error;
+    let violation = match error {
+        Error::PayloadTooLong { .. } => Violation::FrameTooLarge,
+        Error::Protocol(ProtocolError::InvalidUtf8) => Violation::InvalidUtf8,
+        Error::Protocol(_) => {
+            return End::Close(CloseCode::PROTOCOL_ERROR, "protocol error".into())
+        }
+        _ => return End::PeerGone(None),
+    };
+    match violation.response() {
+        ViolationResponse::Close { code, reason, .. } => End::Close(code, reason.into()),
+        _ => End::PeerGone(None),
+    }
+}
+
+/// How the writer ends the connection.
+struct CloseOrder {
+    code: CloseCode,
+    reason: String,
+    /// Skip what is still queued (the peer is not reading it anyway).
+    urgent: bool,
+}
+
+/// Send what is queued (unless urgent), then the close frame.
+async fn finish<S>(
+    sink: &mut SplitSink<WebSocketStream<S>, Message>,
+    out: &mut mpsc::Receiver<Bytes>,
+    order: Option<CloseOrder>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if let Some(order) = order {
+        if !order.urgent {
+            while let Ok(frame) = out.try_recv() {
+                if sink.feed(Message::text(frame)).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let code = tokio_websockets::CloseCode::try_from(order.code.0)
+            .unwrap_or(tokio_websockets::CloseCode::NORMAL_CLOSURE);
+        let _ = sink.send(Message::close(Some(code), &order.reason)).await;
+    }
+    let _ = sink.close().await;
+}
+
+/// Sends queued frames; a close order ends the connection after what is
+/// already queued (or at once when urgent). While frozen, writes nothing.
+async fn write_loop<S>(
+    mut sink: SplitSink<WebSocketStream<S>, Message>,
+    mut out: mpsc::Receiver<Bytes>,
+    mut close: oneshot::Receiver<CloseOrder>,
+    mut faults: watch::Receiver<Faults>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    loop {
+        if faults.borrow().freeze {
+            tokio::select! {
+                changed = faults.changed() => if changed.is_err() { return },
+                _ = &mut close => return,
+            }
+            continue;
+        }
+        tokio::select! {
+            biased;
+            order = &mut close => {
+                finish(&mut sink, &mut out, order.ok()).await;
+                return;
+            }
+            frame = out.recv() => {
+                let Some(frame) = frame else {
+                    // Every sender is gone; wait for the close order.
+                    let order = close.await.ok();
+                    finish(&mut sink, &mut out, order).await;
+                    return;
+                };
+                if sink.feed(Message::text(frame)).await.is_err() {
+                    return;
+                }
+                // Batch what is already queued into one flush.
+                let mut batched = 0;
+                while batched < 64 {
+                    match out.try_recv() {
+                        Ok(frame) => {
+                            if sink.feed(Message::text(frame)).await.is_err() {
+                                return;
+                            }
+                            batched += 1;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if sink.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

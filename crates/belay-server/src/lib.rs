@@ -1,0 +1,54 @@
+//! belay-server: the Belay server as a library.
+//!
+//! A [`Server`] holds sessions that speak spec/PROTOCOL.md over WebSocket:
+//! it authenticates each connection and authorizes every message, answers
+//! every request exactly once (honouring idempotency keys), confirms
+//! subscriptions and replays missed publications from channel history (or
+//! says it cannot), pings quiet connections and reaps dead ones, bounds every
+//! queue, refuses excess connections cheaply with a retry hint, paces
+//! reconnects with slots in `welcome`, and drains gracefully.
+//!
+//! ```text
+//!  HTTP (axum) ── /ws upgrade ── admission, origin, per-IP ──▶ connection task
+//!        │                                                     │ read loop (state, heartbeat, limits)
+//!        ├─ /metrics /healthz /readyz /admin/drain             │ writer (bounded queue)
+//!        │                                                     │ request tasks ─▶ Methods (RPC)
+//!  Server::publish ──▶ Broker (history + fan-out) ─────────────┘ forwarders (live publications)
+//! ```
+//!
+//! The decisions (heartbeat, admission bucket, history/recovery, idempotency,
+//! drain schedule, limits) are belay-proto's; this crate does the I/O.
+//!
+//! ```no_run
+//! use belay_server::{rpc::{Methods, RpcError}, Server};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let mut methods = Methods::new();
+//! methods.register("echo", |_ctx, v: serde_json::Value| async move { Ok::<_, RpcError>(v) });
+//! let server = Server::builder().methods(methods).build();
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! server.publish("news", serde_json::json!({"hello": "world"}));
+//! server.serve(listener, server.router()).await
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod broker;
+mod clock;
+pub mod config;
+mod connection;
+pub mod demo;
+mod drain;
+pub mod events;
+mod fanout;
+pub mod faults;
+pub mod metrics;
+mod requests;
+pub mod rpc;
+mod server;
+mod upgrade;
+
+pub use config::ServerConfig;
+pub use server::{Lifecycle, Server, ServerBuilder};

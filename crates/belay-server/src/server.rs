@@ -1,0 +1,290 @@
+//! The server: builder, shared state, HTTP routes.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{any, get, post};
+use axum::Router;
+use belay_proto::fleet::FleetPacing;
+use belay_proto::message::{Payload, Publication, Reply};
+use belay_proto::server::IdempotencyCache;
+use belay_proto::server::TokenBucket;
+use tokio::net::TcpListener;
+use tokio::sync::{broadcast, mpsc, watch};
+
+use crate::auth::{AllowAll, Authenticator};
+use crate::broker::{Broker, MemoryBroker};
+use crate::clock::Clock;
+use crate::config::ServerConfig;
+use crate::connection::Control;
+use crate::faults::Faults;
+use crate::metrics::{lock, Metrics};
+use crate::rpc::Methods;
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    config: ServerConfig,
+    methods: Methods,
+    auth: Arc<dyn Authenticator>,
+    broker: Option<Arc<dyn Broker>>,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        ServerBuilder::new()
+    }
+}
+
+impl ServerBuilder {
+    /// Defaults: [`ServerConfig::default`], no methods, everyone allowed,
+    /// the embedded broker.
+    pub fn new() -> Self {
+        ServerBuilder {
+            config: ServerConfig::default(),
+            methods: Methods::new(),
+            auth: Arc::new(AllowAll),
+            broker: None,
+        }
+    }
+
+    /// Use `config`.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Serve these methods.
+    pub fn methods(mut self, methods: Methods) -> Self {
+        self.methods = methods;
+        self
+    }
+
+    /// Authenticate and authorize with `auth`.
+    pub fn authenticator(mut self, auth: impl Authenticator) -> Self {
+        self.auth = Arc::new(auth);
+        self
+    }
+
+    /// Use `broker` instead of the embedded one.
+    pub fn broker(mut self, broker: Arc<dyn Broker>) -> Self {
+        self.broker = Some(broker);
+        self
+    }
+
+    /// The server, not yet listening.
+    pub fn build(self) -> Server {
+        let clock = Clock::new();
+        let now = clock.now();
+        let broker = self
+            .broker
+            .unwrap_or_else(|| Arc::new(MemoryBroker::new(self.config.history)));
+        let rate = self.config.accept_rate;
+        let (faults, _) = watch::channel(Faults::default());
+        let (lifecycle, _) = watch::channel(Lifecycle::Serving);
+        let shared = Shared {
+            idempotency: Mutex::new(IdempotencyCache::new(
+                self.config.idempotency_retention,
+                100_000,
+            )),
+            admission: Mutex::new(TokenBucket::new(rate, rate.max(1.0), now, true)),
+            pacing: Mutex::new(FleetPacing::new(rate, now)),
+            config: self.config,
+            clock,
+            methods: self.methods,
+            auth: self.auth,
+            broker,
+            metrics: Metrics::default(),
+            per_ip: Mutex::new(HashMap::new()),
+            connections: Mutex::new(HashMap::new()),
+            next_connection: AtomicU64::new(1),
+            faults,
+            lifecycle,
+            idempotent_waiters: Mutex::new(HashMap::new()),
+            events: broadcast::channel(1_024).0,
+        };
+        Server {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+/// Where the server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Accepting sessions.
+    Serving,
+    /// Draining: `/readyz` answers 503, new sessions are refused.
+    Draining,
+    /// Every connection is gone (or the drain deadline passed).
+    Drained,
+}
+
+/// What every connection task shares.
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    pub(crate) clock: Clock,
+    pub(crate) methods: Methods,
+    pub(crate) auth: Arc<dyn Authenticator>,
+    pub(crate) broker: Arc<dyn Broker>,
+    pub(crate) metrics: Metrics,
+    pub(crate) admission: Mutex<TokenBucket>,
+    pub(crate) pacing: Mutex<FleetPacing>,
+    pub(crate) per_ip: Mutex<HashMap<IpAddr, u32>>,
+    pub(crate) connections: Mutex<HashMap<u64, mpsc::UnboundedSender<Control>>>,
+    pub(crate) next_connection: AtomicU64,
+    pub(crate) faults: watch::Sender<Faults>,
+    pub(crate) lifecycle: watch::Sender<Lifecycle>,
+    pub(crate) idempotency: Mutex<IdempotencyCache>,
+    /// Live feed of server events (connects, closes, faults, drain).
+    pub(crate) events: broadcast::Sender<crate::events::ServerEvent>,
+    /// Retries of an idempotent request that is still running wait here.
+    pub(crate) idempotent_waiters: Mutex<HashMap<(String, String), broadcast::Sender<Reply>>>,
+}
+
+impl Shared {
+    pub(crate) fn register(&self, control: mpsc::UnboundedSender<Control>) -> u64 {
+        let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        lock(&self.connections).insert(id, control);
+        id
+    }
+
+    pub(crate) fn unregister(&self, id: u64) {
+        lock(&self.connections).remove(&id);
+    }
+
+    /// Publish a server event (dropped if nobody listens).
+    pub(crate) fn emit(&self, kind: &'static str, detail: String) {
+        let event = crate::events::ServerEvent {
+            at_ms: self.clock.now().as_millis(),
+            kind,
+            detail,
+            connections: self.metrics.open_connections(),
+        };
+        let _ = self.events.send(event);
+    }
+
+    /// Send `control` to every connection; returns how many got it.
+    pub(crate) fn broadcast_control(&self, control: impl Fn() -> Control) -> usize {
+        lock(&self.connections)
+            .values()
+            .filter(|tx| tx.send(control()).is_ok())
+            .count()
+    }
+}
+
+/// A Belay server. Cheap to clone; all clones are the same server.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("connections", &self.shared.metrics.open_connections())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A builder with defaults.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::new()
+    }
+
+    /// Publish `data` on `channel` from anywhere in the application.
+    pub fn publish(&self, channel: &str, data: Payload) -> Publication {
+        crate::metrics::Metrics::add(&self.shared.metrics.publications);
+        self.shared.broker.publish(channel, data)
+    }
+
+    /// The server's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// The faults in force.
+    pub fn faults(&self) -> Faults {
+        self.shared.faults.borrow().clone()
+    }
+
+    /// Live server events.
+    pub fn events(&self) -> broadcast::Receiver<crate::events::ServerEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Change the faults in force; connections react at once.
+    pub fn set_faults(&self, change: impl FnOnce(&mut Faults)) -> Faults {
+        self.shared.faults.send_modify(change);
+        let faults = self.faults();
+        self.shared.emit("fault", format!("{faults:?}"));
+        if faults.refuse_until.is_some() {
+            // A restart: every session goes at once, without a close frame.
+            self.shared.broadcast_control(|| Control::Drop);
+        }
+        faults
+    }
+
+    /// Where the server is in its life.
+    pub fn lifecycle(&self) -> Lifecycle {
+        *self.shared.lifecycle.borrow()
+    }
+
+    /// Wait until the lifecycle is `Drained`.
+    pub async fn drained(&self) {
+        let mut rx = self.shared.lifecycle.subscribe();
+        // The sender lives in `shared`, which outlives this borrow.
+        let _ = rx.wait_for(|l| *l == Lifecycle::Drained).await;
+    }
+
+    /// Start a graceful drain (idempotent); see [`crate::drain`].
+    pub fn drain(&self) {
+        crate::drain::start(Arc::clone(&self.shared));
+    }
+
+    /// The HTTP routes: `/ws`, `/metrics`, `/healthz`, `/readyz`, `POST /admin/drain`.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/ws", any(crate::upgrade::handle))
+            .route("/metrics", get(metrics))
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/readyz", get(readyz))
+            .route("/admin/drain", post(admin_drain))
+            .with_state(self.clone())
+    }
+
+    /// Serve `router` (usually [`Server::router`], perhaps with more routes)
+    /// on `listener` until the drain completes.
+    pub async fn serve(&self, listener: TcpListener, router: Router) -> std::io::Result<()> {
+        let app = router.into_make_service_with_connect_info::<SocketAddr>();
+        let server = self.clone();
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { server.drained().await })
+            .await
+    }
+}
+
+async fn metrics(State(server): State<Server>) -> impl IntoResponse {
+    (
+        [("content-type", "text/plain; version=0.0.4")],
+        server.shared.metrics.render(),
+    )
+}
+
+async fn readyz(State(server): State<Server>) -> impl IntoResponse {
+    match server.lifecycle() {
+        Lifecycle::Serving => (StatusCode::OK, "ready"),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
+    }
+}
+
+async fn admin_drain(State(server): State<Server>) -> impl IntoResponse {
+    server.drain();
+    (StatusCode::ACCEPTED, "draining")
+}

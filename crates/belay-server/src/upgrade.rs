@@ -1,0 +1,207 @@
+//! The WebSocket upgrade: everything that can be refused before a socket
+//! exists is refused here, cheaply.
+//!
+//! | check | response |
+//! |---|---|
+//! | not a WebSocket upgrade | HTTP 400 |
+//! | `Origin` not in the allow-list | HTTP 403 |
+//! | too many connections from this IP | HTTP 429 + `Retry-After` |
+//! | restarting (fault) or draining | HTTP 503 + `Retry-After` |
+//! | over the accept rate, native client (no `Origin`) | HTTP 503 + `Retry-After` |
+//! | over the accept rate, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use hyper_util::rt::TokioIo;
+use tokio_websockets::{Limits as WsLimits, ServerBuilder};
+
+use belay_proto::server::{Violation, ViolationResponse};
+
+use crate::connection::{self, Admission, ConnectionMeta};
+use crate::metrics::{lock, Metrics};
+use crate::server::{Lifecycle, Server, Shared};
+
+const WS_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+pub(crate) async fn handle(
+    State(server): State<Server>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    let shared = Arc::clone(&server.shared);
+    let headers = request.headers().clone();
+    let Some(key) = websocket_key(&headers) else {
+        return (StatusCode::BAD_REQUEST, "expected a WebSocket upgrade").into_response();
+    };
+    let limits = &shared.config.limits;
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Err(violation) = limits.check_origin(origin.as_deref()) {
+        return reject(violation);
+    }
+    if *shared.lifecycle.borrow() != Lifecycle::Serving {
+        return retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(5),
+            "draining",
+        );
+    }
+    if shared.faults.borrow().refusing(std::time::Instant::now()) {
+        return retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(1),
+            "restarting",
+        );
+    }
+    let ip_guard = match IpGuard::acquire(&shared, peer.ip()) {
+        Ok(guard) => guard,
+        Err(violation) => return reject(violation),
+    };
+    let admission = match lock(&shared.admission).try_take(shared.clock.now()) {
+        Ok(()) => Admission::Admitted,
+        Err(wait) => {
+            Metrics::add(&shared.metrics.admission_refusals);
+            shared.emit("admission_refused", format!("{peer}: retry after {wait:?}"));
+            if origin.is_none() {
+                return retry_later(StatusCode::SERVICE_UNAVAILABLE, wait, "over capacity");
+            }
+            Admission::Refused { retry_after: wait }
+        }
+    };
+    let token = bearer(&headers);
+    let on_upgrade = hyper::upgrade::on(request);
+    let ws_limits = WsLimits::default().max_payload_len(Some(limits.max_frame_len()));
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let ws = ServerBuilder::new()
+            .limits(ws_limits)
+            .serve(TokioIo::new(upgraded));
+        let meta = ConnectionMeta {
+            peer,
+            header_token: token,
+            admission,
+        };
+        connection::run(shared, ws, meta).await;
+        drop(ip_guard);
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::UPGRADE, "websocket")
+        .header(header::CONNECTION, "Upgrade")
+        .header(header::SEC_WEBSOCKET_ACCEPT, accept_key(&key))
+        .body(axum::body::Body::empty())
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The documented HTTP answer to a violation found before the upgrade.
+fn reject(violation: Violation) -> Response {
+    match violation.response() {
+        ViolationResponse::RejectUpgrade {
+            status,
+            retry_after_secs,
+        } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            match retry_after_secs {
+                Some(secs) => retry_later(status, Duration::from_secs(secs), violation.name()),
+                None => (status, violation.name()).into_response(),
+            }
+        }
+        _ => (StatusCode::BAD_REQUEST, violation.name()).into_response(),
+    }
+}
+
+fn retry_later(status: StatusCode, after: Duration, why: &'static str) -> Response {
+    let secs = after.as_secs_f64().ceil().max(1.0) as u64;
+    let mut response = (status, why).into_response();
+    if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+fn websocket_key(headers: &HeaderMap) -> Option<String> {
+    let has = |name: header::HeaderName, want: &str| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str()
+                .map(|s| s.split(',').any(|p| p.trim().eq_ignore_ascii_case(want)))
+                .unwrap_or(false)
+        })
+    };
+    if !has(header::UPGRADE, "websocket") || !has(header::CONNECTION, "upgrade") {
+        return None;
+    }
+    if headers.get(header::SEC_WEBSOCKET_VERSION)?.as_bytes() != b"13" {
+        return None;
+    }
+    headers
+        .get(header::SEC_WEBSOCKET_KEY)?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
+}
+
+fn accept_key(key: &str) -> String {
+    let mut sha = sha1_smol::Sha1::new();
+    sha.update(key.as_bytes());
+    sha.update(WS_GUID.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(sha.digest().bytes())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    value.strip_prefix("Bearer ").map(str::to_owned)
+}
+
+/// Counts a connection against its IP for as long as it lives.
+struct IpGuard {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+}
+
+impl IpGuard {
+    fn acquire(shared: &Arc<Shared>, ip: IpAddr) -> Result<IpGuard, Violation> {
+        let mut per_ip = lock(&shared.per_ip);
+        let count = per_ip.entry(ip).or_default();
+        shared.config.limits.check_connections_from_ip(*count)?;
+        *count += 1;
+        Ok(IpGuard {
+            shared: Arc::clone(shared),
+            ip,
+        })
+    }
+}
+
+impl Drop for IpGuard {
+    fn drop(&mut self) {
+        let mut per_ip = lock(&self.shared.per_ip);
+        if let Some(count) = per_ip.get_mut(&self.ip) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                per_ip.remove(&self.ip);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_key_matches_rfc_6455_example() {
+        assert_eq!(
+            accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+    }
+}
