@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use belay_proto::heartbeat::{Heartbeat, HeartbeatAction};
 use belay_proto::message::{
-    decode_client, encode_server, ClientMessage, DecodeError, ErrorBody, ReconnectAdvice, Reply,
-    Request, Response, ServerMessage, Subscribe, Unsubscribed, Welcome, PROTOCOL_VERSION,
+    decode_client, encode_server, ClientMessage, DecodeError, ErrorBody, MessageKind,
+    ReconnectAdvice, Reply, Request, Response, ServerMessage, Subscribe, Unsubscribed, Welcome,
+    PROTOCOL_VERSION,
 };
 use belay_proto::server::{RateDecision, RateLimiter, Violation, ViolationResponse};
 use belay_proto::{CloseCode, Instant};
@@ -147,6 +148,16 @@ where
         Admission::Refused { retry_after } => connection.refuse(retry_after),
     };
     connection.stop_subscriptions();
+    if matches!(&end, End::Close(code, _) if *code == CloseCode::SERVICE_RESTART) {
+        // A drain: requests in flight are answered before the close (within
+        // the drain's deadline, after which the server exits anyway).
+        let deadline = tokio::time::Instant::now() + shared.config.drain.deadline();
+        while connection.in_flight.load(Ordering::Acquire) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
     let code = match end {
         End::Close(code, reason) => {
             // The peer is gone or not reading: do not wait behind the queue.
@@ -224,14 +235,22 @@ impl Connection {
                 continue;
             }
             let deadline = self.shared.clock.to_std(self.next_deadline());
+            // Biased: a fault change (a freeze must stop the very next frame)
+            // and orders come first, then a due timer (so a peer that keeps
+            // sending cannot postpone it), then the peer's frames.
             tokio::select! {
-                frame = stream.next() => {
-                    let end = match frame {
-                        None => Some(End::PeerGone(None)),
-                        Some(Err(error)) => Some(protocol_failure(&error)),
-                        Some(Ok(message)) => self.on_frame(message, &meta),
-                    };
-                    if let Some(end) = end {
+                biased;
+                changed = self.faults.changed() => {
+                    if changed.is_err() {
+                        return End::Abrupt;
+                    }
+                    if self.faults.borrow().service_down {
+                        self.drop_subscriptions("unavailable", "service down");
+                    }
+                }
+                order = control.recv() => {
+                    let Some(order) = order else { return End::Abrupt };
+                    if let Some(end) = self.on_control(order) {
                         return end;
                     }
                 }
@@ -242,18 +261,14 @@ impl Connection {
                         return end;
                     }
                 }
-                order = control.recv() => {
-                    let Some(order) = order else { return End::Abrupt };
-                    if let Some(end) = self.on_control(order) {
+                frame = stream.next() => {
+                    let end = match frame {
+                        None => Some(End::PeerGone(None)),
+                        Some(Err(error)) => Some(protocol_failure(&error)),
+                        Some(Ok(message)) => self.on_frame(message, &meta),
+                    };
+                    if let Some(end) = end {
                         return end;
-                    }
-                }
-                changed = self.faults.changed() => {
-                    if changed.is_err() {
-                        return End::Abrupt;
-                    }
-                    if self.faults.borrow().service_down {
-                        self.drop_subscriptions("unavailable", "service down");
                     }
                 }
             }
@@ -345,9 +360,31 @@ impl Connection {
                     Metrics::add(&self.shared.metrics.bad_frames);
                     self.violate(Violation::UnknownType)
                 }
-                Err(_) => {
+                Err(error) => {
                     Metrics::add(&self.shared.metrics.bad_frames);
-                    self.violate(Violation::MalformedFrame)
+                    // A request whose id can be read still gets its one
+                    // response (spec/PROTOCOL.md §8.2).
+                    let id = match &error {
+                        DecodeError::Invalid {
+                            kind: MessageKind::Request,
+                            ..
+                        } => request_id(text),
+                        _ => None,
+                    };
+                    match id {
+                        Some(id) => {
+                            self.shared.metrics.count_request("bad_request");
+                            self.send(&ServerMessage::Response(Response {
+                                id,
+                                reply: Reply::Error(ErrorBody::new(
+                                    "bad_request",
+                                    error.to_string(),
+                                )),
+                            }));
+                            None
+                        }
+                        None => self.violate(Violation::MalformedFrame),
+                    }
                 }
             },
         }
@@ -403,7 +440,20 @@ impl Connection {
             match self.rate.check(now) {
                 RateDecision::Allow => {}
                 RateDecision::Refuse { retry_after } => {
-                    return self.violate(Violation::RateLimited { retry_after })
+                    if let ClientMessage::Request(request) = &message {
+                        // A refused request still gets its one response.
+                        if let ViolationResponse::Reply(error) =
+                            (Violation::RateLimited { retry_after }).response()
+                        {
+                            self.shared.metrics.count_request("rate_limited");
+                            self.send(&ServerMessage::Response(Response {
+                                id: request.id,
+                                reply: Reply::Error(error),
+                            }));
+                            return None;
+                        }
+                    }
+                    return self.violate(Violation::RateLimited { retry_after });
                 }
                 RateDecision::Close { retry_after } => {
                     return self.violate(Violation::Flood { retry_after })
@@ -587,6 +637,12 @@ pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMes
     })
 }
 
+/// The `id` of a `request` frame that failed to decode, if it can be read.
+fn request_id(text: &str) -> Option<u64> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value.get("id")?.as_u64()
+}
+
 /// A frame the WebSocket layer rejected: its documented close.
 fn protocol_failure(error: &tokio_websockets::Error) -> End {
     use tokio_websockets::proto::ProtocolError;
@@ -660,6 +716,8 @@ async fn write_loop<S>(
                 finish(&mut sink, &mut out, order.ok()).await;
                 return;
             }
+            // A freeze stops the next frame, not the one after it.
+            changed = faults.changed() => if changed.is_err() { return },
             frame = out.recv() => {
                 let Some(frame) = frame else {
                     // Every sender is gone; wait for the close order.

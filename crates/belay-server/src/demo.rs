@@ -4,9 +4,10 @@
 //!
 //! Admin API (JSON):
 //! * `GET /admin/state` → connections, faults, uptime, whether accepting;
-//! * `POST /admin/fault/{name}` with `{"on": bool}` (`after_ms` for
-//!   `flapping`, `down_ms` for `restart`), name ∈ `freeze`, `service_down`,
-//!   `slow_replies`, `flapping`, `restart`, `drain` → the new state;
+//! * `POST /admin/fault/{name}` with `{"on": bool}` (`delay_ms` for
+//!   `slow_replies`, `after_ms` for `flapping`, `down_ms` for `restart`),
+//!   name ∈ `freeze`, `service_down`, `slow_replies`, `flapping`, `restart`,
+//!   `drain` → the new state; an unknown name → 404;
 //! * `GET /admin/events` → Server-Sent Events, one JSON `ServerEvent` each.
 
 use std::convert::Infallible;
@@ -33,8 +34,15 @@ const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const STYLE_CSS: &str = include_str!("../assets/style.css");
 
-/// How long `slow_replies` delays each answer.
+/// How long `slow_replies` delays each answer unless the request says
+/// otherwise (`delay_ms`).
 pub const SLOW_REPLY: Duration = Duration::from_secs(15);
+
+/// How long `flapping` lets a session live unless the request says otherwise.
+pub const FLAP_AFTER: Duration = Duration::from_millis(300);
+
+/// How long `restart` refuses upgrades unless the request says otherwise.
+pub const RESTART_DOWN: Duration = Duration::from_secs(5);
 
 /// The demo's RPC methods: `echo`, idempotent `order.create`, and `slow`.
 pub fn methods() -> Methods {
@@ -112,6 +120,7 @@ fn state_json(server: &Server) -> Value {
             "freeze": faults.freeze,
             "service_down": faults.service_down,
             "slow_replies": faults.slow_replies.is_some(),
+            "slow_replies_ms": faults.slow_replies.map(|d| d.as_millis() as u64),
             "flapping": faults.flapping.is_some(),
             "flapping_ms": faults.flapping.map(|d| d.as_millis() as u64),
             "restarting": faults.refusing(now),
@@ -131,6 +140,7 @@ async fn state(State(server): State<Server>) -> Json<Value> {
 struct FaultRequest {
     #[serde(default)]
     on: bool,
+    delay_ms: Option<u64>,
     after_ms: Option<u64>,
     down_ms: Option<u64>,
 }
@@ -142,27 +152,46 @@ async fn fault(
 ) -> Response {
     let request = body.map(|Json(b)| b).unwrap_or(FaultRequest {
         on: true,
+        delay_ms: None,
         after_ms: None,
         down_ms: None,
     });
     let on = request.on;
+    let switch = if on { "on" } else { "off" };
     match name.as_str() {
         "freeze" => {
-            server.set_faults(|f| f.freeze = on);
+            server.set_faults(format!("freeze {switch}"), |f| f.freeze = on);
         }
         "service_down" => {
-            server.set_faults(|f| f.service_down = on);
+            server.set_faults(format!("service_down {switch}"), |f| f.service_down = on);
         }
         "slow_replies" => {
-            server.set_faults(|f| f.slow_replies = on.then_some(SLOW_REPLY));
+            let delay = request
+                .delay_ms
+                .map_or(SLOW_REPLY, |ms| Duration::from_millis(ms.min(60_000)));
+            let detail = if on {
+                format!("slow_replies on ({} ms)", delay.as_millis())
+            } else {
+                "slow_replies off".into()
+            };
+            server.set_faults(detail, |f| f.slow_replies = on.then_some(delay));
         }
         "flapping" => {
-            let after = Duration::from_millis(request.after_ms.unwrap_or(300).clamp(1, 60_000));
-            server.set_faults(|f| f.flapping = on.then_some(after));
+            let after = request
+                .after_ms
+                .map_or(FLAP_AFTER, |ms| Duration::from_millis(ms.clamp(1, 60_000)));
+            let detail = if on {
+                format!("flapping on (drop after {} ms)", after.as_millis())
+            } else {
+                "flapping off".into()
+            };
+            server.set_faults(detail, |f| f.flapping = on.then_some(after));
         }
         "restart" => {
-            let down = Duration::from_millis(request.down_ms.unwrap_or(5_000).min(600_000));
-            server.set_faults(|f| f.refuse_until = Some(std::time::Instant::now() + down));
+            let down = request
+                .down_ms
+                .map_or(RESTART_DOWN, |ms| Duration::from_millis(ms.min(600_000)));
+            server.restart(down);
         }
         "drain" => server.drain(),
         _ => return (StatusCode::NOT_FOUND, "unknown fault").into_response(),

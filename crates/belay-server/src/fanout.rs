@@ -22,10 +22,24 @@ pub(crate) struct Forwarder {
 impl Forwarder {
     pub(crate) async fn run(mut self) {
         loop {
-            if self.faults.borrow().freeze && self.faults.changed().await.is_err() {
-                return;
+            if self.faults.borrow().freeze {
+                if self.faults.changed().await.is_err() {
+                    return;
+                }
+                continue;
             }
-            match self.live.recv().await {
+            // A freeze must stop the next publication too, not the one after.
+            let received = tokio::select! {
+                biased;
+                changed = self.faults.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                received = self.live.recv() => received,
+            };
+            match received {
                 Ok(delivery) => {
                     if delivery.offset <= self.after {
                         continue;

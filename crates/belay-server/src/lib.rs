@@ -38,6 +38,7 @@ pub mod auth;
 pub mod broker;
 mod clock;
 pub mod config;
+pub mod conformance;
 mod connection;
 pub mod demo;
 mod drain;
@@ -48,6 +49,7 @@ pub mod metrics;
 mod requests;
 pub mod rpc;
 mod server;
+pub mod tls;
 mod upgrade;
 
 pub use config::ServerConfig;

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -219,16 +220,37 @@ impl Server {
         self.shared.events.subscribe()
     }
 
-    /// Change the faults in force; connections react at once.
-    pub fn set_faults(&self, change: impl FnOnce(&mut Faults)) -> Faults {
-        self.shared.faults.send_modify(change);
-        let faults = self.faults();
-        self.shared.emit("fault", format!("{faults:?}"));
-        if faults.refuse_until.is_some() {
-            // A restart: every session goes at once, without a close frame.
-            self.shared.broadcast_control(|| Control::Drop);
-        }
-        faults
+    /// Change the faults in force; connections react at once. `detail`
+    /// is what the event feed says (e.g. "service_down on"). A restart
+    /// window that is over is forgotten first.
+    pub fn set_faults(
+        &self,
+        detail: impl Into<String>,
+        change: impl FnOnce(&mut Faults),
+    ) -> Faults {
+        let now = std::time::Instant::now();
+        self.shared.faults.send_modify(|faults| {
+            if !faults.refusing(now) {
+                faults.refuse_until = None;
+            }
+            change(faults);
+        });
+        self.shared.emit("fault", detail.into());
+        self.faults()
+    }
+
+    /// Emulate a restart: every session is dropped at once without a close
+    /// frame, and upgrades are refused for `down`.
+    pub fn restart(&self, down: Duration) {
+        let until = std::time::Instant::now() + down;
+        self.set_faults(
+            format!(
+                "restart: sessions dropped, upgrades refused for {} ms",
+                down.as_millis()
+            ),
+            |f| f.refuse_until = Some(until),
+        );
+        self.shared.broadcast_control(|| Control::Drop);
     }
 
     /// Where the server is in its life.
@@ -267,6 +289,21 @@ impl Server {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move { server.drained().await })
             .await
+    }
+
+    /// Like [`Server::serve`], over TLS: accept on `listener`, complete the
+    /// TLS handshake with `tls` (see [`crate::tls::load_pem`]) within the
+    /// handshake timeout, and serve `router` over HTTP/1.1 with WebSocket
+    /// upgrades, so clients connect with `wss://`. Returns once the drain
+    /// completes and every HTTP connection has ended (upgraded sessions are
+    /// the drain's business).
+    pub async fn serve_tls(
+        &self,
+        listener: TcpListener,
+        router: Router,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> std::io::Result<()> {
+        crate::tls::serve(self, listener, router, tls).await
     }
 }
 

@@ -10,6 +10,7 @@
 //! | over the accept rate, native client (no `Origin`) | HTTP 503 + `Retry-After` |
 //! | over the accept rate, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +19,9 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
-use tokio_websockets::{Limits as WsLimits, ServerBuilder};
+use tokio_websockets::{Limits as WsLimits, ServerBuilder, WebSocketStream};
 
 use belay_proto::server::{Violation, ViolationResponse};
 
@@ -36,8 +38,9 @@ pub(crate) async fn handle(
 ) -> Response {
     let shared = Arc::clone(&server.shared);
     let headers = request.headers().clone();
-    let Some(key) = websocket_key(&headers) else {
-        return (StatusCode::BAD_REQUEST, "expected a WebSocket upgrade").into_response();
+    let handshake = match Handshake::validate(&headers) {
+        Ok(handshake) => handshake,
+        Err(refused) => return refused.into_response(),
     };
     let limits = &shared.config.limits;
     let origin = headers
@@ -77,15 +80,8 @@ pub(crate) async fn handle(
         }
     };
     let token = bearer(&headers);
-    let on_upgrade = hyper::upgrade::on(request);
     let ws_limits = WsLimits::default().max_payload_len(Some(limits.max_frame_len()));
-    tokio::spawn(async move {
-        let Ok(upgraded) = on_upgrade.await else {
-            return;
-        };
-        let ws = ServerBuilder::new()
-            .limits(ws_limits)
-            .serve(TokioIo::new(upgraded));
+    handshake.accept(request, ws_limits, move |ws| async move {
         let meta = ConnectionMeta {
             peer,
             header_token: token,
@@ -93,14 +89,62 @@ pub(crate) async fn handle(
         };
         connection::run(shared, ws, meta).await;
         drop(ip_guard);
-    });
-    Response::builder()
-        .status(StatusCode::SWITCHING_PROTOCOLS)
-        .header(header::UPGRADE, "websocket")
-        .header(header::CONNECTION, "Upgrade")
-        .header(header::SEC_WEBSOCKET_ACCEPT, accept_key(&key))
-        .body(axum::body::Body::empty())
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    })
+}
+
+/// A request that is a valid WebSocket upgrade (RFC 6455 §4.2.1), not yet
+/// answered. Every WebSocket route (`/ws` here, the conformance echo route)
+/// goes through it, so they share one handshake and one codec setup.
+pub(crate) struct Handshake {
+    key: String,
+}
+
+impl Handshake {
+    /// Check the upgrade headers (`Upgrade: websocket`, `Connection: upgrade`,
+    /// `Sec-WebSocket-Version: 13`, a `Sec-WebSocket-Key`).
+    pub(crate) fn validate(headers: &HeaderMap) -> Result<Handshake, NotAnUpgrade> {
+        websocket_key(headers)
+            .map(|key| Handshake { key })
+            .ok_or(NotAnUpgrade)
+    }
+
+    /// Answer 101 Switching Protocols and, once hyper hands over the
+    /// connection, run `session` on a tokio-websockets server stream with
+    /// `limits` (the only codec setting the server changes from the
+    /// defaults). `session` is dropped unrun if the upgrade never completes.
+    pub(crate) fn accept<F, Fut>(self, request: Request, limits: WsLimits, session: F) -> Response
+    where
+        F: FnOnce(WebSocketStream<TokioIo<Upgraded>>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let on_upgrade = hyper::upgrade::on(request);
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else {
+                return;
+            };
+            let ws = ServerBuilder::new()
+                .limits(limits)
+                .serve(TokioIo::new(upgraded));
+            session(ws).await;
+        });
+        Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header(header::UPGRADE, "websocket")
+            .header(header::CONNECTION, "Upgrade")
+            .header(header::SEC_WEBSOCKET_ACCEPT, accept_key(&self.key))
+            .body(axum::body::Body::empty())
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    }
+}
+
+/// The request is not a WebSocket upgrade: HTTP 400.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NotAnUpgrade;
+
+impl IntoResponse for NotAnUpgrade {
+    fn into_response(self) -> Response {
+        (StatusCode::BAD_REQUEST, "expected a WebSocket upgrade").into_response()
+    }
 }
 
 /// The documented HTTP answer to a violation found before the upgrade.

@@ -130,3 +130,153 @@ impl Raw {
         }
     }
 }
+
+/// What `Raw::next_within` saw.
+#[derive(Debug)]
+pub enum Next {
+    Message(ServerMessage),
+    Closed(Closed),
+    /// Nothing arrived within the bound; the socket is still open.
+    Silent,
+}
+
+impl Raw {
+    /// The client side's local address (to find this connection in server events).
+    pub fn local_addr(&self) -> SocketAddr {
+        match self.ws.get_ref() {
+            MaybeTlsStream::Plain(tcp) => tcp.local_addr().expect("local addr"),
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("the tests use plain TCP"),
+        }
+    }
+
+    /// The next protocol message, a close, or silence for `bound`.
+    pub async fn next_within(&mut self, bound: Duration) -> Next {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let Ok(frame) = tokio::time::timeout_at(deadline, self.ws.next()).await else {
+                return Next::Silent;
+            };
+            match frame {
+                None | Some(Err(_)) => return Next::Closed(Closed::NoFrame),
+                Some(Ok(message)) => {
+                    if let Some((code, reason)) = message.as_close() {
+                        return Next::Closed(Closed::Frame(u16::from(code), reason.to_owned()));
+                    }
+                    if let Some(text) = message.as_text() {
+                        return Next::Message(
+                            decode_server(text).expect("the server sends valid frames"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An HTTP/1.1 answer, read to the end (`Connection: close`).
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    /// Header lines, lower-cased names.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn parse_head(head: &str) -> (u16, Vec<(String, String)>) {
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers)
+}
+
+/// A plain HTTP request over a fresh TCP connection (no client library, so
+/// the test sees exactly what the server sends).
+pub async fn http_call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> HttpResponse {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    let body = body.unwrap_or("");
+    let content_type = if body.is_empty() {
+        String::new()
+    } else {
+        "Content-Type: application/json\r\n".to_owned()
+    };
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{content_type}\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tcp.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    tokio::time::timeout(SOON, tcp.read_to_end(&mut raw))
+        .await
+        .expect("an HTTP answer within the bound")
+        .expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a complete head");
+    let (status, headers) = parse_head(head);
+    HttpResponse {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// `POST /admin/fault/{name}` with a JSON body; returns the new state.
+pub async fn fault(addr: SocketAddr, name: &str, body: &str) -> serde_json::Value {
+    let response = http_call(addr, "POST", &format!("/admin/fault/{name}"), Some(body)).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    serde_json::from_str(&response.body).expect("the admin API answers JSON")
+}
+
+/// A raw WebSocket upgrade request; the status line and headers of the answer.
+pub async fn upgrade_head(addr: SocketAddr) -> HttpResponse {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(SOON, tcp.read(&mut buf))
+            .await
+            .expect("an answer within the bound")
+            .expect("read");
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    let (status, headers) = parse_head(head);
+    HttpResponse {
+        status,
+        headers,
+        body: String::new(),
+    }
+}

@@ -1,0 +1,13 @@
+// `npm run build`: dist/belay.js (minified ES module), dist/belay.debug.js, dist/types/*.d.ts.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync } from "node:fs";
+import { BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
+
+mkdirSync(ROOT + "dist", { recursive: true });
+await bundle({ outfile: ROOT + "dist/belay.js" });
+await bundle({ minify: false, outfile: ROOT + "dist/belay.debug.js" });
+execFileSync(process.execPath, [ROOT + "node_modules/typescript/bin/tsc", "-p", ROOT + "tsconfig.build.json"], { stdio: "inherit" });
+const min = readFileSync(ROOT + "dist/belay.js");
+const gz = gzSize(min);
+console.log(`dist/belay.js: ${min.length} B minified, ${gz} B gzipped (budget ${BUDGET_GZ} B)`);
+if (gz > BUDGET_GZ) process.exit(1);

@@ -1,0 +1,43 @@
+/** Server hints: pacing slots from `welcome` and one-shot retry windows (`backoff/pacing.rs`). */
+import { US } from "../time.js";
+
+/** Longest pacing period (ms); longer ones are clamped. */
+export const MAX_PACING_PERIOD_MS = 300_000;
+/** Longest advised delay (ms); longer ones are clamped. */
+export const MAX_HINT_DELAY_MS = 300_000;
+
+/** Reconnect instants `anchor + phase + k × period` (µs), for every integer k. */
+export class PacingSlots {
+  readonly periodMs: number;
+  readonly phaseMs: number;
+
+  /** `anchorUs` is the instant `welcome` was received, in µs. */
+  constructor(periodMs: number, phaseMs: number, readonly anchorUs: number) {
+    this.periodMs = Math.min(Math.max(Math.floor(periodMs), 1), MAX_PACING_PERIOD_MS);
+    this.phaseMs = Math.floor(phaseMs) % this.periodMs;
+  }
+
+  /** The smallest slot instant (µs) strictly after `nowUs`. */
+  nextSlotAfter(nowUs: number): number {
+    const period = this.periodMs * US;
+    const origin = this.anchorUs + this.phaseMs * US;
+    if (nowUs < origin) {
+      const before = origin - nowUs;
+      return origin - Math.floor((before - 1) / period) * period;
+    }
+    return nowUs + period - ((nowUs - origin) % period);
+  }
+}
+
+/** Advice window `[earliest, latest)` in µs. */
+export interface RetryWindow {
+  earliestUs: number;
+  latestUs: number;
+}
+
+/** `[now + min, now + max)` with both clamped to 300 s and `max` raised to `min`. */
+export function retryWindow(nowUs: number, minMs: number, maxMs: number): RetryWindow {
+  const lo = Math.min(Math.floor(minMs), MAX_HINT_DELAY_MS);
+  const hi = Math.max(Math.min(Math.floor(maxMs), MAX_HINT_DELAY_MS), lo);
+  return { earliestUs: nowUs + lo * US, latestUs: nowUs + hi * US };
+}

@@ -1,0 +1,45 @@
+/** Typed request errors: callers react differently to each (MISSION §2). */
+import type { ErrorBody, Json } from "./core/messages.js";
+
+/** Base class of every error a request rejects with. */
+export class BelayError extends Error {
+  override name = "BelayError";
+}
+
+/** Never sent (the protocol level is down, or the client is closed): always safe to retry. */
+export class NotReadyError extends BelayError {
+  override name = "NotReadyError";
+  constructor(readonly stopped = false) {
+    super(stopped ? "the client is closed: the request was not sent" : "not ready: the request was not sent");
+  }
+}
+
+/** Sent, no answer before the deadline: fate unknown, retry only if idempotent or keyed. */
+export class TimeoutError extends BelayError {
+  override name = "TimeoutError";
+  constructor() {
+    super("no response before the deadline: fate unknown");
+  }
+}
+
+/** Sent, connection lost before an answer: fate unknown, retry only if idempotent or keyed. */
+export class ConnectionClosedError extends BelayError {
+  override name = "ConnectionClosedError";
+  constructor() {
+    super("the connection was lost before a response: fate unknown");
+  }
+}
+
+/** The server answered with an error; `code` is one of PROTOCOL.md §4.5 (unknown ones mean `internal`). */
+export class ServerError extends BelayError {
+  override name = "ServerError";
+  readonly code: string;
+  readonly retryAfterMs: number | undefined;
+  constructor(body: ErrorBody) {
+    super(body.message || body.code);
+    this.code = body.code;
+    this.retryAfterMs = body.retry_after_ms;
+  }
+}
+
+export type { Json };

@@ -1,0 +1,189 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { BelayClient, ConnectionClosedError, NotReadyError, ServerError, TimeoutError, type ChannelItem } from "../src/index.js";
+
+/** A scriptable stand-in for the browser's WebSocket. */
+class FakeSocket {
+  static all: FakeSocket[] = [];
+  onopen: (() => void) | null = null;
+  onmessage: ((e: { data: unknown }) => void) | null = null;
+  onclose: ((e: { code: number; reason: string }) => void) | null = null;
+  onerror: (() => void) | null = null;
+  sent: any[] = [];
+  closedWith: [number?, string?] | undefined;
+  constructor(readonly url: string) {
+    if (!url.startsWith("ws")) throw new SyntaxError("bad url");
+    FakeSocket.all.push(this);
+  }
+  send(text: string) {
+    this.sent.push(JSON.parse(text));
+  }
+  close(code?: number, reason?: string) {
+    if (code !== undefined && code !== 1000 && (code < 3000 || code > 4999)) throw new Error("InvalidAccessError");
+    this.closedWith = [code, reason];
+  }
+  open() {
+    this.onopen?.();
+  }
+  recv(msg: object) {
+    this.onmessage?.({ data: JSON.stringify(msg) });
+  }
+  drop(code = 1006, reason = "") {
+    this.onclose?.({ code, reason });
+  }
+  welcome() {
+    this.open();
+    this.recv({ type: "welcome", session: "s-1", protocol: 1 });
+  }
+}
+
+let now = 0;
+const network = new EventTarget();
+function client(opts = {}) {
+  return new BelayClient("ws://x/ws", {
+    WebSocket: FakeSocket as unknown as typeof WebSocket,
+    now: () => now,
+    network,
+    seed: 7,
+    backoff: { kind: "fixed", delay_ms: 1000 },
+    ...opts,
+  });
+}
+const advance = async (ms: number) => {
+  now += ms;
+  await vi.advanceTimersByTimeAsync(ms);
+};
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  FakeSocket.all = [];
+  now = 0;
+});
+afterEach(() => vi.useRealTimers());
+
+describe("BelayClient", () => {
+  it("connects, reports status, and settles requests with typed errors", async () => {
+    const c = client();
+    const seen: boolean[] = [];
+    c.onStatus((s) => seen.push(s.ready));
+    await expect(c.request("echo", 1)).rejects.toBeInstanceOf(NotReadyError);
+    const ws = FakeSocket.all[0]!;
+    ws.welcome();
+    expect(ws.sent[0]).toEqual({ type: "connect", protocol: 1 });
+    expect(c.status).toMatchObject({ state: "open", transport: true, protocol: true, service: true, ready: true });
+    expect(seen.at(-1)).toBe(true);
+
+    const ok = c.request("echo", { a: 1 }, { idempotencyKey: "k" });
+    expect(ws.sent.at(-1)).toMatchObject({ type: "request", id: 1, method: "echo", idem: "k" });
+    ws.recv({ type: "response", id: 1, result: { a: 1 } });
+    await expect(ok).resolves.toEqual({ a: 1 });
+
+    const bad = c.request("x");
+    ws.recv({ type: "response", id: 2, error: { code: "unknown_method", message: "no" } });
+    await expect(bad).rejects.toMatchObject({ name: "ServerError", code: "unknown_method" });
+    await expect(bad).rejects.toBeInstanceOf(ServerError);
+
+    const slow = c.request("slow", 1, { timeout: 500 });
+    const slowDone = expect(slow).rejects.toBeInstanceOf(TimeoutError);
+    await advance(500);
+    await slowDone;
+
+    const lost = c.request("echo");
+    ws.drop();
+    await expect(lost).rejects.toBeInstanceOf(ConnectionClosedError);
+    expect(c.status.ready).toBe(false);
+    c.close();
+  });
+
+  it("never lets a dead socket's late close touch the new connection", async () => {
+    const c = client({ probeIntervalMs: 1000, probeTimeoutMs: 1000 });
+    const first = FakeSocket.all[0]!;
+    first.welcome();
+    await advance(1000); // probe
+    expect(first.sent.at(-1)).toEqual({ type: "ping" });
+    await advance(1000); // unanswered: abandoned at once with 4000
+    expect(first.closedWith).toEqual([4000, "heartbeat timeout"]);
+    await advance(1000); // fixed backoff
+    const second = FakeSocket.all[1]!;
+    second.welcome();
+    expect(c.status.ready).toBe(true);
+    first.drop(1006); // the browser's close event, a minute late
+    expect(c.status.ready).toBe(true);
+    expect(FakeSocket.all).toHaveLength(2);
+    c.close();
+  });
+
+  it("reconnectNow cancels the backoff wait without a second connection", async () => {
+    const c = client({ backoff: { kind: "fixed", delay_ms: 30000 } });
+    FakeSocket.all[0]!.drop();
+    expect(c.status.state).toBe("waiting");
+    c.reconnectNow();
+    c.reconnectNow();
+    expect(FakeSocket.all).toHaveLength(2);
+    c.close();
+  });
+
+  it("delivers publications in order, repairs gaps, and announces a resync", async () => {
+    const c = client();
+    const items: ChannelItem[] = [];
+    const sub = c.subscribe("feed");
+    sub.on((i) => items.push(i));
+    const ws = FakeSocket.all[0]!;
+    ws.welcome();
+    expect(c.status.service).toBe(false);
+    expect(ws.sent.at(-1)).toEqual({ type: "subscribe", channel: "feed" });
+    ws.recv({ type: "subscribed", channel: "feed", epoch: "e", offset: 0 });
+    expect(c.status.ready).toBe(true);
+    ws.recv({ type: "publication", channel: "feed", epoch: "e", offset: 1, data: "a" });
+    ws.recv({ type: "publication", channel: "feed", epoch: "e", offset: 1, data: "a" });
+    ws.recv({ type: "publication", channel: "feed", epoch: "e", offset: 3, data: "c" });
+    expect(ws.sent.at(-1)).toEqual({ type: "subscribe", channel: "feed", since: { epoch: "e", offset: 1 } });
+    ws.recv({ type: "subscribed", channel: "feed", epoch: "e2", offset: 10, recovered: false });
+    ws.recv({ type: "publication", channel: "feed", epoch: "e2", offset: 11, data: "k" });
+    expect(items.map((i) => (i.type === "publication" ? i.data : i.type))).toEqual(["subscribed", "a", "subscribed", "resync", "k"]);
+
+    const iter = sub[Symbol.asyncIterator]();
+    ws.recv({ type: "publication", channel: "feed", epoch: "e2", offset: 12, data: "l" });
+    await expect(iter.next()).resolves.toEqual({ done: false, value: { type: "publication", epoch: "e2", offset: 12, data: "l" } });
+    sub.unsubscribe();
+    expect(ws.sent.at(-1)).toEqual({ type: "unsubscribe", channel: "feed" });
+    await expect(iter.next()).resolves.toMatchObject({ done: true });
+    c.close();
+  });
+
+  it("offline cancels the wait; online dials after a short random delay", async () => {
+    const c = client({ backoff: { kind: "fixed", delay_ms: 30000 } });
+    FakeSocket.all[0]!.drop();
+    network.dispatchEvent(new Event("offline"));
+    expect(c.status.state).toBe("offline");
+    network.dispatchEvent(new Event("online"));
+    expect(c.status.state).toBe("waiting");
+    await advance(1000);
+    expect(FakeSocket.all).toHaveLength(2);
+    c.close();
+  });
+
+  it("a bad URL halts at once; close() leaves no timer behind", async () => {
+    const bad = new BelayClient("http:// nope", { WebSocket: FakeSocket as unknown as typeof WebSocket, network: null });
+    expect(bad.status.state).toBe("halted");
+    const c = client();
+    FakeSocket.all.at(-1)!.welcome();
+    const pending = c.request("echo");
+    c.close();
+    await expect(pending).rejects.toBeInstanceOf(ConnectionClosedError);
+    expect(FakeSocket.all.at(-1)!.closedWith).toEqual([1000, "client stop"]);
+    expect(vi.getTimerCount()).toBe(0);
+    await expect(c.request("echo")).rejects.toMatchObject({ stopped: true });
+  });
+
+  it("abort signals reject the request and ignore the late response", async () => {
+    const c = client();
+    const ws = FakeSocket.all[0]!;
+    ws.welcome();
+    const ctl = new AbortController();
+    const p = c.request("echo", 1, { signal: ctl.signal });
+    ctl.abort(new Error("user"));
+    await expect(p).rejects.toThrow("user");
+    ws.recv({ type: "response", id: 1, result: 1 });
+    c.close();
+  });
+});

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Start `belay serve --demo` on a loopback port and drive its page in headless
+# Chromium (scripts/check-demo-page.mjs): the client view becomes ready, gets
+# feed publications, shows service loss and recovery; no console errors.
+# Installs what it needs on a fresh machine: Debian's chromium, playwright-core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  echo "installing chromium (Debian package)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq chromium >/dev/null
+fi
+(cd scripts && npm ci --silent --no-audit --no-fund)
+
+cargo build -q -p belay-cli
+log=$(mktemp)
+./target/debug/belay serve --demo --listen 127.0.0.1:0 >"$log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
+
+url=""
+for _ in $(seq 1 100); do
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$log" | head -n 1 || true)
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+if [ -z "$url" ]; then
+  echo "the demo server did not start:" >&2
+  cat "$log" >&2
+  exit 1
+fi
+mkdir -p target
+node scripts/check-demo-page.mjs "$url" target/demo-page.png
