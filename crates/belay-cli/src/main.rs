@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod backoff_table;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -19,12 +20,15 @@ struct Cli {
 enum Command {
     /// Show the reconnect delays each backoff policy of the core produces.
     Backoff(backoff_table::Args),
+    /// Run a Belay server (`--demo`: with the demo app and fault panel at `/`).
+    Serve(serve::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Backoff(args) => backoff_table::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
