@@ -172,7 +172,11 @@ where
             });
             code.0
         }
-        End::PeerGone(code) => code.unwrap_or(CloseCode::ABNORMAL.0),
+        End::PeerGone(code) => {
+            // The peer closed first: let the writer answer its close at once.
+            drop(close_tx);
+            code.unwrap_or(CloseCode::ABNORMAL.0)
+        }
         End::Abrupt => {
             writer.abort();
             CloseCode::ABNORMAL.0

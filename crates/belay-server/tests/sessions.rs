@@ -282,3 +282,23 @@ async fn expired_credentials_close_the_session_at_the_next_message() {
         Closed::Frame(4001, "credentials expired".into())
     );
 }
+
+#[tokio::test]
+async fn a_client_close_is_answered_at_once() {
+    use futures_util::SinkExt;
+    let server = demo_server();
+    let addr = common::start(&server).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let started = std::time::Instant::now();
+    raw.ws
+        .send(tokio_websockets::Message::close(
+            Some(tokio_websockets::CloseCode::NORMAL_CLOSURE),
+            "bye",
+        ))
+        .await
+        .unwrap();
+    let closed = raw.closed_within(SOON).await;
+    assert!(matches!(closed, Closed::Frame(1000, _)), "{closed:?}");
+    // The reply does not wait behind the server's writer timeout (2 s).
+    assert!(started.elapsed() < std::time::Duration::from_millis(1_500));
+}
