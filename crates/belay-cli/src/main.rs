@@ -3,6 +3,9 @@
 
 mod backoff_table;
 mod serve;
+mod sim;
+mod sim_progress;
+mod sim_stats;
 
 use std::process::ExitCode;
 
@@ -22,6 +25,8 @@ enum Command {
     Backoff(backoff_table::Args),
     /// Run a Belay server (`--demo`: with the demo app and fault panel at `/`).
     Serve(serve::Args),
+    /// Simulate a fleet of clients (real core sessions, virtual time) against a server.
+    Sim(sim::Args),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Backoff(args) => backoff_table::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

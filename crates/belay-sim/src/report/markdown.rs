@@ -1,0 +1,161 @@
+//! Markdown tables, as printed by `belay sim`.
+
+use std::fmt::Write as _;
+
+use super::{seconds_or_horizon, thousands};
+use crate::format_duration;
+use crate::scenario::blip::{BlipRun, BlipSpec, Detection};
+use crate::scenario::flapping::{FlappingRun, FlappingSpec, Reset};
+use crate::scenario::outage::{OutageRun, OutageSpec};
+
+/// The outage (or planned-restart) table: one row per policy.
+pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
+    let mut out = String::new();
+    let what = if spec.planned {
+        "planned restart (reconnect advice, then close 1012)"
+    } else {
+        "outage"
+    };
+    let _ = writeln!(
+        out,
+        "{what}: {} clients, server down {}, then {}/s (token bucket of {} tokens starting with {}), \
+         horizon {}, seed {}",
+        thousands(spec.clients as u64),
+        format_duration(spec.down_for),
+        thousands(spec.server.rate),
+        spec.server.capacity.unwrap_or(spec.server.rate as f64),
+        spec.server.initial_tokens,
+        format_duration(spec.horizon),
+        spec.seed,
+    );
+    let mut options = Vec::new();
+    if spec.server.reject_cost > 0.0 {
+        options.push(format!(
+            "a refusal burns {} tokens",
+            spec.server.reject_cost
+        ));
+    }
+    if !spec.detection_window.is_zero() && !spec.planned {
+        options.push(format!(
+            "losses noticed over {}",
+            format_duration(spec.detection_window)
+        ));
+    }
+    if !spec.latency.is_zero() {
+        options.push(format!("round trip {}", format_duration(spec.latency)));
+    }
+    if !options.is_empty() {
+        let _ = writeln!(out, "options: {}", options.join("; "));
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| policy | name | peak attempts/s after return | total attempts | wasted attempts | 50 % connected | 99 % connected | all connected |"
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|");
+    for run in runs {
+        let m = &run.metrics;
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} |",
+            run.case.label,
+            run.case.name,
+            thousands(m.peak_after_return as u64),
+            thousands(m.total_attempts as u64),
+            thousands(m.wasted_attempts),
+            seconds_or_horizon(m.to_50, m.horizon),
+            seconds_or_horizon(m.to_99, m.horizon),
+            seconds_or_horizon(m.to_100, m.horizon),
+        );
+    }
+    out
+}
+
+/// The flapping table: one row per policy, both reset rules side by side.
+pub fn flapping_markdown(spec: &FlappingSpec, runs: &[FlappingRun]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "flapping: the server drops every connection {} after it is ready; mean of {} independent \
+         clients over {}, seed {}; reconnects per minute",
+        format_duration(spec.drop_after),
+        spec.clients,
+        format_duration(spec.duration),
+        spec.seed,
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| policy | name | reset on open: first minute | reset on open: mean | reset after {} ready: first minute | reset after {} ready: mean |",
+        reset_label(runs),
+        reset_label(runs),
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|");
+    for pair in runs.chunks(2) {
+        let find = |reset| pair.iter().find(|r| r.reset == reset);
+        let (Some(open), Some(ready)) = (find(Reset::OnOpen), find(Reset::AfterReady)) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {:.1} | {:.1} | {:.1} | {:.1} |",
+            ready.case.label,
+            ready.case.name,
+            open.first_minute,
+            open.per_minute,
+            ready.first_minute,
+            ready.per_minute,
+        );
+    }
+    out
+}
+
+fn reset_label(runs: &[FlappingRun]) -> String {
+    runs.iter()
+        .find(|r| r.reset == Reset::AfterReady)
+        .map_or_else(
+            || "5s".to_owned(),
+            |r| format_duration(r.case.config.reset_after()),
+        )
+}
+
+/// The blip table: time from the network's return until ready again.
+pub fn blip_markdown(spec: &BlipSpec, runs: &[BlipRun]) -> String {
+    let mut out = String::new();
+    let detected = match spec.detection {
+        Detection::SocketError => "the socket errors at once",
+        Detection::Heartbeat => "only the heartbeat notices",
+    };
+    let _ = writeln!(
+        out,
+        "blip: the client's own network is away for {} ({detected}); server healthy; {} \
+         independent clients, seed {}; time from the network's return until ready",
+        format_duration(spec.down),
+        spec.clients,
+        spec.seed,
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| policy | name | mean | median | p99 | max | not back within {} |",
+        format_duration(spec.horizon)
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|");
+    let show = |d: Option<std::time::Duration>| {
+        d.map_or_else(|| "–".to_owned(), |d| format!("{:.2} s", d.as_secs_f64()))
+    };
+    for run in runs {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            run.case.label,
+            run.case.name,
+            show(run.mean()),
+            show(run.quantile(0.5)),
+            show(run.quantile(0.99)),
+            show(run.max()),
+            run.not_back,
+        );
+    }
+    out
+}

@@ -1,0 +1,182 @@
+//! The mass reconnect: every client loses the server at once.
+//!
+//! * **Unplanned outage** (the seed's scenario): at `t = 0` the server
+//!   process dies. It forgets every connection at once; each client learns
+//!   of it by `TransportClosed(abnormal)`, at `t = 0` (the default) or at a
+//!   moment drawn uniformly in `[0, detection_window)` when the clients
+//!   notice the loss spread out. The server is down until `D`, then admits
+//!   through its token bucket (see [`crate::server`]).
+//! * **Planned restart**: at `t = 0` the server sends every connection `i`
+//!   `reconnect` advice from `FleetPacing::restart_advice("restart", i, N, D)`
+//!   and closes it with 1012 (service restart), then is down until `D`
+//!   exactly as above.
+//!
+//! Before `t = 0` the whole fleet connects at `t = −1 s`, all at the same
+//! instant, so every `welcome` is sent while the server holds all `N`
+//! connections (the pacing period is computed for the whole fleet). Nothing
+//! before `t = 0` is counted.
+//!
+//! The run ends at the horizon `H`, or as soon as every client is connected
+//! again, whichever comes first: once every client is connected nothing the
+//! metrics count can happen any more (the server answers every ping, so no
+//! connection is lost again).
+
+use std::time::Duration;
+
+use belay_proto::rng::{RandomSource, SplitMix64};
+use belay_proto::Instant;
+
+use crate::fleet::{EngineStats, Fleet, WorldOptions};
+use crate::metrics::OutageMetrics;
+use crate::parallel::map_parallel;
+use crate::policy::PolicyCase;
+use crate::progress::Progress;
+use crate::queue::Delivery;
+use crate::record::Recorder;
+use crate::server::{ServerModel, ServerOptions};
+
+/// Where "t = 0" (the incident) sits on the virtual clock. Far enough from
+/// the clock's origin for any setup before it.
+pub const INCIDENT_AT: Instant = Instant::from_millis(60_000);
+
+/// Where a run starts: the setup.
+const START: Instant = Instant::from_millis(INCIDENT_AT.as_millis() - 1_000);
+
+/// Width of the time-series bins (the plot and `attempts_per_bin`).
+pub const BIN: Duration = Duration::from_secs(1);
+
+/// What to simulate.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OutageSpec {
+    /// Clients in the fleet (`N`).
+    pub clients: usize,
+    /// How long the server stays down (`D`).
+    pub down_for: Duration,
+    /// The server's admission and options (its `pacing` switch is taken
+    /// from each [`PolicyCase`]).
+    pub server: ServerOptions,
+    /// How long after the incident the run may last (`H`).
+    pub horizon: Duration,
+    /// Run seed; client `i` gets [`client_seed`](crate::client_seed)`(seed, i)`.
+    pub seed: u64,
+    /// Clients notice the loss at a moment uniform in `[0, window)`; zero:
+    /// all at `t = 0`. Ignored for a planned restart.
+    pub detection_window: Duration,
+    /// Round-trip time to the server: the server decides an attempt at
+    /// `t + latency/2`, the client learns the outcome at `t + latency`, and
+    /// `welcome`/`pong` arrive `latency` after `connect`/`ping`.
+    pub latency: Duration,
+    /// A planned restart with reconnect advice instead of an outage.
+    pub planned: bool,
+}
+
+impl OutageSpec {
+    /// The seed's outage: 10,000 clients, 10 s down, 500/s, horizon 90 s,
+    /// seed 1, losses noticed at once, no latency.
+    pub fn seed_scenario() -> Self {
+        OutageSpec {
+            clients: 10_000,
+            down_for: Duration::from_secs(10),
+            server: ServerOptions::new(500),
+            horizon: Duration::from_secs(90),
+            seed: 1,
+            detection_window: Duration::ZERO,
+            latency: Duration::ZERO,
+            planned: false,
+        }
+    }
+
+    /// The same, as a planned restart.
+    pub fn restart(mut self) -> Self {
+        self.planned = true;
+        self
+    }
+
+    /// Virtual milliseconds a run covers, for progress reports.
+    fn span_ms(&self) -> u64 {
+        self.end().as_millis() - START.as_millis()
+    }
+
+    fn end(&self) -> Instant {
+        INCIDENT_AT.saturating_add(self.horizon)
+    }
+}
+
+/// One policy's run.
+#[derive(Debug, Clone)]
+pub struct OutageRun {
+    /// The policy.
+    pub case: PolicyCase,
+    /// Its figures.
+    pub metrics: OutageMetrics,
+    /// The raw record (time series for plots).
+    pub record: Recorder,
+    /// Engine counters.
+    pub stats: EngineStats,
+}
+
+/// Simulate `spec` for one policy.
+pub fn run_outage(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -> OutageRun {
+    if let Some(progress) = progress {
+        progress.add_total(spec.span_ms());
+    }
+    simulate(spec, case, progress)
+}
+
+fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -> OutageRun {
+    let mut options = spec.server.clone();
+    options.pacing = case.pacing;
+    let server = ServerModel::new(options, INCIDENT_AT, spec.down_for);
+    let bins = spec.horizon.as_micros().div_ceil(BIN.as_micros()) as usize;
+    let record = Recorder::new(spec.clients, INCIDENT_AT, BIN, bins);
+    let world = WorldOptions {
+        latency: spec.latency,
+        ..WorldOptions::default()
+    };
+    let mut fleet = Fleet::new(&case.config, spec.clients, spec.seed, server, world, record);
+    fleet.set_progress(progress, START);
+    for client in 0..fleet.len() {
+        fleet.start_at(client, START);
+    }
+    fleet.run(Instant::from_micros(INCIDENT_AT.as_micros() - 1), false);
+
+    if spec.planned {
+        for client in 0..fleet.len() {
+            if let Some(id) = fleet.server_conn(client) {
+                fleet.incident(INCIDENT_AT, client, id, Delivery::Restart);
+            }
+        }
+    } else {
+        let ids: Vec<_> = (0..fleet.len()).map(|c| fleet.server_conn(c)).collect();
+        fleet.server_dies(INCIDENT_AT);
+        let mut rng = SplitMix64::new(spec.seed ^ 0x6F75_7461_6765);
+        let window = spec.detection_window.as_micros() as f64;
+        for (client, id) in ids.into_iter().enumerate() {
+            let Some(id) = id else { continue };
+            let offset = (rng.next_unit() * window) as u64;
+            let at = Instant::from_micros(INCIDENT_AT.as_micros() + offset);
+            fleet.incident(at, client, id, Delivery::DropAbnormal);
+        }
+    }
+    fleet.run(spec.end(), true);
+    let (record, stats) = fleet.finish(spec.end());
+    OutageRun {
+        case: case.clone(),
+        metrics: OutageMetrics::from_record(&record, spec.down_for, spec.horizon),
+        record,
+        stats,
+    }
+}
+
+/// Simulate `spec` for every case, in parallel; results in `cases` order.
+pub fn run_outage_all(
+    spec: &OutageSpec,
+    cases: &[PolicyCase],
+    progress: Option<&Progress>,
+) -> Vec<OutageRun> {
+    if let Some(progress) = progress {
+        progress.add_total(spec.span_ms() * cases.len() as u64);
+    }
+    map_parallel(cases.len(), |i| simulate(spec, &cases[i], progress))
+}
