@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod backoff_table;
+mod load;
 mod serve;
 mod sim;
 mod sim_progress;
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// Show the reconnect delays each backoff policy of the core produces.
     Backoff(backoff_table::Args),
+    /// Generate load against a loopback server: idle sessions, echo round trips, broadcast fan-out.
+    Load(load::Args),
     /// Run a Belay server (`--demo`: with the demo app and fault panel at `/`).
     Serve(serve::Args),
     /// Simulate a fleet of clients (real core sessions, virtual time) against a server.
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Backoff(args) => backoff_table::run(&args),
+        Command::Load(args) => load::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Sim(args) => sim::run(&args),
     };

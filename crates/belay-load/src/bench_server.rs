@@ -1,0 +1,51 @@
+//! The Belay server as the benchmarks run it: the demo methods plus
+//! `bench.publish`, with admission, per-IP and per-connection rate limits
+//! raised so that the load, not a limit, is what gets measured.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use belay_server::rpc::RpcError;
+use belay_server::{demo, Server, ServerConfig};
+use serde_json::{json, Value};
+
+use crate::client::wall_micros;
+
+/// Build the benchmark's Belay server with `ping_interval`.
+pub fn build(ping_interval: Duration) -> Server {
+    let mut config = ServerConfig::default().with_accept_rate(1_000_000.0);
+    config
+        .limits
+        .set_ping_interval(ping_interval)
+        .set_max_connections_per_ip(u32::MAX)
+        .set_messages_per_sec(1_000_000.0)
+        .set_burst(1_000_000)
+        .set_handshake_timeout(Duration::from_secs(60));
+    let mut methods = demo::methods();
+    let this: Arc<OnceLock<Server>> = Arc::new(OnceLock::new());
+    let handle = Arc::clone(&this);
+    methods.register("bench.publish", move |_ctx, params: Value| {
+        let handle = Arc::clone(&handle);
+        async move {
+            let server = handle
+                .get()
+                .cloned()
+                .ok_or_else(|| RpcError::unavailable("not started"))?;
+            let channel = params["channel"].as_str().unwrap_or("bench").to_owned();
+            let messages = params["messages"].as_u64().unwrap_or(0).min(100_000);
+            let rate = params["rate"].as_f64().unwrap_or(100.0).clamp(0.1, 1e6);
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+                for n in 0..messages {
+                    ticker.tick().await;
+                    server.publish(&channel, json!({ "n": n, "t": wall_micros() }));
+                }
+            });
+            Ok::<_, RpcError>(Value::Null)
+        }
+    });
+    let server = Server::builder().config(config).methods(methods).build();
+    let _ = this.set(server.clone());
+    server
+}

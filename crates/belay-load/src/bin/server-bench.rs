@@ -1,0 +1,363 @@
+//! `server-bench`: Belay against the bare tokio-websockets floor, same load,
+//! same run. Each server runs in its own child process (this binary with
+//! `serve`), so its RSS and CPU are read from `/proc/PID` without the load
+//! client's. Run it through `scripts/bench-server.sh`, which raises the
+//! descriptor limit.
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, SocketAddr};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use belay_load::broadcast::{self, BroadcastConfig};
+use belay_load::echo::{self, EchoConfig};
+use belay_load::floor::{self, FloorConfig};
+use belay_load::idle::{self, IdleConfig};
+use belay_load::procfs::{self, CLK_TCK};
+use belay_load::stats::{median, ms};
+use belay_load::target::{parse_sources, Target};
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "server-bench", about = "Belay server vs the bare codec floor")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    Belay,
+    Floor,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// (internal) Serve one kind on 127.0.0.1:0, print `LISTEN addr`, exit when stdin closes.
+    Serve {
+        #[arg(long, value_enum)]
+        kind: Kind,
+        #[arg(long, default_value_t = 10_000)]
+        ping_interval_ms: u64,
+    },
+    /// Idle sessions held with heartbeats: RSS and CPU per connection.
+    Idle {
+        /// Connection counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "10000")]
+        counts: Vec<usize>,
+        /// Seconds to hold them (CPU is measured over the hold).
+        #[arg(long, default_value_t = 30)]
+        hold_secs: u64,
+        #[arg(long, default_value = "127.0.0.1-127.0.0.40")]
+        sources: String,
+        #[arg(long, default_value_t = 10_000)]
+        ping_interval_ms: u64,
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+    },
+    /// Echo round trips.
+    Echo {
+        #[arg(long, default_value_t = 100)]
+        connections: usize,
+        #[arg(long, default_value_t = 1_000)]
+        requests: usize,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+    /// Broadcast fan-out.
+    Broadcast {
+        #[arg(long, default_value_t = 10_000)]
+        subscribers: usize,
+        #[arg(long, default_value_t = 100)]
+        messages: u64,
+        #[arg(long, default_value_t = 25.0)]
+        rate: f64,
+        #[arg(long, default_value = "127.0.0.1-127.0.0.40")]
+        sources: String,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
+}
+
+fn main() -> Result<(), String> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    match cli.command {
+        Cmd::Serve {
+            kind,
+            ping_interval_ms,
+        } => runtime.block_on(serve(kind, Duration::from_millis(ping_interval_ms))),
+        Cmd::Idle {
+            counts,
+            hold_secs,
+            sources,
+            ping_interval_ms,
+            runs,
+        } => {
+            let sources = parse_sources(&sources).map_err(|e| e.to_string())?;
+            runtime.block_on(bench_idle(
+                &counts,
+                Duration::from_secs(hold_secs.min(600)),
+                &sources,
+                ping_interval_ms,
+                runs.clamp(1, 10),
+            ))
+        }
+        Cmd::Echo {
+            connections,
+            requests,
+            runs,
+        } => runtime.block_on(bench_echo(connections, requests, runs.clamp(1, 10))),
+        Cmd::Broadcast {
+            subscribers,
+            messages,
+            rate,
+            sources,
+            runs,
+        } => {
+            let sources = parse_sources(&sources).map_err(|e| e.to_string())?;
+            let config = BroadcastConfig {
+                sources,
+                ..BroadcastConfig::new(subscribers, messages, rate)
+            };
+            runtime.block_on(bench_broadcast(&config, runs.clamp(1, 10)))
+        }
+    }
+}
+
+async fn serve(kind: Kind, ping_interval: Duration) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("LISTEN {addr}");
+    // Exit when the parent closes our stdin (or dies).
+    tokio::spawn(async {
+        let mut sink = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+        std::process::exit(0);
+    });
+    match kind {
+        Kind::Belay => {
+            let server = belay_load::bench_server::build(ping_interval);
+            server
+                .serve(listener, server.router())
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Kind::Floor => {
+            let config = FloorConfig {
+                ping_interval,
+                ..FloorConfig::default()
+            };
+            floor::serve(listener, config).await;
+            Ok(())
+        }
+    }
+}
+
+/// A server child process.
+struct ServerProcess {
+    child: Child,
+    target: Target,
+}
+
+impl ServerProcess {
+    fn start(kind: Kind, ping_interval_ms: u64) -> Result<ServerProcess, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let kind_arg = match kind {
+            Kind::Belay => "belay",
+            Kind::Floor => "floor",
+        };
+        let mut child = Command::new(exe)
+            .args(["serve", "--kind", kind_arg, "--ping-interval-ms"])
+            .arg(ping_interval_ms.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let addr: SocketAddr = line
+            .trim()
+            .strip_prefix("LISTEN ")
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| format!("unexpected server output {line:?}"))?;
+        let target = Target::local(addr).map_err(|e| e.to_string())?;
+        Ok(ServerProcess { child, target })
+    }
+
+    fn sample(&self) -> Result<procfs::ProcSample, String> {
+        procfs::sample(self.child.id()).map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn kinds() -> [(Kind, &'static str); 2] {
+    [(Kind::Floor, "floor"), (Kind::Belay, "belay")]
+}
+
+async fn bench_idle(
+    counts: &[usize],
+    hold: Duration,
+    sources: &[IpAddr],
+    ping_interval_ms: u64,
+    runs: usize,
+) -> Result<(), String> {
+    println!("| server | connections | opened | open time (s) | RSS (MiB) | bytes/conn | CPU over hold (s) | CPU µs per conn·s |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in counts {
+        let mut per_conn = [Vec::new(), Vec::new()];
+        let mut cpu = [Vec::new(), Vec::new()];
+        for _ in 0..runs {
+            for (i, (kind, name)) in kinds().into_iter().enumerate() {
+                let server = ServerProcess::start(kind, ping_interval_ms)?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let base = server.sample()?;
+                let fleet = idle::open(&server.target, &IdleConfig::new(n, sources.to_vec())).await;
+                // Let handshakes settle before the hold starts.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let before = server.sample()?;
+                tokio::time::sleep(hold).await;
+                let after = server.sample()?;
+                let alive = fleet.alive();
+                let rss_delta = after.rss_kib.saturating_sub(base.rss_kib) as f64 * 1024.0;
+                let bytes = rss_delta / alive.max(1) as f64;
+                let cpu_s = after.cpu_ticks.saturating_sub(before.cpu_ticks) as f64 / CLK_TCK;
+                let cpu_us = cpu_s * 1e6 / (alive.max(1) as f64 * hold.as_secs_f64());
+                println!(
+                    "| {name} | {n} | {} (alive {alive}, failed {}) | {:.2} | {:.1} | {:.0} | {:.2} | {:.3} |",
+                    fleet.opened,
+                    fleet.failed,
+                    fleet.open_time.as_secs_f64(),
+                    after.rss_kib as f64 / 1024.0,
+                    bytes,
+                    cpu_s,
+                    cpu_us
+                );
+                if let Some(e) = &fleet.first_error {
+                    eprintln!("{name} n={n}: first failure: {e}");
+                }
+                per_conn[i].push(bytes);
+                cpu[i].push(cpu_us);
+                fleet.close().await;
+                drop(server);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        summary(&format!("idle {n}: bytes/conn"), &per_conn);
+        summary(&format!("idle {n}: CPU µs per conn·s"), &cpu);
+    }
+    Ok(())
+}
+
+fn summary(what: &str, values: &[Vec<f64>; 2]) {
+    let floor = median(&values[0]).unwrap_or(f64::NAN);
+    let belay = median(&values[1]).unwrap_or(f64::NAN);
+    println!(
+        "MEDIAN {what}: floor {floor:.3}, belay {belay:.3}, belay/floor {:.2}x (runs: floor {:?}, belay {:?})",
+        belay / floor,
+        values[0],
+        values[1]
+    );
+}
+
+async fn bench_echo(connections: usize, requests: usize, runs: usize) -> Result<(), String> {
+    println!("| server | run | completed | failed | req/s | p50 (ms) | p99 (ms) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut rps = [Vec::new(), Vec::new()];
+    let mut p50 = [Vec::new(), Vec::new()];
+    let mut p99 = [Vec::new(), Vec::new()];
+    for run in 1..=runs {
+        for (i, (kind, name)) in kinds().into_iter().enumerate() {
+            let server = ServerProcess::start(kind, 25_000)?;
+            let mut report = echo::run(&server.target, &EchoConfig::new(connections, requests))
+                .await
+                .map_err(|e| e.to_string())?;
+            let (a, b) = (
+                report.latencies.percentile(50.0),
+                report.latencies.percentile(99.0),
+            );
+            println!(
+                "| {name} | {run} | {} | {} | {:.0} | {} | {} |",
+                report.completed,
+                report.failed,
+                report.requests_per_sec(),
+                ms(a),
+                ms(b)
+            );
+            if let Some(e) = &report.first_error {
+                eprintln!("{name}: first failure: {e}");
+            }
+            rps[i].push(report.requests_per_sec());
+            p50[i].push(a.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+            p99[i].push(b.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+        }
+    }
+    summary("echo req/s", &rps);
+    summary("echo p50 ms", &p50);
+    summary("echo p99 ms", &p99);
+    Ok(())
+}
+
+async fn bench_broadcast(config: &BroadcastConfig, runs: usize) -> Result<(), String> {
+    println!("| server | run | subscribers | deliveries / expected | deliveries/s | p50 (ms) | p99 (ms) | server CPU (s) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut dps = [Vec::new(), Vec::new()];
+    let mut p50 = [Vec::new(), Vec::new()];
+    let mut p99 = [Vec::new(), Vec::new()];
+    for run in 1..=runs {
+        for (i, (kind, name)) in kinds().into_iter().enumerate() {
+            let server = ServerProcess::start(kind, 25_000)?;
+            let started = Instant::now();
+            let before = server.sample()?;
+            let mut report = broadcast::run(&server.target, config)
+                .await
+                .map_err(|e| e.to_string())?;
+            let after = server.sample()?;
+            let (a, b) = (
+                report.latencies.percentile(50.0),
+                report.latencies.percentile(99.0),
+            );
+            println!(
+                "| {name} | {run} | {} | {} / {} | {:.0} | {} | {} | {:.2} |",
+                report.subscribers,
+                report.deliveries,
+                report.expected,
+                report.deliveries_per_sec(),
+                ms(a),
+                ms(b),
+                after.cpu_ticks.saturating_sub(before.cpu_ticks) as f64 / CLK_TCK
+            );
+            if let Some(e) = &report.first_error {
+                eprintln!(
+                    "{name}: first problem: {e} ({:.1} s)",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            dps[i].push(report.deliveries_per_sec());
+            p50[i].push(a.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+            p99[i].push(b.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+            drop(server);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    summary("broadcast deliveries/s", &dps);
+    summary("broadcast p50 ms", &p50);
+    summary("broadcast p99 ms", &p99);
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Broadcast fan-out: S subscribers of one channel; a publisher session asks
+//! the server (method `bench.publish`) to publish M messages at X per second,
+//! each stamped with its publish time; subscribers measure delivery latency.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use futures_util::SinkExt;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_websockets::Message;
+
+use crate::client;
+use crate::stats::Latencies;
+use crate::target::Target;
+use crate::LoadError;
+
+/// The method the bench servers expose to start publishing.
+pub const PUBLISH_METHOD: &str = "bench.publish";
+
+/// How to run the broadcast load.
+#[derive(Debug, Clone)]
+pub struct BroadcastConfig {
+    /// Subscribers (at most 1,000,000).
+    pub subscribers: usize,
+    /// Publications (at most 100,000).
+    pub messages: u64,
+    /// Publications per second.
+    pub rate: f64,
+    /// The channel.
+    pub channel: String,
+    /// Source addresses, round-robin.
+    pub sources: Vec<IpAddr>,
+    /// Bound on the whole run.
+    pub time_limit: Duration,
+}
+
+impl BroadcastConfig {
+    /// `subscribers` of `bench`, `messages` at `rate`/s, within 180 s.
+    pub fn new(subscribers: usize, messages: u64, rate: f64) -> Self {
+        BroadcastConfig {
+            subscribers: subscribers.min(1_000_000),
+            messages: messages.min(100_000),
+            rate: rate.clamp(0.1, 1_000_000.0),
+            channel: "bench".into(),
+            sources: Vec::new(),
+            time_limit: Duration::from_secs(180),
+        }
+    }
+}
+
+/// What the broadcast load measured.
+#[derive(Debug)]
+pub struct BroadcastReport {
+    /// Subscribers confirmed.
+    pub subscribers: usize,
+    /// Publications requested.
+    pub messages: u64,
+    /// Publications received, over all subscribers.
+    pub deliveries: u64,
+    /// Deliveries expected (subscribers × messages).
+    pub expected: u64,
+    /// From the publish request to the last delivery.
+    pub elapsed: Duration,
+    /// Publish-to-delivery latencies.
+    pub latencies: Latencies,
+    /// The first problem seen, if any.
+    pub first_error: Option<String>,
+}
+
+impl BroadcastReport {
+    /// Deliveries per second.
+    pub fn deliveries_per_sec(&self) -> f64 {
+        self.deliveries as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Run the load.
+pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastReport, LoadError> {
+    let deadline = tokio::time::Instant::now() + config.time_limit;
+    let subscribe = format!(r#"{{"type":"subscribe","channel":"{}"}}"#, config.channel);
+    // Open and subscribe, 256 at a time; each task then waits for its deliveries.
+    let permits = std::sync::Arc::new(Semaphore::new(256));
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();
+    let mut tasks = JoinSet::new();
+    for i in 0..config.subscribers {
+        let permit = Semaphore::acquire_owned(std::sync::Arc::clone(&permits))
+            .await
+            .map_err(|_| LoadError::Protocol("semaphore closed".into()))?;
+        let target = target.clone();
+        let source = client::source_for(&config.sources, i);
+        let subscribe = subscribe.clone();
+        let ready_tx = ready_tx.clone();
+        let messages = config.messages;
+        tasks.spawn(async move {
+            let opened = async {
+                let mut ws = client::open(&target, source, Duration::from_secs(10)).await?;
+                ws.send(Message::text(subscribe)).await?;
+                let text = client::next_non_ping(&mut ws).await?;
+                if client::message_type(&text) != Some("subscribed") {
+                    return Err(LoadError::Protocol(format!(
+                        "expected subscribed, got {text}"
+                    )));
+                }
+                Ok(ws)
+            };
+            let opened = tokio::time::timeout_at(deadline, opened).await;
+            drop(permit);
+            let mut ws = match opened {
+                Ok(Ok(ws)) => {
+                    let _ = ready_tx.send(Ok(()));
+                    ws
+                }
+                Ok(Err(e)) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return (0, Latencies::new(), None, None);
+                }
+                Err(_) => {
+                    let _ = ready_tx.send(Err("time limit while subscribing".into()));
+                    return (0, Latencies::new(), None, None);
+                }
+            };
+            drop(ready_tx);
+            let mut latencies = Latencies::new();
+            let mut got = 0u64;
+            let mut last = None;
+            let mut error = None;
+            while got < messages {
+                match tokio::time::timeout_at(deadline, client::next_non_ping(&mut ws)).await {
+                    Ok(Ok(text)) if client::message_type(&text) == Some("publication") => {
+                        let now = client::wall_micros();
+                        if let Some(t) = client::field_u64(&text, "t") {
+                            latencies.record_micros(now.saturating_sub(t));
+                        }
+                        got += 1;
+                        last = Some(Instant::now());
+                    }
+                    Ok(Ok(text)) => {
+                        error.get_or_insert(format!("unexpected frame: {text}"));
+                    }
+                    Ok(Err(e)) => {
+                        error.get_or_insert(e.to_string());
+                        break;
+                    }
+                    Err(_) => {
+                        error.get_or_insert("time limit before every publication arrived".into());
+                        break;
+                    }
+                }
+            }
+            let _ = ws.send(Message::close(None, "")).await;
+            (got, latencies, last, error)
+        });
+    }
+    drop(ready_tx);
+    let mut subscribed = 0usize;
+    let mut first_error = None;
+    for _ in 0..config.subscribers {
+        match tokio::time::timeout_at(deadline, ready_rx.recv()).await {
+            Ok(Some(Ok(()))) => subscribed += 1,
+            Ok(Some(Err(e))) => {
+                first_error.get_or_insert(e);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    // The publisher: one more session asks the server to publish.
+    let mut publisher = client::open(
+        target,
+        client::source_for(&config.sources, config.subscribers),
+        Duration::from_secs(10),
+    )
+    .await?;
+    let start = Instant::now();
+    let request = format!(
+        r#"{{"type":"request","id":1,"method":"{PUBLISH_METHOD}","params":{{"channel":"{}","messages":{},"rate":{}}}}}"#,
+        config.channel, config.messages, config.rate
+    );
+    publisher.send(Message::text(request)).await?;
+    let mut report = BroadcastReport {
+        subscribers: subscribed,
+        messages: config.messages,
+        deliveries: 0,
+        expected: subscribed as u64 * config.messages,
+        elapsed: Duration::ZERO,
+        latencies: Latencies::new(),
+        first_error,
+    };
+    let mut last_delivery = start;
+    // Keep the publisher session answering pings while the subscribers work.
+    let publisher_task = tokio::spawn(async move {
+        loop {
+            if client::next_non_ping(&mut publisher).await.is_err() {
+                return;
+            }
+        }
+    });
+    while let Some(done) = tasks.join_next().await {
+        let Ok((got, latencies, last, error)) = done else {
+            continue;
+        };
+        report.deliveries += got;
+        report.latencies.merge(latencies);
+        if let Some(last) = last {
+            last_delivery = last_delivery.max(last);
+        }
+        if report.first_error.is_none() {
+            report.first_error = error;
+        }
+    }
+    publisher_task.abort();
+    report.elapsed = last_delivery.saturating_duration_since(start);
+    Ok(report)
+}
