@@ -31,6 +31,7 @@ use tokio_websockets::{Message, WebSocketStream};
 
 use crate::auth::Principal;
 use crate::faults::Faults;
+use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
 use crate::requests::{self, RequestTask};
 use crate::server::Shared;
@@ -99,7 +100,7 @@ enum End {
 struct Connection {
     shared: Arc<Shared>,
     out: Outbound,
-    control: mpsc::UnboundedSender<Control>,
+    control: ControlSender,
     faults: watch::Receiver<Faults>,
     stage: Stage,
     rate: RateLimiter,
@@ -116,7 +117,7 @@ where
     let (sink, stream) = ws.split();
     let (out, out_rx) = mpsc::channel(limits.outbound_queue().max(1));
     let (close_tx, close_rx) = oneshot::channel();
-    let (control, control_rx) = mpsc::unbounded_channel();
+    let (control, control_rx) = mailbox();
     let writer = tokio::spawn(write_loop(
         sink,
         out_rx,
@@ -219,7 +220,7 @@ impl Connection {
     async fn read_loop<S>(
         &mut self,
         mut stream: SplitStream<WebSocketStream<S>>,
-        mut control: mpsc::UnboundedReceiver<Control>,
+        mut control: ControlReceiver,
         meta: ConnectionMeta,
     ) -> End
     where
@@ -231,9 +232,8 @@ impl Connection {
                 // change of faults or a restart/drain order wakes us.
                 tokio::select! {
                     changed = self.faults.changed() => if changed.is_err() { return End::Abrupt },
-                    order = control.recv() => match order {
-                        Some(Control::Drop) | None => return End::Abrupt,
-                        Some(_) => {}
+                    order = control.recv() => if matches!(order, Control::Drop) {
+                        return End::Abrupt;
                     },
                 }
                 continue;
@@ -253,7 +253,6 @@ impl Connection {
                     }
                 }
                 order = control.recv() => {
-                    let Some(order) = order else { return End::Abrupt };
                     if let Some(end) = self.on_control(order) {
                         return end;
                     }

@@ -35,11 +35,10 @@ pub(crate) fn start(shared: Arc<Shared>) {
 
 async fn run(shared: Arc<Shared>) {
     let now = shared.clock.now();
-    let targets: Vec<(u64, tokio::sync::mpsc::UnboundedSender<Control>)> =
-        lock(&shared.connections)
-            .iter()
-            .map(|(id, tx)| (*id, tx.clone()))
-            .collect();
+    let targets: Vec<(u64, crate::mailbox::ControlSender)> = lock(&shared.connections)
+        .iter()
+        .map(|(id, tx)| (*id, tx.clone()))
+        .collect();
     let plan = DrainPlan::new(now, shared.config.drain.clone(), targets.len());
     shared
         .metrics

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, watch};
 
 use crate::broker::Delivery;
 use crate::connection::{unsubscribed, Control, Outbound};
@@ -15,7 +15,7 @@ pub(crate) struct Forwarder {
     pub(crate) after: u64,
     pub(crate) live: broadcast::Receiver<Arc<Delivery>>,
     pub(crate) out: Outbound,
-    pub(crate) control: mpsc::UnboundedSender<Control>,
+    pub(crate) control: crate::mailbox::ControlSender,
     pub(crate) faults: watch::Receiver<Faults>,
 }
 

@@ -45,6 +45,7 @@ mod drain;
 pub mod events;
 mod fanout;
 pub mod faults;
+mod mailbox;
 pub mod metrics;
 mod requests;
 pub mod rpc;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use belay_proto::message::{ErrorBody, Reply, Request, Response, ServerMessage};
 use belay_proto::server::Begin;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 use crate::auth::Principal;
 use crate::connection::{queue, Control, Outbound};
@@ -18,7 +18,7 @@ use crate::server::Shared;
 pub(crate) struct RequestTask {
     pub(crate) shared: Arc<Shared>,
     pub(crate) out: Outbound,
-    pub(crate) control: mpsc::UnboundedSender<Control>,
+    pub(crate) control: crate::mailbox::ControlSender,
     pub(crate) in_flight: Arc<AtomicUsize>,
     pub(crate) delay: Option<Duration>,
     pub(crate) principal: Principal,

@@ -16,7 +16,7 @@ use belay_proto::message::{Payload, Publication, Reply};
 use belay_proto::server::IdempotencyCache;
 use belay_proto::server::TokenBucket;
 use tokio::net::TcpListener;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, watch};
 
 use crate::auth::{AllowAll, Authenticator};
 use crate::broker::{Broker, MemoryBroker};
@@ -137,7 +137,7 @@ pub(crate) struct Shared {
     pub(crate) admission: Mutex<TokenBucket>,
     pub(crate) pacing: Mutex<FleetPacing>,
     pub(crate) per_ip: Mutex<HashMap<IpAddr, u32>>,
-    pub(crate) connections: Mutex<HashMap<u64, mpsc::UnboundedSender<Control>>>,
+    pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
     pub(crate) next_connection: AtomicU64,
     pub(crate) faults: watch::Sender<Faults>,
     pub(crate) lifecycle: watch::Sender<Lifecycle>,
@@ -149,7 +149,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn register(&self, control: mpsc::UnboundedSender<Control>) -> u64 {
+    pub(crate) fn register(&self, control: crate::mailbox::ControlSender) -> u64 {
         let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
         lock(&self.connections).insert(id, control);
         id

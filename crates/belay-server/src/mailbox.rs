@@ -1,0 +1,98 @@
+//! A connection's mailbox for orders from the rest of the server.
+//!
+//! Orders are rare (a drain, a restart fault, a slow-consumer signal), but
+//! every connection needs somewhere to receive them, and a tokio channel
+//! allocates its first block of slots up front: about 3 KB per idle
+//! connection for this order type. A lock-protected `VecDeque` (which does
+//! not allocate until used) plus a `Notify` costs a few dozen bytes.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use crate::connection::Control;
+use crate::metrics::lock;
+
+#[derive(Debug, Default)]
+struct Mailbox {
+    orders: Mutex<VecDeque<Control>>,
+    notify: Notify,
+    closed: AtomicBool,
+}
+
+/// Sends orders to one connection. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct ControlSender(Arc<Mailbox>);
+
+/// The connection's end of the mailbox.
+#[derive(Debug)]
+pub(crate) struct ControlReceiver(Arc<Mailbox>);
+
+/// A new mailbox.
+pub(crate) fn mailbox() -> (ControlSender, ControlReceiver) {
+    let shared = Arc::new(Mailbox::default());
+    (ControlSender(Arc::clone(&shared)), ControlReceiver(shared))
+}
+
+impl ControlSender {
+    /// Deliver `order`; gives it back if the connection is gone.
+    pub(crate) fn send(&self, order: Control) -> Result<(), Control> {
+        if self.0.closed.load(Ordering::Acquire) {
+            return Err(order);
+        }
+        lock(&self.0.orders).push_back(order);
+        self.0.notify.notify_one();
+        Ok(())
+    }
+}
+
+impl ControlReceiver {
+    /// The next order. Cancel-safe: an order is only taken when returned.
+    pub(crate) async fn recv(&mut self) -> Control {
+        loop {
+            if let Some(order) = lock(&self.0.orders).pop_front() {
+                return order;
+            }
+            // A notification sent after the check above is kept as a permit.
+            self.0.notify.notified().await;
+        }
+    }
+}
+
+impl Drop for ControlReceiver {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use belay_proto::CloseCode;
+
+    #[tokio::test]
+    async fn orders_arrive_in_order_and_a_closed_mailbox_refuses() {
+        let (tx, mut rx) = mailbox();
+        tx.send(Control::Drop).unwrap();
+        tx.send(Control::Close(CloseCode::NORMAL, "bye".into()))
+            .unwrap();
+        assert!(matches!(rx.recv().await, Control::Drop));
+        assert!(matches!(
+            rx.recv().await,
+            Control::Close(CloseCode::NORMAL, _)
+        ));
+        drop(rx);
+        assert!(tx.send(Control::SlowConsumer).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_order_sent_while_waiting_wakes_the_receiver() {
+        let (tx, mut rx) = mailbox();
+        let waiter = tokio::spawn(async move { rx.recv().await });
+        tokio::task::yield_now().await;
+        tx.send(Control::SlowConsumer).unwrap();
+        assert!(matches!(waiter.await.unwrap(), Control::SlowConsumer));
+    }
+}
