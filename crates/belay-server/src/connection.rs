@@ -25,7 +25,7 @@ use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio_websockets::{Message, WebSocketStream};
 
@@ -67,8 +67,8 @@ pub(crate) enum Control {
     SlowConsumer,
 }
 
-/// A frame for the writer.
-pub(crate) type Outbound = mpsc::Sender<Bytes>;
+pub(crate) use crate::outbound::Outbound;
+use crate::outbound::{outbound, OutboundReceiver};
 
 /// Queue `message` for the peer; `false` if the queue is full.
 pub(crate) fn queue(out: &Outbound, message: &ServerMessage) -> bool {
@@ -115,7 +115,7 @@ where
 {
     let limits = &shared.config.limits;
     let (sink, stream) = ws.split();
-    let (out, out_rx) = mpsc::channel(limits.outbound_queue().max(1));
+    let (out, out_rx) = outbound(limits.outbound_queue());
     let (close_tx, close_rx) = oneshot::channel();
     let (control, control_rx) = mailbox();
     let writer = tokio::spawn(write_loop(
@@ -675,14 +675,14 @@ struct CloseOrder {
 /// Send what is queued (unless urgent), then the close frame.
 async fn finish<S>(
     sink: &mut SplitSink<WebSocketStream<S>, Message>,
-    out: &mut mpsc::Receiver<Bytes>,
+    out: &mut OutboundReceiver,
     order: Option<CloseOrder>,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     if let Some(order) = order {
         if !order.urgent {
-            while let Ok(frame) = out.try_recv() {
+            while let Some(frame) = out.try_recv() {
                 if sink.feed(Message::text(frame)).await.is_err() {
                     return;
                 }
@@ -699,7 +699,7 @@ async fn finish<S>(
 /// already queued (or at once when urgent). While frozen, writes nothing.
 async fn write_loop<S>(
     mut sink: SplitSink<WebSocketStream<S>, Message>,
-    mut out: mpsc::Receiver<Bytes>,
+    mut out: OutboundReceiver,
     mut close: oneshot::Receiver<CloseOrder>,
     mut faults: watch::Receiver<Faults>,
 ) where
@@ -722,12 +722,6 @@ async fn write_loop<S>(
             // A freeze stops the next frame, not the one after it.
             changed = faults.changed() => if changed.is_err() { return },
             frame = out.recv() => {
-                let Some(frame) = frame else {
-                    // Every sender is gone; wait for the close order.
-                    let order = close.await.ok();
-                    finish(&mut sink, &mut out, order).await;
-                    return;
-                };
                 if sink.feed(Message::text(frame)).await.is_err() {
                     return;
                 }
@@ -735,13 +729,13 @@ async fn write_loop<S>(
                 let mut batched = 0;
                 while batched < 64 {
                     match out.try_recv() {
-                        Ok(frame) => {
+                        Some(frame) => {
                             if sink.feed(Message::text(frame)).await.is_err() {
                                 return;
                             }
                             batched += 1;
                         }
-                        Err(_) => break,
+                        None => break,
                     }
                 }
                 if sink.flush().await.is_err() {

@@ -47,6 +47,7 @@ mod fanout;
 pub mod faults;
 mod mailbox;
 pub mod metrics;
+mod outbound;
 mod requests;
 pub mod rpc;
 mod server;
