@@ -241,12 +241,9 @@ async fn over_the_accept_rate_native_clients_get_503_and_browsers_a_readable_hin
     let (_first, _) = Raw::connected(addr, None).await;
 
     // A native client (no Origin): HTTP 503 with Retry-After, before any upgrade.
-    let response = http_get_upgrade(addr, None).await;
-    assert!(response.starts_with("HTTP/1.1 503"), "{response}");
-    assert!(
-        response.to_ascii_lowercase().contains("retry-after: "),
-        "{response}"
-    );
+    let response = common::upgrade_head(addr).await;
+    assert_eq!(response.status, 503, "{response:?}");
+    assert!(response.header("retry-after").is_some(), "{response:?}");
 
     // A browser (Origin present): upgraded, then advice and 1013 with the hint.
     let mut browser = Raw::open_with(addr, &[("origin", "http://app.example")]).await;
@@ -263,25 +260,6 @@ async fn over_the_accept_rate_native_clients_get_503_and_browsers_a_readable_hin
     assert_eq!(server.metrics().admission_refusals(), 2);
 }
 
-async fn http_get_upgrade(addr: std::net::SocketAddr, origin: Option<&str>) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let origin = origin
-        .map(|o| format!("Origin: {o}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{origin}\r\n"
-    );
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(SOON, tcp.read(&mut buf))
-        .await
-        .unwrap()
-        .unwrap();
-    String::from_utf8_lossy(&buf[..n]).into_owned()
-}
-
 #[tokio::test]
 async fn a_drain_flips_readiness_first_then_advises_then_closes_1012_then_ends() {
     let mut drain = DrainConfig::default();
@@ -296,15 +274,17 @@ async fn a_drain_flips_readiness_first_then_advises_then_closes_1012_then_ends()
     let addr = common::start(&server).await;
     let (mut a, _) = Raw::connected(addr, None).await;
     let (mut b, _) = Raw::connected(addr, None).await;
-    assert!(http_status(addr, "/readyz")
-        .await
-        .starts_with("HTTP/1.1 200"));
+    assert_eq!(
+        common::http_call(addr, "GET", "/readyz", None).await.status,
+        200
+    );
 
     server.drain();
     // Readiness flips before any client hears about it.
-    assert!(http_status(addr, "/readyz")
-        .await
-        .starts_with("HTTP/1.1 503"));
+    assert_eq!(
+        common::http_call(addr, "GET", "/readyz", None).await.status,
+        503
+    );
     for raw in [&mut a, &mut b] {
         let Some(ServerMessage::Reconnect(advice)) = raw.recv_skipping_pings().await else {
             panic!("advice before the close")
@@ -356,17 +336,4 @@ async fn a_request_in_flight_is_answered_before_the_drain_closes_its_connection(
         }
     }
     assert!(answered, "the response went out before the close");
-}
-
-async fn http_status(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    tokio::time::timeout(SOON, tcp.read_to_string(&mut out))
-        .await
-        .unwrap()
-        .unwrap();
-    out
 }
