@@ -24,6 +24,10 @@ pub(crate) struct Args {
     /// Server ping interval in milliseconds (advertised in `welcome`).
     #[arg(long, default_value_t = 25_000)]
     ping_interval_ms: u64,
+    /// The fleet this server expects: reconnect pacing periods are sized for
+    /// at least this many clients.
+    #[arg(long, default_value_t = 0)]
+    expected_clients: usize,
     /// Seconds the load balancer needs to notice `/readyz` = 503 during a drain.
     #[arg(long, default_value_t = 25)]
     lb_delay_secs: u64,
@@ -93,7 +97,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 async fn serve(args: &Args) -> Result<(), String> {
     // Before anything listens: a bad certificate is a startup error.
     let tls = args.tls().map_err(|e| e.to_string())?;
-    let mut config = ServerConfig::default().with_accept_rate(args.accept_rate);
+    let mut config = ServerConfig::default()
+        .with_accept_rate(args.accept_rate)
+        .with_expected_fleet(args.expected_clients);
     config
         .limits
         .set_ping_interval(Duration::from_millis(args.ping_interval_ms));

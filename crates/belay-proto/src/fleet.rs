@@ -36,6 +36,10 @@ pub struct FleetPacing {
     max_period: Duration,
     origin: Instant,
     assigned: u64,
+    /// The largest fleet seen or announced: periods are never sized for
+    /// less, so clients that joined while the fleet was small (or after a
+    /// restart, before everyone is back) do not get short periods.
+    fleet: usize,
 }
 
 impl FleetPacing {
@@ -54,6 +58,7 @@ impl FleetPacing {
             max_period: crate::backoff::MAX_PACING_PERIOD,
             origin,
             assigned: 0,
+            fleet: 0,
         }
     }
 
@@ -77,6 +82,18 @@ impl FleetPacing {
         self
     }
 
+    /// Size periods for at least `clients` (e.g. the fleet a server expects
+    /// to hold, or the peak before a restart).
+    pub fn set_expected_fleet(&mut self, clients: usize) -> &mut Self {
+        self.fleet = self.fleet.max(clients);
+        self
+    }
+
+    /// The fleet size periods are planned for: the largest seen or announced.
+    pub fn fleet(&self) -> usize {
+        self.fleet
+    }
+
     /// The admission rate the plan is for, per second.
     pub fn admission_rate(&self) -> f64 {
         self.admission_rate
@@ -98,9 +115,11 @@ impl FleetPacing {
     }
 
     /// The pacing to put in the `welcome` sent at `now` to a server that
-    /// will then hold `connections` clients.
+    /// will then hold `connections` clients. The period is sized for the
+    /// largest fleet seen or announced ([`FleetPacing::set_expected_fleet`]).
     pub fn assign(&mut self, now: Instant, connections: usize) -> Pacing {
-        let period = self.period_for(connections);
+        self.fleet = self.fleet.max(connections);
+        let period = self.period_for(self.fleet);
         let period_ms = u64::try_from(period.as_millis()).unwrap_or(u64::MAX).max(1);
         let index = self.assigned;
         self.assigned = self.assigned.saturating_add(1);
@@ -197,6 +216,24 @@ mod tests {
             per_second[(a.min_delay_ms / 1_000) as usize] += 1;
         }
         assert!(per_second.iter().all(|&c| c <= 476), "{per_second:?}");
+    }
+
+    #[test]
+    fn a_shrinking_or_growing_fleet_keeps_the_period_of_its_largest_size() {
+        let mut plan = FleetPacing::new(500.0, ms(0));
+        assert_eq!(plan.assign(ms(0), 10_000).period_ms, 21_052);
+        assert_eq!(
+            plan.assign(ms(0), 10).period_ms,
+            21_052,
+            "a restart is coming back"
+        );
+        let mut announced = FleetPacing::new(500.0, ms(0));
+        announced.set_expected_fleet(10_000);
+        assert_eq!(
+            announced.assign(ms(0), 1).period_ms,
+            21_052,
+            "the first client of a big fleet"
+        );
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub struct ServerConfig {
     pub idempotency_retention: Duration,
     /// Whether `welcome` carries reconnect pacing slots.
     pub pacing: bool,
+    /// The fleet the server expects to hold: pacing periods are sized for at
+    /// least this many clients (and for the largest fleet seen).
+    pub expected_fleet: usize,
 }
 
 impl Default for ServerConfig {
@@ -34,6 +37,7 @@ impl Default for ServerConfig {
             drain: DrainConfig::default(),
             idempotency_retention: Duration::from_secs(300),
             pacing: true,
+            expected_fleet: 0,
         }
     }
 }
@@ -66,6 +70,12 @@ impl ServerConfig {
     /// Set how long idempotent results are kept.
     pub fn with_idempotency_retention(mut self, retention: Duration) -> Self {
         self.idempotency_retention = retention;
+        self
+    }
+
+    /// Size pacing periods for at least `clients`.
+    pub fn with_expected_fleet(mut self, clients: usize) -> Self {
+        self.expected_fleet = clients;
         self
     }
 

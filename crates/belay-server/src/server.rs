@@ -93,7 +93,11 @@ impl ServerBuilder {
                 100_000,
             )),
             admission: Mutex::new(TokenBucket::new(rate, rate.max(1.0), now, true)),
-            pacing: Mutex::new(FleetPacing::new(rate, now)),
+            pacing: Mutex::new({
+                let mut plan = FleetPacing::new(rate, now);
+                plan.set_expected_fleet(self.config.expected_fleet);
+                plan
+            }),
             config: self.config,
             clock,
             methods: self.methods,
