@@ -2,7 +2,9 @@
 #![forbid(unsafe_code)]
 
 mod backoff_table;
+mod connect;
 mod load;
+mod proxy;
 mod serve;
 mod sim;
 mod sim_progress;
@@ -24,8 +26,12 @@ struct Cli {
 enum Command {
     /// Show the reconnect delays each backoff policy of the core produces.
     Backoff(backoff_table::Args),
+    /// Connect to a server: stdin lines become requests (`METHOD JSON`) or `sub CHANNEL`.
+    Connect(connect::Args),
     /// Generate load against a loopback server: idle sessions, echo round trips, broadcast fan-out.
     Load(load::Args),
+    /// Run the lab's TCP fault proxy (blackhole, latency, reset…) in front of a loopback server.
+    Proxy(proxy::Args),
     /// Run a Belay server (`--demo`: with the demo app and fault panel at `/`).
     Serve(serve::Args),
     /// Simulate a fleet of clients (real core sessions, virtual time) against a server.
@@ -36,7 +42,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Backoff(args) => backoff_table::run(&args),
+        Command::Connect(args) => connect::run(&args),
         Command::Load(args) => load::run(&args),
+        Command::Proxy(args) => proxy::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Sim(args) => sim::run(&args),
     };

@@ -1,0 +1,416 @@
+//! The connection task: owns the core's [`Session`], does its I/O and keeps
+//! its time. It decides nothing.
+//!
+//! ```text
+//!  handles ──Command──▶ ┌──────────── driver task ─────────────┐ ──Outgoing──▶ transport task(s)
+//!                       │ loop {                               │ ◀──(id, Fact)──
+//!  status watch ◀────── │   drain poll_output                  │
+//!  events broadcast ◀── │   select! { command, fact,           │
+//!  request oneshots ◀── │            sleep_until(poll_timeout) }│
+//!  subscriptions ◀───── │ }                                    │
+//!                       └──────────────────────────────────────┘
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::message::encode_client;
+use belay_proto::{
+    Call, ConnectionState, Event, Failure, Input, Output, RequestId, RequestOutcome, RetryPlan,
+    Session, TransportId,
+};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::error::{RequestError, SubscribeError};
+use crate::status::{ClientEvent, Disconnect, Status};
+use crate::subscription::{Item, Subscription};
+use crate::transport::{self, Fact, Outgoing, Target};
+use crate::TokenProvider;
+
+/// How long `close()` lets transport tasks finish their closing handshake
+/// before aborting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// What a handle asks of the driver.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Request {
+        call: Call,
+        reply: oneshot::Sender<Result<Value, RequestError>>,
+    },
+    Subscribe {
+        channel: String,
+        reply: oneshot::Sender<Result<Subscription, SubscribeError>>,
+    },
+    Unsubscribe {
+        channel: String,
+        id: u64,
+    },
+    ReconnectNow,
+    SetNetwork(bool),
+    Close,
+}
+
+/// The channels the driver answers on.
+pub(crate) struct Outlets {
+    pub(crate) status: watch::Sender<Status>,
+    pub(crate) events: broadcast::Sender<ClientEvent>,
+    pub(crate) finished: watch::Sender<bool>,
+}
+
+pub(crate) struct Driver {
+    session: Session,
+    origin: tokio::time::Instant,
+    /// The parsed URL, or why it cannot be dialed (reported on every dial,
+    /// so the core halts with `InvalidConfig`).
+    target: Result<Arc<Target>, Failure>,
+    token: Option<TokenProvider>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    /// For the subscriptions' unsubscribe-on-drop; weak so that it does not
+    /// keep the driver alive.
+    weak_commands: mpsc::WeakUnboundedSender<Command>,
+    facts_tx: mpsc::UnboundedSender<(TransportId, Fact)>,
+    facts_rx: mpsc::UnboundedReceiver<(TransportId, Fact)>,
+    /// Live transports by id: the sender feeding each transport task.
+    transports: HashMap<TransportId, mpsc::UnboundedSender<Outgoing>>,
+    tasks: JoinSet<()>,
+    requests: HashMap<RequestId, oneshot::Sender<Result<Value, RequestError>>>,
+    subscriptions: HashMap<String, (u64, mpsc::UnboundedSender<Item>)>,
+    next_subscription: u64,
+    outlets: Outlets,
+    last_disconnect: Option<Disconnect>,
+    next_attempt: Option<tokio::time::Instant>,
+    halted: Option<belay_proto::HaltReason>,
+    closing: bool,
+}
+
+impl Driver {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        session: Session,
+        origin: tokio::time::Instant,
+        target: Result<Arc<Target>, Failure>,
+        token: Option<TokenProvider>,
+        commands: mpsc::UnboundedReceiver<Command>,
+        weak_commands: mpsc::WeakUnboundedSender<Command>,
+        outlets: Outlets,
+    ) -> Self {
+        let (facts_tx, facts_rx) = mpsc::unbounded_channel();
+        Driver {
+            session,
+            origin,
+            target,
+            token,
+            commands,
+            weak_commands,
+            facts_tx,
+            facts_rx,
+            transports: HashMap::new(),
+            tasks: JoinSet::new(),
+            requests: HashMap::new(),
+            subscriptions: HashMap::new(),
+            next_subscription: 0,
+            outlets,
+            last_disconnect: None,
+            next_attempt: None,
+            halted: None,
+            closing: false,
+        }
+    }
+
+    fn now(&self) -> belay_proto::Instant {
+        belay_proto::Instant::from_elapsed(self.origin.elapsed())
+    }
+
+    /// The core's instant on tokio's clock.
+    fn wall(&self, at: belay_proto::Instant) -> tokio::time::Instant {
+        self.origin + at.elapsed_since_origin()
+    }
+
+    pub(crate) async fn run(mut self) {
+        let now = self.now();
+        // A fresh session cannot be stopped yet.
+        let _ = self.session.start(now);
+        loop {
+            self.drain();
+            if self.closing {
+                break;
+            }
+            let deadline = self.session.poll_timeout();
+            let wake = deadline.map(|at| self.wall(at));
+            tokio::select! {
+                command = self.commands.recv() => match command {
+                    Some(command) => self.on_command(command),
+                    // Every handle is gone: nobody can use the connection.
+                    None => self.closing = true,
+                },
+                Some((id, fact)) = self.facts_rx.recv() => self.on_fact(id, fact),
+                () = sleep_until(wake) => {
+                    // tokio's cooperative budget can wake us late, and a
+                    // timer may also fire a little early: ask the clock.
+                    let now = self.now();
+                    if deadline.is_some_and(|at| now >= at) {
+                        self.session.handle_timeout(now);
+                    }
+                }
+                Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
+            }
+        }
+        self.shutdown().await;
+    }
+
+    fn on_command(&mut self, command: Command) {
+        let now = self.now();
+        match command {
+            Command::Request { call, reply } => match self.session.request(now, call) {
+                Ok(id) => {
+                    self.requests.insert(id, reply);
+                }
+                Err(belay_proto::RequestError::NotReady) => {
+                    let _ = reply.send(Err(RequestError::NotReady));
+                }
+                Err(_) => {
+                    let _ = reply.send(Err(RequestError::Closed));
+                }
+            },
+            Command::Subscribe { channel, reply } => {
+                if self.subscriptions.contains_key(&channel) {
+                    let _ = reply.send(Err(SubscribeError::AlreadySubscribed(channel)));
+                    return;
+                }
+                match self.session.subscribe(now, &channel) {
+                    Ok(()) => {
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        self.next_subscription += 1;
+                        let id = self.next_subscription;
+                        self.subscriptions.insert(channel.clone(), (id, tx));
+                        let subscription =
+                            Subscription::new(channel, id, rx, self.weak_commands.clone());
+                        // If the caller is gone, dropping the subscription unsubscribes.
+                        let _ = reply.send(Ok(subscription));
+                    }
+                    Err(belay_proto::SubscribeError::AlreadySubscribed(channel)) => {
+                        let _ = reply.send(Err(SubscribeError::AlreadySubscribed(channel)));
+                    }
+                    Err(_) => {
+                        let _ = reply.send(Err(SubscribeError::Closed));
+                    }
+                }
+            }
+            Command::Unsubscribe { channel, id } => {
+                if self
+                    .subscriptions
+                    .get(&channel)
+                    .is_some_and(|(s, _)| *s == id)
+                {
+                    self.subscriptions.remove(&channel);
+                    let _ = self.session.unsubscribe(now, &channel);
+                }
+            }
+            Command::ReconnectNow => {
+                let _ = self.session.reconnect_now(now);
+            }
+            Command::SetNetwork(online) => {
+                self.session.handle_input(now, Input::Network { online });
+            }
+            Command::Close => self.closing = true,
+        }
+    }
+
+    fn on_fact(&mut self, id: TransportId, fact: Fact) {
+        let now = self.now();
+        let input = match fact {
+            Fact::Opened => Input::TransportOpened(id),
+            Fact::Frame(text) => Input::Frame(id, text),
+            Fact::Failed(failure) => {
+                // The task has ended.
+                self.transports.remove(&id);
+                Input::TransportFailed(id, failure)
+            }
+            Fact::Closed(close) => {
+                self.transports.remove(&id);
+                Input::TransportClosed(id, close)
+            }
+        };
+        self.session.handle_input(now, input);
+    }
+
+    /// Do everything the core asked, then publish the status.
+    fn drain(&mut self) {
+        while let Some(output) = self.session.poll_output() {
+            match output {
+                Output::OpenTransport { id, attempt } => self.open(id, attempt),
+                Output::Transmit { id, message } => {
+                    if let Some(transport) = self.transports.get(&id) {
+                        let _ = transport.send(Outgoing::Text(encode_client(&message)));
+                    }
+                }
+                Output::CloseTransport { id, code, reason } => {
+                    // Forget it at once; its task closes and ends on its own.
+                    if let Some(transport) = self.transports.remove(&id) {
+                        let _ = transport.send(Outgoing::Close(code, reason));
+                    }
+                }
+                Output::Event(event) => self.on_event(event),
+                _ => {}
+            }
+        }
+        self.publish_status();
+    }
+
+    fn open(&mut self, id: TransportId, attempt: u32) {
+        let _ = self
+            .outlets
+            .events
+            .send(ClientEvent::Connecting { attempt });
+        if let Some(token) = &self.token {
+            // The core sends the token in `connect` once this transport opens.
+            self.session.set_token(token());
+        }
+        match &self.target {
+            Ok(target) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                self.transports.insert(id, tx);
+                self.tasks.spawn(transport::run(
+                    id,
+                    Arc::clone(target),
+                    rx,
+                    self.facts_tx.clone(),
+                ));
+            }
+            Err(failure) => {
+                let now = self.now();
+                self.session
+                    .handle_input(now, Input::TransportFailed(id, failure.clone()));
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match &event {
+            Event::Response { id, outcome } => {
+                if let Some(reply) = self.requests.remove(id) {
+                    let _ = reply.send(self.settle(outcome.clone()));
+                }
+                return;
+            }
+            Event::Publication(publication) => {
+                self.route(
+                    &publication.channel.clone(),
+                    Item::Publication(publication.clone()),
+                );
+                return;
+            }
+            Event::RecoveryFailed { channel } => self.route(&channel.clone(), Item::Resync),
+            Event::SubscriptionFailed { channel, code } => {
+                let item = Item::Refused { code: code.clone() };
+                self.route(&channel.clone(), item);
+            }
+            Event::Disconnected { reason, retry } | Event::ConnectFailed { reason, retry } => {
+                let at = tokio::time::Instant::now();
+                self.next_attempt = match retry {
+                    RetryPlan::After { delay } => Some(at + *delay),
+                    _ => None,
+                };
+                self.last_disconnect = Some(Disconnect {
+                    reason: reason.clone(),
+                    retry: retry.clone(),
+                    was_connected: matches!(event, Event::Disconnected { .. }),
+                    at,
+                });
+            }
+            Event::Halted { reason } => self.halted = Some(reason.clone()),
+            Event::Connected { .. } => self.halted = None,
+            _ => {}
+        }
+        // Nobody listening is fine.
+        let _ = self.outlets.events.send(ClientEvent::Session(event));
+    }
+
+    fn settle(&self, outcome: RequestOutcome) -> Result<Value, RequestError> {
+        match outcome {
+            RequestOutcome::Ok { result } => Ok(result),
+            RequestOutcome::ServerError { error } => Err(RequestError::Server {
+                code: error.code,
+                message: error.message,
+            }),
+            RequestOutcome::Timeout => Err(RequestError::Timeout),
+            _ if self.closing => Err(RequestError::Closed),
+            _ => Err(RequestError::ConnectionClosed),
+        }
+    }
+
+    fn route(&mut self, channel: &str, item: Item) {
+        let Some((_, items)) = self.subscriptions.get(channel) else {
+            return;
+        };
+        if items.send(item).is_err() {
+            // The stream was dropped; its unsubscribe command is on its way,
+            // but stop wanting the channel now.
+            self.subscriptions.remove(channel);
+            let now = self.now();
+            let _ = self.session.unsubscribe(now, channel);
+        }
+    }
+
+    fn publish_status(&mut self) {
+        let state = self.session.state();
+        let status = Status {
+            readiness: self.session.readiness(),
+            ready: self.session.is_ready(),
+            state,
+            last_disconnect: self.last_disconnect.clone(),
+            next_attempt: self
+                .next_attempt
+                .filter(|_| state == ConnectionState::Waiting),
+            halted: self
+                .halted
+                .clone()
+                .filter(|_| state == ConnectionState::Halted),
+            session: self.session.session_id().map(str::to_owned),
+            attempts: self.session.stats().transports_opened,
+        };
+        self.outlets.status.send_if_modified(|current| {
+            if *current == status {
+                false
+            } else {
+                *current = status;
+                true
+            }
+        });
+    }
+
+    /// Stop the session, settle everything, and wait for every transport
+    /// task (aborting the ones that outlive the grace period).
+    async fn shutdown(mut self) {
+        let now = self.now();
+        self.session.stop(now);
+        self.drain();
+        for (_, reply) in self.requests.drain() {
+            let _ = reply.send(Err(RequestError::Closed));
+        }
+        // Ends every subscription stream.
+        self.subscriptions.clear();
+        // Any transport still listed gets a close by its sender dropping.
+        self.transports.clear();
+        let joined = tokio::time::timeout(SHUTDOWN_GRACE, async {
+            while self.tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if joined.is_err() {
+            self.tasks.abort_all();
+            while self.tasks.join_next().await.is_some() {}
+        }
+        let _ = self.outlets.finished.send(true);
+    }
+}
+
+async fn sleep_until(wake: Option<tokio::time::Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

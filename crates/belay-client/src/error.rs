@@ -1,0 +1,61 @@
+//! The errors the client's handles return.
+
+/// How a request ended when it did not produce a result.
+///
+/// `Timeout` and `ConnectionClosed` mean the fate of the request is unknown
+/// (it may have run); retry with an idempotency key
+/// ([`RequestOptions::idempotency_key`](crate::RequestOptions)) to be safe.
+/// `NotReady` and `Closed` mean it was never sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The protocol level was down: the request was never sent.
+    #[error("not ready: the request was not sent")]
+    NotReady,
+    /// No answer before the deadline: the request may or may not have run.
+    #[error("no answer before the deadline")]
+    Timeout,
+    /// The connection was lost before an answer: the request may or may not have run.
+    #[error("the connection closed before an answer")]
+    ConnectionClosed,
+    /// The server answered with an error.
+    #[error("server error {code}: {message}")]
+    Server {
+        /// The server's error code.
+        code: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The client was closed (or every handle dropped).
+    #[error("the client is closed")]
+    Closed,
+}
+
+/// Why a subscription could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// This client already has a subscription to the channel.
+    #[error("already subscribed to {0:?}")]
+    AlreadySubscribed(String),
+    /// The client was closed (or every handle dropped).
+    #[error("the client is closed")]
+    Closed,
+}
+
+/// A command sent to a client that is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the client is closed")]
+pub struct Closed;
+
+/// Why the TLS settings could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// The PEM text held no certificate, or could not be parsed.
+    #[error("no usable certificate in the PEM input: {0}")]
+    Pem(String),
+    /// rustls refused the certificate as a trust anchor.
+    #[error("invalid root certificate: {0}")]
+    Rustls(#[from] rustls::Error),
+}

@@ -1,0 +1,327 @@
+//! belay-client: the tokio driver of the Belay core.
+//!
+//! Every decision about the connection — when it is alive, how ready it is,
+//! when to dial again, how each request settles, where a subscription
+//! resumes — is made by [`belay_proto::Session`]. This crate only does the
+//! I/O and keeps the time: one background task owns the session, dials
+//! WebSocket transports (`ws://`, or `wss://` through rustls), feeds their
+//! frames in, sends what the session asks, and sleeps until its next timeout.
+//!
+//! ```text
+//!   Client (cheap clones) ──commands──▶ driver task ── Session (belay-proto)
+//!     status()  ◀── watch ──────────────┤   │ OpenTransport / Transmit / CloseTransport
+//!     events()  ◀── broadcast ──────────┤   ▼
+//!     request() ◀── oneshot ────────────┤  transport task per TransportId
+//!     subscribe() ◀── Item stream ──────┘  (TCP, TLS, WebSocket upgrade, frames)
+//! ```
+//!
+//! Dropping the last [`Client`] stops the connection; [`Client::close`]
+//! stops it and waits until every task it started has ended.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use belay_client::{Client, Item};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::builder("ws://127.0.0.1:8080/ws")
+//!     .token_provider(|| Some("secret".to_owned()))
+//!     .connect();
+//! let mut feed = client.subscribe("feed").await?;
+//! client.ready().await?;
+//! let echoed = client.request("echo", json!({"hello": 1})).await?;
+//! assert_eq!(echoed, json!({"hello": 1}));
+//! while let Some(item) = feed.next().await {
+//!     match item {
+//!         Item::Publication(p) => println!("{} #{}: {}", p.channel, p.offset, p.data),
+//!         Item::Resync => println!("history lost: reload a snapshot"),
+//!         _ => break,
+//!     }
+//! }
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod driver;
+mod error;
+mod status;
+mod subscription;
+mod tls;
+mod transport;
+
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::{Call, Config, Session};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+pub use belay_proto;
+pub use error::{Closed, RequestError, SubscribeError, TlsError};
+pub use status::{ClientEvent, Disconnect, Status};
+pub use subscription::{Item, Subscription};
+pub use tls::TlsSettings;
+
+use driver::{Command, Driver, Outlets};
+
+/// Returns the credentials to send in `connect`; called before every dial.
+pub type TokenProvider = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// How many lifecycle events a slow [`Client::events`] receiver may fall behind.
+const EVENT_CAPACITY: usize = 256;
+
+/// Builds a [`Client`]: the server URL, the core's [`Config`], credentials
+/// and TLS trust.
+#[must_use]
+pub struct ClientBuilder {
+    url: String,
+    config: Config,
+    token: Option<TokenProvider>,
+    tls: TlsSettings,
+    seed: Option<u64>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("url", &self.url)
+            .field("config", &self.config)
+            .field("token", &self.token.as_ref().map(|_| "<provider>"))
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+impl ClientBuilder {
+    /// The core's configuration (policies, heartbeat, timeouts). The
+    /// `connect_timeout` bounds the TCP, TLS and WebSocket handshakes and
+    /// then, separately, the wait for `welcome`.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Change the core's configuration in place.
+    pub fn configure(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(&mut self.config);
+        self
+    }
+
+    /// Credentials for `connect`, asked for again before every dial (so a
+    /// refreshed token is used after an `AuthFailed` halt).
+    pub fn token_provider(
+        mut self,
+        provider: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.token = Some(Arc::new(provider));
+        self
+    }
+
+    /// Which servers `wss://` trusts.
+    pub fn tls(mut self, tls: TlsSettings) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Seed of the core's jitter (default: random). Fix it to reproduce a run.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Start connecting in the background and return at once.
+    ///
+    /// An unusable URL or TLS setting is not an error here: the core halts
+    /// with [`HaltReason::InvalidConfig`](belay_proto::HaltReason), visible
+    /// in [`Client::status`] and [`Client::events`].
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn connect(self) -> Client {
+        let origin = tokio::time::Instant::now();
+        let seed = self
+            .seed
+            .unwrap_or_else(|| RandomState::new().hash_one(origin));
+        let session = Session::new(self.config, belay_proto::Instant::ZERO, seed);
+        let target = self
+            .tls
+            .client_config()
+            .map_err(|e| belay_proto::Failure::InvalidConfig {
+                detail: e.to_string(),
+            })
+            .and_then(|tls| transport::Target::parse(&self.url, tls))
+            .map(Arc::new);
+        let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let (status_tx, status_rx) = watch::channel(Status::default());
+        let (events_tx, _) = broadcast::channel(EVENT_CAPACITY);
+        let (finished_tx, finished_rx) = watch::channel(false);
+        let driver = Driver::new(
+            session,
+            origin,
+            target,
+            self.token,
+            commands_rx,
+            commands_tx.downgrade(),
+            Outlets {
+                status: status_tx,
+                events: events_tx.clone(),
+                finished: finished_tx,
+            },
+        );
+        tokio::spawn(driver.run());
+        Client {
+            commands: commands_tx,
+            status: status_rx,
+            events: events_tx,
+            finished: finished_rx,
+        }
+    }
+}
+
+/// Per-request options for [`Client::request_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RequestOptions {
+    /// Deadline of this request; the config's `request_timeout` if `None`.
+    pub timeout: Option<Duration>,
+    /// Carried on the wire so that a retry cannot run twice.
+    pub idempotency_key: Option<String>,
+}
+
+impl RequestOptions {
+    /// Set the deadline.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Set the idempotency key.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+}
+
+/// A handle on one resilient connection. Cheap to clone; the connection
+/// lives until [`Client::close`] or until the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct Client {
+    commands: mpsc::UnboundedSender<Command>,
+    status: watch::Receiver<Status>,
+    events: broadcast::Sender<ClientEvent>,
+    finished: watch::Receiver<bool>,
+}
+
+impl Client {
+    /// A builder for a client of the server at `url` (`ws://` or `wss://`).
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            url: url.into(),
+            config: Config::default(),
+            token: None,
+            tls: TlsSettings::default(),
+            seed: None,
+        }
+    }
+
+    /// The connection's status; changes are published as they happen.
+    pub fn status(&self) -> watch::Receiver<Status> {
+        self.status.clone()
+    }
+
+    /// Wait until the connection is ready: transport and protocol up and
+    /// every subscription confirmed. Fails once the client is closed.
+    pub async fn ready(&self) -> Result<(), Closed> {
+        let mut status = self.status.clone();
+        let ready = status
+            .wait_for(|s| s.ready || s.state == belay_proto::ConnectionState::Stopped)
+            .await
+            .map_err(|_| Closed)?;
+        if ready.ready {
+            Ok(())
+        } else {
+            Err(Closed)
+        }
+    }
+
+    /// Lifecycle events from now on (connecting, connected, readiness,
+    /// disconnected with the retry plan, resubscribed, recovery outcome,
+    /// halted, stopped).
+    pub fn events(&self) -> broadcast::Receiver<ClientEvent> {
+        self.events.subscribe()
+    }
+
+    /// Call `method` with `params`, with the config's default deadline.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
+        self.request_with(method, params, RequestOptions::default())
+            .await
+    }
+
+    /// Call `method` with `params` and per-request options. Settles exactly
+    /// once: with the result, or with a typed error no later than the deadline.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Value, RequestError> {
+        let mut call = Call::new(method, params);
+        if let Some(timeout) = options.timeout {
+            call = call.with_timeout(timeout);
+        }
+        if let Some(key) = options.idempotency_key {
+            call = call.with_idempotency_key(key);
+        }
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Request { call, reply })
+            .map_err(|_| RequestError::Closed)?;
+        answer.await.unwrap_or(Err(RequestError::Closed))
+    }
+
+    /// Subscribe to `channel`: a stream of its publications in offset order
+    /// with no gap and no duplicate across reconnects, or [`Item::Resync`]
+    /// when the server cannot replay what was missed.
+    pub async fn subscribe(&self, channel: &str) -> Result<Subscription, SubscribeError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Subscribe {
+                channel: channel.to_owned(),
+                reply,
+            })
+            .map_err(|_| SubscribeError::Closed)?;
+        answer.await.unwrap_or(Err(SubscribeError::Closed))
+    }
+
+    /// Dial now if the core is waiting out a backoff (or halted); does
+    /// nothing while a connection or an attempt exists.
+    pub fn reconnect_now(&self) -> Result<(), Closed> {
+        self.commands
+            .send(Command::ReconnectNow)
+            .map_err(|_| Closed)
+    }
+
+    /// Tell the core whether the device has a network.
+    pub fn set_network(&self, online: bool) -> Result<(), Closed> {
+        self.commands
+            .send(Command::SetNetwork(online))
+            .map_err(|_| Closed)
+    }
+
+    /// Close for good: settle every request, end every subscription, close
+    /// the transport, and return once every task the client started has
+    /// ended. Other handles see [`RequestError::Closed`] from then on.
+    pub async fn close(&self) {
+        // Already closing or closed: just wait.
+        let _ = self.commands.send(Command::Close);
+        let mut finished = self.finished.clone();
+        let _ = finished.wait_for(|done| *done).await;
+    }
+}

@@ -1,0 +1,72 @@
+//! What the application can watch: the status snapshot and lifecycle events.
+
+use belay_proto::{ConnectionState, DisconnectReason, Event, HaltReason, Readiness, RetryPlan};
+
+/// A snapshot of the connection, published through
+/// [`Client::status`](crate::Client::status) whenever it changes.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Status {
+    /// The three readiness levels (transport, protocol, service).
+    pub readiness: Readiness,
+    /// The aggregate: every level is up (and every subscription confirmed).
+    pub ready: bool,
+    /// Where the connection stands.
+    pub state: ConnectionState,
+    /// The last disconnect (or failed attempt), if any.
+    pub last_disconnect: Option<Disconnect>,
+    /// When the next automatic attempt is due, while waiting out a backoff.
+    pub next_attempt: Option<tokio::time::Instant>,
+    /// Why automatic reconnection stopped, while halted.
+    pub halted: Option<HaltReason>,
+    /// The session id from the last `welcome`.
+    pub session: Option<String>,
+    /// Transports dialed so far.
+    pub attempts: u64,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            readiness: Readiness::default(),
+            ready: false,
+            state: ConnectionState::Idle,
+            last_disconnect: None,
+            next_attempt: None,
+            halted: None,
+            session: None,
+            attempts: 0,
+        }
+    }
+}
+
+/// A connection (or connection attempt) that ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Disconnect {
+    /// Why it ended.
+    pub reason: DisconnectReason,
+    /// What the core will do next; [`RetryPlan::will_retry`] says whether it retries.
+    pub retry: RetryPlan,
+    /// Whether an established session was lost (`false`: an attempt failed).
+    pub was_connected: bool,
+    /// When the driver learned of it.
+    pub at: tokio::time::Instant,
+}
+
+/// A lifecycle event, from [`Client::events`](crate::Client::events).
+///
+/// Responses and publications are not repeated here: they go to the request
+/// that asked and to the channel's [`Subscription`](crate::Subscription).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ClientEvent {
+    /// The driver is dialing a transport (`attempt` as the core counts it).
+    Connecting {
+        /// Backoff delays since the backoff last reset.
+        attempt: u32,
+    },
+    /// An event of the core (connected, disconnected, readiness, subscribed,
+    /// recovery failed, halted, stopped, server error …).
+    Session(Event),
+}

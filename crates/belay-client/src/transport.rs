@@ -1,0 +1,278 @@
+//! One transport: dial (TCP, TLS for `wss://`, the WebSocket upgrade), then
+//! pump frames both ways until the driver closes it or the peer goes away.
+//!
+//! A transport task decides nothing: it reports facts (opened, failed,
+//! closed, a text frame) tagged with its [`TransportId`] and the core drops
+//! the ones from a transport it no longer owns.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::{CloseCode, CloseInfo, Failure, TransportId};
+use futures_util::{SinkExt, StreamExt};
+use http::Uri;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_websockets::{ClientBuilder, Message, WebSocketStream};
+
+/// How long a single write may stall before the transport is reported failed.
+const WRITE_STALL: Duration = Duration::from_secs(10);
+/// How long closing may take (sending our close frame, then reading the
+/// peer's answer) before the socket is simply dropped.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// Where to connect, parsed once.
+#[derive(Debug)]
+pub(crate) struct Target {
+    uri: Uri,
+    host: String,
+    port: u16,
+    /// `Some` for `wss://`.
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Target {
+    /// Parse `url`; `tls` is used for `wss://` only.
+    pub(crate) fn parse(url: &str, tls: Arc<rustls::ClientConfig>) -> Result<Target, Failure> {
+        let invalid = |detail: String| Failure::InvalidConfig { detail };
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| invalid(format!("invalid URL {url:?}: {e}")))?;
+        let secure = match uri.scheme_str() {
+            Some("ws") => false,
+            Some("wss") => true,
+            other => {
+                return Err(invalid(format!(
+                    "unsupported scheme {other:?} in {url:?} (use ws:// or wss://)"
+                )))
+            }
+        };
+        let host = uri
+            .host()
+            .ok_or_else(|| invalid(format!("no host in {url:?}")))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+        Ok(Target {
+            uri,
+            host,
+            port,
+            tls: secure.then_some(tls),
+        })
+    }
+}
+
+/// A fact about one transport, for the driver.
+#[derive(Debug)]
+pub(crate) enum Fact {
+    Opened,
+    Failed(Failure),
+    Closed(CloseInfo),
+    Frame(String),
+}
+
+/// What the driver asks of a transport.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    Text(String),
+    Close(CloseCode, String),
+}
+
+/// Anything a WebSocket can run over (plain TCP or TLS).
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+type Socket = WebSocketStream<Box<dyn Io>>;
+
+/// The transport task: dial, report, pump. Ends when the driver closes it
+/// (or drops its sender), or when the connection ends.
+pub(crate) async fn run(
+    id: TransportId,
+    target: Arc<Target>,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    facts: mpsc::UnboundedSender<(TransportId, Fact)>,
+) {
+    let report = |fact: Fact| {
+        // The driver may be gone (shutting down): nobody to tell.
+        let _ = facts.send((id, fact));
+    };
+    let mut ws = tokio::select! {
+        dialed = dial(&target) => match dialed {
+            Ok(ws) => ws,
+            Err(failure) => return report(Fact::Failed(failure)),
+        },
+        // A close (or the driver dropping us) cancels the attempt.
+        _ = wait_for_close(&mut outgoing) => return,
+    };
+    report(Fact::Opened);
+    loop {
+        tokio::select! {
+            command = outgoing.recv() => match command {
+                Some(Outgoing::Text(text)) => {
+                    match tokio::time::timeout(WRITE_STALL, ws.send(Message::text(text))).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => return report(Fact::Failed(ws_failure(&e))),
+                        Err(_) => return report(Fact::Failed(Failure::network("write stalled"))),
+                    }
+                }
+                Some(Outgoing::Close(code, reason)) => return close(ws, code, &reason).await,
+                None => return close(ws, CloseCode::GOING_AWAY, "client gone").await,
+            },
+            frame = ws.next() => match frame {
+                Some(Ok(message)) => {
+                    if let Some(text) = message.as_text() {
+                        report(Fact::Frame(text.to_owned()));
+                    } else if let Some((code, reason)) = message.as_close() {
+                        report(Fact::Closed(CloseInfo::new(CloseCode(u16::from(code)), reason)));
+                        // Let the codec send its answer to the close, briefly.
+                        let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut ws)).await;
+                        return;
+                    }
+                    // Pings are answered by the codec; binary frames are not protocol.
+                }
+                Some(Err(e)) => return report(Fact::Failed(ws_failure(&e))),
+                None => return report(Fact::Closed(CloseInfo::abnormal())),
+            },
+        }
+    }
+}
+
+/// Resolve once the driver asks for a close (or drops the sender); text
+/// before the open cannot happen (the core transmits only once opened).
+async fn wait_for_close(outgoing: &mut mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(command) = outgoing.recv().await {
+        if matches!(command, Outgoing::Close(..)) {
+            return;
+        }
+    }
+}
+
+/// Send our close frame and give the peer a moment to answer; a frozen peer
+/// gets no more than [`CLOSE_GRACE`] for each step.
+async fn close(mut ws: Socket, code: CloseCode, reason: &str) {
+    let frame = tokio_websockets::CloseCode::try_from(code.0)
+        .map(|code| Message::close(Some(code), reason))
+        .unwrap_or_else(|_| Message::close(None, ""));
+    if let Ok(Ok(())) = tokio::time::timeout(CLOSE_GRACE, ws.send(frame)).await {
+        let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut ws)).await;
+    }
+}
+
+async fn drain(ws: &mut Socket) {
+    while let Some(Ok(_)) = ws.next().await {}
+}
+
+async fn dial(target: &Target) -> Result<Socket, Failure> {
+    let addrs = tokio::net::lookup_host((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| Failure::network(format!("cannot resolve {}: {e}", target.host)))?;
+    let mut last = None;
+    let mut tcp = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                tcp = Some(stream);
+                break;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    let tcp = match (tcp, last) {
+        (Some(tcp), _) => tcp,
+        (None, Some(e)) => return Err(io_failure(&e)),
+        (None, None) => {
+            return Err(Failure::network(format!(
+                "{} resolved to no address",
+                target.host
+            )))
+        }
+    };
+    // Frames are small and latency matters more than packet count.
+    let _ = tcp.set_nodelay(true);
+    let io: Box<dyn Io> = match &target.tls {
+        None => Box::new(tcp),
+        Some(config) => {
+            let name =
+                rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|e| {
+                    Failure::InvalidConfig {
+                        detail: format!("invalid TLS server name {:?}: {e}", target.host),
+                    }
+                })?;
+            let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+            let tls = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| Failure::network(format!("TLS handshake failed: {e}")))?;
+            Box::new(tls)
+        }
+    };
+    let (ws, _response) = ClientBuilder::from_uri(target.uri.clone())
+        .connect_on(io)
+        .await
+        .map_err(|e| ws_failure(&e))?;
+    Ok(ws)
+}
+
+/// What a codec or upgrade error means for the core.
+fn ws_failure(error: &tokio_websockets::Error) -> Failure {
+    match error {
+        tokio_websockets::Error::Upgrade(
+            tokio_websockets::upgrade::Error::DidNotSwitchProtocols(status),
+        ) => Failure::Rejected { status: *status },
+        tokio_websockets::Error::Io(e) => io_failure(e),
+        other => Failure::network(other.to_string()),
+    }
+}
+
+/// OS error numbers meaning "this device has no route": the attempt never
+/// reached the server (ENETDOWN, ENETUNREACH, EHOSTUNREACH).
+#[cfg(target_os = "linux")]
+const NO_ROUTE: &[i32] = &[100, 101, 113];
+#[cfg(target_os = "macos")]
+const NO_ROUTE: &[i32] = &[50, 51, 65];
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+const NO_ROUTE: &[i32] = &[];
+
+/// Refused, reset, timed out … reached (or may have reached) the server:
+/// [`Failure::Network`]. No route from this device: [`Failure::Unreachable`].
+pub(crate) fn io_failure(error: &io::Error) -> Failure {
+    let no_route = error
+        .raw_os_error()
+        .is_some_and(|code| NO_ROUTE.contains(&code));
+    if no_route {
+        Failure::unreachable(error.to_string())
+    } else {
+        Failure::network(error.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn no_route_errors_are_unreachable_and_refusals_are_network() {
+        let unreachable = io::Error::from_raw_os_error(101);
+        assert!(matches!(
+            io_failure(&unreachable),
+            Failure::Unreachable { .. }
+        ));
+        let refused = io::Error::from_raw_os_error(111);
+        assert!(matches!(io_failure(&refused), Failure::Network { .. }));
+    }
+
+    #[test]
+    fn only_ws_and_wss_urls_are_accepted() {
+        let tls = crate::tls::TlsSettings::default().client_config().unwrap();
+        assert!(Target::parse("ws://127.0.0.1:1/ws", Arc::clone(&tls)).is_ok());
+        assert!(Target::parse("wss://example.com/ws", Arc::clone(&tls)).is_ok());
+        assert!(matches!(
+            Target::parse("http://example.com/", tls),
+            Err(Failure::InvalidConfig { .. })
+        ));
+    }
+}

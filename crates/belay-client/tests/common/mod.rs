@@ -1,0 +1,120 @@
+//! A demo server on a loopback port, its fault panel, and waiting helpers.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use belay_client::{Client, ClientBuilder, ClientEvent, Status};
+use belay_proto::backoff::BackoffPolicy;
+use belay_proto::server::Limits;
+use belay_server::events::ServerEvent;
+use belay_server::{demo, Server, ServerConfig};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{broadcast, watch};
+
+/// A generous bound for anything that should happen "soon".
+pub const SOON: Duration = Duration::from_secs(10);
+
+/// A demo server with a 1 s ping (and 1 s pong timeout).
+pub fn demo_server() -> Server {
+    let mut limits = Limits::default();
+    limits
+        .set_ping_interval(Duration::from_secs(1))
+        .set_pong_timeout(Duration::from_secs(1));
+    Server::builder()
+        .config(ServerConfig::default().with_limits(limits))
+        .methods(demo::methods())
+        .build()
+}
+
+/// Serve the demo router on 127.0.0.1 with a port of the OS's choosing.
+pub async fn start(server: &Server) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let serving = server.clone();
+    tokio::spawn(async move {
+        let _ = serving.serve(listener, demo::router(&serving)).await;
+    });
+    addr
+}
+
+/// A client with a fast heartbeat and short backoff, for tests.
+pub fn builder(addr: SocketAddr) -> ClientBuilder {
+    Client::builder(format!("ws://{addr}/ws")).configure(|c| {
+        c.set_probe_interval(Duration::from_secs(1))
+            .set_probe_timeout(Duration::from_secs(1))
+            .set_connect_timeout(Duration::from_secs(2))
+            .set_backoff(BackoffPolicy::equal_jitter(
+                Duration::from_millis(200),
+                Duration::from_secs(1),
+            ));
+    })
+}
+
+/// `POST /admin/fault/{name}` with a JSON body.
+pub async fn fault(addr: SocketAddr, name: &str, body: &str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST /admin/fault/{name} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tcp.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(SOON, tcp.read_to_end(&mut answer))
+        .await
+        .expect("an answer")
+        .expect("read");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+}
+
+/// Wait until the status satisfies `pred`; returns it.
+pub async fn status_where(
+    status: &mut watch::Receiver<Status>,
+    what: &str,
+    pred: impl FnMut(&Status) -> bool,
+) -> Status {
+    tokio::time::timeout(SOON, status.wait_for(pred))
+        .await
+        .unwrap_or_else(|_| panic!("status: {what} within the bound"))
+        .expect("the client lives")
+        .clone()
+}
+
+/// The next client event matching `pred`.
+pub async fn event_where(
+    events: &mut broadcast::Receiver<ClientEvent>,
+    what: &str,
+    mut pred: impl FnMut(&ClientEvent) -> bool,
+) -> ClientEvent {
+    tokio::time::timeout(SOON, async {
+        loop {
+            let event = events.recv().await.expect("the event feed lives");
+            if pred(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("event: {what} within the bound"))
+}
+
+/// Wait until the server holds `n` connections (checked on every server event).
+pub async fn open_connections(server: &Server, n: i64) {
+    let mut events: broadcast::Receiver<ServerEvent> = server.events();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while server.metrics().open_connections() != n {
+            // Any event may change the count; lagging is fine, we re-check.
+            let _ = events.recv().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "{n} open connections within the bound (have {})",
+            server.metrics().open_connections()
+        )
+    });
+}

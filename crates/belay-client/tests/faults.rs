@@ -1,0 +1,402 @@
+//! The client against the demo server's faults. Nothing sleeps to
+//! synchronise: tests wait on the client's status and events or on server
+//! events, with generous bounds, and measure time only to report it or to
+//! check that something did not take too long.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use belay_client::{Client, ClientEvent, Item, RequestError, RequestOptions, TlsSettings};
+use belay_proto::{ConnectionState, DisconnectReason, Event};
+use common::{builder, demo_server, event_where, fault, open_connections, start, status_where};
+use serde_json::json;
+
+fn is_disconnect(event: &ClientEvent) -> bool {
+    matches!(
+        event,
+        ClientEvent::Session(Event::Disconnected { .. } | Event::ConnectFailed { .. })
+    )
+}
+
+#[tokio::test]
+async fn connects_becomes_ready_and_echoes() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    // Before the session is established a request is refused, never sent.
+    assert_eq!(
+        client.request("echo", json!(1)).await,
+        Err(RequestError::NotReady)
+    );
+    client.ready().await.expect("ready");
+    assert_eq!(
+        client.request("echo", json!({"a": 1})).await,
+        Ok(json!({"a": 1}))
+    );
+    let status = client.status().borrow().clone();
+    assert!(status.ready && status.readiness.transport && status.readiness.protocol);
+    assert_eq!(status.state, ConnectionState::Open);
+    client.close().await;
+    assert_eq!(
+        client.request("echo", json!(1)).await,
+        Err(RequestError::Closed)
+    );
+}
+
+#[tokio::test]
+async fn slow_replies_time_out_individually_while_status_stays_ready() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    client.ready().await.expect("ready");
+    let mut events = client.events();
+    fault(addr, "slow_replies", r#"{"on":true,"delay_ms":2000}"#).await;
+    let options = RequestOptions::default().timeout(Duration::from_millis(300));
+    let asked = Instant::now();
+    let outcomes = futures_util::future::join_all(
+        (0..5).map(|i| client.request_with("echo", json!(i), options.clone())),
+    )
+    .await;
+    let took = asked.elapsed();
+    assert!(
+        outcomes.iter().all(|o| *o == Err(RequestError::Timeout)),
+        "{outcomes:?}"
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "settled by the deadline, took {took:?}"
+    );
+    assert!(client.status().borrow().ready, "status stays ready");
+    // A server error is typed too.
+    fault(addr, "slow_replies", r#"{"on":false}"#).await;
+    let missing = client.request("no.such.method", json!(null)).await;
+    assert!(
+        matches!(missing, Err(RequestError::Server { .. })),
+        "{missing:?}"
+    );
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !is_disconnect(&event),
+            "no disconnect under slow replies: {event:?}"
+        );
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_restart_settles_requests_in_flight_and_the_client_is_ready_again() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    client.ready().await.expect("ready");
+    let mut status = client.status();
+    let down = Duration::from_millis(1_000);
+    let mut restarted = Instant::now();
+    // `join!` polls the slow request first, so its command is queued before
+    // the echo's; commands are handled and frames sent in order, so once the
+    // echo is answered the slow request is surely on the server.
+    let (outcome, ()) = tokio::join!(client.request("slow", json!(5_000)), async {
+        assert_eq!(client.request("echo", json!(1)).await, Ok(json!(1)));
+        fault(addr, "restart", r#"{"down_ms":1000}"#).await;
+        restarted = Instant::now();
+    });
+    assert_eq!(
+        outcome,
+        Err(RequestError::ConnectionClosed),
+        "settled when the connection was lost"
+    );
+    status_where(&mut status, "not ready", |s| !s.ready).await;
+    status_where(&mut status, "ready again", |s| s.ready).await;
+    let back = restarted.elapsed().saturating_sub(down);
+    println!("restart: ready again {back:?} after the server accepted again");
+    // The backoff is 200 ms–1 s, jittered; well within a generous bound.
+    assert!(back < Duration::from_secs(4), "{back:?}");
+    assert_eq!(client.request("echo", json!(2)).await, Ok(json!(2)));
+    open_connections(&server, 1).await;
+    client.close().await;
+}
+
+#[tokio::test]
+async fn service_down_drops_only_the_service_level_and_data_flows_again() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    let mut news = client.subscribe("news").await.expect("subscribe");
+    client.ready().await.expect("ready");
+    let mut status = client.status();
+    let mut events = client.events();
+    let first = server.publish("news", json!(1));
+    assert_eq!(news.next().await, Some(Item::Publication(first.clone())));
+
+    fault(addr, "service_down", r#"{"on":true}"#).await;
+    let down = status_where(&mut status, "service down", |s| !s.readiness.service).await;
+    assert!(
+        down.readiness.transport && down.readiness.protocol,
+        "{down:?}"
+    );
+    assert_eq!(down.state, ConnectionState::Open);
+    let missed = [
+        server.publish("news", json!(2)),
+        server.publish("news", json!(3)),
+    ];
+
+    fault(addr, "service_down", r#"{"on":false}"#).await;
+    let back = Instant::now();
+    for expected in missed {
+        let item = tokio::time::timeout(common::SOON, news.next())
+            .await
+            .expect("flows");
+        assert_eq!(item, Some(Item::Publication(expected)));
+    }
+    let flowing = back.elapsed();
+    println!("service_down: publications flowing again {flowing:?} after the service returned");
+    assert!(flowing <= Duration::from_secs(2), "{flowing:?}");
+    status_where(&mut status, "ready", |s| s.ready).await;
+    while let Ok(event) = events.try_recv() {
+        assert!(!is_disconnect(&event), "no reconnect: {event:?}");
+    }
+    assert_eq!(server.metrics().connects(), 1, "no reconnect");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_freeze_is_detected_within_the_heartbeat_bound_and_one_connection_remains() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    client.ready().await.expect("ready");
+    let mut events = client.events();
+    fault(addr, "freeze", r#"{"on":true}"#).await;
+    let frozen = Instant::now();
+    let event = event_where(&mut events, "disconnected", is_disconnect).await;
+    let detected = frozen.elapsed();
+    println!("freeze: detected after {detected:?} ({event:?})");
+    assert!(
+        matches!(
+            event,
+            ClientEvent::Session(Event::Disconnected {
+                reason: DisconnectReason::HeartbeatTimeout { .. },
+                ..
+            })
+        ),
+        "{event:?}"
+    );
+    // Server pings every 1 s: the core's watchdog plus its probe bound this.
+    assert!(detected <= Duration::from_secs(4), "{detected:?}");
+
+    fault(addr, "freeze", r#"{"on":false}"#).await;
+    client.ready().await.expect("ready again");
+    open_connections(&server, 1).await;
+    assert_eq!(
+        client.request("echo", json!("after")).await,
+        Ok(json!("after"))
+    );
+    client.close().await;
+    open_connections(&server, 0).await;
+}
+
+#[tokio::test]
+async fn reconnect_now_during_backoff_dials_at_once_without_a_second_connection() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    // A long backoff, so the client is surely waiting when we step in.
+    let client = builder(addr)
+        .configure(|c| {
+            c.set_backoff(belay_proto::backoff::BackoffPolicy::equal_jitter(
+                Duration::from_secs(20),
+                Duration::from_secs(30),
+            ));
+        })
+        .connect();
+    client.ready().await.expect("ready");
+    let mut status = client.status();
+    server.restart(Duration::from_millis(300));
+    let waiting = status_where(&mut status, "waiting", |s| {
+        s.state == ConnectionState::Waiting
+    })
+    .await;
+    assert!(waiting.next_attempt.is_some());
+    // The server accepts again once its restart window is over.
+    if let Some(until) = server.faults().refuse_until {
+        tokio::time::sleep_until(until.into()).await;
+    }
+    let mut events = client.events();
+    let mut server_events = server.events();
+    let asked = Instant::now();
+    client.reconnect_now().expect("open");
+    event_where(&mut events, "connecting", |e| {
+        matches!(e, ClientEvent::Connecting { .. })
+    })
+    .await;
+    let dialed = asked.elapsed();
+    let connected = tokio::time::timeout(common::SOON, async {
+        loop {
+            let e = server_events.recv().await.expect("server events");
+            if e.kind == "connect" {
+                return asked.elapsed();
+            }
+        }
+    })
+    .await
+    .expect("the server sees the session");
+    println!("reconnect_now: dial after {dialed:?}, server session after {connected:?}");
+    assert!(dialed <= Duration::from_millis(50), "{dialed:?}");
+    client.ready().await.expect("ready");
+    while let Ok(event) = events.try_recv() {
+        assert!(!is_disconnect(&event), "no extra disconnect: {event:?}");
+    }
+    assert_eq!(
+        server.metrics().open_connections(),
+        1,
+        "never two connections"
+    );
+    // Calling it again while connected does nothing.
+    client.reconnect_now().expect("open");
+    assert_eq!(client.request("echo", json!(1)).await, Ok(json!(1)));
+    assert_eq!(server.metrics().open_connections(), 1);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn no_publication_is_lost_or_duplicated_through_a_restart() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    let mut ticks = client.subscribe("ticks").await.expect("subscribe");
+    client.ready().await.expect("ready");
+    let mut status = client.status();
+    let publisher = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(50));
+            let mut last = None;
+            for n in 0..80u64 {
+                every.tick().await;
+                if n == 20 {
+                    server.restart(Duration::from_millis(700));
+                }
+                last = Some(server.publish("ticks", json!(n)).offset);
+            }
+            last.expect("published")
+        })
+    };
+    let last = tokio::time::timeout(Duration::from_secs(20), publisher)
+        .await
+        .expect("publisher ends")
+        .expect("task");
+    let mut seen = Vec::new();
+    let mut resyncs = 0;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while seen.last().copied() != Some(last) {
+            match ticks.next().await.expect("the stream lives") {
+                Item::Publication(p) => seen.push(p.offset),
+                Item::Resync => resyncs += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("every publication arrives");
+    assert!(status.borrow_and_update().ready);
+    let first = seen[0];
+    let expected: Vec<u64> = (first..=last).collect();
+    assert_eq!(resyncs, 0, "the history covers a 700 ms restart");
+    assert_eq!(seen, expected, "every offset exactly once, in order");
+    assert!(server.metrics().connects() >= 2, "it did reconnect");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn after_close_no_new_connection_appears() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    client.ready().await.expect("ready");
+    let mut status = client.status();
+    // Lose the connection so that a redial is pending, then close.
+    server.restart(Duration::from_millis(100));
+    status_where(&mut status, "waiting", |s| {
+        matches!(
+            s.state,
+            ConnectionState::Waiting | ConnectionState::Connecting
+        )
+    })
+    .await;
+    client.close().await;
+    assert_eq!(client.status().borrow().state, ConnectionState::Stopped);
+    let connects = server.metrics().connects();
+    open_connections(&server, 0).await;
+    // Longer than the whole backoff (≤ 1 s) plus the restart window.
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    assert_eq!(server.metrics().connects(), connects, "no new session");
+    assert_eq!(server.metrics().open_connections(), 0);
+    assert!(client.reconnect_now().is_err());
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_stops_the_connection() {
+    let server = demo_server();
+    let addr = start(&server).await;
+    let client = builder(addr).connect();
+    client.ready().await.expect("ready");
+    open_connections(&server, 1).await;
+    drop(client);
+    open_connections(&server, 0).await;
+}
+
+#[tokio::test]
+async fn wss_with_a_custom_root_for_a_self_signed_server() {
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("a certificate");
+    let tls = belay_server::tls::server_config(
+        vec![certified.cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::try_from(certified.signing_key.serialize_der())
+            .expect("key"),
+    )
+    .expect("tls config");
+    let server = demo_server();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve_tls(listener, serving.router(), tls).await });
+
+    let mut trust = TlsSettings::default();
+    trust
+        .set_webpki_roots(false)
+        .add_root_pem(certified.cert.pem().as_bytes())
+        .expect("pem");
+    let client = Client::builder(format!("wss://localhost:{port}/ws"))
+        .tls(trust)
+        .connect();
+    client.ready().await.expect("ready over TLS");
+    assert_eq!(client.request("echo", json!("tls")).await, Ok(json!("tls")));
+    client.close().await;
+
+    // Without the custom root the certificate is refused (and retried).
+    let untrusting = Client::builder(format!("wss://localhost:{port}/ws")).connect();
+    let mut events = untrusting.events();
+    let failed = event_where(&mut events, "connect failed", is_disconnect).await;
+    assert!(format!("{failed:?}").contains("TLS"), "{failed:?}");
+    untrusting.close().await;
+}
+
+#[tokio::test]
+async fn an_unusable_url_halts_with_invalid_config() {
+    let client = Client::builder("http://127.0.0.1:1/ws").connect();
+    let mut status = client.status();
+    let halted = status_where(&mut status, "halted", |s| {
+        s.state == ConnectionState::Halted
+    })
+    .await;
+    assert!(
+        matches!(
+            halted.halted,
+            Some(belay_proto::HaltReason::InvalidConfig { .. })
+        ),
+        "{halted:?}"
+    );
+    client.close().await;
+}

@@ -1,0 +1,34 @@
+//! belay-lab: the Belay fault lab (MISSION §10).
+//!
+//! This first piece is a userspace TCP fault proxy, in the spirit of
+//! Toxiproxy and needing no root: it listens on a loopback address, joins
+//! each client to a fresh connection to a loopback upstream, and applies the
+//! [`Fault`] in force, switchable at run time through a [`Proxy`] handle or
+//! the HTTP [`admin`] endpoint (`belay proxy` on the command line).
+//!
+//! ```text
+//!  client ──▶ proxy listener ──▶ pair task ─┬─ client→server: read ▶ queue ▶ write ─▶ upstream
+//!                  ▲                        └─ server→client: write ◀ queue ◀ read ◀─┘
+//!       Proxy::set / POST /faults  (watch channel seen by every pair task)
+//! ```
+//!
+//! * [`Fault::Pass`], [`Fault::Blackhole`] (data held), [`Fault::Latency`],
+//!   [`Fault::Bandwidth`], [`Fault::Reset`] (RST, optional refusal window),
+//!   [`Fault::HalfOpen`] (one direction discarded), [`Fault::DropNew`].
+//! * One task per connection pair; at most 16 × 16 KiB buffered per direction.
+//! * [`CountersSnapshot`]: connections, bytes each way, bytes dropped, faults.
+//! * Every address must be loopback ([`ProxyError::NotLoopback`]).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod admin;
+mod counters;
+mod direction;
+mod fault;
+mod pair;
+mod proxy;
+mod state;
+
+pub use counters::CountersSnapshot;
+pub use fault::{Direction, Fault};
+pub use proxy::{Proxy, ProxyError};
