@@ -269,7 +269,9 @@ impl Server {
         let _ = rx.wait_for(|l| *l == Lifecycle::Drained).await;
     }
 
-    /// Start a graceful drain (idempotent); see [`crate::drain`].
+    /// Start a graceful drain (idempotent): `/readyz` answers 503 at once;
+    /// after the load-balancer delay every client gets reconnect advice,
+    /// then close 1012; [`Server::drained`] resolves when all are gone.
     pub fn drain(&self) {
         crate::drain::start(Arc::clone(&self.shared));
     }
