@@ -251,6 +251,7 @@ impl Connection {
                     if self.faults.borrow().service_down {
                         self.drop_subscriptions("unavailable", "service down");
                     }
+                    self.follow_flapping();
                 }
                 order = control.recv() => {
                     if let Some(end) = self.on_control(order) {
@@ -581,6 +582,20 @@ impl Connection {
         };
         let task = tokio::spawn(forwarder.run());
         self.subscriptions.insert(channel, task.abort_handle());
+    }
+
+    /// Flapping switched on drops this session too, `after` from now;
+    /// switched off, it spares it.
+    fn follow_flapping(&mut self) {
+        let now = self.now();
+        let flapping = self.faults.borrow().flapping;
+        if let Stage::Open { flap_at, .. } = &mut self.stage {
+            *flap_at = match (flapping, *flap_at) {
+                (Some(_), Some(at)) => Some(at),
+                (Some(after), None) => Some(now + after),
+                (None, _) => None,
+            };
+        }
     }
 
     /// Service down: every subscription is dropped with `unsubscribed`.

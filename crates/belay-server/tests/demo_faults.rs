@@ -668,3 +668,14 @@ async fn a_request_the_server_refuses_still_gets_a_response_with_its_id() {
     }
     assert!(!refused.is_empty(), "answered {answered:?}");
 }
+
+#[tokio::test]
+async fn flapping_switched_on_also_drops_a_session_that_was_already_open() {
+    let server = demo_server(ServerConfig::default());
+    let addr = start(&server).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let switched_on = std::time::Instant::now();
+    common::fault(addr, "flapping", r#"{"on":true,"after_ms":300}"#).await;
+    assert_eq!(raw.closed_within(SOON).await, Closed::NoFrame);
+    assert!(switched_on.elapsed() >= Duration::from_millis(250));
+}

@@ -27,6 +27,22 @@ pub fn demo_server() -> Server {
         .build()
 }
 
+/// A demo server like [`demo_server`] with other channel history bounds.
+pub fn demo_server_with_history(history: belay_server::broker::HistoryLimits) -> Server {
+    let mut limits = Limits::default();
+    limits
+        .set_ping_interval(Duration::from_secs(1))
+        .set_pong_timeout(Duration::from_secs(1));
+    Server::builder()
+        .config(
+            ServerConfig::default()
+                .with_limits(limits)
+                .with_history(history),
+        )
+        .methods(demo::methods())
+        .build()
+}
+
 /// Serve the demo router on 127.0.0.1 with a port of the OS's choosing.
 pub async fn start(server: &Server) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
