@@ -54,6 +54,11 @@ case "$METHOD" in
 esac
 
 [ "$(id -u)" = 0 ] || die "must run as root (network namespaces); this test does not skip"
+if ! command -v ip >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  echo "installing iproute2 and curl (Debian packages)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 curl >/dev/null || true
+fi
 command -v ip >/dev/null 2>&1 || die "the 'ip' command (iproute2) is missing"
 command -v curl >/dev/null 2>&1 || die "curl is missing"
 if [ "$METHOD" = nft ] && ! command -v nft >/dev/null 2>&1; then
