@@ -40,8 +40,10 @@ export interface BelayOptions {
   /** Injection points for tests. */
   WebSocket?: typeof WebSocket;
   now?: () => number;
-  /** Where `online`/`offline` events come from (default: `globalThis`). */
+  /** Where `online`/`offline` and `pageshow` events come from (default: `globalThis`). */
   network?: EventTarget | null;
+  /** Where `visibilitychange` and `resume` come from (default: `document`, if any). */
+  page?: EventTarget | null;
 }
 
 /** What a UI needs: three levels and one answer. */
@@ -100,6 +102,7 @@ export class BelayClient extends EventTarget {
   private readonly WS: typeof WebSocket;
   private readonly clock: () => number;
   private readonly network: EventTarget | null;
+  private readonly page: EventTarget | null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private pumping = false;
   private lastStatus: Status;
@@ -114,8 +117,8 @@ export class BelayClient extends EventTarget {
     this.session = new Session(makeConfig(overrides), this.clock(), options.seed ?? randomSeed());
     this.lastStatus = this.status;
     this.network = options.network === undefined ? (typeof addEventListener === "function" ? globalThis : null) : options.network;
-    this.network?.addEventListener("online", this.onNetwork);
-    this.network?.addEventListener("offline", this.onNetwork);
+    this.page = options.page === undefined ? (typeof document === "object" ? document : null) : options.page;
+    this.listen("addEventListener");
     if (options.autoStart !== false) this.start();
   }
 
@@ -161,14 +164,25 @@ export class BelayClient extends EventTarget {
     this.pump();
   }
 
+  /**
+   * Probe the connection now instead of waiting out the heartbeat: one ping,
+   * and at most 2 s (or the probe timeout) for any frame before it is dropped
+   * and re-established. Called by itself when the page becomes visible, is
+   * restored from the back/forward cache, resumes from a freeze, or the
+   * device comes back online. Does nothing while connecting or waiting.
+   */
+  checkLiveness(): void {
+    this.session.checkLiveness(this.clock());
+    this.pump();
+  }
+
   /** Close for good: settles every request, closes the socket, leaves no timer or listener. */
   close(): void {
     this.session.stop(this.clock());
     this.pump();
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.network?.removeEventListener("online", this.onNetwork);
-    this.network?.removeEventListener("offline", this.onNetwork);
+    this.listen("removeEventListener");
     for (const sub of this.channels.values()) sub.end();
     this.channels.clear();
   }
@@ -220,8 +234,17 @@ export class BelayClient extends EventTarget {
 
   // ----- the driver loop -----
 
-  private readonly onNetwork = (e: globalThis.Event): void => {
-    this.input({ kind: "network", online: e.type === "online" });
+  private listen(method: "addEventListener" | "removeEventListener"): void {
+    for (const t of ["online", "offline", "pageshow"]) this.network?.[method](t, this.onWake);
+    for (const t of ["visibilitychange", "resume"]) this.page?.[method](t, this.onWake);
+  }
+
+  private readonly onWake = (e: globalThis.Event): void => {
+    const t = e.type;
+    if (t === "online" || t === "offline") this.input({ kind: "network", online: t === "online" });
+    if (t === "offline" || (t === "pageshow" && !(e as PageTransitionEvent).persisted)) return;
+    if (t === "visibilitychange" && (this.page as Document).visibilityState === "hidden") return;
+    this.checkLiveness();
   };
 
   private input(input: Input): void {

@@ -186,4 +186,35 @@ describe("BelayClient", () => {
     ws.recv({ type: "response", id: 1, result: 1 });
     c.close();
   });
+
+  it("probes at once when the page becomes visible, is restored, resumes or comes online", async () => {
+    const page = Object.assign(new EventTarget(), { visibilityState: "visible" });
+    const c = client({ page, probeTimeoutMs: 10_000 });
+    const ws = FakeSocket.all[0]!;
+    ws.welcome();
+    const pings = () => ws.sent.filter((m) => m.type === "ping").length;
+    page.visibilityState = "hidden";
+    page.dispatchEvent(new Event("visibilitychange"));
+    expect(pings()).toBe(0); // becoming hidden proves nothing either way
+    page.visibilityState = "visible";
+    page.dispatchEvent(new Event("visibilitychange"));
+    expect(pings()).toBe(1);
+    page.dispatchEvent(new Event("resume")); // a check is pending: no second ping
+    expect(pings()).toBe(1);
+    await advance(1000);
+    ws.recv({ type: "pong" });
+    network.dispatchEvent(Object.assign(new Event("pageshow"), { persisted: false }));
+    expect(pings()).toBe(1); // an ordinary load is not a restore
+    network.dispatchEvent(Object.assign(new Event("pageshow"), { persisted: true }));
+    expect(pings()).toBe(2);
+    // Silence: dropped after min(probe timeout, 2 s), not after the 10 s probe timeout.
+    await advance(1999);
+    expect(c.status.ready).toBe(true);
+    await advance(1);
+    expect(c.status).toMatchObject({ ready: false, state: "waiting" });
+    expect(ws.closedWith).toEqual([4000, "heartbeat timeout"]);
+    c.close();
+    page.dispatchEvent(new Event("visibilitychange")); // listeners are gone
+    expect(FakeSocket.all).toHaveLength(1);
+  });
 });

@@ -156,7 +156,7 @@ export function configFromJson(json: J): Config {
   return makeConfig(overrides as Partial<Config>);
 }
 
-const ACTIONS = ["start", "stop", "reconnect_now", "subscribe", "unsubscribe", "request", "timeout", "input"];
+const ACTIONS = ["start", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input"];
 const CHECKS = ["at", "expect", "result", "state", "ready", "readiness", "next_timeout_ms", "attempt"];
 
 function inputFromJson(a: J): Input {
@@ -177,6 +177,9 @@ function perform(s: Session, action: string, arg: J, now: number): J {
       return orOk(s.reconnectNow(now));
     case "stop":
       s.stop(now);
+      return "ok";
+    case "check_liveness":
+      s.checkLiveness(now);
       return "ok";
     case "timeout":
       s.handleTimeout(now);

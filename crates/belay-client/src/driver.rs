@@ -50,6 +50,7 @@ pub(crate) enum Command {
         id: u64,
     },
     ReconnectNow,
+    CheckLiveness,
     SetNetwork(bool),
     Close,
 }
@@ -213,6 +214,7 @@ impl Driver {
             Command::ReconnectNow => {
                 let _ = self.session.reconnect_now(now);
             }
+            Command::CheckLiveness => self.session.check_liveness(now),
             Command::SetNetwork(online) => {
                 self.session.handle_input(now, Input::Network { online });
             }

@@ -308,6 +308,17 @@ impl Client {
             .map_err(|_| Closed)
     }
 
+    /// Probe the connection now instead of waiting out the heartbeat (after
+    /// the host resumed from sleep, a network change, an app returning to the
+    /// foreground): while open, one `ping` and at most 2 s (or the probe
+    /// timeout, if shorter) for any frame before the connection is dropped
+    /// and re-established. Does nothing while connecting or waiting.
+    pub fn check_liveness(&self) -> Result<(), Closed> {
+        self.commands
+            .send(Command::CheckLiveness)
+            .map_err(|_| Closed)
+    }
+
     /// Tell the core whether the device has a network.
     pub fn set_network(&self, online: bool) -> Result<(), Closed> {
         self.commands

@@ -456,10 +456,11 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
     Ok(config)
 }
 
-const ACTIONS: [&str; 8] = [
+const ACTIONS: [&str; 9] = [
     "start",
     "stop",
     "reconnect_now",
+    "check_liveness",
     "subscribe",
     "unsubscribe",
     "request",
@@ -589,6 +590,10 @@ fn perform(
     Ok(match action {
         "start" => session.start(now).map_or_else(stopped, |()| ok()),
         "reconnect_now" => session.reconnect_now(now).map_or_else(stopped, |()| ok()),
+        "check_liveness" => {
+            session.check_liveness(now);
+            ok()
+        }
         "stop" => {
             session.stop(now);
             ok()

@@ -8,7 +8,8 @@ export type ConnectionState = "idle" | "connecting" | "handshaking" | "open" | "
 export type Phase =
   | { state: "idle" | "offline" | "halted" | "stopped" }
   | { state: "connecting" | "handshaking"; id: TransportId; deadline: number }
-  | { state: "open"; id: TransportId; heartbeat: Heartbeat }
+  /** `check`: deadline of a liveness check (`Session.checkLiveness`); any frame clears it. */
+  | { state: "open"; id: TransportId; heartbeat: Heartbeat; check?: number | undefined }
   | { state: "waiting"; until: number };
 
 export function phaseTransport(p: Phase): TransportId | undefined {
@@ -21,7 +22,7 @@ export function phaseTimeout(p: Phase): number | undefined {
     case "handshaking":
       return p.deadline;
     case "open":
-      return p.heartbeat.pollTimeout();
+      return Math.min(p.heartbeat.pollTimeout(), p.check ?? Infinity);
     case "waiting":
       return p.until;
     default:

@@ -38,6 +38,8 @@ import type { Failure, TransportId } from "./transport.js";
 
 /** Shortest server ping interval honoured (ms); 0 means "the server does not ping". */
 const MIN_SERVER_PING_MS = 1000;
+/** Longest wait of a liveness check (ms); a shorter probe timeout wins. */
+export const LIVENESS_CHECK_TIMEOUT_MS = 2000;
 
 export type Input =
   | { kind: "opened"; id: TransportId }
@@ -170,6 +172,24 @@ export class Session {
     return this.start(nowMs);
   }
 
+  /**
+   * Check now that the peer is alive instead of waiting out the heartbeat
+   * (page visible again, restored from the bfcache, back online, resumed).
+   * While open: one `ping` (none if a probe is already pending) and
+   * min(probe timeout, 2 s) for any frame, else close 4000 `probe_unanswered`.
+   * A pending check is neither repeated nor extended; other states: nothing.
+   */
+  checkLiveness(nowMs: number): void {
+    const now = this.advance(nowMs);
+    const p = this.phase;
+    if (p.state !== "open" || p.check !== undefined) return;
+    p.check = now + Math.min(this.config.probeTimeoutMs, LIVENESS_CHECK_TIMEOUT_MS) * US;
+    if (p.heartbeat.pendingProbeAt === undefined) {
+      this.counters.probesSent++;
+      this.push({ output: "transmit", id: p.id, message: { type: "ping" } });
+    }
+  }
+
   /** Stop for good: close, settle everything, emit `stopped` and nothing after. */
   stop(nowMs: number): void {
     const now = this.advance(nowMs);
@@ -272,7 +292,7 @@ export class Session {
         if (p.deadline <= now) this.abandon(now, p.id, CloseCode.HANDSHAKE_TIMEOUT, { kind: "connect_timeout" });
         break;
       case "open": {
-        const r = p.heartbeat.handleTimeout(now);
+        const r = p.check !== undefined && p.check <= now ? "probe_unanswered" : p.heartbeat.handleTimeout(now);
         if (r === "probe") this.push({ output: "transmit", id: p.id, message: { type: "ping" } });
         else if (r !== "wait") this.abandon(now, p.id, CloseCode.HEARTBEAT_TIMEOUT, { kind: "heartbeat_timeout", cause: r });
         break;
@@ -362,7 +382,10 @@ export class Session {
   // ----- messages -----
 
   private noteFrame(now: number): void {
-    if (this.phase.state === "open") this.phase.heartbeat.handleFrame(now);
+    if (this.phase.state === "open") {
+      this.phase.heartbeat.handleFrame(now);
+      this.phase.check = undefined;
+    }
   }
 
   private onMessage(now: number, id: TransportId, m: ServerMessage): void {

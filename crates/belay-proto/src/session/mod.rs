@@ -34,7 +34,7 @@ use crate::backoff::{Backoff, PacingSlots, RetryWindow};
 use crate::close::{CloseCode, CloseDisposition, CloseInfo};
 use crate::config::Config;
 use crate::event::{DisconnectReason, Event, HaltReason, RetryPlan};
-use crate::heartbeat::{Heartbeat, HeartbeatAction};
+use crate::heartbeat::{Heartbeat, HeartbeatAction, LivenessFailure};
 use crate::message::{
     decode_server, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice, Request,
     ServerMessage, Welcome, PROTOCOL_VERSION,
@@ -50,6 +50,10 @@ use phase::Phase;
 /// The shortest server ping interval the client accepts; shorter (non-zero)
 /// advertisements are raised to it, and 0 means "the server does not ping".
 const MIN_SERVER_PING_MS: u64 = 1_000;
+
+/// The longest a liveness check ([`Session::check_liveness`]) waits for a
+/// frame; a shorter `probe_timeout` wins.
+pub const LIVENESS_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What `handle_timeout` found due in the phase.
 enum Due {
@@ -244,6 +248,43 @@ impl Session {
         }
     }
 
+    /// Check now that the peer is alive, instead of waiting out the
+    /// heartbeat: for moments when the connection may have died unnoticed
+    /// (a page becomes visible again, is restored from the back/forward
+    /// cache, the device is back online or resumes from a freeze).
+    ///
+    /// While Open it sends one `ping` and gives the peer
+    /// `min(probe_timeout, LIVENESS_CHECK_TIMEOUT)` to send any frame; if
+    /// nothing arrives by then the transport is closed with 4000
+    /// (`probe_unanswered`), as for an unanswered probe. A probe already
+    /// pending is not repeated (the check only sets the short deadline), and
+    /// a check already pending is neither repeated nor extended. In every
+    /// other state it does nothing: a wait or an attempt is already under way.
+    pub fn check_liveness(&mut self, now: Instant) {
+        let now = self.advance(now);
+        let timeout = self.config.probe_timeout().min(LIVENESS_CHECK_TIMEOUT);
+        let Phase::Open {
+            id,
+            heartbeat,
+            check,
+        } = &mut self.phase
+        else {
+            return;
+        };
+        if check.is_some() {
+            return;
+        }
+        *check = Some(now.saturating_add(timeout));
+        if heartbeat.pending_probe_at().is_none() {
+            let id = *id;
+            self.stats.probes_sent = self.stats.probes_sent.saturating_add(1);
+            self.push(Output::Transmit {
+                id,
+                message: ClientMessage::Ping,
+            });
+        }
+    }
+
     /// Stop for good: closes the transport, settles every request, cancels
     /// every timer, emits [`Event::Stopped`] and nothing after it.
     pub fn stop(&mut self, now: Instant) {
@@ -391,7 +432,14 @@ impl Session {
                     DisconnectReason::ConnectTimeout,
                 )
             }
-            Phase::Open { id, heartbeat } => match heartbeat.handle_timeout(now) {
+            Phase::Open { id, check, .. } if check.is_some_and(|c| c <= now) => Due::Abandon(
+                *id,
+                CloseCode::HEARTBEAT_TIMEOUT,
+                DisconnectReason::HeartbeatTimeout {
+                    cause: LivenessFailure::ProbeUnanswered,
+                },
+            ),
+            Phase::Open { id, heartbeat, .. } => match heartbeat.handle_timeout(now) {
                 Ok(HeartbeatAction::Probe) => Due::Probe(*id),
                 Ok(_) => Due::Nothing,
                 Err(cause) => Due::Abandon(
@@ -542,8 +590,12 @@ impl Session {
     // ----- messages -----
 
     fn note_frame(&mut self, now: Instant) {
-        if let Phase::Open { heartbeat, .. } = &mut self.phase {
+        if let Phase::Open {
+            heartbeat, check, ..
+        } = &mut self.phase
+        {
             heartbeat.handle_frame(now);
+            *check = None;
         }
     }
 
@@ -632,7 +684,11 @@ impl Session {
         };
         let mut heartbeat = Heartbeat::new(now, probe_interval, self.config.probe_timeout());
         heartbeat.set_server_ping_interval(server_ping);
-        self.phase = Phase::Open { id, heartbeat };
+        self.phase = Phase::Open {
+            id,
+            heartbeat,
+            check: None,
+        };
         self.backoff.set_slots(welcome.pacing.map(|p| {
             PacingSlots::new(
                 Duration::from_millis(p.period_ms),

@@ -46,6 +46,9 @@ pub(crate) enum Phase {
     Open {
         id: TransportId,
         heartbeat: Heartbeat,
+        /// Deadline of a liveness check ([`super::Session::check_liveness`]);
+        /// any inbound frame clears it.
+        check: Option<Instant>,
     },
     Waiting {
         until: Instant,
@@ -86,7 +89,11 @@ impl Phase {
             Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } => {
                 Some(*deadline)
             }
-            Phase::Open { heartbeat, .. } => Some(heartbeat.poll_timeout()),
+            Phase::Open {
+                heartbeat, check, ..
+            } => Some(check.map_or(heartbeat.poll_timeout(), |c| {
+                c.min(heartbeat.poll_timeout())
+            })),
             Phase::Waiting { until } => Some(*until),
             Phase::Idle | Phase::Offline | Phase::Halted | Phase::Stopped => None,
         }
