@@ -20,6 +20,8 @@ pub(crate) struct Counters {
     resets: AtomicU64,
     refused: AtomicU64,
     dropped_new: AtomicU64,
+    rate_limited: AtomicU64,
+    closed_by_toxic: AtomicU64,
 }
 
 /// A copy of the counters at one moment (the body of `GET /counters`).
@@ -35,18 +37,25 @@ pub struct CountersSnapshot {
     pub client_to_server: u64,
     /// Bytes forwarded from the upstream to clients.
     pub server_to_client: u64,
-    /// Client bytes discarded by [`Fault::HalfOpen`](crate::Fault::HalfOpen).
+    /// Client bytes discarded by [`Fault::HalfOpen`](crate::Fault::HalfOpen) or a `discard` toxic.
     pub dropped_client_to_server: u64,
-    /// Upstream bytes discarded by [`Fault::HalfOpen`](crate::Fault::HalfOpen).
+    /// Upstream bytes discarded by [`Fault::HalfOpen`](crate::Fault::HalfOpen) or a `discard` toxic.
     pub dropped_server_to_client: u64,
-    /// Faults switched in through the handle or the admin API.
+    /// Faults switched in with [`Proxy::set`](crate::Proxy::set) or `POST /faults`.
     pub faults_set: u64,
-    /// Connection pairs closed with an RST by [`Fault::Reset`](crate::Fault::Reset).
+    /// Connection pairs closed with an RST by [`Fault::Reset`](crate::Fault::Reset)
+    /// or a `reset_peer` toxic.
     pub resets: u64,
-    /// New connections reset during a [`Fault::Reset`](crate::Fault::Reset) refusal window.
+    /// New connections reset during a [`Fault::Reset`](crate::Fault::Reset)
+    /// refusal window or by a `refuse` toxic (`with: reset`).
     pub refused: u64,
-    /// New connections closed at once by [`Fault::DropNew`](crate::Fault::DropNew).
+    /// New connections closed at once by [`Fault::DropNew`](crate::Fault::DropNew)
+    /// or a `refuse` toxic (`with: close`).
     pub dropped_new: u64,
+    /// New connections reset by an `accept_rate` toxic.
+    pub rate_limited: u64,
+    /// Connection pairs closed by a `timeout` or `limit_data` toxic.
+    pub closed_by_toxic: u64,
 }
 
 fn add(counter: &AtomicU64, n: u64) {
@@ -77,6 +86,12 @@ impl Counters {
     }
     pub(crate) fn dropped_new(&self) {
         add(&self.dropped_new, 1);
+    }
+    pub(crate) fn rate_limited(&self) {
+        add(&self.rate_limited, 1);
+    }
+    pub(crate) fn closed_by_toxic(&self) {
+        add(&self.closed_by_toxic, 1);
     }
 
     /// Count `n` bytes forwarded `direction`.
@@ -111,6 +126,8 @@ impl Counters {
             resets: get(&self.resets),
             refused: get(&self.refused),
             dropped_new: get(&self.dropped_new),
+            rate_limited: get(&self.rate_limited),
+            closed_by_toxic: get(&self.closed_by_toxic),
         }
     }
 }

@@ -1,6 +1,9 @@
-//! What the proxy does to the traffic: the [`Fault`] in force.
+//! The classic one-at-a-time faults: each [`Fault`] is a shorthand for a set
+//! of toxics (or, for [`Fault::Reset`], a one-off action).
 
 use serde::{Deserialize, Serialize};
+
+use crate::toxic::{RefuseWith, Stream, Toxic, ToxicKind, MAX_MS};
 
 /// One direction of a proxied connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -12,13 +15,15 @@ pub enum Direction {
     ServerToClient,
 }
 
-/// The proxy's behaviour; switch it at run time with
-/// [`Proxy::set`](crate::Proxy::set) or `POST /faults`.
+/// A whole-proxy fault; switch it at run time with
+/// [`Proxy::set`](crate::Proxy::set) or `POST /faults`. Setting a fault
+/// replaces all the proxy's toxics with the fault's ([`Fault::toxics`]).
 ///
 /// On the wire (JSON) the variant is the `"mode"` field, e.g.
 /// `{"mode":"latency","ms":200}` or `{"mode":"half_open","drop":"server_to_client"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum Fault {
     /// Forward everything as it comes (the default).
     #[default]
@@ -67,22 +72,41 @@ pub enum Fault {
     /// Accept each new connection and close it at once (a FIN, no data);
     /// connections already open are untouched.
     DropNew,
+    /// Reported by [`Proxy::fault`](crate::Proxy::fault) when the toxics in
+    /// force were edited through the toxic API or a timeline since the last
+    /// fault was set (see [`Proxy::toxics`](crate::Proxy::toxics)); it
+    /// cannot be set.
+    Toxics,
 }
 
 impl Fault {
-    /// Whether the proxy may move bytes (reading or writing) at all.
-    pub(crate) fn frozen(&self) -> bool {
-        matches!(self, Fault::Blackhole)
-    }
-
-    /// Whether bytes travelling `direction` are discarded.
-    pub(crate) fn drops(&self, direction: Direction) -> bool {
-        matches!(self, Fault::HalfOpen { drop } if *drop == direction)
+    /// The toxics this fault stands for (none for [`Fault::Pass`] and the
+    /// one-off [`Fault::Reset`]).
+    pub fn toxics(&self) -> Vec<Toxic> {
+        let kind = match *self {
+            Fault::Blackhole => ToxicKind::Blackhole,
+            Fault::Latency { ms } => ToxicKind::Latency {
+                latency_ms: ms,
+                jitter_ms: 0,
+            },
+            Fault::Bandwidth { bytes_per_sec } => ToxicKind::Bandwidth { bytes_per_sec },
+            Fault::HalfOpen { drop } => {
+                return vec![Toxic::new(ToxicKind::Discard).on(Stream::of(drop))];
+            }
+            Fault::DropNew => ToxicKind::Refuse {
+                with: RefuseWith::Close,
+            },
+            Fault::Pass | Fault::Reset { .. } | Fault::Toxics => return Vec::new(),
+        };
+        vec![Toxic::new(kind)]
     }
 
     /// Check the parameters; the message says what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         match self {
+            Fault::Toxics => {
+                Err("toxics: this mode is only reported; add toxics through the toxic API".into())
+            }
             Fault::Bandwidth { bytes_per_sec: 0 } => {
                 Err("bandwidth: bytes_per_sec must be at least 1".into())
             }
@@ -96,9 +120,6 @@ impl Fault {
         }
     }
 }
-
-/// The largest delay or refusal window accepted (ten minutes).
-const MAX_MS: u64 = 600_000;
 
 #[cfg(test)]
 mod tests {
@@ -141,5 +162,19 @@ mod tests {
         assert!(Fault::Bandwidth { bytes_per_sec: 0 }.validate().is_err());
         assert!(Fault::Latency { ms: 10 }.validate().is_ok());
         assert!(Fault::Latency { ms: MAX_MS + 1 }.validate().is_err());
+        assert!(Fault::Toxics.validate().is_err());
+    }
+
+    #[test]
+    fn faults_map_to_toxics() {
+        assert!(Fault::Pass.toxics().is_empty());
+        let half = Fault::HalfOpen {
+            drop: Direction::ClientToServer,
+        }
+        .toxics();
+        assert_eq!(half.len(), 1);
+        assert_eq!(half[0].stream(), Stream::Upstream);
+        assert_eq!(*half[0].kind(), ToxicKind::Discard);
+        assert_eq!(Fault::Blackhole.toxics()[0].stream(), Stream::Both);
     }
 }

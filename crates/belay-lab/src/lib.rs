@@ -18,17 +18,37 @@
 //! * One task per connection pair; at most 16 × 16 KiB buffered per direction.
 //! * [`CountersSnapshot`]: connections, bytes each way, bytes dropped, faults.
 //! * Every address must be loopback ([`ProxyError::NotLoopback`]).
+//!
+//! Beyond those whole-proxy faults, each proxy carries a stack of
+//! [`Toxic`]s, Toxiproxy-style, each on one [`Stream`] or both, with a
+//! `toxicity` (the fraction of connections it applies to): latency with
+//! jitter, bandwidth, blackhole, timeout, reset_peer, slow_close, slicer,
+//! limit_data, discard, plus refuse and accept_rate on new connections
+//! ([`ToxicKind`]). A [`Timeline`] scripts toxic changes over time; a
+//! [`Registry`] holds named proxies behind the HTTP [`admin`] API
+//! (`docs/PROXY.md`). Every random draw comes from a seeded SplitMix64
+//! ([`ProxyBuilder::seed`]), so runs are reproducible.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod admin;
+mod accept;
 mod counters;
 mod direction;
 mod fault;
 mod pair;
+mod plan;
 mod proxy;
+mod registry;
 mod state;
+mod timeline;
+mod toxic;
+mod toxic_json;
 
 pub use counters::CountersSnapshot;
 pub use fault::{Direction, Fault};
 pub use proxy::{Proxy, ProxyError};
+pub use proxy::ProxyBuilder;
+pub use registry::Registry;
+pub use timeline::{Action, Step, Timeline};
+pub use toxic::{RefuseWith, Stream, Toxic, ToxicKind};

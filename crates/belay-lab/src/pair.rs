@@ -1,13 +1,15 @@
 //! One proxied connection: the client socket, its upstream socket, and the
-//! one task that moves bytes between them.
+//! one task that moves bytes between them and ends them when a toxic says.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpStream;
+use tokio::time::{sleep_until, Instant};
 
-use crate::direction::forward;
+use crate::direction::{forward, Stop, Way};
 use crate::fault::Direction;
+use crate::plan::{next_timer, Conn, Timer};
 use crate::state::Shared;
 
 /// How a pair ended.
@@ -16,15 +18,22 @@ enum End {
     Done,
     /// One side failed (for instance it was reset): reset the other too.
     Failed,
-    /// A [`Fault::Reset`](crate::Fault::Reset) was ordered.
+    /// A [`Fault::Reset`](crate::Fault::Reset) was ordered, or a
+    /// `reset_peer` toxic fired: reset both.
     Reset,
+    /// A `timeout` or `limit_data` toxic fired: close both.
+    Close,
+    /// The proxy was closed: close both.
+    Stopped,
 }
 
 /// Join `client` to a fresh connection to `upstream` and forward until both
-/// directions end, an error, or a reset ordered after `resets_seen`.
+/// directions end, an error, a toxic ends the pair, or a reset ordered after
+/// `resets_seen`.
 pub(crate) async fn run(
     mut client: TcpStream,
     upstream: SocketAddr,
+    conn: Conn,
     resets_seen: u64,
     shared: Arc<Shared>,
 ) {
@@ -39,39 +48,70 @@ pub(crate) async fn run(
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     shared.counters.opened();
-    let mut resets = shared.watch();
+    let mut states = shared.watch();
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
+        let way = |direction| Way {
+            direction,
+            conn,
+            shared: &shared,
+        };
         let both = async {
             tokio::try_join!(
-                forward(
-                    client_read,
-                    server_write,
-                    Direction::ClientToServer,
-                    &shared
-                ),
-                forward(
-                    server_read,
-                    client_write,
-                    Direction::ServerToClient,
-                    &shared
-                ),
+                forward(client_read, server_write, way(Direction::ClientToServer)),
+                forward(server_read, client_write, way(Direction::ServerToClient)),
             )
         };
-        tokio::select! {
-            result = both => if result.is_ok() { End::Done } else { End::Failed },
-            _ = resets.wait_for(|s| s.resets != resets_seen) => End::Reset,
+        tokio::pin!(both);
+        loop {
+            let (timer, ordered_reset, closed) = {
+                let state = states.borrow_and_update();
+                (
+                    next_timer(&state, &conn),
+                    state.resets != resets_seen,
+                    state.closed,
+                )
+            };
+            if ordered_reset {
+                break End::Reset;
+            }
+            if closed {
+                break End::Stopped;
+            }
+            let fire_at = timer.map_or_else(far_future, |(at, _)| at);
+            tokio::select! {
+                result = &mut both => break match result {
+                    Ok(_) => End::Done,
+                    Err(Stop::LimitReached) => End::Close,
+                    Err(Stop::Failed(e)) => {
+                        tracing::debug!(error = %e, "one side failed; resetting the other");
+                        End::Failed
+                    }
+                },
+                changed = states.changed() => if changed.is_err() { break End::Stopped },
+                () = sleep_until(fire_at), if timer.is_some() => break match timer {
+                    Some((_, Timer::Reset)) => End::Reset,
+                    _ => End::Close,
+                },
+            }
         }
     };
     shared.counters.closed();
-    if matches!(end, End::Done) {
-        return;
+    match end {
+        End::Done | End::Stopped => {}
+        End::Close => shared.counters.closed_by_toxic(),
+        End::Reset | End::Failed => {
+            if matches!(end, End::Reset) {
+                shared.counters.reset();
+            }
+            // SO_LINGER 0: dropping the sockets sends an RST instead of a FIN.
+            let _ = client.set_zero_linger();
+            let _ = server.set_zero_linger();
+        }
     }
-    if matches!(end, End::Reset) {
-        shared.counters.reset();
-    }
-    // SO_LINGER 0: dropping the sockets sends an RST instead of a FIN.
-    let _ = client.set_zero_linger();
-    let _ = server.set_zero_linger();
+}
+
+fn far_future() -> Instant {
+    Instant::now() + tokio::time::Duration::from_secs(86_400 * 365)
 }

@@ -146,3 +146,31 @@ pub async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u1
         .expect("a status line");
     (status, body.to_owned())
 }
+
+/// Everything `tcp` yields until EOF (within [`SOON`]): the bytes, in the
+/// sizes the reads returned them.
+pub async fn reads_until_eof(tcp: &mut TcpStream) -> Vec<Vec<u8>> {
+    let mut reads = Vec::new();
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = tokio::time::timeout_at(deadline, tcp.read(&mut buf))
+            .await
+            .expect("EOF within the bound")
+            .expect("read");
+        if n == 0 {
+            return reads;
+        }
+        buf.truncate(n);
+        reads.push(buf);
+    }
+}
+
+/// A proxy with `seed` in front of `upstream`, with `toxics` in force.
+pub async fn proxy_with(upstream: SocketAddr, seed: u64, toxics: Vec<belay_lab::Toxic>) -> Proxy {
+    let mut builder = Proxy::builder(upstream).seed(seed);
+    for toxic in toxics {
+        builder = builder.toxic(toxic);
+    }
+    builder.start().await.expect("the proxy starts")
+}
