@@ -51,10 +51,11 @@ if [ ! -x "$venv/bin/kosoku" ]; then
 fi
 
 cargo build --quiet -p belay-server --example echo_server
+bin_dir=${CARGO_TARGET_DIR:-target}/debug/examples
 
 rm -rf "$out"
 mkdir -p "$out"
-target/debug/examples/echo_server 127.0.0.1:0 >"$out/server.out" 2>"$out/server.err" &
+"$bin_dir"/echo_server 127.0.0.1:0 >"$out/server.out" 2>"$out/server.err" &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
 

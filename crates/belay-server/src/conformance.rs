@@ -2,9 +2,9 @@
 //!
 //! Autobahn's fuzzing client needs a server that echoes every message. The
 //! route here performs exactly the upgrade that `/ws` performs (the same
-//! header validation and accept key, the same tokio-websockets server codec)
-//! and then echoes text and binary messages back; pings are answered and
-//! close frames returned by the codec itself. So `scripts/autobahn.sh`,
+//! header validation and accept key, the same server codec, Belay's own
+//! `ws` module) and then echoes text and binary messages back; pings are
+//! answered and close frames returned by the codec itself. So `scripts/autobahn.sh`,
 //! which runs cases 1–10 against this route, tests the WebSocket layer the
 //! Belay sessions run on, without the Belay protocol on top.
 //!
@@ -19,10 +19,10 @@ use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use futures_util::{SinkExt, StreamExt};
-use tokio_websockets::Limits as WsLimits;
+use std::time::Duration;
 
 use crate::upgrade::Handshake;
+use crate::ws::Message;
 
 /// The path of the echo route.
 pub const ECHO_PATH: &str = "/echo";
@@ -43,15 +43,24 @@ async fn echo(request: Request) -> Response {
         Ok(handshake) => handshake,
         Err(refused) => return refused.into_response(),
     };
-    let limits = WsLimits::default().max_payload_len(Some(ECHO_MAX_PAYLOAD));
-    handshake.accept(request, limits, |mut ws| async move {
+    handshake.accept(request, ECHO_MAX_PAYLOAD, |mut ws| async move {
         // The codec answers pings, validates UTF-8 and fragmentation, and
-        // returns the close frame; an error ends the session (the codec has
-        // already sent the close frame the protocol asks for).
-        while let Some(Ok(message)) = ws.next().await {
-            if (message.is_text() || message.is_binary()) && ws.send(message).await.is_err() {
-                break;
+        // answers the peer's close; a broken rule closes with its code.
+        let linger = Duration::from_secs(5);
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(text))) => ws.queue_text(&text),
+                Some(Ok(Message::Binary(data))) => ws.queue_binary(&data),
+                Some(Ok(Message::Ping | Message::Pong)) => {}
+                Some(Ok(Message::Close(_))) | None => break,
+                Some(Err(error)) => {
+                    if let Some(code) = error.close_code() {
+                        ws.close(Some(code), error.reason(), linger).await;
+                    }
+                    return;
+                }
             }
         }
+        ws.close(None, "", linger).await;
     })
 }

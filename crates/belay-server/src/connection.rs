@@ -1,11 +1,14 @@
-//! One connection: a read loop that owns the session's state, a writer task
-//! behind a bounded queue, and tasks for requests and subscriptions.
+//! One connection: one task that owns the session's state, reads the socket
+//! and writes what the bounded outbound queue holds, plus tasks for requests
+//! and subscriptions.
 //!
 //! Nothing a peer sends can make the server panic or grow without bound:
 //! frames are limited by the WebSocket layer, messages by a token bucket, the
 //! outbound queue by `limits.outbound_queue` (a reader that falls behind is
-//! closed with 4009), and liveness by the core's `Heartbeat` (a connection
-//! that answers nothing is reaped with 4000).
+//! closed with 4009; frames move from the queue to the socket only while
+//! less than `ws::HIGH_WATER` bytes wait to be written), and liveness by the
+//! core's `Heartbeat` (a connection that answers nothing is reaped with
+//! 4000).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -22,12 +25,9 @@ use belay_proto::message::{
 use belay_proto::server::{RateDecision, RateLimiter, Violation, ViolationResponse};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
-use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::task::AbortHandle;
-use tokio_websockets::{Message, WebSocketStream};
 
 use crate::auth::Principal;
 use crate::faults::Faults;
@@ -35,6 +35,11 @@ use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
 use crate::requests::{self, RequestTask};
 use crate::server::Shared;
+use crate::ws::{Message, WebSocket, WsError, HIGH_WATER};
+
+/// How long a closing connection may take to flush and finish the close
+/// handshake before the socket is dropped.
+const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
 /// Whether the upgrade passed admission control.
 #[derive(Debug, Clone, Copy)]
@@ -109,21 +114,13 @@ struct Connection {
     id: u64,
 }
 
-pub(crate) async fn run<S>(shared: Arc<Shared>, ws: WebSocketStream<S>, meta: ConnectionMeta)
+pub(crate) async fn run<S>(shared: Arc<Shared>, mut ws: WebSocket<S>, meta: ConnectionMeta)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let limits = &shared.config.limits;
-    let (sink, stream) = ws.split();
-    let (out, out_rx) = outbound(limits.outbound_queue());
-    let (close_tx, close_rx) = oneshot::channel();
+    let (out, mut out_rx) = outbound(limits.outbound_queue());
     let (control, control_rx) = mailbox();
-    let writer = tokio::spawn(write_loop(
-        sink,
-        out_rx,
-        close_rx,
-        shared.faults.subscribe(),
-    ));
     let id = shared.register(control.clone());
     shared
         .metrics
@@ -145,7 +142,11 @@ where
     };
     let meta_peer = meta.peer;
     let end = match meta.admission {
-        Admission::Admitted => connection.read_loop(stream, control_rx, meta).await,
+        Admission::Admitted => {
+            connection
+                .read_loop(&mut ws, &mut out_rx, control_rx, meta)
+                .await
+        }
         Admission::Refused { retry_after } => connection.refuse(retry_after),
     };
     connection.stop_subscriptions();
@@ -156,9 +157,14 @@ where
         while connection.in_flight.load(Ordering::Acquire) > 0
             && tokio::time::Instant::now() < deadline
         {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            pump(&mut ws, &mut out_rx, usize::MAX);
+            let tick = Duration::from_millis(10);
+            if tokio::time::timeout(tick, ws.flush()).await.is_ok() {
+                tokio::time::sleep(tick).await;
+            }
         }
     }
+    drop(connection);
     let code = match end {
         End::Close(code, reason) => {
             // The peer is gone or not reading: do not wait behind the queue.
@@ -166,26 +172,20 @@ where
                 code,
                 CloseCode::SLOW_CONSUMER | CloseCode::HEARTBEAT_TIMEOUT
             );
-            let _ = close_tx.send(CloseOrder {
-                code,
-                reason,
-                urgent,
-            });
+            if !urgent {
+                pump(&mut ws, &mut out_rx, usize::MAX);
+            }
+            ws.close(Some(code.0), &reason, CLOSE_LINGER).await;
             code.0
         }
         End::PeerGone(code) => {
-            // The peer closed first: let the writer answer its close at once.
-            drop(close_tx);
+            // The codec has answered the peer's close (if it sent one).
+            ws.close(None, "", CLOSE_LINGER).await;
             code.unwrap_or(CloseCode::ABNORMAL.0)
         }
-        End::Abrupt => {
-            writer.abort();
-            CloseCode::ABNORMAL.0
-        }
+        End::Abrupt => CloseCode::ABNORMAL.0,
     };
-    drop(connection);
-    // Give the writer a moment to flush the close frame, then let go.
-    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    drop(ws);
     shared.unregister(id);
     shared
         .metrics
@@ -193,6 +193,21 @@ where
         .fetch_sub(1, Ordering::Relaxed);
     shared.metrics.count_close(code);
     shared.emit("disconnect", format!("{} closed with {code}", meta_peer));
+}
+
+/// Move queued frames into the socket's write buffer while it holds less
+/// than `limit` bytes (at most 64 frames when limited, so one flush batches
+/// them without starving the rest of the loop).
+fn pump<S>(ws: &mut WebSocket<S>, out: &mut OutboundReceiver, limit: usize)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut moved = 0;
+    while ws.buffered() < limit && (limit == usize::MAX || moved < 64) {
+        let Some(frame) = out.try_recv() else { break };
+        ws.queue_text(&frame);
+        moved += 1;
+    }
 }
 
 impl Connection {
@@ -219,13 +234,16 @@ impl Connection {
 
     async fn read_loop<S>(
         &mut self,
-        mut stream: SplitStream<WebSocketStream<S>>,
+        ws: &mut WebSocket<S>,
+        out: &mut OutboundReceiver,
         mut control: ControlReceiver,
         meta: ConnectionMeta,
     ) -> End
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
+        let timer = tokio::time::sleep_until(self.shared.clock.to_std(self.next_deadline()).into());
+        tokio::pin!(timer);
         loop {
             if self.faults.borrow().freeze {
                 // Frozen: nothing read, nothing written, no timers. Only a
@@ -238,10 +256,16 @@ impl Connection {
                 }
                 continue;
             }
-            let deadline = self.shared.clock.to_std(self.next_deadline());
+            let deadline =
+                tokio::time::Instant::from_std(self.shared.clock.to_std(self.next_deadline()));
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
+            let room = ws.buffered() < HIGH_WATER;
             // Biased: a fault change (a freeze must stop the very next frame)
             // and orders come first, then a due timer (so a peer that keeps
-            // sending cannot postpone it), then the peer's frames.
+            // sending cannot postpone it), then the peer's frames (reading
+            // also writes what is buffered), then queued frames to send.
             tokio::select! {
                 biased;
                 changed = self.faults.changed() => {
@@ -258,14 +282,14 @@ impl Connection {
                         return end;
                     }
                 }
-                () = tokio::time::sleep_until(deadline.into()) => {
+                () = timer.as_mut() => {
                     // The timer can fire a little late or early: the core
                     // re-checks `now >= deadline` itself.
                     if let Some(end) = self.on_timeout() {
                         return end;
                     }
                 }
-                frame = stream.next() => {
+                frame = ws.next() => {
                     let end = match frame {
                         None => Some(End::PeerGone(None)),
                         Some(Err(error)) => Some(protocol_failure(&error)),
@@ -274,6 +298,12 @@ impl Connection {
                     if let Some(end) = end {
                         return end;
                     }
+                }
+                frame = out.recv(), if room => {
+                    // A freeze stops the next frame, not the one after it:
+                    // the loop re-checks faults before anything is written.
+                    ws.queue_text(&frame);
+                    pump(ws, out, HIGH_WATER);
                 }
             }
         }
@@ -343,16 +373,19 @@ impl Connection {
         if let Stage::Open { heartbeat, .. } = &mut self.stage {
             heartbeat.handle_frame(now);
         }
-        if let Some((code, _)) = message.as_close() {
-            return Some(End::PeerGone(Some(u16::from(code))));
-        }
-        if message.is_ping() || message.is_pong() {
+        let bytes = match message {
+            Message::Close(code) => return Some(End::PeerGone(code)),
             // Protocol-level control frames: proof of life, answered by the codec.
-            return None;
-        }
-        let Some(text) = message.as_text() else {
-            Metrics::add(&self.shared.metrics.bad_frames);
-            return self.violate(Violation::BinaryFrame);
+            Message::Ping | Message::Pong => return None,
+            Message::Binary(_) => {
+                Metrics::add(&self.shared.metrics.bad_frames);
+                return self.violate(Violation::BinaryFrame);
+            }
+            Message::Text(bytes) => bytes,
+        };
+        // The codec has validated the UTF-8 already.
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            return self.violate(Violation::InvalidUtf8);
         };
         let decoded = decode_client(text);
         match &self.stage {
@@ -662,101 +695,17 @@ fn request_id(text: &str) -> Option<u64> {
 }
 
 /// A frame the WebSocket layer rejected: its documented close.
-fn protocol_failure(error: &tokio_websockets::Error) -> End {
-    use tokio_websockets::proto::ProtocolError;
-    use tokio_websockets::Error;
+fn protocol_failure(error: &WsError) -> End {
     let violation = match error {
-        Error::PayloadTooLong { .. } => Violation::FrameTooLarge,
-        Error::Protocol(ProtocolError::InvalidUtf8) => Violation::InvalidUtf8,
-        Error::Protocol(_) => {
+        WsError::TooBig => Violation::FrameTooLarge,
+        WsError::InvalidUtf8 => Violation::InvalidUtf8,
+        WsError::Protocol(_) => {
             return End::Close(CloseCode::PROTOCOL_ERROR, "protocol error".into())
         }
-        _ => return End::PeerGone(None),
+        WsError::Io(_) => return End::PeerGone(None),
     };
     match violation.response() {
         ViolationResponse::Close { code, reason, .. } => End::Close(code, reason.into()),
         _ => End::PeerGone(None),
-    }
-}
-
-/// How the writer ends the connection.
-struct CloseOrder {
-    code: CloseCode,
-    reason: String,
-    /// Skip what is still queued (the peer is not reading it anyway).
-    urgent: bool,
-}
-
-/// Send what is queued (unless urgent), then the close frame.
-async fn finish<S>(
-    sink: &mut SplitSink<WebSocketStream<S>, Message>,
-    out: &mut OutboundReceiver,
-    order: Option<CloseOrder>,
-) where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    if let Some(order) = order {
-        if !order.urgent {
-            while let Some(frame) = out.try_recv() {
-                if sink.feed(Message::text(frame)).await.is_err() {
-                    return;
-                }
-            }
-        }
-        let code = tokio_websockets::CloseCode::try_from(order.code.0)
-            .unwrap_or(tokio_websockets::CloseCode::NORMAL_CLOSURE);
-        let _ = sink.send(Message::close(Some(code), &order.reason)).await;
-    }
-    let _ = sink.close().await;
-}
-
-/// Sends queued frames; a close order ends the connection after what is
-/// already queued (or at once when urgent). While frozen, writes nothing.
-async fn write_loop<S>(
-    mut sink: SplitSink<WebSocketStream<S>, Message>,
-    mut out: OutboundReceiver,
-    mut close: oneshot::Receiver<CloseOrder>,
-    mut faults: watch::Receiver<Faults>,
-) where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    loop {
-        if faults.borrow().freeze {
-            tokio::select! {
-                changed = faults.changed() => if changed.is_err() { return },
-                _ = &mut close => return,
-            }
-            continue;
-        }
-        tokio::select! {
-            biased;
-            order = &mut close => {
-                finish(&mut sink, &mut out, order.ok()).await;
-                return;
-            }
-            // A freeze stops the next frame, not the one after it.
-            changed = faults.changed() => if changed.is_err() { return },
-            frame = out.recv() => {
-                if sink.feed(Message::text(frame)).await.is_err() {
-                    return;
-                }
-                // Batch what is already queued into one flush.
-                let mut batched = 0;
-                while batched < 64 {
-                    match out.try_recv() {
-                        Some(frame) => {
-                            if sink.feed(Message::text(frame)).await.is_err() {
-                                return;
-                            }
-                            batched += 1;
-                        }
-                        None => break,
-                    }
-                }
-                if sink.flush().await.is_err() {
-                    return;
-                }
-            }
-        }
     }
 }

@@ -9,9 +9,9 @@
 //! reconnects with slots in `welcome`, and drains gracefully.
 //!
 //! ```text
-//!  HTTP (axum) ── /ws upgrade ── admission, origin, per-IP ──▶ connection task
+//!  HTTP (axum) ── /ws upgrade ── admission, origin, per-IP ──▶ connection task (one per session)
 //!        │                                                     │ read loop (state, heartbeat, limits)
-//!        ├─ /metrics /healthz /readyz /admin/drain             │ writer (bounded queue)
+//!        ├─ /metrics /healthz /readyz /admin/drain             │ + writes from a bounded queue (ws codec)
 //!        │                                                     │ request tasks ─▶ Methods (RPC)
 //!  Server::publish ──▶ Broker (history + fan-out) ─────────────┘ forwarders (live publications)
 //! ```
@@ -53,6 +53,7 @@ pub mod rpc;
 mod server;
 pub mod tls;
 mod upgrade;
+mod ws;
 
 pub use config::ServerConfig;
 pub use server::{Lifecycle, Server, ServerBuilder};

@@ -1,7 +1,7 @@
 //! The server: builder, shared state, HTTP routes.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -290,11 +290,7 @@ impl Server {
     /// Serve `router` (usually [`Server::router`], perhaps with more routes)
     /// on `listener` until the drain completes.
     pub async fn serve(&self, listener: TcpListener, router: Router) -> std::io::Result<()> {
-        let app = router.into_make_service_with_connect_info::<SocketAddr>();
-        let server = self.clone();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { server.drained().await })
-            .await
+        crate::tls::serve(self, listener, router, None).await
     }
 
     /// Like [`Server::serve`], over TLS: accept on `listener`, complete the
@@ -309,7 +305,7 @@ impl Server {
         router: Router,
         tls: Arc<rustls::ServerConfig>,
     ) -> std::io::Result<()> {
-        crate::tls::serve(self, listener, router, tls).await
+        crate::tls::serve(self, listener, router, Some(tls)).await
     }
 }
 

@@ -29,8 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -132,14 +131,18 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
-/// The accept loop behind [`Server::serve_tls`].
+/// The accept loop behind [`Server::serve`] (`config` is `None`) and
+/// [`Server::serve_tls`]. Each connection is served by hyper's HTTP/1.1
+/// connection directly (no protocol sniffing wrapper), so a WebSocket
+/// upgrade can take the bare socket back out of hyper and free hyper's
+/// buffers (see `upgrade::WsIo`).
 pub(crate) async fn serve(
     server: &Server,
     listener: TcpListener,
     router: Router,
-    config: Arc<rustls::ServerConfig>,
+    config: Option<Arc<rustls::ServerConfig>>,
 ) -> io::Result<()> {
-    let acceptor = TlsAcceptor::from(config);
+    let acceptor = config.map(TlsAcceptor::from);
     let handshake_timeout = server.shared.config.limits.handshake_timeout();
     let mut make_service = router.into_make_service_with_connect_info::<SocketAddr>();
     // `stop` tells connections to finish gracefully; every connection task
@@ -174,6 +177,10 @@ pub(crate) async fn serve(
         let done = done_rx.clone();
         tokio::spawn(async move {
             let _done = done;
+            let Some(acceptor) = acceptor else {
+                serve_http(TokioIo::new(tcp), service, peer, stop).await;
+                return;
+            };
             let tls = tokio::select! {
                 _ = stop.wait_for(|stop| *stop) => return,
                 tls = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)) => tls,
@@ -189,28 +196,7 @@ pub(crate) async fn serve(
                     return;
                 }
             };
-            let mut builder = auto::Builder::new(TokioExecutor::new());
-            // The timer enables hyper's header read timeout (slow requests).
-            builder.http1().timer(TokioTimer::new());
-            let mut conn = pin!(builder.serve_connection_with_upgrades(
-                TokioIo::new(tls),
-                TowerToHyperService::new(service),
-            ));
-            let mut stopping = false;
-            loop {
-                tokio::select! {
-                    result = conn.as_mut() => {
-                        if let Err(e) = result {
-                            tracing::debug!(%peer, error = %e, "connection ended with an error");
-                        }
-                        break;
-                    }
-                    _ = stop.wait_for(|stop| *stop), if !stopping => {
-                        stopping = true;
-                        conn.as_mut().graceful_shutdown();
-                    }
-                }
-            }
+            serve_http(TokioIo::new(tls), service, peer, stop).await;
         });
     }
     drop(listener);
@@ -218,6 +204,39 @@ pub(crate) async fn serve(
     let _ = stop_tx.send(true);
     done_tx.closed().await;
     Ok(())
+}
+
+/// Serve HTTP/1.1 with upgrades on one connection until it ends; `stop`
+/// asks it to finish gracefully.
+async fn serve_http<I>(
+    io: TokioIo<I>,
+    service: axum::middleware::AddExtension<Router, axum::extract::ConnectInfo<SocketAddr>>,
+    peer: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The timer enables hyper's header read timeout (slow requests).
+    builder.timer(TokioTimer::new());
+    let mut conn = pin!(builder
+        .serve_connection(io, TowerToHyperService::new(service))
+        .with_upgrades());
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                break;
+            }
+            _ = stop.wait_for(|stop| *stop), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
 }
 
 /// Errors of one connection, not of the listener: accept again at once.

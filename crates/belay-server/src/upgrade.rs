@@ -11,8 +11,11 @@
 //! | over the accept rate, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
 
 use std::future::Future;
+use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
@@ -21,13 +24,16 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
-use tokio_websockets::{Limits as WsLimits, ServerBuilder, WebSocketStream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
 
 use belay_proto::server::{Violation, ViolationResponse};
 
 use crate::connection::{self, Admission, ConnectionMeta};
 use crate::metrics::{lock, Metrics};
 use crate::server::{Lifecycle, Server, Shared};
+use crate::ws::WebSocket;
 
 const WS_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -80,8 +86,7 @@ pub(crate) async fn handle(
         }
     };
     let token = bearer(&headers);
-    let ws_limits = WsLimits::default().max_payload_len(Some(limits.max_frame_len()));
-    handshake.accept(request, ws_limits, move |ws| async move {
+    handshake.accept(request, limits.max_frame_len(), move |ws| async move {
         let meta = ConnectionMeta {
             peer,
             header_token: token,
@@ -109,12 +114,14 @@ impl Handshake {
     }
 
     /// Answer 101 Switching Protocols and, once hyper hands over the
-    /// connection, run `session` on a tokio-websockets server stream with
-    /// `limits` (the only codec setting the server changes from the
-    /// defaults). `session` is dropped unrun if the upgrade never completes.
-    pub(crate) fn accept<F, Fut>(self, request: Request, limits: WsLimits, session: F) -> Response
+    /// connection, run `session` on Belay's WebSocket codec with messages
+    /// limited to `max_payload` bytes. hyper's connection state (its read
+    /// and write buffers) is released first: the socket is taken back out of
+    /// the upgrade when the server's own accept loop served it. `session` is
+    /// dropped unrun if the upgrade never completes.
+    pub(crate) fn accept<F, Fut>(self, request: Request, max_payload: usize, session: F) -> Response
     where
-        F: FnOnce(WebSocketStream<TokioIo<Upgraded>>) -> Fut + Send + 'static,
+        F: FnOnce(WebSocket<WsIo>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let on_upgrade = hyper::upgrade::on(request);
@@ -122,9 +129,7 @@ impl Handshake {
             let Ok(upgraded) = on_upgrade.await else {
                 return;
             };
-            let ws = ServerBuilder::new()
-                .limits(limits)
-                .serve(TokioIo::new(upgraded));
+            let ws = WsIo::take(upgraded, max_payload);
             session(ws).await;
         });
         Response::builder()
@@ -134,6 +139,89 @@ impl Handshake {
             .header(header::SEC_WEBSOCKET_ACCEPT, accept_key(&self.key))
             .body(axum::body::Body::empty())
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    }
+}
+
+/// The socket under a WebSocket session: the bare TCP stream or TLS stream
+/// when the server's accept loop served the upgrade (the usual case), or
+/// hyper's boxed upgrade when the router was served some other way.
+#[derive(Debug)]
+pub(crate) enum WsIo {
+    /// Plain TCP.
+    Tcp(TcpStream),
+    /// TLS (boxed: the rustls state is large).
+    Tls(Box<TlsStream<TcpStream>>),
+    /// Anything else hyper upgraded.
+    Upgraded(TokioIo<Upgraded>),
+}
+
+impl WsIo {
+    /// Take the socket out of hyper's upgrade, keeping only the bytes that
+    /// arrived after the request (normally none).
+    fn take(upgraded: Upgraded, max_payload: usize) -> WebSocket<WsIo> {
+        let upgraded = match upgraded.downcast::<TokioIo<TcpStream>>() {
+            Ok(parts) => {
+                let io = WsIo::Tcp(parts.io.into_inner());
+                return WebSocket::new(io, &parts.read_buf, max_payload);
+            }
+            Err(upgraded) => upgraded,
+        };
+        match upgraded.downcast::<TokioIo<TlsStream<TcpStream>>>() {
+            Ok(parts) => {
+                let io = WsIo::Tls(Box::new(parts.io.into_inner()));
+                WebSocket::new(io, &parts.read_buf, max_payload)
+            }
+            Err(upgraded) => {
+                WebSocket::new(WsIo::Upgraded(TokioIo::new(upgraded)), &[], max_payload)
+            }
+        }
+    }
+}
+
+macro_rules! delegate {
+    ($self:ident, $io:ident => $call:expr) => {
+        match $self.get_mut() {
+            WsIo::Tcp($io) => {
+                let $io = Pin::new($io);
+                $call
+            }
+            WsIo::Tls($io) => {
+                let $io = Pin::new($io.as_mut());
+                $call
+            }
+            WsIo::Upgraded($io) => {
+                let $io = Pin::new($io);
+                $call
+            }
+        }
+    };
+}
+
+impl AsyncRead for WsIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        delegate!(self, io => io.poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for WsIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, io => io.poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, io => io.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, io => io.poll_shutdown(cx))
     }
 }
 
