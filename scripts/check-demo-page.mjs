@@ -3,11 +3,13 @@
 //
 //   node scripts/check-demo-page.mjs http://127.0.0.1:PORT /tmp/demo.png
 //
-// Opens the page in Debian's chromium (override with CHROMIUM=/path), waits
-// for the demo client to be ready and to receive feed publications, toggles
-// "Service down" on and off and watches the client's service level follow,
-// checks the header's connection count, fails on any console error, and
-// saves a screenshot. Exits 0 on success, 1 on a failed check, 2 on bad usage.
+// Opens the page in Debian's chromium (override with CHROMIUM=/path), checks
+// that its client is the Belay browser client (/belay.js, built from
+// clients/js), waits for it to be ready and to receive feed publications,
+// sends an echo request with the page's button, toggles "Service down" on and
+// off and watches the client's service level follow (screenshot during the
+// fault: SCREENSHOT with "-fault" before .png), checks the header's connection
+// count, fails on any console error, and saves a screenshot. Exits 0 on success, 1 on a failed check, 2 on bad usage.
 // Needs `npm ci` in scripts/ (playwright-core). Bounded to 60 s overall.
 
 import fs from 'node:fs';
@@ -109,6 +111,10 @@ async function main() {
   const res = await page.goto(`${baseUrl}/`, { waitUntil: 'load', timeout: 10_000 });
   if (!res || !res.ok()) throw new Error(`GET / answered ${res ? res.status() : 'nothing'}`);
 
+  if ((await text('cv-mode')) !== 'Belay client') throw new Error(`the page's client is "${await text('cv-mode')}", not the Belay client`);
+  if (!(await page.evaluate(() => window.belayDemo?.client?.handle?.client?.constructor?.name))) {
+    throw new Error('the page has no BelayClient instance');
+  }
   await waitFor('the demo client never became ready',
     () => document.getElementById('cv-ready')?.dataset.up === 'true', null, 15_000);
   say('client view: ready');
@@ -119,6 +125,11 @@ async function main() {
   await waitFor('the header connection count is not >= 1',
     () => Number(document.getElementById('conn-count')?.textContent) >= 1, null, 5_000);
   say(`header: ${await text('conn-count')} connection(s), server ${await text('server-status')}`);
+
+  await page.getByRole('button', { name: 'Send echo request', exact: true }).click({ timeout: 5_000 });
+  await waitFor('the echo request did not come back ok',
+    () => /^ok in \d+ ms$/.test(document.getElementById('cv-echo')?.textContent ?? ''), null, 5_000);
+  say(`echo request: ${await text('cv-echo')}`);
 
   const button = page.getByRole('button', { name: 'Service down', exact: true });
   if (await button.getAttribute('aria-pressed') !== 'false') throw new Error('"Service down" is not an unpressed toggle (aria-pressed) at start');
@@ -133,6 +144,9 @@ async function main() {
   }
   say('service down: client view shows service down, transport and protocol still up');
   await page.waitForTimeout(1500);
+  const faultShot = shot.replace(/\.png$/, '') + '-fault.png';
+  await page.screenshot({ path: faultShot });
+  say(`screenshot during the fault: ${faultShot}`);
   const pubsBefore = Number(await text('cv-pubs'));
 
   await button.click({ timeout: 5_000 });
@@ -144,8 +158,9 @@ async function main() {
       && document.getElementById('cv-ready')?.dataset.up === 'true', null, 15_000);
   await waitFor('no publication arrived after the service came back',
     (n) => Number(document.getElementById('cv-pubs')?.textContent) > n, pubsBefore, 5_000);
-  say(`service back: ready, ${await text('cv-pubs')} publications, gaps ${await text('cv-gaps')}, `
-    + `lost ${await text('cv-lost')}, echo "${await text('cv-echo')}"`);
+  say(`service back: ready, ${await text('cv-pubs')} publications, resyncs ${await text('cv-resyncs')}, `
+    + `${await text('cv-dials')} connection attempt(s)`);
+  if (await text('cv-dials') !== '1') throw new Error(`service down made the client reconnect (${await text('cv-dials')} attempts)`);
 
   await waitFor('the header connection count is not >= 1 after the service returned',
     () => Number(document.getElementById('conn-count')?.textContent) >= 1, null, 5_000);

@@ -6,61 +6,26 @@
  * Needs /usr/bin/chromium (`apt-get install chromium`) and builds the server
  * with cargo (`BELAY_BIN` overrides the binary).
  */
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { build } from "esbuild";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { connections as serverConnections, fault as serverFault, launch, startServer, type DemoServer } from "./harness.js";
 
-const ROOT = new URL("../../../", import.meta.url).pathname;
-const CHROMIUM = process.env["CHROMIUM"] ?? "/usr/bin/chromium";
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-
-let server: ChildProcess;
+let server: DemoServer;
+let browser: Awaited<ReturnType<typeof launch>>;
 let base = "";
-let profile = "";
-let context: BrowserContext;
 let page: Page;
 
-async function startServer(): Promise<string> {
-  let bin = process.env["BELAY_BIN"];
-  if (!bin) {
-    execFileSync("cargo", ["build", "-q", "-p", "belay-cli"], { cwd: ROOT, stdio: "inherit" });
-    bin = join(ROOT, "target/debug/belay");
-  }
-  server = spawn(bin, ["serve", "--demo", "--listen", "127.0.0.1:0"], { stdio: ["ignore", "pipe", "pipe"] });
-  return new Promise((resolve, reject) => {
-    let seen = "";
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString();
-      const m = /open (http:\/\/127\.0\.0\.1:\d+)\//.exec(seen);
-      if (m) resolve(m[1]!);
-    };
-    server.stdout!.on("data", onData);
-    server.stderr!.on("data", onData);
-    server.on("exit", (code) => reject(new Error(`server exited with ${code}: ${seen}`)));
-    setTimeout(() => reject(new Error(`server did not start: ${seen}`)), 30_000);
-  });
-}
-
-async function fault(name: string, body: object): Promise<void> {
-  const r = await fetch(`${base}/admin/fault/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  expect(r.ok).toBe(true);
-}
-async function connections(): Promise<number> {
-  return ((await (await fetch(`${base}/admin/state`)).json()) as { connections: number }).connections;
-}
+const fault = (name: string, body: object) => serverFault(base, name, body);
+const connections = () => serverConnections(base);
 
 beforeAll(async () => {
-  base = await startServer();
+  server = await startServer();
+  base = server.base;
   // The same source as dist/belay.js, as a global for the test page.
   const bundle = await build({ entryPoints: [new URL("../src/index.ts", import.meta.url).pathname], bundle: true, format: "iife", globalName: "Belay", write: false, target: "es2020" });
-  profile = mkdtempSync(join(tmpdir(), "belay-chromium-"));
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
-  page = context.pages()[0] ?? (await context.newPage());
+  browser = await launch();
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
   await page.goto(`${base}/healthz`);
   await page.setContent("<!doctype html><title>belay e2e</title>");
   await page.addScriptTag({ content: bundle.outputFiles[0]!.text });
@@ -76,9 +41,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await page?.evaluate(() => (window as any).client.close()).catch(() => {});
-  await context?.close();
-  server?.kill();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
+  server?.stop();
 });
 
 const now = () => page.evaluate(() => performance.now());

@@ -1,5 +1,8 @@
-// Belay demo page: fault panel, connections chart, event log, and a small
-// demo client. Plain ES module, no build step, no dependencies.
+// Belay demo page: fault panel, connections chart, event log, and the page's
+// own connection through the Belay browser client (or the naive baseline).
+// Plain ES module; the client is /belay.js, built from clients/js.
+
+import { startClient } from '/assets/modes.js';
 
 const $ = (id) => document.getElementById(id);
 const mono = () => performance.now();
@@ -313,315 +316,85 @@ function niceStep(raw) {
   return 10 * p;
 }
 
-// ---------------------------------------------------------------- demo client
-// Readiness levels (transport / protocol / service), heartbeat probes,
-// gap detection with resubscribe-from-position, and equal-jitter reconnects.
+// ---------------------------------------------------------------- client view
+// The page's own connection, made by the Belay browser client (/belay.js,
+// built from clients/js) or, with ?client=naive, by the naive baseline; both
+// come from modes.js, the same code the Chromium table and the lab agent run.
 
-const PROBE_AFTER_MS = 5000;      // probe when nothing arrived for this long
-const PROBE_TIMEOUT_MS = 5000;    // drop when the probe gets no frame back
-const CONNECT_TIMEOUT_MS = 10000;
-const SUBSCRIBE_TIMEOUT_MS = 5000;
-const RESET_AFTER_MS = 5000;      // ready this long: backoff starts over
-const ECHO_EVERY_MS = 2000;
-const ECHO_TIMEOUT_MS = 10000;
-const FINAL_CODES = new Set(['forbidden', 'unauthorized', 'not_found', 'bad_request']);
-const TERMINAL_CLOSES = new Set([1000, 1008, 4001, 4003]);
+const ECHO_TIMEOUT_MS = 5000;
 
-// equal jitter: half the capped exponential, plus a random half
-function equalJitter(attempt, baseMs, capMs) {
-  const d = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
-  return d / 2 + Math.random() * (d / 2);
-}
-
-class DemoClient {
-  constructor(url, channel) {
-    this.url = url;
-    this.channel = channel;
-    this.ws = null;
-    this.phase = 'idle';
-    this.session = null;
-    this.attempt = 0;
-    this.advice = null;
-    this.retryAt = 0;
-    this.retryTimer = 0;
-    this.lv = { transport: false, protocol: false, service: false };
-    this.readySince = 0;
-    this.sub = { state: 'idle', epoch: null, offset: null, sentSince: false, sentAt: 0, retryAt: 0, rsAttempt: 0 };
-    this.stats = { pubs: 0, gaps: 0, lost: 0, reconnects: 0, data: undefined };
-    this.lastRx = 0;
-    this.probeAt = 0;
-    this.nextId = 1;
-    this.echo = { pending: null, lastSent: 0, text: '–' };
-    setInterval(() => this.tick(), 250);
-  }
-
-  log(text) {
+function clientView(mode, url) {
+  const view = { pubs: 0, offset: null, epoch: null, data: undefined, resyncs: 0, echo: '–', lastEv: '' };
+  const log = (text) => {
     const li = el('li');
     li.append(el('time', '', clock()), document.createTextNode(text));
     prependCapped($('client-log'), li, LOG_MAX);
-  }
-
-  send(msg) {
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(msg));
-  }
-
-  dial() {
-    clearTimeout(this.retryTimer);
-    if (this.dialed) this.stats.reconnects++;
-    this.dialed = true;
-    this.phase = 'connecting';
-    this.dialAt = mono();
-    let ws;
-    try { ws = new WebSocket(this.url); } catch (e) { this.lost(`cannot open: ${e.message}`); return; }
-    this.ws = ws;
-    ws.onopen = () => {
-      if (ws !== this.ws) return;
-      this.phase = 'handshaking';
-      this.openedAt = mono();
-      this.advice = null;
-      this.lv.transport = true;
-      const hello = { type: 'connect', protocol: 1 };
-      if (this.session) hello.session = this.session;
-      this.send(hello);
-      this.render();
-    };
-    ws.onmessage = (ev) => { if (ws === this.ws) this.onFrame(ev.data); };
-    ws.onclose = (ev) => {
-      if (ws !== this.ws) return; // a transport we abandoned: ignore
-      this.lost(`closed ${ev.code}${ev.reason ? ` "${ev.reason}"` : ''}`, ev.code);
-    };
-    ws.onerror = () => { /* a close event follows */ };
-    this.render();
-  }
-
-  onFrame(raw) {
-    this.lastRx = mono();
-    this.probeAt = 0;
-    let m;
-    try { m = JSON.parse(raw); } catch { this.log('ignored a frame that is not JSON'); return; }
-    if (!m || typeof m.type !== 'string') return;
-    switch (m.type) {
-      case 'ping': this.send({ type: 'pong' }); break;
-      case 'welcome': this.onWelcome(m); break;
-      case 'subscribed': this.onSubscribed(m); break;
-      case 'unsubscribed': this.onUnsubscribed(m); break;
-      case 'publication': this.onPublication(m); break;
-      case 'response': this.onResponse(m); break;
-      case 'reconnect':
-        this.advice = { min: Number(m.min_delay_ms) || 0, max: Number(m.max_delay_ms) || 0 };
-        this.log(`reconnect advice: ${m.reason} in ${this.advice.min}–${this.advice.max} ms`);
+  };
+  let handle = null; // events may arrive while startClient is still running
+  let dials = 0;
+  handle = startClient(mode, { url, channel: 'feed' }, (e) => {
+    switch (e.ev) {
+      case 'pub':
+        view.pubs++;
+        view.offset = e.offset;
+        view.epoch = e.epoch;
+        view.data = e.data;
         break;
-      case 'error': this.log(`server error: ${m.code} ${m.message || ''}`); break;
-      default: break; // pong and unknown types: proof of life only
+      case 'resync': view.resyncs++; log('history lost: resync from a snapshot'); break;
+      case 'dial': log(`dial #${++dials}`); break;
+      case 'ready': log('ready'); break;
+      case 'lost': log(`not ready: ${e.why}`); break;
     }
-    this.render();
+    render();
+  });
+  if (handle.client) {
+    handle.client.addEventListener('disconnected', (e) => {
+      const { reason, retry } = e.detail;
+      log(`disconnected (${reason.cause || reason.kind})${retry.kind === 'after' ? `, retry in ${(retry.delay_ms / 1000).toFixed(2)} s` : retry.kind === 'no' ? ', not retrying' : ', retry when online'}`);
+    });
+    handle.client.addEventListener('servererror', (e) => log(`server error: ${e.detail.code}`));
   }
 
-  onWelcome(m) {
-    if (this.phase !== 'handshaking') return;
-    if (m.protocol !== 1) {
-      this.log(`unsupported protocol ${m.protocol}: stopping`);
-      this.halt('unsupported protocol version');
-      return;
-    }
-    this.phase = 'open';
-    this.session = m.session || this.session;
-    this.lv.protocol = true;
-    this.sub.rsAttempt = 0;
-    this.log(`welcome, session ${m.session}${m.ping_interval_ms ? `, server pings every ${m.ping_interval_ms} ms` : ''}`);
-    if (this.sub.state !== 'failed') this.subscribe();
+  async function echo() {
+    const t = performance.now();
+    view.echo = 'waiting…';
+    render();
+    const r = await handle.request('echo', { at: Date.now() }, ECHO_TIMEOUT_MS);
+    const ms = Math.round(performance.now() - t);
+    view.echo = r.outcome === 'ok' ? `ok in ${ms} ms` : `${r.outcome}${r.code ? ` (${r.code})` : ''} after ${ms} ms`;
+    log(`echo: ${view.echo}`);
+    render();
   }
 
-  subscribe() {
-    const msg = { type: 'subscribe', channel: this.channel };
-    this.sub.sentSince = this.sub.epoch !== null;
-    if (this.sub.sentSince) msg.since = { epoch: this.sub.epoch, offset: this.sub.offset };
-    this.sub.state = 'pending';
-    this.sub.sentAt = mono();
-    this.lv.service = false;
-    this.send(msg);
-  }
-
-  onSubscribed(m) {
-    if (m.channel !== this.channel || this.sub.state !== 'pending') return;
-    if (this.sub.sentSince && !m.recovered) {
-      this.stats.lost++;
-      this.log(`recovery FAILED: publications after ${this.sub.epoch}/${this.sub.offset} lost; resync needed`);
-    } else if (this.sub.sentSince) {
-      this.log(`subscribed, recovered from offset ${this.sub.offset}: missed publications replay`);
-    } else {
-      this.log(`subscribed to ${m.channel} at ${m.epoch}/${m.offset}`);
-    }
-    this.sub.state = 'subscribed';
-    this.sub.epoch = m.epoch;
-    this.sub.offset = m.offset;
-    this.sub.rsAttempt = 0;
-    this.lv.service = true;
-  }
-
-  onUnsubscribed(m) {
-    if (m.channel !== this.channel || (this.sub.state !== 'pending' && this.sub.state !== 'subscribed')) return;
-    this.lv.service = false;
-    if (FINAL_CODES.has(m.code)) {
-      this.sub.state = 'failed';
-      this.log(`subscription refused for good: ${m.code} ${m.reason || ''}`);
-      return;
-    }
-    const delay = equalJitter(this.sub.rsAttempt++, 500, 2000);
-    this.sub.state = 'retrying';
-    this.sub.retryAt = mono() + delay;
-    this.log(`subscription lost: ${m.code}${m.reason ? ` (${m.reason})` : ''}; resubscribe in ${Math.round(delay)} ms`);
-  }
-
-  onPublication(m) {
-    if (m.channel !== this.channel || this.sub.state !== 'subscribed') return; // stray
-    const next = this.sub.offset + 1;
-    if (m.epoch === this.sub.epoch && m.offset < next) return; // duplicate
-    if (m.epoch === this.sub.epoch && m.offset === next) {
-      this.sub.offset = m.offset;
-      this.stats.pubs++;
-      this.stats.data = m.data;
-      return;
-    }
-    this.stats.gaps++;
-    this.log(m.epoch === this.sub.epoch
-      ? `GAP: expected offset ${next}, got ${m.offset}; resubscribing from ${this.sub.offset}`
-      : `epoch changed ${this.sub.epoch} → ${m.epoch}; resubscribing`);
-    this.subscribe();
-  }
-
-  sendEcho() {
-    const id = this.nextId++;
-    this.echo.pending = { id, at: mono() };
-    this.echo.lastSent = mono();
-    this.send({ type: 'request', id, method: 'echo', params: { n: id }, timeout_ms: ECHO_TIMEOUT_MS });
-  }
-
-  onResponse(m) {
-    const p = this.echo.pending;
-    if (!p || m.id !== p.id) return; // late or unknown
-    this.echo.pending = null;
-    const ms = Math.round(mono() - p.at);
-    this.echo.text = m.error ? `error ${m.error.code} after ${ms} ms` : `${ms} ms round trip`;
-  }
-
-  lost(reason, code) {
-    const ws = this.ws;
-    this.ws = null;
-    if (ws && ws.readyState < WebSocket.CLOSING) {
-      const c = reason.startsWith('heartbeat') ? 4000 : reason.startsWith('connect timeout') ? 4008 : 1000;
-      try { ws.close(c, reason.slice(0, 100)); } catch { /* ignore */ }
-    }
-    this.lv = { transport: false, protocol: false, service: false };
-    if (this.sub.state !== 'failed') this.sub.state = 'idle';
-    if (this.echo.pending) { this.echo.pending = null; this.echo.text = 'lost with the connection'; }
-    if (TERMINAL_CLOSES.has(code)) { this.log(`connection ${reason}: terminal, not retrying`); this.halt(); return; }
-    let delay;
-    if (this.advice) {
-      delay = this.advice.min + Math.random() * Math.max(0, this.advice.max - this.advice.min);
-      this.advice = null;
-    } else {
-      delay = equalJitter(this.attempt, 500, 10000);
-    }
-    this.attempt++;
-    this.phase = 'waiting';
-    this.retryAt = mono() + delay;
-    this.retryTimer = setTimeout(() => this.dial(), delay);
-    this.log(`connection lost (${reason}); retry #${this.attempt} in ${(delay / 1000).toFixed(2)} s`);
-    this.render();
-  }
-
-  halt(why) {
-    if (this.ws) {
-      const ws = this.ws;
-      this.ws = null;
-      try { ws.close(1000, why || 'client stop'); } catch { /* ignore */ }
-    }
-    clearTimeout(this.retryTimer);
-    this.lv = { transport: false, protocol: false, service: false };
-    this.phase = 'halted';
-    this.render();
-  }
-
-  reconnectNow() {
-    const ws = this.ws;
-    this.ws = null;
-    if (ws) { try { ws.close(1000, 'reconnect requested'); } catch { /* ignore */ } }
-    clearTimeout(this.retryTimer);
-    this.advice = null;
-    this.attempt = 0;
-    this.lv = { transport: false, protocol: false, service: false };
-    this.sub.state = 'idle';
-    this.echo.pending = null;
-    this.log('reconnecting now (button)');
-    this.dial();
-  }
-
-  ready() { return this.lv.transport && this.lv.protocol && this.lv.service; }
-
-  tick() {
-    const now = mono();
-    if (this.phase === 'connecting' && now - this.dialAt >= CONNECT_TIMEOUT_MS) return this.lost('connect timeout: transport did not open');
-    if (this.phase === 'handshaking' && now - this.openedAt >= CONNECT_TIMEOUT_MS) return this.lost('connect timeout: no welcome');
-    if (this.phase === 'open') {
-      if (this.probeAt) {
-        if (now - this.probeAt >= PROBE_TIMEOUT_MS) return this.lost('heartbeat timeout: probe unanswered');
-      } else if (now - this.lastRx >= PROBE_AFTER_MS) {
-        this.probeAt = now;
-        this.send({ type: 'ping' });
-        this.log(`quiet for ${PROBE_AFTER_MS / 1000} s: probing with ping`);
-      }
-      if (this.sub.state === 'retrying' && now >= this.sub.retryAt) this.subscribe();
-      if (this.sub.state === 'pending' && now - this.sub.sentAt >= SUBSCRIBE_TIMEOUT_MS) {
-        this.log('no answer to subscribe in 5 s: sending it again');
-        this.subscribe();
-      }
-      const p = this.echo.pending;
-      if (p && now - p.at >= ECHO_TIMEOUT_MS) {
-        this.echo.pending = null;
-        this.echo.text = `no reply in ${ECHO_TIMEOUT_MS / 1000} s`;
-      } else if (!p && now - this.echo.lastSent >= ECHO_EVERY_MS) {
-        this.sendEcho();
-      }
-    }
-    if (this.ready()) {
-      if (!this.readySince) this.readySince = now;
-      if (this.attempt && now - this.readySince >= RESET_AFTER_MS) this.attempt = 0;
-    } else {
-      this.readySince = 0;
-    }
-    this.render();
-  }
-
-  render() {
+  function render() {
+    const s = handle ? handle.status() : { state: 'idle', transport: false, protocol: false, service: false, ready: false };
     const lvl = (id, up, on = 'up', off = 'down') => {
       const d = $(id);
       const t = up ? on : off;
       if (d.textContent !== t) d.textContent = t;
       d.dataset.up = String(up);
     };
-    lvl('cv-transport', this.lv.transport);
-    lvl('cv-protocol', this.lv.protocol);
-    lvl('cv-service', this.lv.service);
-    lvl('cv-ready', this.ready(), 'ready', 'not ready');
-    const now = mono();
-    let phase = this.phase;
-    if (phase === 'waiting') phase = `waiting, retry #${this.attempt} in ${Math.max(0, (this.retryAt - now) / 1000).toFixed(1)} s`;
-    if (phase === 'open' && this.sub.state !== 'subscribed') phase = `open, feed ${this.sub.state}`;
-    if (phase === 'open' && this.probeAt) phase = 'open, probe pending';
-    $('cv-phase').textContent = phase;
-    $('cv-session').textContent = this.session || '–';
-    $('cv-pubs').textContent = String(this.stats.pubs);
-    $('cv-offset').textContent = this.sub.offset === null ? '–' : `${this.sub.offset}`;
-    $('cv-offset').title = this.sub.epoch ? `epoch ${this.sub.epoch}` : '';
-    $('cv-gaps').textContent = String(this.stats.gaps);
-    $('cv-lost').textContent = String(this.stats.lost);
-    $('cv-reconnects').textContent = String(this.stats.reconnects);
-    const p = this.echo.pending;
-    $('cv-echo').textContent = p && now - p.at > 1000 ? `waiting ${((now - p.at) / 1000).toFixed(1)} s` : this.echo.text;
-    const data = this.stats.data === undefined ? '–' : JSON.stringify(this.stats.data);
+    lvl('cv-transport', s.transport);
+    lvl('cv-protocol', s.protocol);
+    lvl('cv-service', s.service);
+    lvl('cv-ready', s.ready, 'ready', 'not ready');
+    $('cv-phase').textContent = s.state;
+    $('cv-pubs').textContent = String(view.pubs);
+    $('cv-offset').textContent = view.offset === null ? '–' : String(view.offset);
+    $('cv-offset').title = view.epoch ? `epoch ${view.epoch}` : '';
+    $('cv-resyncs').textContent = String(view.resyncs);
+    $('cv-dials').textContent = String(handle ? handle.dials : 0);
+    $('cv-echo').textContent = view.echo;
+    const data = view.data === undefined ? '–' : JSON.stringify(view.data);
     $('cv-data').textContent = data.length > 80 ? `${data.slice(0, 80)}…` : data;
   }
+
+  $('cv-echo-btn').addEventListener('click', echo);
+  $('cv-reconnect').addEventListener('click', () => { log('reconnect now (button)'); handle.reconnectNow(); });
+  if (handle.client) handle.client.onStatus(render);
+  setInterval(render, 500);
+  render();
+  return { handle, view };
 }
 
 // ---------------------------------------------------------------- start
@@ -630,9 +403,11 @@ function start() {
   wireFaults();
   const url = `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/ws`;
   $('cv-url').textContent = url;
-  const client = new DemoClient(url, 'feed');
-  $('cv-reconnect').addEventListener('click', () => client.reconnectNow());
-  client.dial();
+  const mode = new URLSearchParams(location.search).get('client') === 'naive' ? 'naive' : 'belay';
+  $('cv-mode').textContent = mode === 'naive' ? 'naive baseline' : 'Belay client';
+  $('cv-switch').href = mode === 'naive' ? '?client=belay' : '?client=naive';
+  $('cv-switch').textContent = mode === 'naive' ? 'use the Belay client' : 'compare: naive baseline';
+  const client = clientView(mode, url);
   openEvents();
   poll();
   setInterval(poll, 1000);

@@ -33,6 +33,11 @@ use crate::Server;
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_JS: &str = include_str!("../assets/app.js");
 const STYLE_CSS: &str = include_str!("../assets/style.css");
+/// The two page clients (Belay and the naive baseline) behind one interface.
+const MODES_JS: &str = include_str!("../assets/modes.js");
+/// The Belay browser client, built from clients/js (`npm run sync-asset`;
+/// the test command fails if this copy differs from a fresh build).
+const BELAY_JS: &str = include_str!("../assets/belay.js");
 
 /// How long `slow_replies` delays each answer unless the request says
 /// otherwise (`delay_ms`).
@@ -95,6 +100,14 @@ pub fn router(server: &Server) -> Router {
         .route(
             "/assets/style.css",
             get(|| async { asset("text/css", STYLE_CSS) }),
+        )
+        .route(
+            "/assets/modes.js",
+            get(|| async { asset("text/javascript", MODES_JS) }),
+        )
+        .route(
+            "/belay.js",
+            get(|| async { asset("text/javascript", BELAY_JS) }),
         )
         .route("/admin/state", get(state))
         .route("/admin/fault/{name}", post(fault))

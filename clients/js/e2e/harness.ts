@@ -1,0 +1,76 @@
+/**
+ * Shared by the Chromium end-to-end tests: the real demo server on a free
+ * loopback port, and Debian's chromium with the flags of shared/DESIGN.md.
+ */
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext } from "playwright-core";
+
+export const ROOT = new URL("../../../", import.meta.url).pathname;
+export const CHROMIUM = process.env["CHROMIUM"] ?? "/usr/bin/chromium";
+export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+let built: string | undefined;
+
+/** The `belay` binary: `BELAY_BIN`, or a debug build made once per run. */
+export function belayBin(): string {
+  if (process.env["BELAY_BIN"]) return process.env["BELAY_BIN"];
+  if (!built) {
+    execFileSync("cargo", ["build", "-q", "-p", "belay-cli"], { cwd: ROOT, stdio: "inherit" });
+    built = join(ROOT, "target/debug/belay");
+  }
+  return built;
+}
+
+export interface DemoServer {
+  base: string;
+  ws: string;
+  process: ChildProcess;
+  stop(): void;
+}
+
+/** `belay serve --demo` on 127.0.0.1:0 with `args`; resolves with its URL once it listens. */
+export function startServer(args: string[] = []): Promise<DemoServer> {
+  const child = spawn(belayBin(), ["serve", "--demo", "--listen", "127.0.0.1:0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${seen}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      const m = /open (http:\/\/127\.0\.0\.1:\d+)\//.exec(seen);
+      if (m) {
+        clearTimeout(timer);
+        const base = m[1]!;
+        resolve({ base, ws: base.replace("http", "ws") + "/ws", process: child, stop: () => void child.kill() });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.on("exit", (code) => reject(new Error(`server exited with ${code}: ${seen}`)));
+  });
+}
+
+/** A fresh Chromium profile; `close()` also removes it. */
+export async function launch(extraArgs: string[] = []): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+  const profile = mkdtempSync(join(tmpdir(), "belay-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: [...FLAGS, ...extraArgs] });
+  return {
+    context,
+    async close() {
+      await context.close().catch(() => {});
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function connections(base: string): Promise<number> {
+  return ((await (await fetch(`${base}/admin/state`)).json()) as { connections: number }).connections;
+}
+
+export async function fault(base: string, name: string, body: object): Promise<void> {
+  const r = await fetch(`${base}/admin/fault/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!r.ok) throw new Error(`fault ${name}: HTTP ${r.status}`);
+}

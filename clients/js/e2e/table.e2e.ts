@@ -1,0 +1,241 @@
+/**
+ * The seed's results table (MISSION §10), measured in real headless Chromium
+ * against `belay serve --demo --ping-interval-ms 1000` for the Belay browser
+ * client and the naive baseline. Both run from the demo server's own
+ * /assets/modes.js (the code the demo page and the lab agent use) in a page
+ * on the server's origin. Prints the table, asserts the Belay row, and writes
+ * the figures to target/browser-table.json.
+ *
+ * Then a background tab: the page hidden (another tab in front) and frozen
+ * (Page lifecycle "frozen", what Chromium does to background tabs), while the
+ * server freezes; what happens to detection.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { makeConfig } from "../src/core/config.js";
+import { Session, type Input } from "../src/core/session.js";
+import { connections, fault, launch, ROOT, startServer, type DemoServer } from "./harness.js";
+
+const PING_MS = 1000; // the server pings a quiet connection every second, as in the reference
+const FREEZE_MS = 12_000; // the reference froze for 12 s
+const FLAP_WINDOW_MS = 15_000;
+const FLAP_AFTER_MS = 300;
+const SEED = 42;
+
+let server: DemoServer;
+let browser: Awaited<ReturnType<typeof launch>>;
+let page: Page;
+
+type Row = { freeze: number | null; service: number | null; dataAfter: number | null; connsAfterFreeze: number; flapAttempts: number };
+const rows: Record<"belay" | "naive", Partial<Row>> = { belay: {}, naive: {} };
+const notes: Record<string, unknown> = {};
+
+/** Page-side recorder: every client event and every socket fact, timestamped with performance.now(). */
+// Plain JS (a string: vitest would rewrite a dynamic import inside a function).
+const RECORDER = `(async () => {
+  const { startClient } = await import("/assets/modes.js");
+  window.runs = {};
+  window.T = {
+    now: () => performance.now(),
+    async fault(name, body) {
+      const t = performance.now();
+      const r = await fetch("/admin/fault/" + name, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      if (!r.ok) throw new Error("fault " + name + ": HTTP " + r.status);
+      return t;
+    },
+    start(name, mode, options = {}) {
+      const events = [];
+      const sockets = [];
+      class Recording extends WebSocket {
+        constructor(u, proto) {
+          super(u, proto);
+          const rec = { dial: performance.now(), inputs: [] };
+          sockets.push(rec);
+          this.addEventListener("open", () => rec.inputs.push({ t: performance.now(), kind: "opened" }));
+          this.addEventListener("message", (e) => rec.inputs.push({ t: performance.now(), kind: "frame", text: e.data }));
+          this.addEventListener("close", (e) => rec.inputs.push({ t: performance.now(), kind: "close", code: e.code, reason: e.reason }));
+        }
+      }
+      const started = performance.now();
+      const c = startClient(mode, { url: "ws://" + location.host + "/ws", ...options, WebSocket: Recording }, (e) => events.push({ t: performance.now(), ...e }));
+      window.runs[name] = { c, events, sockets, started };
+      return started;
+    },
+    stop(name) {
+      window.runs[name]?.c.close();
+    },
+  };
+})()`;
+
+/** Page-side recorder: every client event and every socket fact, timestamped with performance.now(). */
+async function installRecorder(p: Page): Promise<void> {
+  await p.evaluate(RECORDER);
+}
+
+const evalNum = (expr: string) => page.evaluate(expr) as Promise<number>;
+const waitFor = (expr: string, timeout: number) => page.waitForFunction(expr, undefined, { timeout, polling: 20 });
+/** Time of the first event of `run` matching `pred` at or after `since`, or null. */
+async function firstEvent(run: string, pred: string, since: number): Promise<number | null> {
+  return page.evaluate(`(window.runs[${JSON.stringify(run)}].events.find(e => e.t >= ${since} && (${pred})) || {t: null}).t`) as Promise<number | null>;
+}
+const ready = (run: string) => `window.runs[${JSON.stringify(run)}].c.status().ready`;
+const pubs = (run: string) => `window.runs[${JSON.stringify(run)}].events.filter(e => e.ev === 'pub').length`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitConnections(n: number, timeout = 15_000): Promise<void> {
+  const end = Date.now() + timeout;
+  while ((await connections(server.base)) !== n) {
+    if (Date.now() > end) throw new Error(`server connections did not reach ${n} (now ${await connections(server.base)})`);
+    await sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  server = await startServer(["--ping-interval-ms", String(PING_MS)]);
+  browser = await launch();
+  page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  page.on("pageerror", (e) => console.error(`page error: ${e.message}`));
+  await page.goto(`${server.base}/healthz`);
+  await installRecorder(page);
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  server?.stop();
+  if (rows.belay.freeze !== undefined) {
+    const show = (v: number | null | undefined, none: string) => (v === null || v === undefined ? none : `${(v / 1000).toFixed(2)} s`);
+    const line = (name: string, r: Partial<Row>) =>
+      `| ${name} | ${show(r.freeze, "never")} | ${show(r.service, "never")} | ${r.dataAfter == null ? "no data" : `data after ${show(r.dataAfter, "")}`} | ${r.connsAfterFreeze ?? "–"} | ${r.flapAttempts ?? "–"} |`;
+    console.log(
+      [
+        "",
+        "| client (Chromium) | freeze detected | service loss detected | after service returns | server conns after freeze | attempts in 15 s flapping |",
+        "| --- | --- | --- | --- | --- | --- |",
+        line("naive (trusts socket events)", rows.naive),
+        line("Belay browser client", rows.belay),
+        "",
+      ].join("\n"),
+    );
+    mkdirSync(ROOT + "target", { recursive: true });
+    writeFileSync(ROOT + "target/browser-table.json", JSON.stringify({ rows, notes }, null, 2));
+  }
+});
+
+for (const mode of ["naive", "belay"] as const) {
+  it(`${mode}: freeze for 12 s (detection, then server connections)`, async () => {
+    const run = `freeze-${mode}`;
+    await page.evaluate(([r, m]) => (window as any).T.start(r, m), [run, mode]);
+    await waitFor(`${ready(run)} && ${pubs(run)} >= 1`, 10_000);
+    const t0 = await evalNum(`T.fault('freeze', {on: true})`);
+    await sleep(FREEZE_MS);
+    const lost = await firstEvent(run, "e.ev === 'lost'", t0);
+    await evalNum(`T.fault('freeze', {on: false})`);
+    rows[mode].freeze = lost === null ? null : lost - t0;
+    await waitFor(ready(run), 15_000);
+    await sleep(2000); // let the server finish closing whatever the client abandoned
+    rows[mode].connsAfterFreeze = await connections(server.base);
+    notes[`${mode}_freeze_dials`] = await evalNum(`window.runs['${run}'].c.dials`);
+    await page.evaluate((r) => (window as any).T.stop(r), run);
+    await waitConnections(0);
+    if (mode === "belay") {
+      // The watchdog: two server ping intervals after the last frame (which came before the freeze).
+      expect(rows.belay.freeze, "freeze detected").not.toBeNull();
+      expect(rows.belay.freeze!).toBeLessThanOrEqual(2 * PING_MS + 600);
+      expect(rows.belay.connsAfterFreeze).toBe(1);
+    }
+  }, 60_000);
+}
+
+it("service down and back (both clients at once)", async () => {
+  await page.evaluate(() => {
+    (window as any).T.start("svc-naive", "naive");
+    (window as any).T.start("svc-belay", "belay");
+  });
+  await waitFor(`${ready("svc-naive")} && ${ready("svc-belay")} && ${pubs("svc-naive")} >= 1 && ${pubs("svc-belay")} >= 1`, 10_000);
+  const t0 = await evalNum(`T.fault('service_down', {on: true})`);
+  await sleep(3000);
+  const t1 = await evalNum(`T.fault('service_down', {on: false})`);
+  await sleep(5000);
+  for (const mode of ["naive", "belay"] as const) {
+    const lost = await firstEvent(`svc-${mode}`, "e.ev === 'lost'", t0);
+    rows[mode].service = lost === null || lost > t1 ? null : lost - t0;
+    const data = await firstEvent(`svc-${mode}`, "e.ev === 'pub'", t1);
+    rows[mode].dataAfter = data === null ? null : data - t1;
+  }
+  const belayStatus = await page.evaluate(() => (window as any).runs["svc-belay"].c.status());
+  await page.evaluate(() => ["svc-naive", "svc-belay"].forEach((r) => (window as any).T.stop(r)));
+  await waitConnections(0);
+  expect(rows.belay.service, "service loss detected").not.toBeNull();
+  expect(rows.belay.service!).toBeLessThan(500); // at once: the server says so
+  expect(rows.belay.dataAfter, "data after the service returned").not.toBeNull();
+  expect(rows.belay.dataAfter!).toBeLessThanOrEqual(2000);
+  expect(belayStatus).toMatchObject({ transport: true, protocol: true, service: true, ready: true });
+  expect(rows.naive.service).toBeNull(); // it cannot see the service level at all
+}, 60_000);
+
+/**
+ * What the reconnect policy predicts: the same core, in virtual time, fed the
+ * server's answers the real sockets got (open, frames, close, each at the
+ * same delay after its dial), counting dials in the window.
+ */
+function predictDials(seed: number, sockets: { dial: number; inputs: { t: number; kind: string; text?: string; code?: number; reason?: string }[] }[], windowMs: number): number {
+  const s = new Session(makeConfig(), 0, BigInt(seed));
+  const queue: { at: number; input: Input }[] = [];
+  let dials = 0;
+  const drain = (now: number) => {
+    for (let o = s.pollOutput(); o; o = s.pollOutput()) {
+      if (o.output !== "open_transport") continue;
+      const rec = sockets[Math.min(dials, sockets.length - 1)]!;
+      dials++;
+      let opened = false;
+      for (const i of rec.inputs) {
+        const at = now + (i.t - rec.dial);
+        if (i.kind === "opened") opened = true;
+        const input: Input =
+          i.kind === "opened" ? { kind: "opened", id: o.id }
+          : i.kind === "frame" ? { kind: "frame", id: o.id, text: i.text! }
+          : opened ? { kind: "closed", id: o.id, code: i.code === 1005 || i.code === 1006 ? null : i.code!, reason: i.reason ?? "" }
+          : { kind: "failed", id: o.id, failure: { kind: "network", detail: "closed before open" } };
+        queue.push({ at, input });
+      }
+      queue.sort((a, b) => a.at - b.at);
+    }
+  };
+  s.start(0);
+  drain(0);
+  for (;;) {
+    const timer = s.pollTimeout();
+    const next = queue[0];
+    const at = Math.min(timer ?? Infinity, next?.at ?? Infinity);
+    if (at >= windowMs) break;
+    if (next && next.at <= (timer ?? Infinity)) {
+      queue.shift();
+      s.handleInput(next.at, next.input);
+    } else s.handleTimeout(at);
+    drain(at);
+  }
+  return dials;
+}
+
+it("15 s of flapping (both clients at once): connection attempts", async () => {
+  const t0 = await evalNum(`T.fault('flapping', {on: true, after_ms: ${FLAP_AFTER_MS}})`);
+  const started = await page.evaluate(
+    (seed) => [(window as any).T.start("flap-naive", "naive"), (window as any).T.start("flap-belay", "belay", { seed })],
+    SEED,
+  );
+  await sleep(FLAP_WINDOW_MS - ((await evalNum("T.now()")) - t0));
+  await evalNum(`T.fault('flapping', {on: false})`);
+  for (const mode of ["naive", "belay"] as const) {
+    rows[mode].flapAttempts = await evalNum(`window.runs['flap-${mode}'].events.filter(e => e.ev === 'dial' && e.t < ${t0 + FLAP_WINDOW_MS}).length`);
+  }
+  const sockets = await page.evaluate(() => (window as any).runs["flap-belay"].sockets);
+  const predicted = predictDials(SEED, sockets, t0 + FLAP_WINDOW_MS - sockets[0].dial);
+  notes["belay_flap_predicted"] = predicted;
+  notes["flap_clients_started_ms_after_fault"] = started.map((t: number) => Math.round(t - t0));
+  await page.evaluate(() => ["flap-naive", "flap-belay"].forEach((r) => (window as any).T.stop(r)));
+  await waitConnections(0);
+  console.log(`flapping: belay ${rows.belay.flapAttempts} attempts (the policy predicts ${predicted}), naive ${rows.naive.flapAttempts}`);
+  expect(Math.abs(rows.belay.flapAttempts! - predicted)).toBeLessThanOrEqual(1);
+  expect(rows.belay.flapAttempts!).toBeLessThan(rows.naive.flapAttempts!);
+}, 90_000);

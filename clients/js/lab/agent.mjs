@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// The browser client as a fault-lab agent: runs the Belay browser client (or
+// the naive baseline) in real headless Chromium against a Belay server and
+// reports what the application sees, one JSON object per line on stdout.
+//
+//   node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive
+//        [--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000]
+//        [--chromium /usr/bin/chromium]
+//
+// Lines (stdout carries nothing else; logs go to stderr):
+//   {"ev":"started"}                      the page is up and the client created
+//   {"ev":"dial"}                         a connection attempt (socket created)
+//   {"ev":"ready"}                        the client considers itself ready
+//   {"ev":"lost","why":"..."}             ... and no longer ready
+//   {"ev":"pub","offset":N,"epoch":"E"}   a publication delivered to the app
+//   {"ev":"resync"}                       history was lost (explicit resync)
+//   {"ev":"sent","id":K}                  the app issued request K (echo {"k":K})
+//   {"ev":"settled","id":K,"outcome":O}   O: ok | timeout | not_ready | closed | error
+// The naive baseline has no request timeout: its requests settle only on a
+// response, or never. EOF on stdin closes the client and the browser and
+// exits 0 (within 3 s). Exit 2: bad arguments; exit 1: the browser failed.
+//
+// The page is the server's /healthz document (so it is on the server's
+// origin); its scripts, injected through request interception so any Belay
+// server works, are the demo server's own assets,
+// crates/belay-server/assets/{modes.js,belay.js}: the same code the demo page
+// and the Chromium e2e table run.
+import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const ASSETS = fileURLToPath(new URL("../../../crates/belay-server/assets/", import.meta.url));
+export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+const log = (msg) => process.stderr.write(`[agent] ${msg}\n`);
+
+function usage(problem) {
+  process.stderr.write(`agent: ${problem}\nusage: node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive `
+    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--chromium /usr/bin/chromium]\n");
+  process.exit(2);
+}
+
+export function parseArgs(argv) {
+  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
+  const names = { "--url": "url", "--mode": "mode", "--channel": "channel", "--request-every-ms": "requestEveryMs",
+    "--request-timeout-ms": "requestTimeoutMs", "--chromium": "chromium" };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = names[argv[i]];
+    if (!key) throw new Error(`unknown argument ${argv[i]}`);
+    const v = argv[i + 1];
+    if (v === undefined) throw new Error(`${argv[i]} needs a value`);
+    if (typeof o[key] === "number") {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0) throw new Error(`${argv[i]} must be a whole number of ms, got ${v}`);
+      o[key] = n;
+    } else o[key] = v;
+  }
+  if (!o.url) throw new Error("--url is required");
+  let u;
+  try {
+    u = new URL(o.url);
+  } catch {
+    throw new Error(`--url is not a URL: ${o.url}`);
+  }
+  if (u.protocol !== "ws:" && u.protocol !== "wss:") throw new Error(`--url must be ws:// or wss://, got ${o.url}`);
+  if (o.mode !== "belay" && o.mode !== "naive") throw new Error(`--mode must be belay or naive, got ${o.mode}`);
+  if (!o.channel) throw new Error("--channel must not be empty");
+  o.origin = `${u.protocol === "wss:" ? "https:" : "http:"}//${u.host}`;
+  return o;
+}
+
+async function main() {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    usage(e.message);
+  }
+  if (!existsSync(opts.chromium)) usage(`no chromium at ${opts.chromium} (apt-get install chromium, or pass --chromium)`);
+
+  const out = (line) => process.stdout.write(line + "\n");
+  const profile = mkdtempSync(join(tmpdir(), "belay-agent-"));
+  let context;
+  let closing = false;
+  const finish = async (code) => {
+    if (closing) return;
+    closing = true;
+    setTimeout(() => process.exit(code), 2500).unref();
+    try {
+      await page?.evaluate(() => window.__agent?.stop()).catch(() => {});
+      await context?.close();
+    } catch { /* the browser is gone already */ }
+    rmSync(profile, { recursive: true, force: true });
+    process.exit(code);
+  };
+  let page;
+  process.stdin.on("end", () => finish(0));
+  process.stdin.on("error", () => finish(0));
+  process.stdin.resume();
+
+  log(`launching ${opts.chromium}`);
+  context = await chromium.launchPersistentContext(profile, { executablePath: opts.chromium, headless: true, args: FLAGS, timeout: 30_000 });
+  context.on("close", () => { if (!closing) { log("the browser closed"); finish(1); } });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on("console", (m) => log(`page ${m.type()}: ${m.text()}`));
+  page.on("pageerror", (e) => log(`page error: ${e.message}`));
+  page.on("crash", () => { log("the page crashed"); finish(1); });
+  await page.exposeFunction("__belayOut", out);
+  await page.route(`${opts.origin}/__belay_agent/**`, (route) => {
+    const path = new URL(route.request().url()).pathname.slice("/__belay_agent/".length);
+    if (path === "modes.js" || path === "belay.js") {
+      // modes.js imports '/belay.js' from the origin: point it at our copy.
+      let body = readFileSync(ASSETS + path, "utf8");
+      if (path === "modes.js") body = body.replace("from '/belay.js'", "from '/__belay_agent/belay.js'");
+      return route.fulfill({ contentType: "text/javascript", body });
+    }
+    return route.fulfill({ status: 404, body: "" });
+  });
+  // A document the server itself serves: Chromium's local-network-access
+  // checks refuse WebSockets from a page that did not come from the network.
+  const res = await page.goto(`${opts.origin}/healthz`, { waitUntil: "load", timeout: 15_000 });
+  if (!res || !res.ok()) throw new Error(`GET ${opts.origin}/healthz answered ${res ? res.status() : "nothing"}`);
+  await page.evaluate(async (o) => {
+    const { startClient } = await import("/__belay_agent/modes.js");
+    const send = (obj) => window.__belayOut(JSON.stringify(obj));
+    let queue = [];
+    const emit = (e) => {
+      const line = e.ev === "pub" ? { ev: "pub", offset: e.offset, epoch: e.epoch } : e;
+      if (queue) queue.push(line);
+      else send(line);
+    };
+    const config = { url: o.url, channel: o.channel };
+    if (o.mode === "belay") config.requestTimeoutMs = o.requestTimeoutMs;
+    const c = startClient(o.mode, config, emit);
+    send({ ev: "started" });
+    for (const line of queue) send(line);
+    queue = null;
+    let k = 0;
+    const timer = o.requestEveryMs > 0 ? setInterval(() => {
+      const id = ++k;
+      send({ ev: "sent", id });
+      c.request("echo", { k: id }, o.requestTimeoutMs).then((r) => send({ ev: "settled", id, outcome: r.outcome }));
+    }, o.requestEveryMs) : 0;
+    window.__agent = { stop() { clearInterval(timer); c.close(); } };
+  }, opts);
+  log(`running the ${opts.mode} client against ${opts.url}`);
+}
+
+main().catch((e) => {
+  log(`failed: ${e && e.stack ? e.stack : e}`);
+  process.exit(1);
+});
