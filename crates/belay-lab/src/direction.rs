@@ -125,12 +125,12 @@ async fn write_side<W: AsyncWrite + Unpin>(
     let mut rng = way.conn.rng(way.direction);
     let mut limits = Limits::default();
     let mut next_free = Instant::now();
+    let mut next_slice = Instant::now();
     while let Some(chunk) = rx.recv().await {
         way.wait_unheld(&mut states).await;
         let delay = way.plan(&states.borrow()).delay(&mut rng);
         sleep_until(chunk.read_at + delay).await;
         let mut rest = &chunk.bytes[..];
-        let mut first = true;
         while !rest.is_empty() {
             way.wait_unheld(&mut states).await;
             let plan = way.plan(&states.borrow());
@@ -140,12 +140,10 @@ async fn write_side<W: AsyncWrite + Unpin>(
             }
             let mut n = rest.len();
             if let Some(slicer) = plan.slicer {
-                if !first {
-                    sleep(slicer.pause).await;
-                }
+                sleep_until(next_slice).await;
                 n = n.min(slicer.next_len(&mut rng));
+                next_slice = Instant::now() + slicer.pause;
             }
-            first = false;
             if let Some(bytes_per_sec) = plan.bytes_per_sec {
                 sleep_until(next_free).await;
                 let slice = usize::try_from(bytes_per_sec / SLICES_PER_SEC).unwrap_or(usize::MAX);
