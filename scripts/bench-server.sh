@@ -25,7 +25,7 @@ for n in ${IDLE_COUNTS//,/ }; do
 done
 
 cargo build --release -p belay-load --bin server-bench
-bin=target/release/server-bench
+bin=${CARGO_TARGET_DIR:-target}/release/server-bench
 nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2
 
 echo "== idle =="

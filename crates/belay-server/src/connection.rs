@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::auth::Principal;
+use crate::broker::SubscribeError;
 use crate::faults::Faults;
 use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
@@ -581,11 +582,28 @@ impl Connection {
             self.send(&unsubscribed(&channel, "unavailable", "service down"));
             return;
         }
+        let limits = &self.shared.config.limits;
+        let granted = match limits.check_subscriptions(self.subscriptions.len()) {
+            Ok(()) => self
+                .shared
+                .broker
+                .subscribe(&channel, subscribe.since.as_ref())
+                .map_err(|refused| match refused {
+                    SubscribeError::TooManyChannels => Violation::TooManyChannels,
+                }),
+            Err(violation) => Err(violation),
+        };
+        let granted = match granted {
+            Ok(granted) => granted,
+            Err(violation) => {
+                Metrics::add(&self.shared.metrics.subscribe_refusals);
+                if let ViolationResponse::Reply(error) = violation.response() {
+                    self.send(&unsubscribed(&channel, &error.code, &error.message));
+                }
+                return;
+            }
+        };
         let resumed = subscribe.since.is_some();
-        let granted = self
-            .shared
-            .broker
-            .subscribe(&channel, subscribe.since.as_ref());
         if resumed {
             let counter = if granted.subscribed.recovered {
                 &self.shared.metrics.recoveries

@@ -21,6 +21,7 @@ pub struct Metrics {
     pub(crate) publications: AtomicU64,
     pub(crate) recoveries: AtomicU64,
     pub(crate) recovery_misses: AtomicU64,
+    pub(crate) subscribe_refusals: AtomicU64,
     pub(crate) admission_refusals: AtomicU64,
     pub(crate) drain_advised: AtomicU64,
     pub(crate) drain_remaining: AtomicI64,
@@ -89,7 +90,7 @@ impl Metrics {
             "Connections left to close in a drain.",
             self.drain_remaining.load(Ordering::Relaxed),
         );
-        let counters: [(&str, &str, &AtomicU64); 9] = [
+        let counters: [(&str, &str, &AtomicU64); 10] = [
             ("belay_connects_total", "Sessions accepted.", &self.connects),
             (
                 "belay_pings_sent_total",
@@ -115,6 +116,11 @@ impl Metrics {
                 "belay_recovery_misses_total",
                 "Resumed subscriptions answered recovered=false.",
                 &self.recovery_misses,
+            ),
+            (
+                "belay_subscribe_refusals_total",
+                "Subscribes refused by a limit (subscriptions per connection, channels).",
+                &self.subscribe_refusals,
             ),
             (
                 "belay_admission_refusals_total",

@@ -337,3 +337,93 @@ async fn a_request_in_flight_is_answered_before_the_drain_closes_its_connection(
     }
     assert!(answered, "the response went out before the close");
 }
+
+async fn subscribe_answer(raw: &mut Raw, channel: &str) -> ServerMessage {
+    raw.send(&ClientMessage::Subscribe(Subscribe {
+        channel: channel.into(),
+        since: None,
+    }))
+    .await;
+    raw.recv_skipping_pings()
+        .await
+        .expect("an answer to subscribe")
+}
+
+fn refused(answer: &ServerMessage, channel: &str, code: &str) -> bool {
+    matches!(answer, ServerMessage::Unsubscribed(u) if u.channel == channel && u.code == code)
+}
+
+#[tokio::test]
+async fn subscriptions_per_connection_and_channels_per_server_are_capped() {
+    let mut limits = Limits::default();
+    limits.set_max_subscriptions(2);
+    let mut history = belay_server::broker::HistoryLimits::default();
+    history.max_channels = 3;
+    let server = Server::builder()
+        .config(
+            ServerConfig::default()
+                .with_limits(limits)
+                .with_history(history),
+        )
+        .methods(demo::methods())
+        .build();
+    let addr = common::start(&server).await;
+    let (mut a, _) = Raw::connected(addr, None).await;
+    let (mut b, _) = Raw::connected(addr, None).await;
+
+    // One connection: two subscriptions, the third is refused for good
+    // (`forbidden`), a repeat of one it holds is still answered, and the
+    // connection keeps working.
+    for channel in ["a1", "a2"] {
+        let answer = subscribe_answer(&mut a, channel).await;
+        assert!(matches!(answer, ServerMessage::Subscribed(_)), "{answer:?}");
+    }
+    let answer = subscribe_answer(&mut a, "a3").await;
+    assert!(refused(&answer, "a3", "forbidden"), "{answer:?}");
+    let answer = subscribe_answer(&mut a, "a1").await;
+    assert!(matches!(answer, ServerMessage::Subscribed(_)), "{answer:?}");
+    echo_works(&mut a, 1).await;
+
+    // The server: a third channel fits, a fourth is refused with the
+    // non-final `unavailable` (publishing, the application's own call, is
+    // never refused: the broker's unit tests cover a new channel).
+    let answer = subscribe_answer(&mut b, "b1").await;
+    assert!(matches!(answer, ServerMessage::Subscribed(_)), "{answer:?}");
+    let answer = subscribe_answer(&mut b, "b2").await;
+    assert!(refused(&answer, "b2", "unavailable"), "{answer:?}");
+    let ServerMessage::Unsubscribed(u) = &answer else {
+        unreachable!()
+    };
+    assert_eq!(u.reason, "too many channels on the server");
+    server.publish("a1", json!(1));
+    echo_works(&mut b, 2).await;
+
+    // When `b1` is left, nothing was ever published on it and nobody
+    // listens, so it is forgotten and `b2` fits (the unsubscribe takes
+    // effect asynchronously: retry within a bound, as the client would).
+    b.send(&ClientMessage::Unsubscribe(
+        belay_proto::message::Unsubscribe {
+            channel: "b1".into(),
+        },
+    ))
+    .await;
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let answer = subscribe_answer(&mut b, "b2").await;
+        if matches!(answer, ServerMessage::Subscribed(_)) {
+            break;
+        }
+        assert!(refused(&answer, "b2", "unavailable"), "{answer:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "b1 was never forgotten"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let metrics = common::http_call(addr, "GET", "/metrics", None).await;
+    assert!(
+        metrics.body.contains("belay_subscribe_refusals_total"),
+        "{}",
+        metrics.body
+    );
+}

@@ -63,6 +63,7 @@ pub struct Limits {
     ping_interval: Duration,
     pong_timeout: Duration,
     allowed_origins: Vec<String>,
+    max_subscriptions: usize,
 }
 
 impl Default for Limits {
@@ -77,6 +78,7 @@ impl Default for Limits {
             ping_interval: Duration::from_secs(25),
             pong_timeout: Duration::from_secs(10),
             allowed_origins: Vec::new(),
+            max_subscriptions: 1_000,
         }
     }
 }
@@ -193,6 +195,19 @@ impl Limits {
         self
     }
 
+    /// Channels one connection may be subscribed to at once; a `subscribe`
+    /// for one more is refused with `unsubscribed` `forbidden`
+    /// ([`Violation::TooManySubscriptions`]). Default: 1 000.
+    pub fn max_subscriptions(&self) -> usize {
+        self.max_subscriptions
+    }
+
+    /// See [`max_subscriptions`](Self::max_subscriptions).
+    pub fn set_max_subscriptions(&mut self, value: usize) -> &mut Self {
+        self.max_subscriptions = value;
+        self
+    }
+
     /// The `ping_interval_ms` to advertise in `welcome`.
     pub fn ping_interval_ms(&self) -> u64 {
         u64::try_from(self.ping_interval.as_millis()).unwrap_or(u64::MAX)
@@ -248,6 +263,17 @@ impl Limits {
         }
     }
 
+    /// Check whether a connection that holds `held` subscriptions may
+    /// subscribe to one more channel (a repeated `subscribe` for a channel it
+    /// holds replaces that subscription and is not checked).
+    pub fn check_subscriptions(&self, held: usize) -> Result<(), Violation> {
+        if held >= self.max_subscriptions {
+            Err(Violation::TooManySubscriptions)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Check a new connection from an IP that already holds `open`
     /// connections. The `Retry-After` hint is the time the heartbeat takes
     /// to reap an abandoned connection (`ping_interval + pong_timeout`),
@@ -296,6 +322,12 @@ mod tests {
         assert_eq!(limits.ping_interval(), Duration::from_secs(25));
         assert_eq!(limits.pong_timeout(), Duration::from_secs(10));
         assert!(limits.allowed_origins().is_empty());
+        assert_eq!(limits.max_subscriptions(), 1_000);
+        assert!(limits.check_subscriptions(999).is_ok());
+        assert_eq!(
+            limits.check_subscriptions(1_000),
+            Err(Violation::TooManySubscriptions)
+        );
         assert_eq!(limits.ping_interval_ms(), 25_000);
     }
 

@@ -28,6 +28,8 @@ const MAX_WIRE_INT: u64 = (1 << 53) - 1;
 /// | [`RateLimited`](Violation::RateLimited) | reply `rate_limited` with `retry_after_ms`, keep the connection |
 /// | [`Flood`](Violation::Flood) | `reconnect` advice (`rate_limited`), then close 4029 `rate limited` |
 /// | [`SlowConsumer`](Violation::SlowConsumer) | close 4009 `slow consumer` |
+/// | [`TooManySubscriptions`](Violation::TooManySubscriptions) | `unsubscribed` `forbidden` (final), keep the connection |
+/// | [`TooManyChannels`](Violation::TooManyChannels) | `unsubscribed` `unavailable` (the client retries with backoff), keep the connection |
 ///
 /// A reply goes out as a `response` with the request's `id` when the frame
 /// was a `request` whose id could be read (every request gets exactly one
@@ -75,6 +77,12 @@ pub enum Violation {
     },
     /// The connection's outbound queue is full: the client reads too slowly.
     SlowConsumer,
+    /// A `subscribe` for one channel more than the connection may hold
+    /// ([`Limits::max_subscriptions`](super::Limits::max_subscriptions)).
+    TooManySubscriptions,
+    /// A `subscribe` that would create a channel while the broker already
+    /// holds as many as it may (belay-server: `HistoryLimits::max_channels`).
+    TooManyChannels,
 }
 
 /// What the server does about a [`Violation`].
@@ -174,6 +182,14 @@ impl Violation {
                 }
             }
             Violation::SlowConsumer => close(CloseCode::SLOW_CONSUMER, "slow consumer"),
+            Violation::TooManySubscriptions => Reply(ErrorBody::new(
+                "forbidden",
+                "too many subscriptions on this connection",
+            )),
+            Violation::TooManyChannels => Reply(ErrorBody::new(
+                "unavailable",
+                "too many channels on the server",
+            )),
         }
     }
 
@@ -194,6 +210,8 @@ impl Violation {
             Violation::RateLimited { .. } => "rate_limited",
             Violation::Flood { .. } => "flood",
             Violation::SlowConsumer => "slow_consumer",
+            Violation::TooManySubscriptions => "too_many_subscriptions",
+            Violation::TooManyChannels => "too_many_channels",
         }
     }
 }
@@ -301,6 +319,18 @@ mod tests {
                 },
             ),
             (Violation::SlowConsumer, close(4009, "slow consumer")),
+            (
+                Violation::TooManySubscriptions,
+                reply(
+                    "forbidden",
+                    "too many subscriptions on this connection",
+                    None,
+                ),
+            ),
+            (
+                Violation::TooManyChannels,
+                reply("unavailable", "too many channels on the server", None),
+            ),
         ]
     }
 
@@ -320,6 +350,8 @@ mod tests {
                     | Violation::UnknownType
                     | Violation::BinaryFrame
                     | Violation::RateLimited { .. }
+                    | Violation::TooManySubscriptions
+                    | Violation::TooManyChannels
             );
             assert_eq!(response.keeps_connection(), keeps, "{}", violation.name());
             let upgrade = matches!(response, ViolationResponse::RejectUpgrade { .. });
