@@ -14,7 +14,10 @@
 //!
 //! Times count from the start of the run; steps run in time order (steps
 //! at the same time in the order written). `add` replaces a toxic of the
-//! same name; `remove` of a missing toxic is logged and skipped.
+//! same name; `remove` of a missing toxic is logged and skipped. With
+//! `"repeat_ms": P` (at least the last step's time, and at least 1), the
+//! steps run again every P milliseconds until the timeline is stopped or
+//! replaced (flapping, for instance).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +82,7 @@ impl Step {
 #[serde(try_from = "TimelineJson", into = "TimelineJson")]
 pub struct Timeline {
     steps: Vec<Step>,
+    repeat: Option<Duration>,
 }
 
 impl Timeline {
@@ -118,6 +122,19 @@ impl Timeline {
         self.then(at, Action::Clear)
     }
 
+    /// Run the steps again every `period` (measured from the start of one
+    /// round to the start of the next), until stopped.
+    #[must_use]
+    pub fn repeat_every(mut self, period: Duration) -> Timeline {
+        self.repeat = Some(period);
+        self
+    }
+
+    /// The period of the rounds, if the steps repeat.
+    pub fn repeat(&self) -> Option<Duration> {
+        self.repeat
+    }
+
     /// The steps, in the order they run.
     pub fn steps(&self) -> &[Step] {
         &self.steps
@@ -127,6 +144,18 @@ impl Timeline {
     pub fn validate(&self) -> Result<(), String> {
         if self.steps.len() > MAX_STEPS {
             return Err(format!("at most {MAX_STEPS} steps"));
+        }
+        if let Some(period) = self.repeat {
+            let last = self.steps.last().map_or(Duration::ZERO, |s| s.at);
+            if period < last || period < Duration::from_millis(1) {
+                return Err(format!(
+                    "repeat_ms must be at least 1 and at least the last step's at_ms ({})",
+                    last.as_millis()
+                ));
+            }
+            if period > Duration::from_millis(MAX_AT_MS) {
+                return Err(format!("repeat_ms must be at most {MAX_AT_MS}"));
+            }
         }
         for (index, step) in self.steps.iter().enumerate() {
             let checked = if step.at > Duration::from_millis(MAX_AT_MS) {
@@ -145,22 +174,32 @@ impl Timeline {
 }
 
 /// Run `timeline` against `shared` from `start`.
-pub(crate) async fn run(timeline: Timeline, shared: Arc<Shared>, start: Instant) {
-    for step in timeline.steps {
-        sleep_until(start + step.at).await;
-        let done = match step.action {
-            Action::Add(toxic) => shared.replace(toxic),
-            Action::Remove(name) => shared.remove(&name).map(drop),
-            Action::Clear => {
-                shared.clear();
-                Ok(())
-            }
-            Action::Fault(fault) => shared.set(fault),
-        };
-        match done {
-            Ok(()) => tracing::info!(at = ?step.at, "timeline step"),
-            Err(e) => tracing::warn!(at = ?step.at, error = %e, "timeline step skipped"),
+pub(crate) async fn run(timeline: Timeline, shared: Arc<Shared>, mut start: Instant) {
+    loop {
+        for step in &timeline.steps {
+            sleep_until(start + step.at).await;
+            apply(step, &shared);
         }
+        match timeline.repeat {
+            Some(period) => start += period,
+            None => return,
+        }
+    }
+}
+
+fn apply(step: &Step, shared: &Shared) {
+    let done = match &step.action {
+        Action::Add(toxic) => shared.replace(toxic.clone()),
+        Action::Remove(name) => shared.remove(name).map(drop),
+        Action::Clear => {
+            shared.clear();
+            Ok(())
+        }
+        Action::Fault(fault) => shared.set(*fault),
+    };
+    match done {
+        Ok(()) => tracing::info!(at = ?step.at, action = ?step.action, "timeline step"),
+        Err(e) => tracing::warn!(at = ?step.at, error = %e, "timeline step skipped"),
     }
 }
 
@@ -169,6 +208,8 @@ pub(crate) async fn run(timeline: Timeline, shared: Arc<Shared>, start: Instant)
 #[serde(deny_unknown_fields)]
 struct TimelineJson {
     steps: Vec<StepJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    repeat_ms: Option<u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -194,6 +235,7 @@ impl TryFrom<TimelineJson> for Timeline {
             };
             timeline = timeline.then(Duration::from_millis(at_ms), action);
         }
+        timeline.repeat = json.repeat_ms.map(Duration::from_millis);
         timeline.validate()?;
         Ok(timeline)
     }
@@ -214,7 +256,10 @@ impl From<Timeline> for TimelineJson {
                 }
             })
             .collect();
-        TimelineJson { steps }
+        let repeat_ms = timeline
+            .repeat
+            .map(|p| u64::try_from(p.as_millis()).unwrap_or(u64::MAX));
+        TimelineJson { steps, repeat_ms }
     }
 }
 
@@ -231,7 +276,7 @@ mod tests {
             {"at_ms":2000,"action":"add","toxic":{"name":"elevator","type":"blackhole"}},
             {"at_ms":2000,"action":"remove","name":"latency_both"},
             {"at_ms":6000,"action":"fault","fault":{"mode":"reset"}}
-        ]}"#;
+        ],"repeat_ms":10000}"#;
         let timeline = Timeline::from_json(text).unwrap();
         let ats: Vec<u64> = timeline
             .steps()
@@ -239,6 +284,7 @@ mod tests {
             .map(|s| s.at().as_millis() as u64)
             .collect();
         assert_eq!(ats, [0, 2000, 2000, 5000, 6000]);
+        assert_eq!(timeline.repeat(), Some(Duration::from_secs(10)));
         assert!(matches!(timeline.steps()[1].action(), Action::Add(t) if t.name() == "elevator"));
         assert_eq!(
             timeline.steps()[2].action(),
@@ -262,6 +308,11 @@ mod tests {
                 "at_ms",
             ),
             (r#"{"steps":[{"at_ms":0,"action":"clear","x":1}]}"#, "x"),
+            (
+                r#"{"steps":[{"at_ms":500,"action":"clear"}],"repeat_ms":400}"#,
+                "repeat_ms",
+            ),
+            (r#"{"steps":[],"repeat_ms":0}"#, "repeat_ms"),
         ];
         for (json, needle) in cases {
             let error = Timeline::from_json(json).expect_err(json);

@@ -19,6 +19,8 @@ use crate::fault::Direction;
 
 /// The largest delay, timeout or window accepted (ten minutes).
 pub(crate) const MAX_MS: u64 = 600_000;
+/// The largest average slice accepted (1 MiB).
+const MAX_SLICE: u64 = 1 << 20;
 
 /// The direction(s) a toxic acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -123,7 +125,7 @@ pub enum ToxicKind {
     /// Split data into slices of `average_size` ± `size_variation` bytes
     /// (seeded) and wait `delay_us` microseconds between slices.
     Slicer {
-        /// Average slice size in bytes (at least 1).
+        /// Average slice size in bytes (1 to 1 MiB).
         average_size: u64,
         /// Largest deviation from the average (below `average_size`).
         #[serde(default)]
@@ -209,8 +211,10 @@ impl ToxicKind {
                 size_variation,
                 delay_us,
             } => {
-                if average_size == 0 {
-                    Err(format!("{name}: average_size must be at least 1"))
+                if !(1..=MAX_SLICE).contains(&average_size) {
+                    Err(format!(
+                        "{name}: average_size must be between 1 and {MAX_SLICE}"
+                    ))
                 } else if size_variation >= average_size {
                     Err(format!("{name}: size_variation must be below average_size"))
                 } else {

@@ -35,8 +35,17 @@ impl TryFrom<ToxicJson> for Toxic {
             return Err("attributes: \"type\" belongs outside the attributes".into());
         }
         tagged.insert("type".into(), Value::String(json.kind.clone()));
-        let kind = ToxicKind::deserialize(Value::Object(tagged))
+        let kind = ToxicKind::deserialize(Value::Object(tagged.clone()))
             .map_err(|e| format!("toxic type {:?}: {e}", json.kind))?;
+        // Attributes of a type that has none slip past serde: check them all.
+        if let Ok(Value::Object(known)) = serde_json::to_value(kind) {
+            if let Some(unknown) = tagged.keys().find(|k| !known.contains_key(*k)) {
+                return Err(format!(
+                    "toxic type {:?}: unknown attribute {unknown:?}",
+                    json.kind
+                ));
+            }
+        }
         let toxic = Toxic {
             name: json
                 .name
@@ -130,6 +139,19 @@ mod tests {
                 "size_variation",
             ),
             (r#"{"type":"blackhole","colour":"red"}"#, "colour"),
+            (
+                r#"{"type":"blackhole","attributes":{"latency_ms":1}}"#,
+                "latency_ms",
+            ),
+            (
+                r#"{"type":"slicer","attributes":{"average_size":18446744073709551615}}"#,
+                "average_size",
+            ),
+            (r#"{"type":"latency","attributes":{"latency_ms":-1}}"#, "-1"),
+            (
+                r#"{"type":"latency","attributes":{"type":"x","latency_ms":1}}"#,
+                "type",
+            ),
         ];
         for (json, needle) in cases {
             let error = parse(json).expect_err(json);

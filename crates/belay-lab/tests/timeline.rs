@@ -75,3 +75,27 @@ async fn a_new_timeline_replaces_the_running_one() {
     proxy.stop_timeline();
     assert!(proxy.toxics().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_repeating_timeline_flaps_until_stopped() {
+    let proxy = proxy_to(echo_upstream().await).await;
+    let refuse = Toxic::new(ToxicKind::Refuse {
+        with: belay_lab::RefuseWith::Reset,
+    });
+    let flapping = Timeline::new()
+        .add(Duration::ZERO, refuse)
+        .clear(Duration::from_secs(1))
+        .repeat_every(Duration::from_secs(3));
+    let start = tokio::time::Instant::now();
+    proxy.run_timeline(flapping).unwrap();
+    for round in 0..3u64 {
+        let base = Duration::from_secs(3 * round);
+        tokio::time::sleep_until(start + base + Duration::from_millis(500)).await;
+        assert_eq!(names(&proxy), ["refuse_both"], "round {round}, refusing");
+        tokio::time::sleep_until(start + base + Duration::from_millis(2000)).await;
+        assert!(names(&proxy).is_empty(), "round {round}, open");
+    }
+    assert!(proxy.timeline_running());
+    proxy.stop_timeline();
+    assert!(!proxy.timeline_running());
+}
