@@ -74,3 +74,46 @@ export async function fault(base: string, name: string, body: object): Promise<v
   const r = await fetch(`${base}/admin/fault/${name}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   if (!r.ok) throw new Error(`fault ${name}: HTTP ${r.status}`);
 }
+
+/**
+ * Page-side recorder (run with `page.evaluate(RECORDER)` on a page of the
+ * server's origin): `T.start(name, mode, options)` starts a client from the
+ * server's /assets/modes.js and records every event and every socket fact
+ * in `runs[name]`, timestamped with performance.now(); `T.fault` toggles a
+ * fault from the page (returns the time just before the request).
+ */
+// Plain JS (a string: vitest would rewrite a dynamic import inside a function).
+export const RECORDER = `(async () => {
+  const { startClient } = await import("/assets/modes.js");
+  window.runs = {};
+  window.T = {
+    now: () => performance.now(),
+    async fault(name, body) {
+      const t = performance.now();
+      const r = await fetch("/admin/fault/" + name, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      if (!r.ok) throw new Error("fault " + name + ": HTTP " + r.status);
+      return t;
+    },
+    start(name, mode, options = {}) {
+      const events = [];
+      const sockets = [];
+      class Recording extends WebSocket {
+        constructor(u, proto) {
+          super(u, proto);
+          const rec = { dial: performance.now(), inputs: [] };
+          sockets.push(rec);
+          this.addEventListener("open", () => rec.inputs.push({ t: performance.now(), kind: "opened" }));
+          this.addEventListener("message", (e) => rec.inputs.push({ t: performance.now(), kind: "frame", text: e.data }));
+          this.addEventListener("close", (e) => rec.inputs.push({ t: performance.now(), kind: "close", code: e.code, reason: e.reason }));
+        }
+      }
+      const started = performance.now();
+      const c = startClient(mode, { url: "ws://" + location.host + "/ws", ...options, WebSocket: Recording }, (e) => events.push({ t: performance.now(), ...e }));
+      window.runs[name] = { c, events, sockets, started };
+      return started;
+    },
+    stop(name) {
+      window.runs[name]?.c.close();
+    },
+  };
+})()`;

@@ -15,7 +15,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { makeConfig } from "../src/core/config.js";
 import { Session, type Input } from "../src/core/session.js";
-import { connections, fault, launch, ROOT, startServer, type DemoServer } from "./harness.js";
+import { connections, fault, launch, RECORDER, ROOT, startServer, type DemoServer } from "./harness.js";
 
 const PING_MS = 1000; // the server pings a quiet connection every second, as in the reference
 const FREEZE_MS = 12_000; // the reference froze for 12 s
@@ -31,42 +31,6 @@ type Row = { freeze: number | null; service: number | null; dataAfter: number | 
 const rows: Record<"belay" | "naive", Partial<Row>> = { belay: {}, naive: {} };
 const notes: Record<string, unknown> = {};
 
-/** Page-side recorder: every client event and every socket fact, timestamped with performance.now(). */
-// Plain JS (a string: vitest would rewrite a dynamic import inside a function).
-const RECORDER = `(async () => {
-  const { startClient } = await import("/assets/modes.js");
-  window.runs = {};
-  window.T = {
-    now: () => performance.now(),
-    async fault(name, body) {
-      const t = performance.now();
-      const r = await fetch("/admin/fault/" + name, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      if (!r.ok) throw new Error("fault " + name + ": HTTP " + r.status);
-      return t;
-    },
-    start(name, mode, options = {}) {
-      const events = [];
-      const sockets = [];
-      class Recording extends WebSocket {
-        constructor(u, proto) {
-          super(u, proto);
-          const rec = { dial: performance.now(), inputs: [] };
-          sockets.push(rec);
-          this.addEventListener("open", () => rec.inputs.push({ t: performance.now(), kind: "opened" }));
-          this.addEventListener("message", (e) => rec.inputs.push({ t: performance.now(), kind: "frame", text: e.data }));
-          this.addEventListener("close", (e) => rec.inputs.push({ t: performance.now(), kind: "close", code: e.code, reason: e.reason }));
-        }
-      }
-      const started = performance.now();
-      const c = startClient(mode, { url: "ws://" + location.host + "/ws", ...options, WebSocket: Recording }, (e) => events.push({ t: performance.now(), ...e }));
-      window.runs[name] = { c, events, sockets, started };
-      return started;
-    },
-    stop(name) {
-      window.runs[name]?.c.close();
-    },
-  };
-})()`;
 
 /** Page-side recorder: every client event and every socket fact, timestamped with performance.now(). */
 async function installRecorder(p: Page): Promise<void> {
