@@ -132,6 +132,14 @@ async fn write_side<W: AsyncWrite + Unpin>(
         sleep_until(chunk.read_at + delay).await;
         let mut rest = &chunk.bytes[..];
         while !rest.is_empty() {
+            // Pace first, then look: a hold or discard set meanwhile wins.
+            let pacing = way.plan(&states.borrow());
+            if pacing.slicer.is_some() {
+                sleep_until(next_slice).await;
+            }
+            if pacing.bytes_per_sec.is_some() {
+                sleep_until(next_free).await;
+            }
             way.wait_unheld(&mut states).await;
             let plan = way.plan(&states.borrow());
             if plan.discard {
@@ -140,12 +148,10 @@ async fn write_side<W: AsyncWrite + Unpin>(
             }
             let mut n = rest.len();
             if let Some(slicer) = plan.slicer {
-                sleep_until(next_slice).await;
                 n = n.min(slicer.next_len(&mut rng));
                 next_slice = Instant::now() + slicer.pause;
             }
             if let Some(bytes_per_sec) = plan.bytes_per_sec {
-                sleep_until(next_free).await;
                 let slice = usize::try_from(bytes_per_sec / SLICES_PER_SEC).unwrap_or(usize::MAX);
                 n = n.min(slice.max(1));
                 let cost = Duration::from_secs_f64(n as f64 / bytes_per_sec as f64);
@@ -165,6 +171,7 @@ async fn write_side<W: AsyncWrite + Unpin>(
     way.wait_unheld(&mut states).await;
     let slow_close = way.plan(&states.borrow()).slow_close;
     sleep(slow_close).await;
+    way.wait_unheld(&mut states).await;
     to.shutdown().await?;
     Ok(())
 }

@@ -164,6 +164,29 @@ async fn toxics_are_added_and_removed_over_http() {
     assert_eq!(read_n(&mut client, 4).await, b"held", "released");
     let (status, _) = http(admin, "DELETE", "/proxies/p/toxics/blackhole_upstream", "").await;
     assert_eq!(status, 404);
+
+    let lag = r#"{"name":"lag","type":"latency","attributes":{"latency_ms":5}}"#;
+    let (status, body) = http(admin, "POST", "/proxies/p/toxics", lag).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = http(admin, "GET", "/proxies/p/toxics/lag", "").await;
+    assert_eq!(status, 200, "{body}");
+    let lag: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(lag["attributes"]["latency_ms"], 5, "{body}");
+    let (status, _) = http(admin, "DELETE", "/proxies/p/toxics", "").await;
+    assert_eq!(status, 204);
+    let (_, body) = http(admin, "GET", "/proxies/p/toxics", "").await;
+    assert_eq!(body, "[]");
+
+    let half_open = r#"{"mode":"half_open","drop":"server_to_client"}"#;
+    let (status, body) = http(admin, "POST", "/proxies/p/fault", half_open).await;
+    assert_eq!((status, body.as_str()), (200, half_open));
+    let (_, body) = http(admin, "GET", "/proxies/p/toxics", "").await;
+    assert!(
+        body.contains(r#""type":"discard","stream":"downstream""#),
+        "{body}"
+    );
+    let (status, body) = http(admin, "POST", "/proxies/p/fault", r#"{"mode":"toxics"}"#).await;
+    assert_eq!(status, 400, "{body}");
 }
 
 #[tokio::test]
