@@ -32,15 +32,16 @@
 #![warn(missing_docs)]
 
 pub mod admin;
-mod accept;
 mod counters;
 mod direction;
 mod fault;
 mod pair;
-mod plan;
 mod proxy;
-mod registry;
 mod state;
+
+mod accept;
+mod plan;
+mod registry;
 mod timeline;
 mod toxic;
 mod toxic_json;
@@ -48,6 +49,7 @@ mod toxic_json;
 pub use counters::CountersSnapshot;
 pub use fault::{Direction, Fault};
 pub use proxy::{Proxy, ProxyError};
+
 pub use proxy::ProxyBuilder;
 pub use registry::Registry;
 pub use timeline::{Action, Step, Timeline};
