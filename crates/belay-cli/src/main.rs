@@ -3,6 +3,7 @@
 
 mod backoff_table;
 mod connect;
+mod lab;
 mod load;
 mod proxy;
 mod serve;
@@ -28,6 +29,8 @@ enum Command {
     Backoff(backoff_table::Args),
     /// Connect to a server: stdin lines become requests (`METHOD JSON`) or `sub CHANNEL`.
     Connect(connect::Args),
+    /// Measure every client against every fault (real servers, proxy, link cuts) and write docs/RESULTS.md.
+    Lab(lab::Args),
     /// Generate load against a loopback server: idle sessions, echo round trips, broadcast fan-out.
     Load(load::Args),
     /// Run the lab's TCP fault proxy (blackhole, latency, reset…) in front of a loopback server.
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Backoff(args) => backoff_table::run(&args),
         Command::Connect(args) => connect::run(&args),
+        Command::Lab(args) => lab::run(&args),
         Command::Load(args) => load::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Serve(args) => serve::run(&args),

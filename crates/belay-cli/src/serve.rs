@@ -24,6 +24,13 @@ pub(crate) struct Args {
     /// Server ping interval in milliseconds (advertised in `welcome`).
     #[arg(long, default_value_t = 25_000)]
     ping_interval_ms: u64,
+    /// Milliseconds without any frame after a ping before the connection is
+    /// reaped as a zombie.
+    #[arg(long, default_value_t = 10_000)]
+    pong_timeout_ms: u64,
+    /// With --demo: milliseconds between two `feed` ticks.
+    #[arg(long, default_value_t = 500)]
+    feed_every_ms: u64,
     /// The fleet this server expects: reconnect pacing periods are sized for
     /// at least this many clients.
     #[arg(long, default_value_t = 0)]
@@ -31,6 +38,9 @@ pub(crate) struct Args {
     /// Seconds the load balancer needs to notice `/readyz` = 503 during a drain.
     #[arg(long, default_value_t = 25)]
     lb_delay_secs: u64,
+    /// Milliseconds a drain spreads the clients' reconnects over.
+    #[arg(long, default_value_t = 10_000)]
+    drain_spread_ms: u64,
     /// Serve wss:// (TLS) with this PEM certificate chain, leaf first
     /// (requires --tls-key).
     #[arg(long, value_name = "FILE")]
@@ -102,10 +112,12 @@ async fn serve(args: &Args) -> Result<(), String> {
         .with_expected_fleet(args.expected_clients);
     config
         .limits
-        .set_ping_interval(Duration::from_millis(args.ping_interval_ms));
+        .set_ping_interval(Duration::from_millis(args.ping_interval_ms))
+        .set_pong_timeout(Duration::from_millis(args.pong_timeout_ms));
     config
         .drain
-        .set_lb_delay(Duration::from_secs(args.lb_delay_secs));
+        .set_lb_delay(Duration::from_secs(args.lb_delay_secs))
+        .set_reconnect_spread(Duration::from_millis(args.drain_spread_ms));
     let mut builder = Server::builder().config(config);
     if args.demo {
         builder = builder.methods(demo::methods());
@@ -118,7 +130,7 @@ async fn serve(args: &Args) -> Result<(), String> {
         .local_addr()
         .map_err(|e| format!("no local address: {e}"))?;
     let router = if args.demo {
-        demo::spawn_feed(&server, Duration::from_millis(500));
+        demo::spawn_feed(&server, Duration::from_millis(args.feed_every_ms.max(1)));
         demo::router(&server)
     } else {
         server.router()

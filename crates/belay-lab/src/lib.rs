@@ -35,6 +35,7 @@ pub mod admin;
 mod counters;
 mod direction;
 mod fault;
+pub mod lab;
 mod pair;
 mod proxy;
 mod state;

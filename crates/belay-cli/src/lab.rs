@@ -1,0 +1,163 @@
+//! `belay lab`: every fault × every client × R repetitions against real
+//! `belay serve --demo` processes, written up as markdown (docs/RESULTS.md).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use belay_lab::lab::{self, ClientKind, LabConfig, LabFault};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Arguments of `belay lab`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Repetitions per (fault, client).
+    #[arg(long, default_value_t = 10)]
+    reps: u32,
+    /// Clients, comma-separated: naive, belay, browser-naive, browser.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "naive,belay,browser-naive,browser"
+    )]
+    clients: Vec<ClientKind>,
+    /// Faults, comma-separated (default: all of them).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain"
+    )]
+    faults: Vec<LabFault>,
+    /// Repetitions run at the same time.
+    #[arg(long, default_value_t = 3)]
+    jobs: usize,
+    /// How long each fault lasts, in milliseconds (flapping excepted).
+    #[arg(long, default_value_t = 3_000)]
+    fault_ms: u64,
+    /// How long flapping lasts, in milliseconds.
+    #[arg(long, default_value_t = 15_000)]
+    flapping_ms: u64,
+    /// No repetition starts after this many minutes.
+    #[arg(long, default_value_t = 45)]
+    time_bound_mins: u64,
+    /// Write the markdown here (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Exit with status 1 unless every Belay cell kept every guarantee.
+    #[arg(long)]
+    check: bool,
+    /// The browser agent script.
+    #[arg(long, default_value = "clients/js/lab/agent.mjs")]
+    agent: PathBuf,
+    /// Node.js.
+    #[arg(long, default_value = "node")]
+    node: PathBuf,
+    /// Chromium.
+    #[arg(long, default_value = "/usr/bin/chromium")]
+    chromium: PathBuf,
+}
+
+pub(crate) fn run(args: &Args) -> Result<(), String> {
+    let mut config = LabConfig::default();
+    config.faults.clone_from(&args.faults);
+    config.clients.clone_from(&args.clients);
+    config.reps = args.reps.max(1);
+    config.jobs = args.jobs.max(1);
+    config.fault_for = Duration::from_millis(args.fault_ms.max(100));
+    config.flapping_for = Duration::from_millis(args.flapping_ms.max(100));
+    config.time_bound = Duration::from_secs(args.time_bound_mins * 60);
+    config.server.exe = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
+    config.browser.node.clone_from(&args.node);
+    config.browser.script.clone_from(&args.agent);
+    config.browser.chromium.clone_from(&args.chromium);
+    if config.clients.iter().any(|c| c.in_browser()) && !args.agent.exists() {
+        return Err(format!(
+            "the browser agent {} is missing (run from the repository root, or leave the browser clients out with --clients naive,belay)",
+            args.agent.display()
+        ));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let total = (config.faults.len() * config.clients.len()) as u64 * u64::from(config.reps);
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} lab [{bar:40}] {pos}/{len} repetitions, {elapsed} elapsed, last: {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let report = runtime.block_on(lab::run(&config, |p| {
+        bar.set_position(p.done);
+        bar.set_message(p.last.clone());
+    }));
+    bar.finish_and_clear();
+    let command = command_line(args);
+    let text = lab::markdown(&report, &command, &machine());
+    match &args.out {
+        Some(path) => std::fs::write(path, &text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => print!("{text}"),
+    }
+    let shortfalls: Vec<String> = report
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.shortfalls(&report.config)
+                .into_iter()
+                .map(move |s| format!("{} × {}: {s}", c.fault, c.client))
+        })
+        .collect();
+    for s in &shortfalls {
+        eprintln!("belay lab: {s}");
+    }
+    if args.check && !shortfalls.is_empty() {
+        return Err(format!("{} Belay guarantees not kept", shortfalls.len()));
+    }
+    Ok(())
+}
+
+/// The command as a user would type it to get the same run.
+fn command_line(args: &Args) -> String {
+    let clients: Vec<&str> = args.clients.iter().map(|c| c.name()).collect();
+    let faults: Vec<&str> = args.faults.iter().map(|f| f.name()).collect();
+    let mut line = format!(
+        "belay lab --reps {} --jobs {} --clients {} --faults {} --fault-ms {} --flapping-ms {}",
+        args.reps,
+        args.jobs,
+        clients.join(","),
+        faults.join(","),
+        args.fault_ms,
+        args.flapping_ms
+    );
+    if let Some(out) = &args.out {
+        line.push_str(&format!(" --out {}", out.display()));
+    }
+    line
+}
+
+/// CPU model, cores and memory, as /proc tells them.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let memory_gb = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    format!("{cores} cores ({cpu}), {memory_gb:.0} GB RAM, Linux")
+}

@@ -1,0 +1,353 @@
+//! Clients under test, each wrapped as an *agent*: it connects to a URL,
+//! runs the same workload (subscribe to one channel, a request every few
+//! hundred ms whatever the state) and reports [`Observation`]s.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::str::FromStr;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::observation::{Observation, Stamped};
+use super::{belay_agent, naive};
+
+/// Which client an agent runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ClientKind {
+    /// The naive baseline ([`naive`](super::naive)): trusts socket events.
+    Naive,
+    /// `belay-client` with its default policy.
+    Belay,
+    /// The browser client (clients/js) in headless Chromium, via
+    /// `clients/js/lab/agent.mjs`.
+    Browser,
+    /// The naive baseline in headless Chromium (same page, `--mode naive`).
+    BrowserNaive,
+}
+
+impl ClientKind {
+    /// Every kind, in table order.
+    pub const ALL: [ClientKind; 4] = [
+        ClientKind::Naive,
+        ClientKind::Belay,
+        ClientKind::BrowserNaive,
+        ClientKind::Browser,
+    ];
+
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientKind::Naive => "naive",
+            ClientKind::Belay => "belay",
+            ClientKind::BrowserNaive => "browser-naive",
+            ClientKind::Browser => "browser",
+        }
+    }
+
+    /// Whether this kind is held to Belay's guarantees.
+    pub fn is_belay(self) -> bool {
+        matches!(self, ClientKind::Belay | ClientKind::Browser)
+    }
+
+    /// Whether this kind runs in Chromium.
+    pub fn in_browser(self) -> bool {
+        matches!(self, ClientKind::Browser | ClientKind::BrowserNaive)
+    }
+}
+
+impl fmt::Display for ClientKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ClientKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ClientKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown client {s:?} (naive, belay, browser-naive, browser)"))
+    }
+}
+
+/// What every agent does, whatever its client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Workload {
+    /// The channel to subscribe to.
+    pub channel: String,
+    /// A request (`echo`) is issued this often, ready or not.
+    pub request_every: Duration,
+    /// Each request's deadline (clients that have deadlines).
+    pub request_timeout: Duration,
+    /// How long a connection attempt may take (clients that have a bound).
+    pub connect_timeout: Duration,
+    /// Seed of the client's random source (Belay clients).
+    pub seed: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            channel: "feed".into(),
+            request_every: Duration::from_millis(200),
+            request_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(2),
+            seed: 1,
+        }
+    }
+}
+
+/// Where the browser agent lives and how to start it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BrowserSetup {
+    /// `node`.
+    pub node: PathBuf,
+    /// `clients/js/lab/agent.mjs`.
+    pub script: PathBuf,
+    /// The Chromium binary.
+    pub chromium: PathBuf,
+}
+
+impl Default for BrowserSetup {
+    fn default() -> Self {
+        BrowserSetup {
+            node: "node".into(),
+            script: "clients/js/lab/agent.mjs".into(),
+            chromium: "/usr/bin/chromium".into(),
+        }
+    }
+}
+
+/// Stamps observations as they arrive and hands them to the lab.
+#[derive(Debug, Clone)]
+pub(crate) struct Emitter {
+    tx: mpsc::UnboundedSender<Stamped>,
+}
+
+impl Emitter {
+    pub(crate) fn emit(&self, what: Observation) {
+        // The lab stopped listening: nothing left to report to.
+        let _ = self.tx.send(Stamped {
+            at: Instant::now(),
+            what,
+        });
+    }
+}
+
+/// Resolves once `stop` turns true (or its sender is gone).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// A running agent.
+#[derive(Debug)]
+pub struct Agent {
+    observations: mpsc::UnboundedReceiver<Stamped>,
+    seen: Vec<Stamped>,
+    runner: Runner,
+}
+
+#[derive(Debug)]
+enum Runner {
+    Task {
+        stop: watch::Sender<bool>,
+        task: JoinHandle<()>,
+    },
+    Process {
+        child: Child,
+        reader: JoinHandle<()>,
+    },
+}
+
+/// Why an agent could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The URL is not a `ws://` URL the client can dial.
+    #[error("bad url {0:?}")]
+    BadUrl(String),
+    /// The browser agent's process could not be started.
+    #[error("cannot start the browser agent ({node} {script}): {source}")]
+    Spawn {
+        /// The node binary.
+        node: String,
+        /// The script.
+        script: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}
+
+impl Agent {
+    /// Start a `kind` client against `url` (a `ws://host:port/ws` URL).
+    pub fn spawn(
+        kind: ClientKind,
+        url: &str,
+        work: &Workload,
+        browser: &BrowserSetup,
+    ) -> Result<Agent, AgentError> {
+        let (tx, observations) = mpsc::unbounded_channel();
+        let out = Emitter { tx };
+        let runner = match kind {
+            ClientKind::Naive => {
+                let uri: http::Uri = url.parse().map_err(|_| AgentError::BadUrl(url.into()))?;
+                let (stop, stopped) = watch::channel(false);
+                let task = tokio::spawn(naive::run(uri, work.clone(), out, stopped));
+                Runner::Task { stop, task }
+            }
+            ClientKind::Belay => {
+                let (stop, stopped) = watch::channel(false);
+                let task =
+                    tokio::spawn(belay_agent::run(url.to_owned(), work.clone(), out, stopped));
+                Runner::Task { stop, task }
+            }
+            ClientKind::Browser | ClientKind::BrowserNaive => {
+                let mode = if kind == ClientKind::Browser {
+                    "belay"
+                } else {
+                    "naive"
+                };
+                spawn_browser(mode, url, work, browser, out)?
+            }
+        };
+        Ok(Agent {
+            observations,
+            seen: Vec::new(),
+            runner,
+        })
+    }
+
+    /// Everything observed so far (received ones are kept).
+    pub fn observations(&mut self) -> &[Stamped] {
+        while let Ok(s) = self.observations.try_recv() {
+            self.seen.push(s);
+        }
+        &self.seen
+    }
+
+    /// Whether the client considered itself ready at `at`, by its last
+    /// "ready" or "lost" until then.
+    pub fn ready_at(&mut self, at: Instant) -> bool {
+        self.observations()
+            .iter()
+            .rev()
+            .filter(|s| s.at <= at)
+            .find_map(|s| match s.what {
+                Observation::Ready => Some(true),
+                Observation::Lost { .. } => Some(false),
+                _ => None,
+            })
+            .unwrap_or(false)
+    }
+
+    /// Wait (at most `bound`) until an observation after `since` satisfies
+    /// `pred`; returns its time.
+    pub async fn wait_for(
+        &mut self,
+        since: Instant,
+        bound: Duration,
+        mut pred: impl FnMut(&Observation) -> bool,
+    ) -> Option<Instant> {
+        let found = |seen: &[Stamped], pred: &mut dyn FnMut(&Observation) -> bool| {
+            seen.iter()
+                .find(|s| s.at >= since && pred(&s.what))
+                .map(|s| s.at)
+        };
+        if let Some(at) = found(self.observations(), &mut pred) {
+            return Some(at);
+        }
+        let deadline = Instant::now() + bound;
+        loop {
+            match tokio::time::timeout_at(deadline, self.observations.recv()).await {
+                Ok(Some(s)) => {
+                    let hit = s.at >= since && pred(&s.what);
+                    let at = s.at;
+                    self.seen.push(s);
+                    if hit {
+                        return Some(at);
+                    }
+                }
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// Stop the client and return everything it observed.
+    pub async fn stop(mut self) -> Vec<Stamped> {
+        const BOUND: Duration = Duration::from_secs(5);
+        match self.runner {
+            Runner::Task { stop, mut task } => {
+                let _ = stop.send(true);
+                if tokio::time::timeout(BOUND, &mut task).await.is_err() {
+                    task.abort();
+                }
+            }
+            Runner::Process { mut child, reader } => {
+                // EOF on stdin asks the agent to close and exit.
+                drop(child.stdin.take());
+                if tokio::time::timeout(BOUND, child.wait()).await.is_err() {
+                    let _ = child.kill().await;
+                }
+                let _ = tokio::time::timeout(BOUND, reader).await;
+            }
+        }
+        while let Ok(s) = self.observations.try_recv() {
+            self.seen.push(s);
+        }
+        self.seen
+    }
+}
+
+fn spawn_browser(
+    mode: &str,
+    url: &str,
+    work: &Workload,
+    browser: &BrowserSetup,
+    out: Emitter,
+) -> Result<Runner, AgentError> {
+    let mut child = Command::new(&browser.node)
+        .arg(&browser.script)
+        .args(["--url", url, "--mode", mode, "--channel", &work.channel])
+        .args([
+            "--request-every-ms",
+            &work.request_every.as_millis().to_string(),
+        ])
+        .args([
+            "--request-timeout-ms",
+            &work.request_timeout.as_millis().to_string(),
+        ])
+        .arg("--chromium")
+        .arg(&browser.chromium)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| AgentError::Spawn {
+            node: browser.node.display().to_string(),
+            script: browser.script.display().to_string(),
+            source,
+        })?;
+    let stdout = child.stdout.take();
+    let reader = tokio::spawn(async move {
+        let Some(stdout) = stdout else { return };
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(what) = Observation::parse_line(&line) {
+                out.emit(what);
+            }
+        }
+    });
+    Ok(Runner::Process { child, reader })
+}

@@ -1,0 +1,119 @@
+//! The Belay Rust client as an agent: `belay-client` with its default
+//! policy; only the connect timeout and the request deadline come from the
+//! workload.
+
+use belay_client::{Client, Item, RequestError, RequestOptions, Status};
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::agent::{stopped, Emitter, Workload};
+use super::observation::{Observation, Outcome};
+
+pub(crate) async fn run(
+    url: String,
+    work: Workload,
+    out: Emitter,
+    mut stop: watch::Receiver<bool>,
+) {
+    let client = Client::builder(url)
+        .configure(|c| {
+            c.set_connect_timeout(work.connect_timeout)
+                .set_request_timeout(work.request_timeout);
+        })
+        .seed(work.seed)
+        .connect();
+    out.emit(Observation::Started);
+    let status = tokio::spawn(watch_status(client.status(), out.clone()));
+    let feed = tokio::spawn(watch_feed(
+        client.clone(),
+        work.channel.clone(),
+        out.clone(),
+    ));
+    let mut interval = tokio::time::interval(work.request_every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_id = 0_u64;
+    loop {
+        tokio::select! {
+            () = stopped(&mut stop) => break,
+            _ = interval.tick() => {
+                next_id += 1;
+                let id = next_id;
+                out.emit(Observation::Sent { id });
+                let client = client.clone();
+                let out = out.clone();
+                let timeout = work.request_timeout;
+                tokio::spawn(async move {
+                    let options = RequestOptions::default().timeout(timeout);
+                    let result = client.request_with("echo", json!({ "k": id }), options).await;
+                    out.emit(Observation::Settled { id, outcome: outcome(&result) });
+                });
+            }
+        }
+    }
+    client.close().await;
+    status.abort();
+    feed.abort();
+}
+
+fn outcome(result: &Result<serde_json::Value, RequestError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Ok,
+        Err(RequestError::NotReady) => Outcome::NotReady,
+        Err(RequestError::Timeout) => Outcome::Timeout,
+        Err(RequestError::ConnectionClosed | RequestError::Closed) => Outcome::Closed,
+        Err(_) => Outcome::Error,
+    }
+}
+
+async fn watch_status(mut status: watch::Receiver<Status>, out: Emitter) {
+    let mut attempts = 0_u64;
+    let mut ready = false;
+    loop {
+        let now = status.borrow_and_update().clone();
+        for _ in attempts..now.attempts {
+            out.emit(Observation::Dial);
+        }
+        attempts = attempts.max(now.attempts);
+        if now.ready != ready {
+            ready = now.ready;
+            out.emit(if ready {
+                Observation::Ready
+            } else {
+                Observation::Lost { why: why(&now) }
+            });
+        }
+        if status.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+fn why(status: &Status) -> String {
+    let r = status.readiness;
+    if !r.transport || !r.protocol {
+        status
+            .last_disconnect
+            .as_ref()
+            .map_or_else(|| "disconnected".into(), |d| format!("{:?}", d.reason))
+    } else if !r.service {
+        "service down".into()
+    } else {
+        "subscription not confirmed".into()
+    }
+}
+
+async fn watch_feed(client: Client, channel: String, out: Emitter) {
+    let Ok(mut feed) = client.subscribe(&channel).await else {
+        return;
+    };
+    while let Some(item) = feed.next().await {
+        match item {
+            Item::Publication(p) => out.emit(Observation::Pub {
+                epoch: p.epoch,
+                offset: p.offset,
+            }),
+            Item::Resync => out.emit(Observation::Resync),
+            _ => {}
+        }
+    }
+}

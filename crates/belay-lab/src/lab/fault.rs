@@ -1,0 +1,117 @@
+//! The faults the lab measures, and what "on" and "off" mean for each.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One fault of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LabFault {
+    /// The server stops reading and writing its sockets; they stay open.
+    Freeze,
+    /// Pings go on; subscriptions are dropped and requests go unanswered.
+    ServiceDown,
+    /// Every answer comes 15 s late.
+    SlowReplies,
+    /// Every session is dropped 300 ms after its `welcome`.
+    Flapping,
+    /// Every session dropped at once; upgrades refused while the fault lasts.
+    Restart,
+    /// The fault proxy stops forwarding, closing nothing.
+    Blackhole,
+    /// The server's network namespace loses its link: no FIN, no RST.
+    LinkCut,
+    /// The proxy forwards client→server and discards server→client.
+    HalfOpen,
+    /// The connection is reset; new ones are accepted by a server that
+    /// never answers the handshake.
+    Zombie,
+    /// A graceful drain: advice, close 1012, the process exits and a new
+    /// one takes its place.
+    Drain,
+}
+
+impl LabFault {
+    /// Every fault, in table order.
+    pub const ALL: [LabFault; 10] = [
+        LabFault::Freeze,
+        LabFault::ServiceDown,
+        LabFault::SlowReplies,
+        LabFault::Flapping,
+        LabFault::Restart,
+        LabFault::Blackhole,
+        LabFault::LinkCut,
+        LabFault::HalfOpen,
+        LabFault::Zombie,
+        LabFault::Drain,
+    ];
+
+    /// The name on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            LabFault::Freeze => "freeze",
+            LabFault::ServiceDown => "service-down",
+            LabFault::SlowReplies => "slow-replies",
+            LabFault::Flapping => "flapping",
+            LabFault::Restart => "restart",
+            LabFault::Blackhole => "blackhole",
+            LabFault::LinkCut => "link-cut",
+            LabFault::HalfOpen => "half-open",
+            LabFault::Zombie => "zombie",
+            LabFault::Drain => "drain",
+        }
+    }
+
+    /// Whether only the heartbeat can reveal it (no socket event ever
+    /// comes), so detection is held to the heartbeat bound.
+    pub fn silent(self) -> bool {
+        matches!(
+            self,
+            LabFault::Freeze | LabFault::Blackhole | LabFault::LinkCut | LabFault::HalfOpen
+        )
+    }
+
+    /// Whether the client should notice it at all (slow replies only cost
+    /// request deadlines).
+    pub fn detectable(self) -> bool {
+        self != LabFault::SlowReplies
+    }
+
+    /// Whether the clients go through the fault proxy.
+    pub(crate) fn proxied(self) -> bool {
+        self != LabFault::LinkCut
+    }
+}
+
+impl fmt::Display for LabFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LabFault {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        LabFault::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = LabFault::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown fault {s:?} (one of {})", names.join(", "))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for fault in LabFault::ALL {
+            assert_eq!(fault.name().parse::<LabFault>(), Ok(fault));
+        }
+        assert!("nope".parse::<LabFault>().is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! The whole matrix: every fault × every client × R repetitions, a few at
+//! a time, bounded in time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::agent::{BrowserSetup, ClientKind, Workload};
+use super::fault::LabFault;
+use super::measure::RepFigures;
+use super::run::{repetition, RepPlan};
+use super::server::ServerSetup;
+
+/// What `belay lab` runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LabConfig {
+    /// The faults (rows).
+    pub faults: Vec<LabFault>,
+    /// The clients measured against each fault.
+    pub clients: Vec<ClientKind>,
+    /// Repetitions per (fault, client).
+    pub reps: u32,
+    /// Repetitions run at the same time.
+    pub jobs: usize,
+    /// How long each fault lasts (flapping excepted).
+    pub fault_for: Duration,
+    /// How long flapping lasts (the seed counts attempts in 15 s).
+    pub flapping_for: Duration,
+    /// No repetition starts after this much time; those left are reported
+    /// as not run.
+    pub time_bound: Duration,
+    /// The server under test.
+    pub server: ServerSetup,
+    /// The clients' workload.
+    pub work: Workload,
+    /// The browser agent.
+    pub browser: BrowserSetup,
+}
+
+impl Default for LabConfig {
+    fn default() -> Self {
+        LabConfig {
+            faults: LabFault::ALL.to_vec(),
+            clients: vec![ClientKind::Naive, ClientKind::Belay],
+            reps: 10,
+            jobs: 3,
+            fault_for: Duration::from_secs(3),
+            flapping_for: Duration::from_secs(15),
+            time_bound: Duration::from_secs(45 * 60),
+            server: ServerSetup::default(),
+            work: Workload::default(),
+            browser: BrowserSetup::default(),
+        }
+    }
+}
+
+impl LabConfig {
+    /// The bound a silent fault must be detected within: the client's
+    /// watchdog fires after two missed server pings, plus 500 ms for
+    /// timers and the observation path.
+    pub fn heartbeat_bound(&self) -> Duration {
+        self.server.ping_interval * 2 + Duration::from_millis(500)
+    }
+}
+
+/// One (fault, client) cell: the figures of each repetition.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Cell {
+    /// The row.
+    pub fault: LabFault,
+    /// The client.
+    pub client: ClientKind,
+    /// One entry per repetition run: its figures or why it failed.
+    pub reps: Vec<Result<RepFigures, String>>,
+    /// Repetitions not run because the time bound was reached.
+    pub not_run: u32,
+}
+
+/// Where the run is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Repetitions finished.
+    pub done: u64,
+    /// Repetitions planned.
+    pub total: u64,
+    /// The last one finished, e.g. "freeze × belay".
+    pub last: String,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LabReport {
+    /// What was run.
+    pub config: LabConfig,
+    /// One cell per (fault, client), in table order.
+    pub cells: Vec<Cell>,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// A repetition that takes longer than this is abandoned as failed.
+const REP_BOUND: Duration = Duration::from_secs(120);
+
+/// Run the matrix; `progress` hears of every finished repetition.
+pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport {
+    let started = Instant::now();
+    let mut cells: Vec<Cell> = Vec::new();
+    for &fault in &config.faults {
+        for &client in &config.clients {
+            cells.push(Cell {
+                fault,
+                client,
+                reps: Vec::new(),
+                not_run: 0,
+            });
+        }
+    }
+    // Repetition-major order, so concurrent jobs mix faults and clients.
+    let mut plan = Vec::new();
+    for rep in 0..config.reps {
+        for index in 0..cells.len() {
+            plan.push((index, rep));
+        }
+    }
+    let total = plan.len() as u64;
+    let gate = Arc::new(Semaphore::new(config.jobs.max(1)));
+    let mut running = JoinSet::new();
+    let mut done = 0_u64;
+    let mut pending = plan.into_iter();
+    loop {
+        // Start what the gate allows, unless the time bound is reached.
+        while let Ok(permit) = Arc::clone(&gate).try_acquire_owned() {
+            let Some((index, rep)) = pending.next() else {
+                break;
+            };
+            if started.elapsed() >= config.time_bound {
+                cells[index].not_run += 1;
+                done += 1;
+                drop(permit);
+                continue;
+            }
+            let cell = &cells[index];
+            let mut work = config.work.clone();
+            work.seed = config
+                .work
+                .seed
+                .wrapping_add(u64::from(rep) * 7919 + index as u64);
+            let rep_plan = RepPlan {
+                fault: cell.fault,
+                client: cell.client,
+                fault_for: config.fault_for,
+                flapping_for: config.flapping_for,
+                server: config.server.clone(),
+                work,
+                browser: config.browser.clone(),
+            };
+            running.spawn(async move {
+                let result = tokio::time::timeout(REP_BOUND, repetition(&rep_plan))
+                    .await
+                    .unwrap_or_else(|_| Err(format!("no result within {REP_BOUND:?}")));
+                drop(permit);
+                (index, result)
+            });
+        }
+        let Some(finished) = running.join_next().await else {
+            break;
+        };
+        let (index, result) = match finished {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!("a repetition task failed: {e}");
+                continue;
+            }
+        };
+        done += 1;
+        let cell = &mut cells[index];
+        cell.reps.push(result);
+        progress(&Progress {
+            done,
+            total,
+            last: format!("{} × {}", cell.fault, cell.client),
+        });
+    }
+    LabReport {
+        config: config.clone(),
+        cells,
+        elapsed: started.elapsed(),
+    }
+}
+
+impl Cell {
+    /// For a Belay client: every way this cell falls short of the
+    /// guarantees (empty when it keeps them all). Other clients: empty.
+    pub fn shortfalls(&self, config: &LabConfig) -> Vec<String> {
+        if !self.client.is_belay() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if self.not_run > 0 {
+            out.push(format!("{} repetitions not run (time bound)", self.not_run));
+        }
+        for (i, rep) in self.reps.iter().enumerate() {
+            let n = i + 1;
+            let f = match rep {
+                Ok(f) => f,
+                Err(e) => {
+                    out.push(format!("repetition {n} failed: {e}"));
+                    continue;
+                }
+            };
+            if f.settled != f.requests {
+                out.push(format!(
+                    "rep {n}: {} of {} requests settled",
+                    f.settled, f.requests
+                ));
+            }
+            if f.lost_silently > 0 {
+                out.push(format!(
+                    "rep {n}: {} publications lost silently",
+                    f.lost_silently
+                ));
+            }
+            if f.duplicates > 0 {
+                out.push(format!("rep {n}: {} duplicates", f.duplicates));
+            }
+            if f.server_connections_after != Some(1) {
+                out.push(format!(
+                    "rep {n}: {:?} server connections after the fault",
+                    f.server_connections_after
+                ));
+            }
+            if self.fault.silent() && !f.detection.is_some_and(|d| d <= config.heartbeat_bound()) {
+                out.push(format!(
+                    "rep {n}: detection {:?} beyond the heartbeat bound {:?}",
+                    f.detection,
+                    config.heartbeat_bound()
+                ));
+            }
+            if self.fault.detectable() && f.detection.is_none() {
+                out.push(format!("rep {n}: the fault was never detected"));
+            }
+            if f.ready_after.is_none() {
+                out.push(format!("rep {n}: not ready again after the fault"));
+            }
+        }
+        out
+    }
+}

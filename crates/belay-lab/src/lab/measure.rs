@@ -1,0 +1,302 @@
+//! From one repetition's observations to its figures. Pure: the times and
+//! the observations go in, the figures come out.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::observation::{Observation, Stamped};
+use super::probe::Position;
+
+/// The moments that frame one repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// The fault was switched on.
+    pub(crate) fault_at: Instant,
+    /// The fault was over (the server accepts again, the link is back…).
+    pub(crate) fault_end: Instant,
+    /// The lab stopped looking.
+    pub(crate) stop_at: Instant,
+    /// Requests sent later than `stop_at - settle_window` are not counted.
+    pub(crate) settle_window: Duration,
+}
+
+/// What one repetition measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RepFigures {
+    /// From the fault to the client's first "not ready".
+    pub detection: Option<Duration>,
+    /// From the end of the fault to "ready" (zero if ready at that moment).
+    pub ready_after: Option<Duration>,
+    /// From the end of the fault to the first publication.
+    pub data_after: Option<Duration>,
+    /// Requests issued early enough to be due.
+    pub requests: u64,
+    /// Of those, settled (any outcome) before the lab stopped looking.
+    pub settled: u64,
+    /// Publications missing without a resync announcing the gap.
+    pub lost_silently: u64,
+    /// Publications delivered more than once.
+    pub duplicates: u64,
+    /// Resyncs announced.
+    pub resyncs: u64,
+    /// Connection attempts while the fault was on.
+    pub dials_during_fault: u64,
+    /// The server's open connections once things settled.
+    pub server_connections_after: Option<u64>,
+}
+
+/// Compute the figures of one repetition.
+pub(crate) fn figures(frame: Frame, seen: &[Stamped], last: Option<&Position>) -> RepFigures {
+    let after = |from: Instant, pred: &dyn Fn(&Observation) -> bool| {
+        seen.iter()
+            .find(|s| s.at >= from && s.at <= frame.stop_at && pred(&s.what))
+            .map(|s| s.at.saturating_duration_since(from))
+    };
+    let ready_at_end = seen
+        .iter()
+        .rev()
+        .filter(|s| s.at <= frame.fault_end)
+        .find_map(|s| match s.what {
+            Observation::Ready => Some(true),
+            Observation::Lost { .. } => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false);
+    let (requests, settled) = requests(frame, seen);
+    let (lost_silently, duplicates, resyncs) = stream(seen, last);
+    RepFigures {
+        detection: after(frame.fault_at, &|o| matches!(o, Observation::Lost { .. })),
+        ready_after: if ready_at_end {
+            Some(Duration::ZERO)
+        } else {
+            after(frame.fault_end, &|o| matches!(o, Observation::Ready))
+        },
+        data_after: after(frame.fault_end, &|o| matches!(o, Observation::Pub { .. })),
+        requests,
+        settled,
+        lost_silently,
+        duplicates,
+        resyncs,
+        dials_during_fault: seen
+            .iter()
+            .filter(|s| s.at >= frame.fault_at && s.at <= frame.fault_end)
+            .filter(|s| s.what == Observation::Dial)
+            .count() as u64,
+        server_connections_after: None,
+    }
+}
+
+fn requests(frame: Frame, seen: &[Stamped]) -> (u64, u64) {
+    let due_by = frame
+        .stop_at
+        .checked_sub(frame.settle_window)
+        .unwrap_or(frame.stop_at);
+    let due: HashSet<u64> = seen
+        .iter()
+        .filter(|s| s.at <= due_by)
+        .filter_map(|s| match s.what {
+            Observation::Sent { id } => Some(id),
+            _ => None,
+        })
+        .collect();
+    let settled: HashSet<u64> = seen
+        .iter()
+        .filter(|s| s.at <= frame.stop_at)
+        .filter_map(|s| match s.what {
+            Observation::Settled { id, .. } if due.contains(&id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    (due.len() as u64, settled.len() as u64)
+}
+
+/// Silent losses, duplicates and resyncs of the watched stream, given the
+/// channel's last position as the lab saw it at the end.
+fn stream(seen: &[Stamped], last: Option<&Position>) -> (u64, u64, u64) {
+    let mut lost = 0_u64;
+    let mut resyncs = 0_u64;
+    let mut counts: HashMap<(&str, u64), u64> = HashMap::new();
+    // The last delivered position, and whether a resync came after it.
+    let mut at: Option<(&str, u64)> = None;
+    let mut announced = false;
+    for s in seen {
+        match &s.what {
+            Observation::Resync => {
+                resyncs += 1;
+                announced = true;
+            }
+            Observation::Pub { epoch, offset } => {
+                *counts.entry((epoch.as_str(), *offset)).or_default() += 1;
+                if let Some((e, o)) = at {
+                    if !announced {
+                        lost += gap(e, o, epoch, *offset);
+                    }
+                }
+                if !at.is_some_and(|(e, o)| e == epoch && *offset <= o) {
+                    at = Some((epoch.as_str(), *offset));
+                }
+                announced = false;
+            }
+            _ => {}
+        }
+    }
+    if let (Some((e, o)), Some(end), false) = (at, last, announced) {
+        lost += gap(e, o, &end.epoch, end.offset + 1);
+    }
+    let duplicates = counts.values().map(|n| n - 1).sum();
+    (lost, duplicates, resyncs)
+}
+
+/// Publications missing between a delivered `(e1, o1)` and the next
+/// delivered `(e2, o2)`. Across epochs, everything of the new epoch before
+/// `o2` (offsets start at 1) counts, since nothing announced the switch.
+fn gap(e1: &str, o1: u64, e2: &str, o2: u64) -> u64 {
+    if e1 == e2 {
+        o2.saturating_sub(o1).saturating_sub(1)
+    } else {
+        o2.saturating_sub(1).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::observation::Outcome;
+
+    struct Script {
+        t0: Instant,
+        seen: Vec<Stamped>,
+    }
+
+    impl Script {
+        fn new() -> Script {
+            Script {
+                t0: Instant::now(),
+                seen: Vec::new(),
+            }
+        }
+        fn at(&mut self, ms: u64, what: Observation) -> &mut Self {
+            self.seen.push(Stamped {
+                at: self.t0 + Duration::from_millis(ms),
+                what,
+            });
+            self
+        }
+        fn frame(&self, fault: u64, end: u64, stop: u64) -> Frame {
+            Frame {
+                fault_at: self.t0 + Duration::from_millis(fault),
+                fault_end: self.t0 + Duration::from_millis(end),
+                stop_at: self.t0 + Duration::from_millis(stop),
+                settle_window: Duration::from_millis(1_500),
+            }
+        }
+    }
+
+    fn publication(offset: u64) -> Observation {
+        Observation::Pub {
+            epoch: "e".into(),
+            offset,
+        }
+    }
+
+    fn position(offset: u64) -> Position {
+        Position {
+            epoch: "e".into(),
+            offset,
+        }
+    }
+
+    #[test]
+    fn a_detected_freeze_and_a_return() {
+        let mut s = Script::new();
+        s.at(0, Observation::Ready)
+            .at(1_000, Observation::Dial)
+            .at(
+                3_000,
+                Observation::Lost {
+                    why: "heartbeat".into(),
+                },
+            )
+            .at(3_100, Observation::Dial)
+            .at(5_400, Observation::Dial)
+            .at(5_600, Observation::Ready)
+            .at(5_700, publication(1));
+        let f = figures(s.frame(1_000, 5_000, 9_000), &s.seen, Some(&position(1)));
+        assert_eq!(f.detection, Some(Duration::from_millis(2_000)));
+        assert_eq!(f.ready_after, Some(Duration::from_millis(600)));
+        assert_eq!(f.data_after, Some(Duration::from_millis(700)));
+        assert_eq!(f.dials_during_fault, 2);
+    }
+
+    #[test]
+    fn a_client_that_never_noticed_is_ready_at_the_end_and_never_detected() {
+        let mut s = Script::new();
+        s.at(0, Observation::Ready);
+        let f = figures(s.frame(1_000, 4_000, 8_000), &s.seen, None);
+        assert_eq!(f.detection, None);
+        assert_eq!(f.ready_after, Some(Duration::ZERO));
+        assert_eq!(f.data_after, None);
+    }
+
+    #[test]
+    fn requests_due_are_those_sent_before_the_settle_window() {
+        let mut s = Script::new();
+        s.at(0, Observation::Sent { id: 1 })
+            .at(
+                100,
+                Observation::Settled {
+                    id: 1,
+                    outcome: Outcome::Ok,
+                },
+            )
+            .at(200, Observation::Sent { id: 2 })
+            .at(9_000, Observation::Sent { id: 3 });
+        let f = figures(s.frame(1_000, 4_000, 10_000), &s.seen, None);
+        assert_eq!((f.requests, f.settled), (2, 1));
+    }
+
+    #[test]
+    fn a_silent_gap_and_a_missing_tail_are_losses() {
+        let mut s = Script::new();
+        s.at(0, publication(1))
+            .at(100, publication(2))
+            .at(900, publication(6));
+        let f = figures(s.frame(200, 800, 1_000), &s.seen, Some(&position(9)));
+        // 3, 4, 5 in the middle; 7, 8, 9 at the tail.
+        assert_eq!((f.lost_silently, f.duplicates, f.resyncs), (6, 0, 0));
+    }
+
+    #[test]
+    fn an_announced_gap_is_not_a_loss() {
+        let mut s = Script::new();
+        s.at(0, publication(1))
+            .at(100, Observation::Resync)
+            .at(900, publication(6));
+        let f = figures(s.frame(200, 800, 1_000), &s.seen, Some(&position(6)));
+        assert_eq!((f.lost_silently, f.duplicates, f.resyncs), (0, 0, 1));
+    }
+
+    #[test]
+    fn an_epoch_switch_without_resync_is_a_loss_and_replays_are_duplicates() {
+        let mut s = Script::new();
+        s.at(0, publication(1))
+            .at(10, publication(2))
+            .at(20, publication(2))
+            .at(
+                30,
+                Observation::Pub {
+                    epoch: "f".into(),
+                    offset: 3,
+                },
+            );
+        let last = Position {
+            epoch: "f".into(),
+            offset: 3,
+        };
+        let f = figures(s.frame(5, 25, 40), &s.seen, Some(&last));
+        assert_eq!((f.lost_silently, f.duplicates), (2, 1));
+    }
+}

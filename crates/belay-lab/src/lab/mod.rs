@@ -1,0 +1,43 @@
+//! The measurement harness behind `belay lab`: every fault × every client
+//! × R repetitions, written up as docs/RESULTS.md.
+//!
+//! Each repetition starts a fresh `belay serve --demo` process (in its own
+//! network namespace for the link cut), a fault [`Proxy`](crate::Proxy) in
+//! front of it, and one client wrapped as an [`Agent`]. The agent runs a
+//! fixed workload and reports [`Observation`]s; the lab switches the fault
+//! on and off through the server's admin API, the proxy or the link, and
+//! turns the observations into [`RepFigures`].
+//!
+//! ```text
+//!   lab ──admin API──▶ belay serve --demo ◀── proxy ◀── agent (naive | belay | browser)
+//!    ▲                                                     │
+//!    └──────────────── observations (dial, ready, lost, pub, sent, settled…) ◀┘
+//! ```
+//!
+//! The clients: [`ClientKind::Naive`] (the baseline that trusts socket
+//! events, [`naive`]), [`ClientKind::Belay`] (`belay-client`), and the
+//! browser client and a naive browser page in headless Chromium via
+//! `clients/js/lab/agent.mjs`, which prints the same observations as JSON
+//! lines (docs/LAB.md).
+
+mod agent;
+mod belay_agent;
+mod fault;
+mod http;
+mod matrix;
+mod measure;
+pub mod naive;
+mod netns;
+mod observation;
+mod probe;
+mod report;
+mod run;
+mod server;
+
+pub use agent::{Agent, AgentError, BrowserSetup, ClientKind, Workload};
+pub use fault::LabFault;
+pub use matrix::{run, Cell, LabConfig, LabReport, Progress};
+pub use measure::RepFigures;
+pub use observation::{Observation, Outcome, Stamped};
+pub use report::markdown;
+pub use server::ServerSetup;

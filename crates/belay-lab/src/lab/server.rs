@@ -1,0 +1,174 @@
+//! The server under test: `belay serve --demo` as a child process (in a
+//! network namespace for the link cut), driven through its admin API.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use super::http;
+
+/// How the lab starts servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerSetup {
+    /// The `belay` executable.
+    pub exe: PathBuf,
+    /// Server ping interval (the heartbeat the clients' watchdogs follow).
+    pub ping_interval: Duration,
+    /// How long the server waits for any frame after a ping.
+    pub pong_timeout: Duration,
+    /// How often the demo feed publishes.
+    pub feed_every: Duration,
+    /// Width of the reconnect window a drain spreads clients over.
+    pub drain_spread: Duration,
+}
+
+impl Default for ServerSetup {
+    fn default() -> Self {
+        ServerSetup {
+            exe: "belay".into(),
+            ping_interval: Duration::from_secs(1),
+            pong_timeout: Duration::from_secs(1),
+            feed_every: Duration::from_millis(100),
+            drain_spread: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A running `belay serve --demo`.
+#[derive(Debug)]
+pub(crate) struct LabServer {
+    child: Child,
+    addr: SocketAddr,
+}
+
+/// How long a server may take to say where it listens.
+const START_BOUND: Duration = Duration::from_secs(10);
+
+impl LabServer {
+    /// Start a server listening on `listen` (port 0: any), inside network
+    /// namespace `netns` if given.
+    pub(crate) async fn start(
+        setup: &ServerSetup,
+        listen: SocketAddr,
+        netns: Option<&str>,
+    ) -> Result<LabServer, String> {
+        let serve_args = [
+            "serve".to_owned(),
+            "--demo".into(),
+            "--listen".into(),
+            listen.to_string(),
+            "--ping-interval-ms".into(),
+            setup.ping_interval.as_millis().to_string(),
+            "--pong-timeout-ms".into(),
+            setup.pong_timeout.as_millis().to_string(),
+            "--feed-every-ms".into(),
+            setup.feed_every.as_millis().to_string(),
+            "--drain-spread-ms".into(),
+            setup.drain_spread.as_millis().to_string(),
+            "--lb-delay-secs".into(),
+            "0".into(),
+        ];
+        let mut command = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&setup.exe);
+                c
+            }
+            None => Command::new(&setup.exe),
+        };
+        command
+            .args(serve_args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", setup.exe.display()))?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let found = tokio::time::timeout(START_BOUND, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(addr) = listening_address(&line) {
+                    return Some(addr);
+                }
+            }
+            None
+        })
+        .await;
+        let Ok(Some(addr)) = found else {
+            let _ = child.kill().await;
+            return Err(format!(
+                "{} serve did not report its address within {START_BOUND:?}",
+                setup.exe.display()
+            ));
+        };
+        // Keep reading so the server never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(LabServer { child, addr })
+    }
+
+    /// Where it listens.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `POST /admin/fault/{name}` with `body`.
+    pub(crate) async fn fault(&self, name: &str, body: &str) -> Result<(), String> {
+        let answer = http::post(self.addr, &format!("/admin/fault/{name}"), body).await?;
+        if answer.status == 200 {
+            Ok(())
+        } else {
+            Err(format!(
+                "fault {name}: HTTP {} {}",
+                answer.status, answer.body
+            ))
+        }
+    }
+
+    /// A sample of `/metrics`.
+    pub(crate) async fn metric(&self, name: &str) -> Result<f64, String> {
+        let answer = http::get(self.addr, "/metrics").await?;
+        http::metric(&answer.body, name).ok_or_else(|| format!("no {name} in /metrics"))
+    }
+
+    /// Wait (at most `bound`) for the process to exit on its own.
+    pub(crate) async fn exited(&mut self, bound: Duration) -> bool {
+        tokio::time::timeout(bound, self.child.wait()).await.is_ok()
+    }
+
+    /// Stop it now.
+    pub(crate) async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// The address in `belay serve`'s first line: "… open http://ADDR/ …" or
+/// "… listening on ws://ADDR/ws".
+fn listening_address(line: &str) -> Option<SocketAddr> {
+    let start = line.find("://")? + 3;
+    let rest = &line[start..];
+    let end = rest.find('/').unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_address_of_the_demo_banner() {
+        let line = "belay demo server: open http://127.0.0.1:40123/ (WebSocket at ws://127.0.0.1:40123/ws)";
+        assert_eq!(
+            listening_address(line),
+            Some("127.0.0.1:40123".parse().unwrap())
+        );
+        assert_eq!(listening_address("some log line"), None);
+    }
+}
