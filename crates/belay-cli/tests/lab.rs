@@ -39,31 +39,58 @@ fn figures(cell: &Cell) -> &RepFigures {
 async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
     let config = config();
     let report = lab::run(&config, |_| {}).await;
-    let text = lab::markdown(&report, "cargo test -p belay-cli --test lab", "test machine");
+    let text = lab::markdown(
+        &report,
+        "cargo test -p belay-cli --test lab",
+        "test machine",
+    );
     println!("{text}");
 
-    for c in report.cells.iter().filter(|c| c.client == ClientKind::Belay) {
+    for c in report
+        .cells
+        .iter()
+        .filter(|c| c.client == ClientKind::Belay)
+    {
         assert_eq!(c.reps.len(), 1, "{} ran", c.fault);
         let shortfalls = c.shortfalls(&config);
         assert!(shortfalls.is_empty(), "{} × belay: {shortfalls:?}", c.fault);
     }
-    assert!(text.contains("All kept."), "the report says every guarantee was kept");
+    assert!(
+        text.contains("All kept."),
+        "the report says every guarantee was kept"
+    );
 
     // The seed's first row: a naive client never notices a freeze or a
     // service that went away, and leaves requests hanging.
     let naive_freeze = figures(cell(&report, LabFault::Freeze, ClientKind::Naive));
     assert_eq!(naive_freeze.detection, None, "naive never detects a freeze");
     let naive_down = figures(cell(&report, LabFault::ServiceDown, ClientKind::Naive));
-    assert_eq!(naive_down.detection, None, "naive never sees the service go");
-    assert_eq!(naive_down.data_after, None, "naive gets no data after the service returns");
-    assert!(naive_down.lost_silently > 0, "naive loses publications silently");
+    assert_eq!(
+        naive_down.detection, None,
+        "naive never sees the service go"
+    );
+    assert_eq!(
+        naive_down.data_after, None,
+        "naive gets no data after the service returns"
+    );
+    assert!(
+        naive_down.lost_silently > 0,
+        "naive loses publications silently"
+    );
     let naive_slow = figures(cell(&report, LabFault::SlowReplies, ClientKind::Naive));
-    assert!(naive_slow.settled < naive_slow.requests, "naive leaves requests hanging");
+    assert!(
+        naive_slow.settled < naive_slow.requests,
+        "naive leaves requests hanging"
+    );
 
     // And Belay where the naive client fails.
     let belay_down = figures(cell(&report, LabFault::ServiceDown, ClientKind::Belay));
-    assert!(belay_down.detection.is_some_and(|d| d < Duration::from_secs(1)));
-    assert!(belay_down.data_after.is_some_and(|d| d < Duration::from_secs(2)));
+    assert!(belay_down
+        .detection
+        .is_some_and(|d| d < Duration::from_secs(1)));
+    assert!(belay_down
+        .data_after
+        .is_some_and(|d| d < Duration::from_secs(2)));
     let belay_slow = figures(cell(&report, LabFault::SlowReplies, ClientKind::Belay));
     assert_eq!(belay_slow.settled, belay_slow.requests);
 }
