@@ -1,6 +1,11 @@
 //! belay-lab: the Belay fault lab (MISSION §10).
 //!
-//! This first piece is a userspace TCP fault proxy, in the spirit of
+//! Two parts: the [`lab`] harness behind `belay lab`, which measures every
+//! client (a naive baseline, the Rust client, the browser client) against
+//! every fault and writes docs/RESULTS.md (docs/LAB.md); and the fault
+//! proxy it uses, described below.
+//!
+//! The proxy is a userspace TCP fault proxy, in the spirit of
 //! Toxiproxy and needing no root: it listens on a loopback address, joins
 //! each client to a fresh connection to a loopback upstream, and applies the
 //! [`Fault`] in force, switchable at run time through a [`Proxy`] handle or
