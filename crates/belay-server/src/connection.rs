@@ -25,12 +25,13 @@ use belay_proto::message::{
 use belay_proto::server::{RateDecision, RateLimiter, Violation, ViolationResponse};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
+use futures_util::stream::AbortHandle;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
-use tokio::task::AbortHandle;
 
 use crate::auth::Principal;
 use crate::broker::SubscribeError;
+use crate::fanout::{Live, Subscriptions};
 use crate::faults::Faults;
 use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
@@ -111,6 +112,7 @@ struct Connection {
     stage: Stage,
     rate: RateLimiter,
     subscriptions: HashMap<String, AbortHandle>,
+    live: Subscriptions,
     in_flight: Arc<AtomicUsize>,
     id: u64,
 }
@@ -138,6 +140,7 @@ where
         out,
         control,
         subscriptions: HashMap::new(),
+        live: Subscriptions::default(),
         in_flight: Arc::new(AtomicUsize::new(0)),
         id,
     };
@@ -298,6 +301,18 @@ impl Connection {
                     };
                     if let Some(end) = end {
                         return end;
+                    }
+                }
+                Some((channel, live)) = self.live.next() => {
+                    if let Some(end) = self.on_live(ws, out, &channel, live) {
+                        return end;
+                    }
+                    // Batch what is already there into one write.
+                    for _ in 0..64 {
+                        let Some((channel, live)) = self.live.try_next() else { break };
+                        if let Some(end) = self.on_live(ws, out, &channel, live) {
+                            return end;
+                        }
                     }
                 }
                 frame = out.recv(), if room => {
@@ -623,16 +638,47 @@ impl Connection {
                 return;
             }
         }
-        let forwarder = crate::fanout::Forwarder {
-            channel: channel.clone(),
-            after,
-            live: granted.live,
-            out: self.out.clone(),
-            control: self.control.clone(),
-            faults: self.faults.clone(),
-        };
-        let task = tokio::spawn(forwarder.run());
-        self.subscriptions.insert(channel, task.abort_handle());
+        let handle = self
+            .live
+            .add(Arc::from(channel.as_str()), after, granted.live);
+        self.subscriptions.insert(channel, handle);
+    }
+
+    /// A live publication (or a lag) of one of this connection's
+    /// subscriptions. Straight into the socket's write buffer when nothing
+    /// is queued before it and there is room, else through the bounded
+    /// queue (full: a slow consumer).
+    fn on_live<S>(
+        &mut self,
+        ws: &mut WebSocket<S>,
+        out: &OutboundReceiver,
+        channel: &str,
+        live: Live,
+    ) -> Option<End>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        match live {
+            Live::Frame(frame) => {
+                if out.is_empty() && ws.buffered() < HIGH_WATER {
+                    ws.queue_text(&frame);
+                    None
+                } else if self.out.try_send(frame).is_err() {
+                    self.violate(Violation::SlowConsumer)
+                } else {
+                    None
+                }
+            }
+            Live::Lagged => {
+                self.subscriptions.remove(channel);
+                let message = unsubscribed(channel, "lagged", "subscriber fell behind");
+                if queue(&self.out, &message) {
+                    None
+                } else {
+                    self.violate(Violation::SlowConsumer)
+                }
+            }
+        }
     }
 
     /// Flapping switched on drops this session too, `after` from now;

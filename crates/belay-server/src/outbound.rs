@@ -63,6 +63,11 @@ impl OutboundReceiver {
         }
     }
 
+    /// Whether nothing is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.0.frames).is_empty()
+    }
+
     /// The next frame if one is queued.
     pub(crate) fn try_recv(&mut self) -> Option<Bytes> {
         lock(&self.0.frames).pop_front()

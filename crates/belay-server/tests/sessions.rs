@@ -302,3 +302,45 @@ async fn a_client_close_is_answered_at_once() {
     // The reply does not wait behind the server's writer timeout (2 s).
     assert!(started.elapsed() < std::time::Duration::from_millis(1_500));
 }
+
+#[tokio::test]
+async fn a_subscriber_that_falls_behind_the_live_buffer_is_told_and_recovers() {
+    let mut history = HistoryLimits::default();
+    history.live_buffer = 4;
+    let server = Server::builder()
+        .config(ServerConfig::default().with_history(history))
+        .build();
+    let addr = common::start(&server).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!()
+    };
+    // Frozen, the connection takes nothing from its subscriptions, so ten
+    // publications overrun a live buffer of four.
+    server.set_faults("freeze on", |f| f.freeze = true);
+    for n in 1..=10 {
+        server.publish("news", json!(n));
+    }
+    server.set_faults("freeze off", |f| f.freeze = false);
+    match raw.recv_skipping_pings().await {
+        Some(ServerMessage::Unsubscribed(u)) => {
+            assert_eq!((u.channel.as_str(), u.code.as_str()), ("news", "lagged"));
+        }
+        other => panic!("expected unsubscribed lagged, got {other:?}"),
+    }
+    // Resubscribing from its position replays every publication, in order.
+    let since = StreamPosition {
+        epoch: first.epoch,
+        offset: first.offset,
+    };
+    let ServerMessage::Subscribed(resumed) = subscribe(&mut raw, "news", Some(since)).await else {
+        panic!()
+    };
+    assert!(resumed.recovered);
+    for n in 1..=10 {
+        let Some(ServerMessage::Publication(p)) = raw.recv_skipping_pings().await else {
+            panic!()
+        };
+        assert_eq!((p.offset, p.data.clone()), (n, json!(n)));
+    }
+}
