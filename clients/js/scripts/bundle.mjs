@@ -5,8 +5,8 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Minified + gzipped budget of the bundle, in bytes. */
-// The issue's goal is 6 KiB (see README); this is the enforced ceiling until then.
-export const BUDGET_GZ = 10 * 1024;
+// The issue's goal is 6 KB (see README, "Size"); this ceiling only ratchets down.
+export const BUDGET_GZ = 8500;
 
 export async function bundle({ minify = true, outfile } = {}) {
   const result = await build({
@@ -15,6 +15,9 @@ export async function bundle({ minify = true, outfile } = {}) {
     format: "esm",
     target: "es2020",
     minify,
+    // Members named `_x` are internal (the TypeScript `private` ones and the
+    // core's internals): shorten them in the minified build.
+    mangleProps: minify ? /^_/ : undefined,
     write: Boolean(outfile),
     outfile: outfile ?? "belay.js",
     metafile: false,

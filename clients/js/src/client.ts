@@ -11,7 +11,7 @@
  *   `crypto.getRandomValues` (or `options.seed`).
  */
 import type { BackoffPolicy } from "./core/backoff/policy.js";
-import { makeConfig, type Config } from "./core/config.js";
+import { defaultConfig } from "./core/config.js";
 import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./core/events.js";
 import type { Json } from "./core/messages.js";
 import type { ConnectionState } from "./core/phase.js";
@@ -77,10 +77,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-const CONFIG_KEYS = [
-  "backoff", "maxAttempts", "resetAfterMs", "connectTimeoutMs", "probeIntervalMs", "probeTimeoutMs",
-  "requestTimeoutMs", "subscribeTimeoutMs", "resubscribeBackoff", "onlineDelayMs", "unreachableRetry",
-] as const;
 
 function randomSeed(): bigint {
   const words = new Uint32Array(2);
@@ -94,50 +90,50 @@ function randomSeed(): bigint {
  * `halted` (detail: HaltReason), `servererror` (detail: ErrorBody).
  */
 export class BelayClient extends EventTarget {
-  private readonly session: Session;
-  private readonly sockets = new Map<number, WebSocket>();
-  private readonly pending = new Map<number, Pending>();
-  private readonly channels = new Map<string, Subscription>();
-  private readonly statusListeners = new Set<(s: Status) => void>();
-  private readonly WS: typeof WebSocket;
-  private readonly clock: () => number;
-  private readonly network: EventTarget | null;
-  private readonly page: EventTarget | null;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private pumping = false;
-  private lastStatus: Status;
+  private readonly _session: Session;
+  private readonly _sockets = new Map<number, WebSocket>();
+  private readonly _pending = new Map<number, Pending>();
+  private readonly _channels = new Map<string, Subscription>();
+  private readonly _statusListeners = new Set<(s: Status) => void>();
+  private readonly _WS: typeof WebSocket;
+  private readonly _clock: () => number;
+  private readonly _network: EventTarget | null;
+  private readonly _page: EventTarget | null;
+  private _timer: ReturnType<typeof setTimeout> | undefined;
+  private _pumping = false;
+  private _lastStatus: Status;
 
   constructor(readonly url: string, options: BelayOptions = {}) {
     super();
-    const overrides: Partial<Config> = {};
-    for (const k of CONFIG_KEYS) if (options[k] !== undefined) (overrides as Record<string, unknown>)[k] = options[k];
-    if (options.token !== undefined) overrides.token = options.token;
-    this.WS = options.WebSocket ?? globalThis.WebSocket;
-    this.clock = options.now ?? (() => performance.now());
-    this.session = new Session(makeConfig(overrides), this.clock(), options.seed ?? randomSeed());
-    this.lastStatus = this.status;
-    this.network = options.network === undefined ? (typeof addEventListener === "function" ? globalThis : null) : options.network;
-    this.page = options.page === undefined ? (typeof document === "object" ? document : null) : options.page;
-    this.listen("addEventListener");
+    // The options that are session configuration (every key of the defaults).
+    const config = defaultConfig();
+    for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
+    this._WS = options.WebSocket ?? globalThis.WebSocket;
+    this._clock = options.now ?? (() => performance.now());
+    this._session = new Session(config, this._clock(), options.seed ?? randomSeed());
+    this._lastStatus = this.status;
+    this._network = options.network === undefined ? (typeof addEventListener === "function" ? globalThis : null) : options.network;
+    this._page = options.page === undefined ? (typeof document === "object" ? document : null) : options.page;
+    this._listen("addEventListener");
     if (options.autoStart !== false) this.start();
   }
 
   /** The three readiness levels, the aggregate, and the connection state. */
   get status(): Status {
-    const r = this.session.readiness();
-    return { state: this.session.state(), ...r, ready: this.session.isReady() };
+    const r = this._session.readiness();
+    return { state: this._session.state(), ...r, ready: this._session.isReady() };
   }
 
   /** Call `listener` on every status change (and once now); returns an unsubscribe function. */
   onStatus(listener: (status: Status) => void): () => void {
-    this.statusListeners.add(listener);
+    this._statusListeners.add(listener);
     listener(this.status);
-    return () => this.statusListeners.delete(listener);
+    return () => this._statusListeners.delete(listener);
   }
 
   /** Resolves once the connection is ready (all three levels up). */
   whenReady(signal?: AbortSignal): Promise<void> {
-    if (this.session.isReady()) return Promise.resolve();
+    if (this._session.isReady()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const off = this.onStatus((s) => {
         if (s.ready) {
@@ -154,14 +150,14 @@ export class BelayClient extends EventTarget {
 
   /** Connect (after a halt: with a fresh backoff). */
   start(): void {
-    this.session.start(this.clock());
-    this.pump();
+    this._session.start(this._clock());
+    this._pump();
   }
 
   /** Connect now, cancelling a pending backoff wait. Never a second connection. */
   reconnectNow(): void {
-    this.session.reconnectNow(this.clock());
-    this.pump();
+    this._session.reconnectNow(this._clock());
+    this._pump();
   }
 
   /**
@@ -172,24 +168,24 @@ export class BelayClient extends EventTarget {
    * device comes back online. Does nothing while connecting or waiting.
    */
   checkLiveness(): void {
-    this.session.checkLiveness(this.clock());
-    this.pump();
+    this._session.checkLiveness(this._clock());
+    this._pump();
   }
 
   /** Close for good: settles every request, closes the socket, leaves no timer or listener. */
   close(): void {
-    this.session.stop(this.clock());
-    this.pump();
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.listen("removeEventListener");
-    for (const sub of this.channels.values()) sub.end();
-    this.channels.clear();
+    this._session.stop(this._clock());
+    this._pump();
+    clearTimeout(this._timer);
+    this._timer = undefined;
+    this._listen("removeEventListener");
+    for (const sub of this._channels.values()) sub._end();
+    this._channels.clear();
   }
 
   /** Replace the token sent on the next connect (then `start()` after an auth halt). */
   setToken(token: string | null): void {
-    this.session.setToken(token);
+    this._session.setToken(token);
   }
 
   /**
@@ -199,96 +195,91 @@ export class BelayClient extends EventTarget {
   request(method: string, params: Json = null, options: RequestOptions = {}): Promise<Json> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const id = this.session.request(this.clock(), {
-      method,
-      params,
-      ...(options.timeout !== undefined ? { timeoutMs: options.timeout } : {}),
-      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
-    });
+    const id = this._session.request(this._clock(), { method, params, timeoutMs: options.timeout, idempotencyKey: options.idempotencyKey });
     if (typeof id === "string") return Promise.reject(new NotReadyError(id === "stopped"));
     const promise = new Promise<Json>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this._pending.set(id, { resolve, reject });
       signal?.addEventListener("abort", () => {
-        if (this.pending.delete(id)) reject(signal.reason);
+        if (this._pending.delete(id)) reject(signal.reason);
       }, { once: true });
     });
-    this.pump();
+    this._pump();
     return promise;
   }
 
   /** Want `channel`: confirmed, resubscribed and resumed across reconnects. */
   subscribe(channel: string): Subscription {
-    const existing = this.channels.get(channel);
+    const existing = this._channels.get(channel);
     if (existing) return existing;
     const sub = new Subscription(channel, (s) => {
-      if (this.channels.get(channel) !== s) return;
-      this.channels.delete(channel);
-      this.session.unsubscribe(this.clock(), channel);
-      this.pump();
+      if (this._channels.get(channel) !== s) return;
+      this._channels.delete(channel);
+      this._session.unsubscribe(this._clock(), channel);
+      this._pump();
     });
-    this.channels.set(channel, sub);
-    if (this.session.subscribe(this.clock(), channel) === "stopped") sub.end();
-    this.pump();
+    this._channels.set(channel, sub);
+    if (this._session.subscribe(this._clock(), channel) === "stopped") sub._end();
+    this._pump();
     return sub;
   }
 
   // ----- the driver loop -----
 
-  private listen(method: "addEventListener" | "removeEventListener"): void {
-    for (const t of ["online", "offline", "pageshow"]) this.network?.[method](t, this.onWake);
-    for (const t of ["visibilitychange", "resume"]) this.page?.[method](t, this.onWake);
+  private _listen(method: "addEventListener" | "removeEventListener"): void {
+    for (const t of ["online", "offline", "pageshow"]) this._network?.[method](t, this._onWake);
+    for (const t of ["visibilitychange", "resume"]) this._page?.[method](t, this._onWake);
   }
 
-  private readonly onWake = (e: globalThis.Event): void => {
+  private readonly _onWake = (e: globalThis.Event): void => {
     const t = e.type;
-    if (t === "online" || t === "offline") this.input({ kind: "network", online: t === "online" });
+    if (t === "online" || t === "offline") this._input({ kind: "network", online: t === "online" });
     if (t === "offline" || (t === "pageshow" && !(e as PageTransitionEvent).persisted)) return;
-    if (t === "visibilitychange" && (this.page as Document).visibilityState === "hidden") return;
+    if (t === "visibilitychange" && (this._page as Document).visibilityState === "hidden") return;
     this.checkLiveness();
   };
 
-  private input(input: Input): void {
-    this.session.handleInput(this.clock(), input);
-    this.pump();
+  private _input(input: Input): void {
+    this._session.handleInput(this._clock(), input);
+    this._pump();
   }
 
   /** Drain every output, then arm the one timer. Re-entrant calls fold into the outer one. */
-  private pump(): void {
-    if (this.pumping) return;
-    this.pumping = true;
+  private _pump(): void {
+    if (this._pumping) return;
+    this._pumping = true;
     try {
-      for (let out = this.session.pollOutput(); out; out = this.session.pollOutput()) this.perform(out);
+      for (let out = this._session.pollOutput(); out; out = this._session.pollOutput()) this._perform(out);
     } finally {
-      this.pumping = false;
+      this._pumping = false;
     }
-    this.emitStatus(); // state changes (e.g. waiting → connecting) come without a readiness event
-    this.arm();
+    this._emitStatus(); // state changes (e.g. waiting → connecting) come without a readiness event
+    this._arm();
   }
 
-  private arm(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const due = this.session.pollTimeout();
+  private _arm(): void {
+    clearTimeout(this._timer);
+    this._timer = undefined;
+    const due = this._session.pollTimeout();
     if (due === undefined) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
+    this._timer = setTimeout(() => {
+      this._timer = undefined;
       // Timers may fire a little early on some clocks: only run when due.
-      const now = this.clock();
-      if (now >= due) this.session.handleTimeout(now);
-      this.pump();
-    }, Math.max(0, Math.ceil(due - this.clock())));
+      const now = this._clock();
+      if (now >= due) this._session.handleTimeout(now);
+      this._pump();
+    }, Math.max(0, Math.ceil(due - this._clock())));
   }
 
-  private perform(out: Output): void {
+  private _perform(out: Output): void {
     switch (out.output) {
       case "open_transport":
-        return this.dial(out.id);
+        return this._dial(out.id);
       case "transmit":
-        this.sockets.get(out.id)?.send(JSON.stringify(out.message));
+        this._sockets.get(out.id)?.send(JSON.stringify(out.message));
         return;
       case "close_transport": {
-        const ws = this.sockets.get(out.id);
-        this.sockets.delete(out.id);
+        const ws = this._sockets.get(out.id);
+        this._sockets.delete(out.id);
         if (!ws) return;
         ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
         try {
@@ -299,92 +290,92 @@ export class BelayClient extends EventTarget {
         return;
       }
       case "event":
-        return this.deliver(out);
+        return this._deliver(out);
     }
   }
 
-  private dial(id: number): void {
+  private _dial(id: number): void {
     let ws: WebSocket;
     try {
-      ws = new this.WS(this.url);
+      ws = new this._WS(this.url);
     } catch (e) {
       // A malformed URL: a configuration error, never retried.
-      return this.input({ kind: "failed", id, failure: { kind: "invalid_config", detail: String(e) } });
+      return this._input({ kind: "failed", id, failure: { kind: "invalid_config", detail: String(e) } });
     }
     let opened = false;
-    this.sockets.set(id, ws);
+    this._sockets.set(id, ws);
     ws.onopen = () => {
       opened = true;
-      this.input({ kind: "opened", id });
+      this._input({ kind: "opened", id });
     };
-    ws.onmessage = (e: MessageEvent) => this.input({ kind: "frame", id, text: typeof e.data === "string" ? e.data : "" });
+    ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: typeof e.data === "string" ? e.data : "" });
     ws.onerror = null; // `error` only logs; `close` alone decides.
     ws.onclose = (e: CloseEvent) => {
-      this.sockets.delete(id);
+      this._sockets.delete(id);
       if (!opened) {
         // Browsers hide why an upgrade failed; with no network it never left this device.
         const offline = typeof navigator !== "undefined" && navigator.onLine === false;
-        return this.input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail: `closed before open (${e.code})` } });
+        return this._input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail: `closed before open (${e.code})` } });
       }
       // 1005/1006: no close frame or no status in it.
       const code = e.code === 1005 || e.code === 1006 ? null : e.code;
-      this.input({ kind: "closed", id, code, reason: e.reason });
+      this._input({ kind: "closed", id, code, reason: e.reason });
     };
   }
 
-  private deliver(e: Event): void {
+  private _deliver(e: Event): void {
     switch (e.event) {
       case "readiness_changed":
-        return this.emitStatus();
+        return this._emitStatus();
       case "connected":
-        this.emitStatus();
-        return this.fire("connected", e.session);
+        this._emitStatus();
+        return this._fire("connected", e.session);
       case "disconnected":
       case "connect_failed":
-        this.emitStatus();
-        return this.fire("disconnected", { reason: e.reason, retry: e.retry, established: e.event === "disconnected" } satisfies DisconnectInfo);
+        this._emitStatus();
+        return this._fire("disconnected", { reason: e.reason, retry: e.retry, established: e.event === "disconnected" } satisfies DisconnectInfo);
       case "halted":
-        this.emitStatus();
-        return this.fire("halted", e.reason satisfies HaltReason);
+        this._emitStatus();
+        return this._fire("halted", e.reason satisfies HaltReason);
       case "stopped":
-        return this.emitStatus();
+        return this._emitStatus();
       case "response": {
-        const p = this.pending.get(e.id);
+        const p = this._pending.get(e.id);
         if (!p) return;
-        this.pending.delete(e.id);
+        this._pending.delete(e.id);
         const o = e.outcome;
         if (o.kind === "ok") return p.resolve(o.result);
         return p.reject(o.kind === "server_error" ? new ServerError(o.error) : o.kind === "timeout" ? new TimeoutError() : new ConnectionClosedError());
       }
       case "publication":
-        return this.channels.get(e.channel)?.push({ type: "publication", epoch: e.epoch, offset: e.offset, data: e.data });
+        return this._channels.get(e.channel)?._push({ type: "publication", epoch: e.epoch, offset: e.offset, data: e.data });
       case "subscribed":
-        return this.channels.get(e.channel)?.push({ type: "subscribed", recovered: e.recovered });
+        return this._channels.get(e.channel)?._push({ type: "subscribed", recovered: e.recovered });
       case "recovery_failed": {
-        const pos = this.session.subscriptions.position(e.channel);
-        return this.channels.get(e.channel)?.push({ type: "resync", ...(pos ? { epoch: pos.epoch, offset: pos.offset } : {}) });
+        const pos = this._session._subscriptions._position(e.channel);
+        return this._channels.get(e.channel)?._push({ type: "resync", ...(pos ? { epoch: pos.epoch, offset: pos.offset } : {}) });
       }
       case "subscription_lost":
-        return this.channels.get(e.channel)?.push({ type: "lost", code: e.code });
+        return this._channels.get(e.channel)?._push({ type: "lost", code: e.code });
       case "subscription_failed":
-        return this.channels.get(e.channel)?.push({ type: "failed", code: e.code });
+        return this._channels.get(e.channel)?._push({ type: "failed", code: e.code });
       case "server_error": {
         const { event: _, ...body } = e;
-        return this.fire("servererror", body);
+        return this._fire("servererror", body);
       }
     }
   }
 
-  private emitStatus(): void {
+  private _emitStatus(): void {
     const s = this.status;
-    const l = this.lastStatus;
+    const l = this._lastStatus;
     if (s.state === l.state && s.transport === l.transport && s.protocol === l.protocol && s.service === l.service) return;
-    this.lastStatus = s;
-    for (const listener of this.statusListeners) safely(() => listener(s));
-    this.fire("status", s);
+    this._lastStatus = s;
+    for (const listener of this._statusListeners) safely(() => listener(s));
+    this._fire("status", s);
   }
 
-  private fire(type: string, detail: unknown): void {
+  private _fire(type: string, detail: unknown): void {
     safely(() => this.dispatchEvent(new CustomEvent(type, { detail })));
   }
 }

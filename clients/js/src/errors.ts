@@ -10,7 +10,7 @@ export class BelayError extends Error {
 export class NotReadyError extends BelayError {
   override name = "NotReadyError";
   constructor(readonly stopped = false) {
-    super(stopped ? "the client is closed: the request was not sent" : "not ready: the request was not sent");
+    super(stopped ? "client closed: not sent" : "not ready: not sent");
   }
 }
 
@@ -18,7 +18,7 @@ export class NotReadyError extends BelayError {
 export class TimeoutError extends BelayError {
   override name = "TimeoutError";
   constructor() {
-    super("no response before the deadline: fate unknown");
+    super("no response in time: fate unknown");
   }
 }
 
@@ -26,7 +26,7 @@ export class TimeoutError extends BelayError {
 export class ConnectionClosedError extends BelayError {
   override name = "ConnectionClosedError";
   constructor() {
-    super("the connection was lost before a response: fate unknown");
+    super("connection lost: fate unknown");
   }
 }
 

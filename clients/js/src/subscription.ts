@@ -17,54 +17,54 @@ export type ChannelItem =
   | { type: "failed"; code: string };
 
 export class Subscription implements AsyncIterable<ChannelItem> {
-  private readonly listeners = new Set<(item: ChannelItem) => void>();
-  private readonly queue: ChannelItem[] = [];
-  private waiter: ((r: IteratorResult<ChannelItem>) => void) | undefined;
-  private iterating = false;
+  private readonly _listeners = new Set<(item: ChannelItem) => void>();
+  private readonly _queue: ChannelItem[] = [];
+  private _waiter: ((r: IteratorResult<ChannelItem>) => void) | undefined;
+  private _iterating = false;
   closed = false;
 
-  constructor(readonly channel: string, private readonly onClose: (s: Subscription) => void) {}
+  constructor(readonly channel: string, private readonly _onClose: (s: Subscription) => void) {}
 
   /** Call `listener` for every item; returns a function that removes it. */
   on(listener: (item: ChannelItem) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this._listeners.add(listener);
+    return () => this._listeners.delete(listener);
   }
 
   /** Stop wanting the channel; ends the async iteration. */
   unsubscribe(): void {
     if (this.closed) return;
-    this.end();
-    this.onClose(this);
+    this._end();
+    this._onClose(this);
   }
 
   /** @internal */
-  push(item: ChannelItem): void {
+  _push(item: ChannelItem): void {
     if (this.closed) return;
-    for (const l of this.listeners) l(item);
-    if (!this.iterating) return;
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = undefined;
+    for (const l of this._listeners) l(item);
+    if (!this._iterating) return;
+    if (this._waiter) {
+      const w = this._waiter;
+      this._waiter = undefined;
       w({ value: item, done: false });
-    } else this.queue.push(item);
+    } else this._queue.push(item);
   }
 
   /** @internal */
-  end(): void {
+  _end(): void {
     this.closed = true;
-    if (this.waiter) this.waiter({ value: undefined, done: true });
-    this.waiter = undefined;
+    if (this._waiter) this._waiter({ value: undefined, done: true });
+    this._waiter = undefined;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<ChannelItem> {
-    this.iterating = true;
+    this._iterating = true;
     return {
       next: () => {
-        const item = this.queue.shift();
+        const item = this._queue.shift();
         if (item) return Promise.resolve({ value: item, done: false });
         if (this.closed) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => (this.waiter = resolve));
+        return new Promise((resolve) => (this._waiter = resolve));
       },
       return: () => {
         this.unsubscribe();

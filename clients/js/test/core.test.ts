@@ -102,14 +102,14 @@ describe("helpers", () => {
   });
 
   it("SplitMix64 takes seeds up to 2^64 − 1", () => {
-    expect(new SplitMix64(0).nextU64()).toBe(16294208416658607535n);
+    expect(new SplitMix64(0)._nextU64()).toBe(16294208416658607535n);
     expect(new SplitMix64(0).nextUnit()).toBe(0.8833108082136426);
   });
 
   it("pacing slots are exact to the microsecond", () => {
     const grid = new PacingSlots(20_000, 3_000, 100_000_000);
-    expect(grid.nextSlotAfter(150_000_250)).toBe(163_000_000);
-    expect(grid.nextSlotAfter(163_000_000)).toBe(183_000_000);
-    expect(grid.nextSlotAfter(0)).toBe(3_000_000);
+    expect(grid._nextSlotAfter(150_000_250)).toBe(163_000_000);
+    expect(grid._nextSlotAfter(163_000_000)).toBe(183_000_000);
+    expect(grid._nextSlotAfter(0)).toBe(3_000_000);
   });
 });

@@ -68,23 +68,23 @@ describe("heartbeat.json", () => {
   });
   for (const c of file.sequences as J[]) it(`sequence: ${c.name}`, () => {
     const hb = new Heartbeat(c.start * 1000, c.interval_ms * 1000, c.timeout_ms * 1000);
-    if ("server_ping_interval_ms" in c) hb.serverPing = c.server_ping_interval_ms === null ? undefined : c.server_ping_interval_ms * 1000;
+    if ("server_ping_interval_ms" in c) hb._serverPing = c.server_ping_interval_ms === null ? undefined : c.server_ping_interval_ms * 1000;
     c.steps.forEach((step: J, i: number) => {
       try {
-        if ("frame" in step) hb.handleFrame(step.frame * 1000);
+        if ("frame" in step) hb._handleFrame(step.frame * 1000);
         else {
-          const r = hb.handleTimeout(step.tick * 1000);
+          const r = hb._handleTimeout(step.tick * 1000);
           const action = r === "wait" || r === "probe" ? r : "close";
           check("action", step.expect, action);
           if ("cause" in step) check("cause", step.cause, action === "close" ? r : null);
         }
-        if ("next_timeout_ms" in step) check("next_timeout_ms", step.next_timeout_ms, wholeMs(hb.pollTimeout()));
-        if ("probes_sent" in step) check("probes_sent", step.probes_sent, hb.probesSent);
+        if ("next_timeout_ms" in step) check("next_timeout_ms", step.next_timeout_ms, wholeMs(hb._pollTimeout()));
+        if ("probes_sent" in step) check("probes_sent", step.probes_sent, hb._probesSent);
         if ("pending_probe_at" in step) {
-          const got = hb.pendingProbeAt === undefined ? null : wholeMs(hb.pendingProbeAt);
+          const got = hb._pendingProbeAt === undefined ? null : wholeMs(hb._pendingProbeAt);
           if (got !== step.pending_probe_at) throw new Error(`pending_probe_at: expected ${step.pending_probe_at}, got ${got}`);
         }
-        if ("last_received_at" in step) check("last_received_at", step.last_received_at, wholeMs(hb.lastReceivedAt));
+        if ("last_received_at" in step) check("last_received_at", step.last_received_at, wholeMs(hb._lastReceivedAt));
       } catch (e) {
         throw new Error(`${c.name} step ${i} ${JSON.stringify(step)}: ${(e as Error).message}`);
       }
@@ -98,7 +98,7 @@ describe("backoff.json", () => {
   const file = load("backoff.json");
   for (const c of file.splitmix64 as J[]) it(`splitmix64 seed ${c.seed}`, () => {
     const a = new SplitMix64(BigInt(c.seed));
-    expect(c.u64.map(() => a.nextU64().toString())).toEqual(c.u64);
+    expect(c.u64.map(() => a._nextU64().toString())).toEqual(c.u64);
     const b = new SplitMix64(BigInt(c.seed));
     for (const num of c.unit_numerators) expect(b.nextUnit()).toBe(num * 2 ** -53);
   });
@@ -108,24 +108,24 @@ describe("backoff.json", () => {
     expect(JSON.stringify(policy)).toBe(JSON.stringify(c.policy));
     const backoff = new Backoff(policy);
     const rng = new RecordedDraws(c.draws);
-    (c.delays_ms ?? []).forEach((want: number, i: number) => check(`delays_ms[${i}]`, want, wholeMs(backoff.nextDelay(0, rng))));
+    (c.delays_ms ?? []).forEach((want: number, i: number) => check(`delays_ms[${i}]`, want, wholeMs(backoff._nextDelay(0, rng))));
     (c.steps ?? []).forEach((step: J, i: number) => {
       try {
-        if ("now" in step) check("delay_ms", step.delay_ms, wholeMs(backoff.nextDelay(step.now * 1000, rng)));
-        else if ("reset" in step) backoff.reset();
+        if ("now" in step) check("delay_ms", step.delay_ms, wholeMs(backoff._nextDelay(step.now * 1000, rng)));
+        else if ("reset" in step) backoff._reset();
         else if ("slots" in step) {
           const s = step.slots;
-          backoff.slots = s === null ? undefined : new PacingSlots(s.period_ms, s.phase_ms, s.anchor * 1000);
+          backoff._slots = s === null ? undefined : new PacingSlots(s.period_ms, s.phase_ms, s.anchor * 1000);
         } else if ("advise" in step) {
           const a = step.advise;
-          backoff.advice = retryWindow(a.at * 1000, a.min_delay_ms, a.max_delay_ms);
+          backoff._advice = retryWindow(a.at * 1000, a.min_delay_ms, a.max_delay_ms);
         } else throw new Error("unknown backoff step");
       } catch (e) {
         throw new Error(`step ${i} ${JSON.stringify(step)}: ${(e as Error).message}`);
       }
     });
     expect(rng.taken, "draws_taken").toBe(c.draws_taken);
-    expect(backoff.attempt, "attempt").toBe(c.attempt);
+    expect(backoff._attempt, "attempt").toBe(c.attempt);
   });
 });
 

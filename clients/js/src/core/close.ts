@@ -1,20 +1,21 @@
 /** Close codes and what each means for reconnecting (`close.rs`, PROTOCOL.md §7). */
 
-export const CloseCode = {
-  NORMAL: 1000,
-  GOING_AWAY: 1001,
-  PROTOCOL_ERROR: 1002,
-  ABNORMAL: 1006,
-  POLICY_VIOLATION: 1008,
-  TOO_BIG: 1009,
-  SERVICE_RESTART: 1012,
-  TRY_AGAIN_LATER: 1013,
-  HEARTBEAT_TIMEOUT: 4000,
-  UNAUTHORIZED: 4001,
-  FORBIDDEN: 4003,
-  HANDSHAKE_TIMEOUT: 4008,
-  RATE_LIMITED: 4029,
-} as const;
+// An enum, so the bundler inlines the numbers.
+export enum CloseCode {
+  NORMAL = 1000,
+  GOING_AWAY = 1001,
+  PROTOCOL_ERROR = 1002,
+  ABNORMAL = 1006,
+  POLICY_VIOLATION = 1008,
+  TOO_BIG = 1009,
+  SERVICE_RESTART = 1012,
+  TRY_AGAIN_LATER = 1013,
+  HEARTBEAT_TIMEOUT = 4000,
+  UNAUTHORIZED = 4001,
+  FORBIDDEN = 4003,
+  HANDSHAKE_TIMEOUT = 4008,
+  RATE_LIMITED = 4029,
+}
 
 /** How a transport ended: `code` absent when no close frame arrived (1006). */
 export interface CloseInfo {

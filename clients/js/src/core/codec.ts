@@ -11,110 +11,57 @@ export type DecodeError =
   | { error: "unknown_type"; ty: string }
   | { error: "invalid"; kind: string; detail: string };
 
-const CLIENT_KINDS = new Set(["connect", "request", "subscribe", "unsubscribe"]);
-
 type Obj = Record<string, unknown>;
 
-/** Thrown inside the field readers; caught by `decodeServer`. */
-class Bad extends Error {}
+/**
+ * Each server message's fields, `name:kind`, one table for decoding and
+ * validation. Kinds: `s` string; `S` string, "" if absent; `t` string,
+ * omitted if absent or null; `i` integer >= 0; `n` integer >= 0, omitted if
+ * absent or null; `b` boolean, false if absent; `j` any JSON, null if
+ * absent; `P` the pacing object, `E` an error body (both omitted if absent
+ * or null). `response` also needs exactly one of `result` and `error`.
+ */
+const ERROR_BODY = "code:s message:S retry_after_ms:n";
+const SCHEMA: Record<string, string> = {
+  welcome: "session:s protocol:i ping_interval_ms:n pacing:P",
+  ping: "",
+  pong: "",
+  response: "id:i error:E",
+  subscribed: "channel:s epoch:s offset:i recovered:b",
+  unsubscribed: "channel:s code:s reason:S",
+  publication: "channel:s epoch:s offset:i data:j",
+  reconnect: "reason:s min_delay_ms:i max_delay_ms:i message:t",
+  error: ERROR_BODY,
+};
+const NESTED: Record<string, string> = { P: "period_ms:i phase_ms:i", E: ERROR_BODY };
+const CLIENT_KINDS = ["connect", "request", "subscribe", "unsubscribe"];
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-function str(o: Obj, k: string, def?: string): string {
-  const v = o[k];
-  if (v === undefined && def !== undefined) return def;
-  if (typeof v !== "string") throw new Bad(`field ${k} must be a string`);
-  return v;
-}
-function int(o: Obj, k: string): number {
-  const v = o[k];
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new Bad(`field ${k} must be a non-negative integer`);
-  return v;
-}
-function optInt(o: Obj, k: string): number | undefined {
-  return o[k] === undefined || o[k] === null ? undefined : int(o, k);
-}
-function errorBody(o: unknown): { code: string; message: string; retry_after_ms?: number } {
-  if (!isObj(o)) throw new Bad("error must be an object");
-  const body: { code: string; message: string; retry_after_ms?: number } = { code: str(o, "code"), message: str(o, "message", "") };
-  const retry = optInt(o, "retry_after_ms");
-  if (retry !== undefined) body.retry_after_ms = retry;
-  return body;
-}
-
-/** UTF-8 length of `text` (only computed when it could exceed the limit). */
-function utf8Length(text: string): number {
-  if (text.length * 3 <= MAX_FRAME_LEN) return text.length;
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < text.length) {
-      n += 4;
-      i++;
-    } else n += 3;
+/** Read `spec`'s fields of `o` into `into`; throws the name of the first bad field. */
+function read(o: Obj, spec: string, into: Obj): Obj {
+  for (const field of spec.split(" ")) {
+    if (!field) continue;
+    const [k, kind] = field.split(":") as [string, string];
+    let v = o[k];
+    if (v == null && "tnPE".includes(kind)) continue; // optional and absent (JSON null counts as absent)
+    if (v === undefined) v = kind === "S" ? "" : kind === "b" ? false : kind === "j" ? null : v;
+    const ok =
+      kind === "s" || kind === "S" || kind === "t" ? typeof v === "string"
+      : kind === "i" || kind === "n" ? typeof v === "number" && Number.isInteger(v) && v >= 0
+      : kind === "b" ? typeof v === "boolean"
+      : kind === "j" || isObj(v);
+    if (!ok) throw k;
+    into[k] = NESTED[kind] ? read(v as Obj, NESTED[kind], {}) : v;
   }
-  return n;
+  return into;
 }
-
-function body(type: string, o: Obj): ServerMessage {
-  switch (type) {
-    case "welcome": {
-      const m: ServerMessage = { type, session: str(o, "session"), protocol: int(o, "protocol") };
-      const ping = optInt(o, "ping_interval_ms");
-      if (ping !== undefined) m.ping_interval_ms = ping;
-      const p = o["pacing"];
-      if (p !== undefined && p !== null) {
-        if (!isObj(p)) throw new Bad("pacing must be an object");
-        m.pacing = { period_ms: int(p, "period_ms"), phase_ms: int(p, "phase_ms") };
-      }
-      return m;
-    }
-    case "ping":
-    case "pong":
-      return { type };
-    case "response": {
-      const id = int(o, "id");
-      const hasResult = "result" in o;
-      const error = o["error"] === undefined || o["error"] === null ? undefined : errorBody(o["error"]);
-      if (hasResult && error) throw new Bad("a response has both result and error");
-      if (error) return { type, id, error };
-      if (!hasResult) throw new Bad("a response needs result or error");
-      return { type, id, result: o["result"] as never };
-    }
-    case "subscribed": {
-      const r = o["recovered"];
-      if (r !== undefined && typeof r !== "boolean") throw new Bad("recovered must be a boolean");
-      return { type, channel: str(o, "channel"), epoch: str(o, "epoch"), offset: int(o, "offset"), recovered: r === true };
-    }
-    case "unsubscribed":
-      return { type, channel: str(o, "channel"), code: str(o, "code"), reason: str(o, "reason", "") };
-    case "publication":
-      return {
-        type,
-        channel: str(o, "channel"),
-        epoch: str(o, "epoch"),
-        offset: int(o, "offset"),
-        data: o["data"] === undefined ? null : (o["data"] as never),
-      };
-    case "reconnect": {
-      const m: ServerMessage = { type, reason: str(o, "reason"), min_delay_ms: int(o, "min_delay_ms"), max_delay_ms: int(o, "max_delay_ms") };
-      if (o["message"] !== undefined && o["message"] !== null) m.message = str(o, "message");
-      return m;
-    }
-    default: // "error"
-      return { type: "error", ...errorBody(o) };
-  }
-}
-
-const SERVER_KINDS = new Set(["welcome", "ping", "pong", "response", "subscribed", "unsubscribed", "publication", "reconnect", "error"]);
 
 /** Decode one text frame from the server. */
 export function decodeServer(text: string): ServerMessage | DecodeError {
-  const len = utf8Length(text);
+  // UTF-8 length, only counted when the UTF-16 length allows more than the limit.
+  const len = text.length * 3 > MAX_FRAME_LEN ? new TextEncoder().encode(text).length : text.length;
   if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
-  if (!text.trimStart().startsWith("{")) return { error: "not_json", detail: "expected a JSON object" };
   let o: unknown;
   try {
     o = JSON.parse(text);
@@ -124,16 +71,22 @@ export function decodeServer(text: string): ServerMessage | DecodeError {
   if (!isObj(o)) return { error: "not_json", detail: "expected a JSON object" };
   const type = o["type"];
   if (typeof type !== "string") return { error: "missing_type" };
-  if (!SERVER_KINDS.has(type)) {
-    return CLIENT_KINDS.has(type)
-      ? { error: "invalid", kind: type, detail: "a client message sent by the server" }
-      : { error: "unknown_type", ty: type };
+  const spec = Object.hasOwn(SCHEMA, type) ? SCHEMA[type] : undefined;
+  const invalid = (detail: string): DecodeError => ({ error: "invalid", kind: type, detail });
+  if (spec === undefined) {
+    return CLIENT_KINDS.includes(type) ? invalid("a client message sent by the server") : { error: "unknown_type", ty: type };
   }
+  let m: Obj;
   try {
-    return body(type, o);
-  } catch (e) {
-    return { error: "invalid", kind: type, detail: (e as Error).message };
+    m = read(o, spec, { type });
+  } catch (field) {
+    return invalid(`bad field ${field as string}`);
   }
+  if (type === "response") {
+    if ("result" in o === "error" in m) return invalid("a response needs exactly one of result and error");
+    if (!m["error"]) m["result"] = o["result"];
+  }
+  return m as unknown as ServerMessage;
 }
 
 export function isDecodeError(m: ServerMessage | DecodeError): m is DecodeError {

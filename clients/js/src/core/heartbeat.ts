@@ -24,40 +24,40 @@ export function decide(
 }
 
 export class Heartbeat {
-  lastReceivedAt: number;
-  pendingProbeAt: number | undefined;
+  _lastReceivedAt: number;
+  _pendingProbeAt: number | undefined;
   /** Advertised server ping interval (µs); the watchdog fires at `last + 2 × it`. */
-  serverPing: number | undefined;
-  probesSent = 0;
+  _serverPing: number | undefined;
+  _probesSent = 0;
 
-  constructor(now: number, readonly interval: number, readonly timeout: number) {
-    this.lastReceivedAt = now;
+  constructor(now: number, readonly _interval: number, readonly _timeout: number) {
+    this._lastReceivedAt = now;
   }
 
   /** Any frame from the peer. Never moves `lastReceivedAt` backwards. */
-  handleFrame(now: number): void {
-    this.lastReceivedAt = Math.max(this.lastReceivedAt, now);
-    this.pendingProbeAt = undefined;
+  _handleFrame(now: number): void {
+    this._lastReceivedAt = Math.max(this._lastReceivedAt, now);
+    this._pendingProbeAt = undefined;
   }
 
   /** `"probe"` (caller sends it; recorded as pending), `"wait"`, or a failure cause. */
-  handleTimeout(now: number): "wait" | "probe" | LivenessFailure {
-    if (this.serverPing !== undefined && now >= this.lastReceivedAt + 2 * this.serverPing) {
+  _handleTimeout(now: number): "wait" | "probe" | LivenessFailure {
+    if (this._serverPing !== undefined && now >= this._lastReceivedAt + 2 * this._serverPing) {
       return "server_pings_missing";
     }
-    const action = decide(this.lastReceivedAt, this.pendingProbeAt, now, this.interval, this.timeout);
+    const action = decide(this._lastReceivedAt, this._pendingProbeAt, now, this._interval, this._timeout);
     if (action === "close") return "probe_unanswered";
     if (action === "probe") {
-      this.pendingProbeAt = now;
-      this.probesSent++;
+      this._pendingProbeAt = now;
+      this._probesSent++;
     }
     return action;
   }
 
   /** The next instant at which `handleTimeout` can change anything. */
-  pollTimeout(): number {
+  _pollTimeout(): number {
     const t =
-      this.pendingProbeAt !== undefined ? this.pendingProbeAt + this.timeout : this.lastReceivedAt + this.interval;
-    return this.serverPing !== undefined ? Math.min(t, this.lastReceivedAt + 2 * this.serverPing) : t;
+      this._pendingProbeAt !== undefined ? this._pendingProbeAt + this._timeout : this._lastReceivedAt + this._interval;
+    return this._serverPing !== undefined ? Math.min(t, this._lastReceivedAt + 2 * this._serverPing) : t;
   }
 }

@@ -22,7 +22,7 @@ export function phaseTimeout(p: Phase): number | undefined {
     case "handshaking":
       return p.deadline;
     case "open":
-      return Math.min(p.heartbeat.pollTimeout(), p.check ?? Infinity);
+      return Math.min(p.heartbeat._pollTimeout(), p.check ?? Infinity);
     case "waiting":
       return p.until;
     default:

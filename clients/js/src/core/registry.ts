@@ -7,47 +7,47 @@ import type { RequestOutcome } from "./events.js";
 import type { Response } from "./messages.js";
 
 export class RequestRegistry {
-  lastId = 0;
-  lateResponses = 0;
+  _lastId = 0;
+  _lateResponses = 0;
   /** id → deadline (µs); Map keeps insertion (= id) order. */
-  private readonly entries = new Map<number, number>();
+  private readonly _entries = new Map<number, number>();
 
-  insert(deadline: number): number {
-    const id = ++this.lastId;
-    this.entries.set(id, deadline);
+  _insert(deadline: number): number {
+    const id = ++this._lastId;
+    this._entries.set(id, deadline);
     return id;
   }
 
-  handleResponse(r: Response): [number, RequestOutcome] | undefined {
-    if (!this.entries.delete(r.id)) {
-      this.lateResponses++;
+  _handleResponse(r: Response): [number, RequestOutcome] | undefined {
+    if (!this._entries.delete(r.id)) {
+      this._lateResponses++;
       return undefined;
     }
     return [r.id, r.error ? { kind: "server_error", error: r.error } : { kind: "ok", result: r.result ?? null }];
   }
 
   /** Requests due at `now`, by deadline then id, settled with `timeout`. */
-  handleTimeout(now: number): [number, RequestOutcome][] {
-    const due = [...this.entries].filter(([, d]) => d <= now).sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  _handleTimeout(now: number): [number, RequestOutcome][] {
+    const due = [...this._entries].filter(([, d]) => d <= now).sort((a, b) => a[1] - b[1] || a[0] - b[0]);
     return due.map(([id]) => {
-      this.entries.delete(id);
+      this._entries.delete(id);
       return [id, { kind: "timeout" }];
     });
   }
 
-  settleAll(): [number, RequestOutcome][] {
-    const ids = [...this.entries.keys()];
-    this.entries.clear();
+  _settleAll(): [number, RequestOutcome][] {
+    const ids = [...this._entries.keys()];
+    this._entries.clear();
     return ids.map((id) => [id, { kind: "connection_closed" }]);
   }
 
-  pollTimeout(): number | undefined {
+  _pollTimeout(): number | undefined {
     let min: number | undefined;
-    for (const d of this.entries.values()) if (min === undefined || d < min) min = d;
+    for (const d of this._entries.values()) if (min === undefined || d < min) min = d;
     return min;
   }
 
-  get size(): number {
-    return this.entries.size;
+  get _size(): number {
+    return this._entries.size;
   }
 }

@@ -18,33 +18,33 @@ const MASK = 0xffffffffffffffffn;
 
 /** SplitMix64: the session's one generator. */
 export class SplitMix64 implements RandomSource {
-  private state: bigint;
+  private _state: bigint;
 
   constructor(seed: bigint | number) {
-    this.state = BigInt(seed) & MASK;
+    this._state = BigInt(seed) & MASK;
   }
 
   /** The next raw 64-bit output. */
-  nextU64(): bigint {
-    this.state = (this.state + 0x9e3779b97f4a7c15n) & MASK;
-    let z = this.state;
+  _nextU64(): bigint {
+    this._state = (this._state + 0x9e3779b97f4a7c15n) & MASK;
+    let z = this._state;
     z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK;
     z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK;
     return z ^ (z >> 31n);
   }
 
   nextUnit(): number {
-    return Number(this.nextU64() >> 11n) * 2 ** -53;
+    return Number(this._nextU64() >> 11n) * 2 ** -53;
   }
 }
 
 /** Replays recorded draws, then repeats the last one (0 if none). Counts calls. */
 export class RecordedDraws implements RandomSource {
   taken = 0;
-  constructor(private readonly draws: readonly number[]) {}
+  constructor(private readonly _draws: readonly number[]) {}
 
   nextUnit(): number {
-    const d = this.draws;
+    const d = this._draws;
     const value = d.length === 0 ? 0 : d[Math.min(this.taken, d.length - 1)]!;
     this.taken++;
     return clampUnit(value);

@@ -50,136 +50,136 @@ export function compareNames(a: string, b: string): number {
 }
 
 export class Subscriptions {
-  private readonly channels = new Map<string, Channel>();
-  private readonly confirmTimeout: number;
-  private online = false;
-  duplicatesDropped = 0;
-  strayPublications = 0;
+  private readonly _channels = new Map<string, Channel>();
+  private readonly _confirmTimeout: number;
+  private _online = false;
+  _duplicatesDropped = 0;
+  _strayPublications = 0;
 
-  constructor(confirmTimeoutMs: number, private readonly resubscribe: BackoffPolicy) {
-    this.confirmTimeout = Math.max(confirmTimeoutMs, MIN_CONFIRM_TIMEOUT_MS) * US;
+  constructor(confirmTimeoutMs: number, private readonly _resubscribe: BackoffPolicy) {
+    this._confirmTimeout = Math.max(confirmTimeoutMs, MIN_CONFIRM_TIMEOUT_MS) * US;
   }
 
-  private sorted(): [string, Channel][] {
-    return [...this.channels].sort((a, b) => compareNames(a[0], b[0]));
+  private _sorted(): [string, Channel][] {
+    return [...this._channels].sort((a, b) => compareNames(a[0], b[0]));
   }
 
-  private subscribeNow(now: number, channel: string, since: StreamPosition | undefined, out: SubscriptionOutput[]): ChannelState {
+  private _subscribeNow(now: number, channel: string, since: StreamPosition | undefined, out: SubscriptionOutput[]): ChannelState {
     const send: ClientMessage = since ? { type: "subscribe", channel, since: { ...since } } : { type: "subscribe", channel };
     out.push({ send });
-    return { s: "pending", deadline: now + this.confirmTimeout, resumed: since !== undefined };
+    return { s: "pending", deadline: now + this._confirmTimeout, resumed: since !== undefined };
   }
 
   /** Every wanted channel (other than refused ones) is confirmed; true with none. */
-  allConfirmed(): boolean {
-    for (const c of this.channels.values()) if (c.state.s !== "subscribed" && c.state.s !== "failed") return false;
+  _allConfirmed(): boolean {
+    for (const c of this._channels.values()) if (c.state.s !== "subscribed" && c.state.s !== "failed") return false;
     return true;
   }
 
-  has(channel: string): boolean {
-    return this.channels.has(channel);
+  _has(channel: string): boolean {
+    return this._channels.has(channel);
   }
 
-  position(channel: string): StreamPosition | undefined {
-    return this.channels.get(channel)?.position;
+  _position(channel: string): StreamPosition | undefined {
+    return this._channels.get(channel)?.position;
   }
 
   /** Want `channel`; subscribes at once if the protocol is up. False if already wanted. */
-  add(now: number, channel: string, out: SubscriptionOutput[]): boolean {
-    if (this.channels.has(channel)) return false;
-    const entry: Channel = { state: { s: "idle" }, position: undefined, retry: new Backoff(this.resubscribe) };
-    if (this.online) entry.state = this.subscribeNow(now, channel, undefined, out);
-    this.channels.set(channel, entry);
+  _add(now: number, channel: string, out: SubscriptionOutput[]): boolean {
+    if (this._channels.has(channel)) return false;
+    const entry: Channel = { state: { s: "idle" }, position: undefined, retry: new Backoff(this._resubscribe) };
+    if (this._online) entry.state = this._subscribeNow(now, channel, undefined, out);
+    this._channels.set(channel, entry);
     return true;
   }
 
   /** Stop wanting `channel`; false if it was not wanted. */
-  remove(channel: string, out: SubscriptionOutput[]): boolean {
-    const entry = this.channels.get(channel);
+  _remove(channel: string, out: SubscriptionOutput[]): boolean {
+    const entry = this._channels.get(channel);
     if (!entry) return false;
-    this.channels.delete(channel);
-    if (this.online && (entry.state.s === "pending" || entry.state.s === "subscribed")) {
+    this._channels.delete(channel);
+    if (this._online && (entry.state.s === "pending" || entry.state.s === "subscribed")) {
       out.push({ send: { type: "unsubscribe", channel } });
     }
     return true;
   }
 
   /** Channels the server refused get another chance on the next transport. */
-  retryRefused(): void {
-    for (const c of this.channels.values()) if (c.state.s === "failed") c.state = { s: "idle" };
+  _retryRefused(): void {
+    for (const c of this._channels.values()) if (c.state.s === "failed") c.state = { s: "idle" };
   }
 
-  handleProtocolUp(now: number, out: SubscriptionOutput[]): void {
-    this.online = true;
-    for (const [name, c] of this.sorted()) {
+  _handleProtocolUp(now: number, out: SubscriptionOutput[]): void {
+    this._online = true;
+    for (const [name, c] of this._sorted()) {
       if (c.state.s === "failed") continue;
-      c.retry.reset();
-      c.state = this.subscribeNow(now, name, c.position, out);
+      c.retry._reset();
+      c.state = this._subscribeNow(now, name, c.position, out);
     }
   }
 
-  handleTransportDown(): void {
-    this.online = false;
-    for (const c of this.channels.values()) if (c.state.s !== "failed") c.state = { s: "idle" };
+  _handleTransportDown(): void {
+    this._online = false;
+    for (const c of this._channels.values()) if (c.state.s !== "failed") c.state = { s: "idle" };
   }
 
-  handleSubscribed(msg: Subscribed, out: SubscriptionOutput[]): void {
-    const c = this.channels.get(msg.channel);
+  _handleSubscribed(msg: Subscribed, out: SubscriptionOutput[]): void {
+    const c = this._channels.get(msg.channel);
     if (!c || c.state.s !== "pending") return;
     const resumed = c.state.resumed;
     c.state = { s: "subscribed" };
-    c.retry.reset();
+    c.retry._reset();
     c.position = { epoch: msg.epoch, offset: msg.offset };
     out.push({ event: { event: "subscribed", channel: msg.channel, recovered: resumed && msg.recovered } });
     if (resumed && !msg.recovered) out.push({ event: { event: "recovery_failed", channel: msg.channel } });
   }
 
-  handleUnsubscribed(now: number, msg: Unsubscribed, rng: RandomSource, out: SubscriptionOutput[]): void {
-    const c = this.channels.get(msg.channel);
+  _handleUnsubscribed(now: number, msg: Unsubscribed, rng: RandomSource, out: SubscriptionOutput[]): void {
+    const c = this._channels.get(msg.channel);
     if (!c || c.state.s === "failed" || c.state.s === "idle") return;
     if (isFinalUnsubscribe(msg.code)) {
       c.state = { s: "failed" };
       out.push({ event: { event: "subscription_failed", channel: msg.channel, code: msg.code } });
       return;
     }
-    c.state = { s: "retrying", at: now + c.retry.nextDelay(now, rng) };
+    c.state = { s: "retrying", at: now + c.retry._nextDelay(now, rng) };
     out.push({ event: { event: "subscription_lost", channel: msg.channel, code: msg.code } });
   }
 
-  handlePublication(now: number, p: Publication, out: SubscriptionOutput[]): void {
-    const c = this.channels.get(p.channel);
+  _handlePublication(now: number, p: Publication, out: SubscriptionOutput[]): void {
+    const c = this._channels.get(p.channel);
     if (!c || c.state.s !== "subscribed") {
-      this.strayPublications++;
+      this._strayPublications++;
       return;
     }
     const pos = c.position;
     if (!pos) return;
     const next = pos.offset + 1;
     if (p.epoch === pos.epoch && p.offset < next) {
-      this.duplicatesDropped++;
+      this._duplicatesDropped++;
       return;
     }
     if (p.epoch !== pos.epoch || p.offset > next) {
-      c.state = this.subscribeNow(now, p.channel, pos, out);
+      c.state = this._subscribeNow(now, p.channel, pos, out);
       return;
     }
     pos.offset = p.offset;
     out.push({ event: { event: "publication", channel: p.channel, epoch: p.epoch, offset: p.offset, data: p.data } });
   }
 
-  handleTimeout(now: number, out: SubscriptionOutput[]): void {
-    if (!this.online) return;
-    for (const [name, c] of this.sorted()) {
+  _handleTimeout(now: number, out: SubscriptionOutput[]): void {
+    if (!this._online) return;
+    for (const [name, c] of this._sorted()) {
       const st = c.state;
       const due = (st.s === "pending" && st.deadline <= now) || (st.s === "retrying" && st.at <= now);
-      if (due) c.state = this.subscribeNow(now, name, c.position, out);
+      if (due) c.state = this._subscribeNow(now, name, c.position, out);
     }
   }
 
-  pollTimeout(): number | undefined {
-    if (!this.online) return undefined;
+  _pollTimeout(): number | undefined {
+    if (!this._online) return undefined;
     let min: number | undefined;
-    for (const { state: st } of this.channels.values()) {
+    for (const { state: st } of this._channels.values()) {
       const t = st.s === "pending" ? st.deadline : st.s === "retrying" ? st.at : undefined;
       if (t !== undefined && (min === undefined || t < min)) min = t;
     }

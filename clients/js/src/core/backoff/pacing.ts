@@ -8,19 +8,19 @@ export const MAX_HINT_DELAY_MS = 300_000;
 
 /** Reconnect instants `anchor + phase + k × period` (µs), for every integer k. */
 export class PacingSlots {
-  readonly periodMs: number;
-  readonly phaseMs: number;
+  readonly _periodMs: number;
+  readonly _phaseMs: number;
 
   /** `anchorUs` is the instant `welcome` was received, in µs. */
-  constructor(periodMs: number, phaseMs: number, readonly anchorUs: number) {
-    this.periodMs = Math.min(Math.max(Math.floor(periodMs), 1), MAX_PACING_PERIOD_MS);
-    this.phaseMs = Math.floor(phaseMs) % this.periodMs;
+  constructor(periodMs: number, phaseMs: number, readonly _anchorUs: number) {
+    this._periodMs = Math.min(Math.max(Math.floor(periodMs), 1), MAX_PACING_PERIOD_MS);
+    this._phaseMs = Math.floor(phaseMs) % this._periodMs;
   }
 
   /** The smallest slot instant (µs) strictly after `nowUs`. */
-  nextSlotAfter(nowUs: number): number {
-    const period = this.periodMs * US;
-    const origin = this.anchorUs + this.phaseMs * US;
+  _nextSlotAfter(nowUs: number): number {
+    const period = this._periodMs * US;
+    const origin = this._anchorUs + this._phaseMs * US;
     if (nowUs < origin) {
       const before = origin - nowUs;
       return origin - Math.floor((before - 1) / period) * period;

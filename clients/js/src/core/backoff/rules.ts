@@ -64,7 +64,7 @@ export function policyDelayUs(
       if (n === 0 && window > 0) return drawJitterMs(0, window, rng) * US;
       const m = window > 0 ? Math.max(n - 1, 0) : n;
       const delay = policyDelayUs((state.fallback ??= {}), policy.fallback, m, nowUs, undefined, rng);
-      return slots ? slots.nextSlotAfter(nowUs + delay) - nowUs : delay;
+      return slots ? slots._nextSlotAfter(nowUs + delay) - nowUs : delay;
     }
   }
 }

@@ -7,36 +7,36 @@ import type { BackoffPolicy } from "./policy.js";
 import { policyDelayUs, type PolicyState } from "./rules.js";
 
 export class Backoff {
-  private state: PolicyState = {};
+  private _state: PolicyState = {};
   /** Delays handed out since the last reset. */
-  attempt = 0;
-  slots: PacingSlots | undefined;
-  advice: RetryWindow | undefined;
+  _attempt = 0;
+  _slots: PacingSlots | undefined;
+  _advice: RetryWindow | undefined;
 
-  constructor(readonly policy: BackoffPolicy) {}
+  constructor(readonly _policy: BackoffPolicy) {}
 
   /**
    * The delay (µs) before the next attempt, asked at `nowUs`. Pending advice
    * wins once (one draw); otherwise the policy's rule. Always counts an attempt.
    */
-  nextDelay(nowUs: number, rng: RandomSource): number {
-    const window = this.advice;
+  _nextDelay(nowUs: number, rng: RandomSource): number {
+    const window = this._advice;
     let delay: number;
     if (window) {
-      this.advice = undefined;
+      this._advice = undefined;
       const lo = Math.floor(Math.max(window.earliestUs - nowUs, 0) / US);
       const hi = Math.floor(Math.max(window.latestUs - nowUs, 0) / US);
       delay = drawJitterMs(lo, hi, rng) * US;
     } else {
-      delay = policyDelayUs(this.state, this.policy, this.attempt, nowUs, this.slots, rng);
+      delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng);
     }
-    if (this.attempt < 0xffffffff) this.attempt++;
+    if (this._attempt < 0xffffffff) this._attempt++;
     return delay;
   }
 
   /** Clear the attempt counter and the policies' memory; keep slots and advice. */
-  reset(): void {
-    this.attempt = 0;
-    this.state = {};
+  _reset(): void {
+    this._attempt = 0;
+    this._state = {};
   }
 }
