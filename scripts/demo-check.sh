@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start `belay serve --demo` on a loopback port and drive its page in headless
-# Chromium (scripts/check-demo-page.mjs): the client view becomes ready, gets
-# feed publications, shows service loss and recovery; no console errors.
+# Chromium (scripts/check-demo-page.mjs): the page's Belay browser client
+# becomes ready, gets feed publications, answers the echo button, shows
+# service loss and recovery; no console errors; screenshots in target/.
 # Installs what it needs on a fresh machine: Debian's chromium, playwright-core.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ fi
 
 cargo build -q -p belay-cli
 log=$(mktemp)
-./target/debug/belay serve --demo --listen 127.0.0.1:0 >"$log" 2>&1 &
+"${CARGO_TARGET_DIR:-target}/debug/belay" serve --demo --listen 127.0.0.1:0 >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
 

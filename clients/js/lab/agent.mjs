@@ -14,7 +14,8 @@
 //   {"ev":"lost","why":"..."}             ... and no longer ready
 //   {"ev":"pub","offset":N,"epoch":"E"}   a publication delivered to the app
 //   {"ev":"resync"}                       history was lost (explicit resync)
-//   {"ev":"sent","id":K}                  the app issued request K (echo {"k":K})
+//   {"ev":"sent","id":K}                  the app issued request K (echo {"k":K};
+//                                         --request-every-ms 0: no requests)
 //   {"ev":"settled","id":K,"outcome":O}   O: ok | timeout | not_ready | closed | error
 // The naive baseline has no request timeout: its requests settle only on a
 // response, or never. EOF on stdin closes the client and the browser and
@@ -24,12 +25,12 @@
 // origin); its scripts, injected through request interception so any Belay
 // server works, are the demo server's own assets,
 // crates/belay-server/assets/{modes.js,belay.js}: the same code the demo page
-// and the Chromium e2e table run.
+// and the Chromium e2e table run. Needs `npm ci` in clients/js (for
+// playwright-core) and Debian's chromium; no build step.
 import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
 
 const ASSETS = fileURLToPath(new URL("../../../crates/belay-server/assets/", import.meta.url));
 export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -101,6 +102,12 @@ async function main() {
   process.stdin.on("error", () => finish(0));
   process.stdin.resume();
 
+  let chromium;
+  try {
+    ({ chromium } = await import("playwright-core"));
+  } catch {
+    usage("playwright-core is missing: run `npm ci` in clients/js");
+  }
   log(`launching ${opts.chromium}`);
   context = await chromium.launchPersistentContext(profile, { executablePath: opts.chromium, headless: true, args: FLAGS, timeout: 30_000 });
   context.on("close", () => { if (!closing) { log("the browser closed"); finish(1); } });
@@ -121,8 +128,15 @@ async function main() {
   });
   // A document the server itself serves: Chromium's local-network-access
   // checks refuse WebSockets from a page that did not come from the network.
-  const res = await page.goto(`${opts.origin}/healthz`, { waitUntil: "load", timeout: 15_000 });
-  if (!res || !res.ok()) throw new Error(`GET ${opts.origin}/healthz answered ${res ? res.status() : "nothing"}`);
+  // The lab may start us while the path is faulty: retry for 15 s.
+  for (const until = Date.now() + 15_000; ; ) {
+    const res = await page.goto(`${opts.origin}/healthz`, { waitUntil: "load", timeout: 5_000 }).catch((e) => e);
+    if (res && typeof res.ok === "function" && res.ok()) break;
+    const why = res instanceof Error ? res.message.split("\n")[0] : `HTTP ${res ? res.status() : "nothing"}`;
+    if (Date.now() > until) throw new Error(`GET ${opts.origin}/healthz failed: ${why}`);
+    log(`GET /healthz failed (${why}); retrying`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
   await page.evaluate(async (o) => {
     const { startClient } = await import("/__belay_agent/modes.js");
     const send = (obj) => window.__belayOut(JSON.stringify(obj));
