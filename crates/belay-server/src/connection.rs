@@ -37,7 +37,7 @@ use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
 use crate::requests::{self, RequestTask};
 use crate::server::Shared;
-use crate::ws::{Message, WebSocket, WsError, HIGH_WATER};
+use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
 
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.
@@ -293,11 +293,14 @@ impl Connection {
                         return end;
                     }
                 }
-                frame = ws.next() => {
-                    let end = match frame {
-                        None => Some(End::PeerGone(None)),
-                        Some(Err(error)) => Some(protocol_failure(&error)),
-                        Some(Ok(message)) => self.on_frame(message, &meta),
+                event = ws.next_event() => {
+                    let end = match event {
+                        // The write buffer has room again: the loop
+                        // re-enables the queue branch below.
+                        Event::Room => None,
+                        Event::End => Some(End::PeerGone(None)),
+                        Event::Error(error) => Some(protocol_failure(&error)),
+                        Event::Message(message) => self.on_frame(message, &meta),
                     };
                     if let Some(end) = end {
                         return end;

@@ -75,6 +75,20 @@ pub(crate) enum Message {
     Close(Option<u16>),
 }
 
+/// What [`WebSocket::next_event`] saw.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A message from the peer.
+    Message(Message),
+    /// The codec gave up on the peer.
+    Error(WsError),
+    /// The peer is gone (end of stream, or after its close).
+    End,
+    /// The write buffer, full (at least [`HIGH_WATER`]) when this call
+    /// began, has drained below it: more may be queued.
+    Room,
+}
+
 /// Why the codec gave up on the peer.
 #[derive(Debug)]
 pub(crate) enum WsError {
@@ -245,6 +259,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
     /// Also writes what is queued. Cancel-safe.
     pub(crate) async fn next(&mut self) -> Option<Result<Message, WsError>> {
         poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Like [`next`](Self::next), but also returns [`Event::Room`] when the
+    /// write buffer drains below [`HIGH_WATER`] after being above it, so a
+    /// caller that stopped queueing because it was full learns when to go
+    /// on. Cancel-safe.
+    pub(crate) async fn next_event(&mut self) -> Event {
+        poll_fn(|cx| {
+            let was_full = self.write.len() >= HIGH_WATER;
+            match self.poll_next(cx) {
+                Poll::Ready(Some(Ok(message))) => Poll::Ready(Event::Message(message)),
+                Poll::Ready(Some(Err(error))) => Poll::Ready(Event::Error(error)),
+                Poll::Ready(None) => Poll::Ready(Event::End),
+                Poll::Pending if was_full && self.write.len() < HIGH_WATER => {
+                    Poll::Ready(Event::Room)
+                }
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Write everything queued.
@@ -639,6 +673,26 @@ mod tests {
         peer.read_exact(&mut head).await.unwrap();
         assert_eq!(head[..2], [0x81, 127]);
         assert_eq!(u64::from_be_bytes(head[2..].try_into().unwrap()), 70_000);
+    }
+
+    #[tokio::test]
+    async fn a_full_write_buffer_reports_room_once_it_drains() {
+        let (a, mut peer) = tokio::io::duplex(4096);
+        let mut ws = WebSocket::new(a, &[], 1024);
+        ws.queue_binary(&vec![7; HIGH_WATER + 10]);
+        let reader = tokio::spawn(async move {
+            let mut sink = vec![0; 1024];
+            let mut total = 0;
+            while total < HIGH_WATER + 14 {
+                total += peer.read(&mut sink).await.unwrap();
+            }
+            peer
+        });
+        assert!(matches!(ws.next_event().await, Event::Room));
+        assert!(ws.buffered() < HIGH_WATER);
+        ws.flush().await.unwrap();
+        assert_eq!(ws.buffered(), 0);
+        drop(reader.await.unwrap());
     }
 
     #[test]

@@ -344,3 +344,34 @@ async fn a_subscriber_that_falls_behind_the_live_buffer_is_told_and_recovers() {
         assert_eq!((p.offset, p.data.clone()), (n, json!(n)));
     }
 }
+
+#[tokio::test]
+async fn a_replay_larger_than_the_write_buffer_arrives_without_waiting_for_a_ping() {
+    let server = Server::builder().build();
+    let addr = common::start(&server).await;
+    // Three publications of 40 KB: more than the 64 KiB the connection
+    // buffers for writing at once, so the replay waits in the queue.
+    let big = "x".repeat(40 * 1024);
+    for n in 1..=3 {
+        server.publish("big", json!({ "n": n, "pad": big }));
+    }
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let since = StreamPosition {
+        epoch: server.publish("other", json!(0)).epoch,
+        offset: 0,
+    };
+    // `other`'s epoch is the broker's epoch, so this resumes from offset 0.
+    let ServerMessage::Subscribed(s) = subscribe(&mut raw, "big", Some(since)).await else {
+        panic!()
+    };
+    assert!(s.recovered);
+    for n in 1..=3 {
+        let next = tokio::time::timeout(SOON, raw.recv_skipping_pings())
+            .await
+            .expect("the replay arrives without waiting for a heartbeat");
+        let Some(ServerMessage::Publication(p)) = next else {
+            panic!("{next:?}")
+        };
+        assert_eq!(p.data["n"], json!(n));
+    }
+}
