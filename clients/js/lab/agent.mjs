@@ -4,7 +4,7 @@
 // reports what the application sees, one JSON object per line on stdout.
 //
 //   node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive
-//        [--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000]
+//        [--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000]
 //        [--chromium /usr/bin/chromium]
 //
 // Lines (stdout carries nothing else; logs go to stderr):
@@ -40,14 +40,14 @@ const log = (msg) => process.stderr.write(`[agent] ${msg}\n`);
 
 function usage(problem) {
   process.stderr.write(`agent: ${problem}\nusage: node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive `
-    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--chromium /usr/bin/chromium]\n");
+    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--chromium /usr/bin/chromium]\n");
   process.exit(2);
 }
 
 export function parseArgs(argv) {
-  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
+  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
   const names = { "--url": "url", "--mode": "mode", "--channel": "channel", "--request-every-ms": "requestEveryMs",
-    "--request-timeout-ms": "requestTimeoutMs", "--chromium": "chromium" };
+    "--request-timeout-ms": "requestTimeoutMs", "--connect-timeout-ms": "connectTimeoutMs", "--chromium": "chromium" };
   for (let i = 0; i < argv.length; i += 2) {
     const key = names[argv[i]];
     if (!key) throw new Error(`unknown argument ${argv[i]}`);
@@ -147,7 +147,10 @@ async function main() {
       else send(line);
     };
     const config = { url: o.url, channel: o.channel };
-    if (o.mode === "belay") config.requestTimeoutMs = o.requestTimeoutMs;
+    if (o.mode === "belay") {
+      config.requestTimeoutMs = o.requestTimeoutMs;
+      config.connectTimeoutMs = o.connectTimeoutMs;
+    }
     const c = startClient(o.mode, config, emit);
     send({ ev: "started" });
     for (const line of queue) send(line);

@@ -327,6 +327,10 @@ fn spawn_browser(
             "--request-timeout-ms",
             &work.request_timeout.as_millis().to_string(),
         ])
+        .args([
+            "--connect-timeout-ms",
+            &work.connect_timeout.as_millis().to_string(),
+        ])
         .arg("--chromium")
         .arg(&browser.chromium)
         .stdin(Stdio::piped())
