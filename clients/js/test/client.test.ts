@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BelayClient, ConnectionClosedError, NotReadyError, ServerError, TimeoutError, type ChannelItem } from "../src/index.js";
+import { fixed } from "../src/policies.js";
 
 /** A scriptable stand-in for the browser's WebSocket. */
 class FakeSocket {
@@ -44,7 +45,7 @@ function client(opts = {}) {
     now: () => now,
     network,
     seed: 7,
-    backoff: { kind: "fixed", delay_ms: 1000 },
+    backoff: fixed(1000),
     ...opts,
   });
 }
@@ -113,7 +114,7 @@ describe("BelayClient", () => {
   });
 
   it("reconnectNow cancels the backoff wait without a second connection", async () => {
-    const c = client({ backoff: { kind: "fixed", delay_ms: 30000 } });
+    const c = client({ backoff: fixed(30000) });
     FakeSocket.all[0]!.drop();
     expect(c.status.state).toBe("waiting");
     c.reconnectNow();
@@ -151,7 +152,7 @@ describe("BelayClient", () => {
   });
 
   it("offline cancels the wait; online dials after a short random delay", async () => {
-    const c = client({ backoff: { kind: "fixed", delay_ms: 30000 } });
+    const c = client({ backoff: fixed(30000) });
     FakeSocket.all[0]!.drop();
     network.dispatchEvent(new Event("offline"));
     expect(c.status.state).toBe("offline");

@@ -1,3 +1,4 @@
+import { fixed } from "../src/policies.js";
 import { describe, expect, it } from "vitest";
 import { decodeServer } from "../src/core/codec.js";
 import { makeConfig } from "../src/core/config.js";
@@ -13,7 +14,7 @@ const drain = (s: Session): Output[] => {
 };
 
 function openSession(): Session {
-  const s = new Session(makeConfig({ backoff: { kind: "fixed", delay_ms: 1000 } }), 0, 1);
+  const s = new Session(makeConfig({ backoff: fixed(1000) }), 0, 1);
   s.start(0);
   s.handleInput(1, { kind: "opened", id: 1 });
   s.handleInput(2, { kind: "frame", id: 1, text: '{"type":"welcome","session":"s","protocol":1}' });
@@ -64,7 +65,7 @@ describe("session", () => {
   });
 
   it("accepts fractional milliseconds and keeps whole-ms deadlines exact", () => {
-    const s = new Session(makeConfig({ backoff: { kind: "fixed", delay_ms: 1000 } }), 0.25, 1);
+    const s = new Session(makeConfig({ backoff: fixed(1000) }), 0.25, 1);
     s.start(0.5);
     expect(s.pollTimeout()).toBe(10000.5);
     s.handleTimeout(10000.499);

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { Backoff } from "../src/core/backoff/state.js";
 import { PacingSlots, retryWindow } from "../src/core/backoff/pacing.js";
-import { parsePolicy } from "../src/core/backoff/policy.js";
+import { parsePolicy } from "../src/policies.js";
 import { makeConfig, type Config } from "../src/core/config.js";
 import { decide, Heartbeat } from "../src/core/heartbeat.js";
 import { RecordedDraws, SplitMix64 } from "../src/core/rng.js";

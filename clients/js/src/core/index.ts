@@ -2,7 +2,7 @@
 export { Session } from "./session.js";
 export type { Call, Input, Output, RequestError, SubscribeError, SessionStats } from "./session.js";
 export { defaultConfig, makeConfig, type Config } from "./config.js";
-export { defaultPolicy, parsePolicy, type BackoffPolicy } from "./backoff/policy.js";
+export { defaultPolicy, type BackoffPolicy } from "./backoff/policy.js";
 export { Backoff } from "./backoff/state.js";
 export { PacingSlots, retryWindow } from "./backoff/pacing.js";
 export { Heartbeat, decide } from "./heartbeat.js";

@@ -1,7 +1,13 @@
 /**
  * Reconnect policies as plain data, in exactly the JSON form `BackoffPolicy`
  * serializes to (tagged by `kind`, durations in whole ms).
+ *
+ * The core computes the two kinds the defaults use (`server_paced` and
+ * `equal_jitter`). The others are opt-in: build them with the functions of
+ * `@belay/client/policies` (`src/policies.ts`), which attach their rule to
+ * the object (non-enumerable, so the JSON form is unchanged).
  */
+import type { RandomSource } from "../rng.js";
 
 export type BackoffPolicy =
   | { kind: "fixed"; delay_ms: number }
@@ -14,6 +20,17 @@ export type BackoffPolicy =
   | { kind: "grpc"; initial_ms: number; multiplier: number; jitter: number; max_ms: number }
   | { kind: "server_paced"; first_window_ms: number; fallback: BackoffPolicy };
 
+/** What a policy remembers between delays; cleared by a reset. */
+export interface PolicyState {
+  prevMs?: number;
+  startMs?: number;
+  currentMs?: number;
+  fallback?: PolicyState;
+}
+
+/** An opt-in policy's rule: the delay (whole ms) for attempt `n`, updating `state`. */
+export type Rule = (state: PolicyState, n: number, rng: RandomSource) => number;
+
 /** Belay's default: `server_paced(1 s, equal_jitter(1 s, 30 s))`. */
 export function defaultPolicy(): BackoffPolicy {
   return {
@@ -21,41 +38,4 @@ export function defaultPolicy(): BackoffPolicy {
     first_window_ms: 1000,
     fallback: { kind: "equal_jitter", base_ms: 1000, cap_ms: 30000 },
   };
-}
-
-const FIELDS: Record<BackoffPolicy["kind"], readonly string[]> = {
-  fixed: ["delay_ms"],
-  exponential: ["base_ms", "cap_ms"],
-  full_jitter: ["base_ms", "cap_ms"],
-  equal_jitter: ["base_ms", "cap_ms"],
-  decorrelated: ["base_ms", "cap_ms"],
-  decorrelated_capped: ["base_ms", "cap_ms"],
-  linear_random_start: ["start_window_ms", "step_ms", "cap_ms"],
-  grpc: ["initial_ms", "multiplier", "jitter", "max_ms"],
-  server_paced: ["first_window_ms", "fallback"],
-};
-
-/**
- * Validate a policy from JSON and return it in canonical form (known fields
- * only, in serialization order). Throws on anything `serde` would reject.
- */
-export function parsePolicy(value: unknown): BackoffPolicy {
-  if (typeof value !== "object" || value === null) throw new TypeError("policy must be an object");
-  const obj = value as Record<string, unknown>;
-  const kind = obj["kind"] as BackoffPolicy["kind"];
-  const fields = FIELDS[kind];
-  if (!fields) throw new TypeError(`unknown policy kind ${String(kind)}`);
-  const out: Record<string, unknown> = { kind };
-  for (const f of fields) {
-    const v = obj[f];
-    if (f === "fallback") out[f] = parsePolicy(v);
-    else if (f.endsWith("_ms")) {
-      if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new TypeError(`${f} must be whole ms`);
-      out[f] = v;
-    } else {
-      if (typeof v !== "number" || !Number.isFinite(v)) throw new TypeError(`${f} must be a number`);
-      out[f] = v;
-    }
-  }
-  return out as BackoffPolicy;
 }

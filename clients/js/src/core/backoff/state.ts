@@ -3,8 +3,8 @@ import type { RandomSource } from "../rng.js";
 import { US } from "../time.js";
 import { drawJitterMs } from "./formula.js";
 import type { PacingSlots, RetryWindow } from "./pacing.js";
-import type { BackoffPolicy } from "./policy.js";
-import { policyDelayUs, type PolicyState } from "./rules.js";
+import type { BackoffPolicy, PolicyState } from "./policy.js";
+import { checkPolicy, policyDelayUs } from "./rules.js";
 
 export class Backoff {
   private _state: PolicyState = {};
@@ -13,7 +13,9 @@ export class Backoff {
   _slots: PacingSlots | undefined;
   _advice: RetryWindow | undefined;
 
-  constructor(readonly _policy: BackoffPolicy) {}
+  constructor(readonly _policy: BackoffPolicy) {
+    checkPolicy(_policy);
+  }
 
   /**
    * The delay (µs) before the next attempt, asked at `nowUs`. Pending advice
