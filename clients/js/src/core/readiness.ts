@@ -1,6 +1,8 @@
 /**
  * Readiness (`readiness.rs`): three levels with one-way dependencies —
- * transport ▶ protocol ▶ service — and one aggregate, `ready`.
+ * transport ▶ protocol ▶ service — and one aggregate, `ready`. Inside the
+ * session the levels are one number, how many are up (0–3): a level is up
+ * only if the one below is, by construction.
  */
 export interface Readiness {
   transport: boolean;
@@ -8,16 +10,7 @@ export interface Readiness {
   service: boolean;
 }
 
-/** Levels from the facts, keeping the dependencies: a level is up only if the one below is. */
-export function readinessOf(transport: boolean, protocol: boolean, service: boolean): Readiness {
-  const p = transport && protocol;
-  return { transport, protocol: p, service: p && service };
-}
-
-export function isReady(r: Readiness): boolean {
-  return r.transport && r.protocol && r.service;
-}
-
-export function sameReadiness(a: Readiness, b: Readiness): boolean {
-  return a.transport === b.transport && a.protocol === b.protocol && a.service === b.service;
+/** The levels of a count of levels up (3 = ready). */
+export function readinessOf(level: number): Readiness {
+  return { transport: level > 0, protocol: level > 1, service: level > 2 };
 }

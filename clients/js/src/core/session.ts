@@ -12,27 +12,26 @@
  *
  * The stale-event rule lives in one place, `handleInput`: a fact from a
  * transport that is not the current one is counted and dropped.
+ *
+ * The phase (`phase.rs`) is three fields: `_state`; `_id`, the transport,
+ * kept only while connecting, handshaking or open (at most one exists, by
+ * construction); `_at`, the state's deadline (connecting/handshaking: the
+ * connect timeout; waiting: the end of the wait; open: a pending liveness
+ * check). An open connection's heartbeat is `_hb`.
  */
 import { Backoff } from "./backoff/state.js";
 import { PacingSlots, retryWindow } from "./backoff/pacing.js";
-import { CloseCode, closeInfo, disposition, type CloseInfo } from "./close.js";
+import { CloseCode, closeInfo, disposition } from "./close.js";
 import { decodeServer, isDecodeError, type DecodeError } from "./codec.js";
 import type { Config } from "./config.js";
-import type { DisconnectReason, Event, HaltReason, RequestOutcome, RetryPlan } from "./events.js";
+import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./events.js";
 import { Heartbeat } from "./heartbeat.js";
-import {
-  PROTOCOL_VERSION,
-  type ClientMessage,
-  type Json,
-  type ReconnectAdvice,
-  type ServerMessage,
-  type Welcome,
-} from "./messages.js";
-import { phaseTimeout, phaseTransport, type ConnectionState, type Phase } from "./phase.js";
-import { isReady, readinessOf, sameReadiness, type Readiness } from "./readiness.js";
+import { PROTOCOL_VERSION, type ClientMessage, type Json, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
+import type { ConnectionState } from "./phase.js";
+import { readinessOf, type Readiness } from "./readiness.js";
 import { RequestRegistry } from "./registry.js";
 import { SplitMix64 } from "./rng.js";
-import { Subscriptions, type SubscriptionOutput } from "./subscriptions.js";
+import { Subscriptions, type SubscriptionSink } from "./subscriptions.js";
 import { fromMs, US, wholeMs } from "./time.js";
 import type { Failure, TransportId } from "./transport.js";
 
@@ -74,10 +73,20 @@ export interface SessionStats {
   probesSent: number;
 }
 
-export class Session {
+/** The smallest defined value, if any. */
+const earliest = (ts: (number | undefined)[]): number | undefined => {
+  let min: number | undefined;
+  for (const t of ts) if (!(t! >= min!)) min = t ?? min;
+  return min;
+};
+
+export class Session implements SubscriptionSink {
   private _now: number;
   private readonly _rng: SplitMix64;
-  private _phase: Phase = { state: "idle" };
+  private _state: ConnectionState = "idle";
+  private _id: TransportId | undefined;
+  private _at: number | undefined;
+  private _hb: Heartbeat | undefined;
   private readonly _backoff: Backoff;
   private readonly _localBackoff: Backoff;
   private _deployBackoff = false;
@@ -85,13 +94,13 @@ export class Session {
   private _notBefore: number | undefined;
   private _online = true;
   private _nextTransport = 0;
-  private _current: Readiness = readinessOf(false, false, false);
+  /** Readiness levels up (0–3, 3 = ready). */
+  _level = 0;
   private _readySince: number | undefined;
-  private readonly _registry = new RequestRegistry();
+  private readonly _registry = new RequestRegistry((id, outcome) => this._emit({ event: "response", id, outcome }));
   readonly _subscriptions: Subscriptions;
   private _sessionId: string | undefined;
   private readonly _outputs: Output[] = [];
-  private _outputHead = 0;
   private readonly _counters: SessionStats = { transportsOpened: 0, staleInputs: 0, unknownFrames: 0, probesSent: 0 };
 
   constructor(readonly _config: Config, nowMs: number, seed: bigint | number) {
@@ -99,57 +108,47 @@ export class Session {
     this._rng = new SplitMix64(seed);
     this._backoff = new Backoff(_config.backoff);
     this._localBackoff = new Backoff(_config.unreachableRetry);
-    this._subscriptions = new Subscriptions(_config.subscribeTimeoutMs, _config.resubscribeBackoff);
+    this._subscriptions = new Subscriptions(_config.subscribeTimeoutMs, _config.resubscribeBackoff, this);
   }
 
   // ----- getters -----
 
   readiness(): Readiness {
-    return { ...this._current };
+    return readinessOf(this._level);
   }
   isReady(): boolean {
-    return isReady(this._current);
+    return this._level > 2;
   }
   state(): ConnectionState {
-    return this._phase.state;
-  }
-  currentTransport(): TransportId | undefined {
-    return phaseTransport(this._phase);
-  }
-  session(): string | undefined {
-    return this._sessionId;
+    return this._state;
   }
   /** Retry delays handed out since the backoff last reset. */
   attempt(): number {
     return this._backoff._attempt;
   }
-  requestsInFlight(): number {
-    return this._registry._size;
-  }
   stats(): SessionStats {
     const s = { ...this._counters };
-    if (this._phase.state === "open") s.probesSent += this._phase.heartbeat._probesSent;
+    if (this._state === "open") s.probesSent += this._hb!._probesSent;
     return s;
   }
 
   // ----- outputs -----
 
   pollOutput(): Output | undefined {
-    if (this._outputHead >= this._outputs.length) {
-      this._outputs.length = this._outputHead = 0;
-      return undefined;
-    }
-    return this._outputs[this._outputHead++];
+    return this._outputs.shift();
   }
 
   /** When `handleTimeout` next has work (ms), or undefined if nothing is scheduled. */
   pollTimeout(): number | undefined {
-    if (this._phase.state === "stopped") return undefined;
-    let min: number | undefined;
-    for (const t of [phaseTimeout(this._phase), this._registry._pollTimeout(), this._subscriptions._pollTimeout(), this._cooldownDeadline()]) {
-      if (t !== undefined && (min === undefined || t < min)) min = t;
-    }
-    return min === undefined ? undefined : min / US;
+    if (this._state === "stopped") return undefined;
+    const t = earliest([
+      this._at,
+      this._state === "open" ? this._hb!._pollTimeout() : undefined,
+      earliest([...this._registry._entries.values()]),
+      this._subscriptions._pollTimeout(),
+      this._cooldownDeadline(),
+    ]);
+    return t === undefined ? t : t / US;
   }
 
   // ----- commands -----
@@ -157,19 +156,22 @@ export class Session {
   /** Start connecting; after a halt, resume with a fresh backoff. No-op while connected. */
   start(nowMs: number): "stopped" | undefined {
     const now = this._advance(nowMs);
-    const s = this._phase.state;
-    if (s === "stopped") return "stopped";
-    if (s === "idle" || s === "halted") this._resume(now);
+    const s = this._state;
+    if (s === "stopped") return s;
+    if (s === "idle" || s === "halted") {
+      // Leave idle/halted on the application's word: fresh backoff, refused channels retried.
+      this._resetBackoff();
+      this._subscriptions._idle(true);
+      this._dial(now);
+    }
     return undefined;
   }
 
   /** Cancel a pending wait and dial at once; never a second transport. */
   reconnectNow(nowMs: number): "stopped" | undefined {
-    if (this._phase.state === "waiting" || this._phase.state === "offline") {
-      this._dial(this._advance(nowMs));
-      return undefined;
-    }
-    return this.start(nowMs);
+    if (this._state !== "waiting" && this._state !== "offline") return this.start(nowMs);
+    this._dial(this._advance(nowMs));
+    return undefined;
   }
 
   /**
@@ -181,39 +183,36 @@ export class Session {
    */
   checkLiveness(nowMs: number): void {
     const now = this._advance(nowMs);
-    const p = this._phase;
-    if (p.state !== "open" || p.check !== undefined) return;
-    p.check = now + Math.min(this._config.probeTimeoutMs, LIVENESS_CHECK_TIMEOUT_MS) * US;
-    if (p.heartbeat._pendingProbeAt === undefined) {
+    if (this._state !== "open" || this._at !== undefined) return;
+    this._at = now + Math.min(this._config.probeTimeoutMs, LIVENESS_CHECK_TIMEOUT_MS) * US;
+    if (this._hb!._pendingProbeAt === undefined) {
       this._counters.probesSent++;
-      this._push({ output: "transmit", id: p.id, message: { type: "ping" } });
+      this._send(this._id!, { type: "ping" });
     }
   }
 
   /** Stop for good: close, settle everything, emit `stopped` and nothing after. */
   stop(nowMs: number): void {
     const now = this._advance(nowMs);
-    if (this._phase.state === "stopped") return;
-    const wasOpen = this._phase.state === "open";
-    const id = phaseTransport(this._phase);
-    if (id !== undefined) this._push({ output: "close_transport", id, code: CloseCode.NORMAL, reason: "client stop" });
-    this._phase = { state: "stopped" };
+    const s = this._state;
+    if (s === "stopped") return;
+    if (this._id !== undefined) this._close(this._id, CloseCode.NORMAL, "client stop");
+    this._go("stopped");
     this._dropTransportState(now);
-    if (wasOpen) this._emit({ event: "disconnected", reason: { kind: "client_stopped" }, retry: { kind: "no" } });
+    if (s === "open") this._emit({ event: "disconnected", reason: { kind: "client_stopped" }, retry: { kind: "no" } });
     this._emit({ event: "stopped" });
   }
 
   /** Send a request (only while open); it settles exactly once by a `response` event. */
   request(nowMs: number, call: Call): number | RequestError {
     const now = this._advance(nowMs);
-    if (this._phase.state === "stopped") return "stopped";
-    if (this._phase.state !== "open") return "not_ready";
+    if (this._state !== "open") return this._state === "stopped" ? "stopped" : "not_ready";
     const timeoutMs = call.timeoutMs ?? this._config.requestTimeoutMs;
     const id = this._registry._insert(now + Math.floor(timeoutMs * US));
     const message: ClientMessage = { type: "request", id, method: call.method, params: call.params ?? null };
     if (call.idempotencyKey !== undefined) message.idem = call.idempotencyKey;
     message.timeout_ms = Math.floor(timeoutMs);
-    this._push({ output: "transmit", id: this._phase.id, message });
+    this._send(this._id!, message);
     return id;
   }
 
@@ -223,21 +222,18 @@ export class Session {
   }
 
   subscribe(nowMs: number, channel: string): SubscribeError | undefined {
-    const now = this._advance(nowMs);
-    if (this._phase.state === "stopped") return "stopped";
-    const out: SubscriptionOutput[] = [];
-    if (!this._subscriptions._add(now, channel, out)) return "already_subscribed";
-    this._applySubscriptionOutputs(out);
-    this._refreshReadiness(now);
-    return undefined;
+    return this._channelCommand(nowMs, () => this._subscriptions._add(this._now, channel) || "already_subscribed");
   }
 
   unsubscribe(nowMs: number, channel: string): SubscribeError | undefined {
+    return this._channelCommand(nowMs, () => this._subscriptions._remove(channel) || "not_subscribed");
+  }
+
+  private _channelCommand(nowMs: number, f: () => true | SubscribeError): SubscribeError | undefined {
     const now = this._advance(nowMs);
-    if (this._phase.state === "stopped") return "stopped";
-    const out: SubscriptionOutput[] = [];
-    if (!this._subscriptions._remove(channel, out)) return "not_subscribed";
-    this._applySubscriptionOutputs(out);
+    if (this._state === "stopped") return "stopped";
+    const r = f();
+    if (r !== true) return r;
     this._refreshReadiness(now);
     return undefined;
   }
@@ -246,173 +242,139 @@ export class Session {
 
   handleInput(nowMs: number, input: Input): void {
     const now = this._advance(nowMs);
-    if (this._phase.state === "stopped") return;
-    if (input.kind !== "network") {
-      // The stale-event rule: only the current transport may change state.
-      if (phaseTransport(this._phase) !== input.id) {
-        this._counters.staleInputs++;
-        return;
-      }
+    if (this._state === "stopped") return;
+    if (input.kind === "network") return this._onNetwork(now, input.online);
+    const id = input.id;
+    // The stale-event rule: only the current transport may change state.
+    if (this._id !== id) {
+      this._counters.staleInputs++;
+      return;
     }
     switch (input.kind) {
       case "opened":
-        return this._onOpened(now, input.id);
-      case "failed":
-        return this._onFailed(now, input.failure);
-      case "closed":
-        return this._onClosed(now, closeInfo(input.code, input.reason));
+        return this._onOpened(now, id);
+      case "failed": {
+        const f = input.failure;
+        return this._loseTransport(
+          now,
+          { kind: "transport_failed", failure: f },
+          f.kind === "invalid_config" ? { kind: "invalid_config", detail: f.detail }
+          : f.kind === "rejected" && (f.status === 401 || f.status === 403) ? { kind: "auth_failed" }
+          : undefined,
+        );
+      }
+      case "closed": {
+        const close = closeInfo(input.code, input.reason);
+        const d = disposition(close.code);
+        return this._loseTransport(
+          now,
+          { kind: "transport_closed", close },
+          d === "terminal" ? { kind: "server_closed", close } : d === "auth_failed" ? { kind: "auth_failed" } : undefined,
+        );
+      }
       case "frame": {
         const m = decodeServer(input.text);
-        if (!isDecodeError(m)) return this._onMessage(now, input.id, m);
+        if (!isDecodeError(m)) return this._onMessage(now, id, m);
         if (m.error === "unknown_type") {
           // A newer server's message: proof of life, otherwise skipped.
           this._counters.unknownFrames++;
-          this._noteFrame(now);
-          return;
+          return this._noteFrame(now);
         }
-        return this._onProtocolViolation(now, input.id, m);
+        const tooBig = m.error === "too_large";
+        this._close(id, tooBig ? CloseCode.TOO_BIG : CloseCode.PROTOCOL_ERROR, tooBig ? "frame too large" : "malformed frame");
+        return this._loseTransport(now, { kind: "protocol_violation", error: m });
       }
       case "message":
-        return this._onMessage(now, input.id, input.message);
-      case "network":
-        return this._onNetwork(now, input.online);
+        return this._onMessage(now, id, input.message);
     }
   }
 
   /** Run whatever is due. Idempotent; early calls do nothing. */
   handleTimeout(nowMs: number): void {
     const now = this._advance(nowMs);
-    this._emitSettled(this._registry._handleTimeout(now));
-    const p = this._phase;
-    switch (p.state) {
-      case "stopped":
-        return;
-      case "connecting":
-      case "handshaking":
-        if (p.deadline <= now) this._abandon(now, p.id, CloseCode.HANDSHAKE_TIMEOUT, { kind: "connect_timeout" });
-        break;
-      case "open": {
-        const r = p.check !== undefined && p.check <= now ? "probe_unanswered" : p.heartbeat._handleTimeout(now);
-        if (r === "probe") this._push({ output: "transmit", id: p.id, message: { type: "ping" } });
-        else if (r !== "wait") this._abandon(now, p.id, CloseCode.HEARTBEAT_TIMEOUT, { kind: "heartbeat_timeout", cause: r });
-        break;
+    this._registry._handleTimeout(now);
+    const s = this._state;
+    const id = this._id!;
+    const due = this._at! <= now;
+    if (s === "stopped") return;
+    if ((s === "connecting" || s === "handshaking") && due) {
+      this._close(id, CloseCode.HANDSHAKE_TIMEOUT, "connect timeout");
+      this._loseTransport(now, { kind: "connect_timeout" });
+    } else if (s === "open") {
+      const r = due ? "probe_unanswered" : this._hb!._handleTimeout(now);
+      if (r === "probe") this._send(id, { type: "ping" });
+      else if (r !== "wait") {
+        this._close(id, CloseCode.HEARTBEAT_TIMEOUT, "heartbeat timeout");
+        this._loseTransport(now, { kind: "heartbeat_timeout", cause: r });
       }
-      case "waiting":
-        if (p.until <= now) this._dial(now);
-        break;
-    }
-    if (this._phase.state === "open") {
-      const out: SubscriptionOutput[] = [];
-      this._subscriptions._handleTimeout(now, out);
-      this._applySubscriptionOutputs(out);
-    }
-    const cooldown = this._cooldownDeadline();
-    if (cooldown !== undefined && cooldown <= now) this._resetBackoff();
+    } else if (s === "waiting" && due) this._dial(now);
+    if (this._state === "open") this._subscriptions._handleTimeout(now);
+    if (this._cooldownDeadline()! <= now) this._resetBackoff();
   }
 
   // ----- transport facts -----
 
   private _onOpened(now: number, id: TransportId): void {
-    if (this._phase.state !== "connecting") return;
-    this._phase = { state: "handshaking", id, deadline: now + this._config.connectTimeoutMs * US };
+    if (this._state !== "connecting") return;
+    this._go("handshaking", id, now + this._config.connectTimeoutMs * US);
     this._advice = undefined;
     this._localBackoff._reset();
     const message: ClientMessage = { type: "connect", protocol: PROTOCOL_VERSION };
     if (this._config.token !== null) message.token = this._config.token;
     if (this._sessionId !== undefined) message.session = this._sessionId;
-    this._push({ output: "transmit", id, message });
+    this._send(id, message);
     this._refreshReadiness(now);
-  }
-
-  private _onFailed(now: number, failure: Failure): void {
-    let halt: HaltReason | undefined;
-    if (failure.kind === "invalid_config") halt = { kind: "invalid_config", detail: failure.detail };
-    else if (failure.kind === "rejected" && (failure.status === 401 || failure.status === 403)) halt = { kind: "auth_failed" };
-    this._loseTransport(now, { kind: "transport_failed", failure }, halt);
-  }
-
-  private _onClosed(now: number, close: CloseInfo): void {
-    const d = disposition(close.code);
-    const halt: HaltReason | undefined =
-      d === "terminal" ? { kind: "server_closed", close } : d === "auth_failed" ? { kind: "auth_failed" } : undefined;
-    this._loseTransport(now, { kind: "transport_closed", close }, halt);
-  }
-
-  private _onProtocolViolation(now: number, id: TransportId, error: DecodeError): void {
-    const tooBig = error.error === "too_large";
-    this._push({
-      output: "close_transport",
-      id,
-      code: tooBig ? CloseCode.TOO_BIG : CloseCode.PROTOCOL_ERROR,
-      reason: tooBig ? "frame too large" : "malformed frame",
-    });
-    this._loseTransport(now, { kind: "protocol_violation", error });
-  }
-
-  /** Close the current transport ourselves and move on without waiting for its close event. */
-  private _abandon(now: number, id: TransportId, code: number, reason: DisconnectReason): void {
-    const text = reason.kind === "heartbeat_timeout" ? "heartbeat timeout" : reason.kind === "connect_timeout" ? "connect timeout" : "abandoned";
-    this._push({ output: "close_transport", id, code, reason: text });
-    this._loseTransport(now, reason);
   }
 
   private _onNetwork(now: number, online: boolean): void {
     if (online === this._online) return;
     this._online = online;
-    const p = this._phase;
+    const s = this._state;
     if (!online) {
-      if (p.state === "waiting") this._phase = { state: "offline" };
-      else if (p.state === "connecting" || p.state === "handshaking") {
-        this._push({ output: "close_transport", id: p.id, code: CloseCode.GOING_AWAY, reason: "network offline" });
+      if (s === "waiting") this._go("offline");
+      else if (s === "connecting" || s === "handshaking") {
+        this._close(this._id!, CloseCode.GOING_AWAY, "network offline");
         this._loseTransport(now, { kind: "network_offline" });
       }
       // An open connection may survive; the heartbeat will tell.
-      return;
-    }
-    if (p.state === "offline" || p.state === "waiting") {
+    } else if (s === "offline" || s === "waiting") {
       // Online proves nothing about the server: a fresh backoff and an attempt
       // soon, spread over [0, online_delay); the server's "not before" holds.
       this._backoff._reset();
       const delayMs = Math.floor(this._rng.nextUnit() * Math.floor(this._config.onlineDelayMs));
-      const until = now + delayMs * US;
-      this._phase = { state: "waiting", until: this._notBefore === undefined ? until : Math.max(this._notBefore, until) };
+      this._wait(now + delayMs * US);
     }
   }
 
   // ----- messages -----
 
   private _noteFrame(now: number): void {
-    if (this._phase.state === "open") {
-      this._phase.heartbeat._handleFrame(now);
-      this._phase.check = undefined;
+    if (this._state === "open") {
+      this._hb!._handleFrame(now);
+      this._at = undefined;
     }
   }
 
   private _onMessage(now: number, id: TransportId, m: ServerMessage): void {
     // A frame before the open event: treat the transport as opened first.
-    if (this._phase.state === "connecting") this._onOpened(now, id);
+    this._onOpened(now, id);
     this._noteFrame(now);
-    const out: SubscriptionOutput[] = [];
+    const subs = this._subscriptions;
     switch (m.type) {
       case "welcome":
         return this._onWelcome(now, id, m);
       case "ping":
-        return this._push({ output: "transmit", id, message: { type: "pong" } });
-      case "pong":
-        return;
-      case "response": {
-        const settled = this._registry._handleResponse(m);
-        if (settled) this._emit({ event: "response", id: settled[0], outcome: settled[1] });
-        return;
-      }
+        return this._send(id, { type: "pong" });
+      case "response":
+        return this._registry._handleResponse(m);
       case "subscribed":
-        this._subscriptions._handleSubscribed(m, out);
+        subs._handleSubscribed(m);
         break;
       case "unsubscribed":
-        this._subscriptions._handleUnsubscribed(now, m, this._rng, out);
+        subs._handleUnsubscribed(now, m, this._rng);
         break;
       case "publication":
-        this._subscriptions._handlePublication(now, m, out);
+        subs._handlePublication(now, m);
         break;
       case "reconnect":
         this._advice = m;
@@ -422,33 +384,31 @@ export class Session {
         if (m.retry_after_ms !== undefined) e.retry_after_ms = m.retry_after_ms;
         return this._emit(e);
       }
+      default: // pong
+        return;
     }
-    this._applySubscriptionOutputs(out);
     this._refreshReadiness(now);
   }
 
   private _onWelcome(now: number, id: TransportId, w: Welcome): void {
-    if (this._phase.state !== "handshaking") return;
+    if (this._state !== "handshaking") return;
     if (w.protocol !== PROTOCOL_VERSION) {
       // Retrying cannot help: the server will name the same version again.
-      this._push({ output: "close_transport", id, code: CloseCode.PROTOCOL_ERROR, reason: "unsupported protocol version" });
+      this._close(id, CloseCode.PROTOCOL_ERROR, "unsupported protocol version");
       const error: DecodeError = { error: "invalid", kind: "welcome", detail: `protocol ${w.protocol} is not ${PROTOCOL_VERSION}` };
-      this._loseTransport(now, { kind: "protocol_violation", error }, { kind: "protocol_mismatch", server: w.protocol });
-      return;
+      return this._loseTransport(now, { kind: "protocol_violation", error }, { kind: "protocol_mismatch", server: w.protocol });
     }
     // A pinging server keeps a healthy connection busy: probe only after 1.5
     // of its intervals of quiet, so such a connection sends no probes at all.
-    const ping = w.ping_interval_ms ? Math.max(w.ping_interval_ms, MIN_SERVER_PING_MS) : undefined;
-    const probeMs = ping === undefined ? this._config.probeIntervalMs : Math.max(this._config.probeIntervalMs, (ping * 3) / 2);
-    const heartbeat = new Heartbeat(now, Math.floor(probeMs * US), this._config.probeTimeoutMs * US);
-    heartbeat._serverPing = ping === undefined ? undefined : ping * US;
-    this._phase = { state: "open", id, heartbeat };
+    const c = this._config;
+    const ping = w.ping_interval_ms && Math.max(w.ping_interval_ms, MIN_SERVER_PING_MS);
+    const hb = (this._hb = new Heartbeat(now, Math.floor(Math.max(c.probeIntervalMs, ((ping || 0) * 3) / 2) * US), c.probeTimeoutMs * US));
+    hb._serverPing = ping ? ping * US : undefined;
+    this._go("open", id);
     this._backoff._slots = w.pacing ? new PacingSlots(w.pacing.period_ms, w.pacing.phase_ms, now) : undefined;
     this._sessionId = w.session;
     this._emit({ event: "connected", session: w.session });
-    const out: SubscriptionOutput[] = [];
-    this._subscriptions._handleProtocolUp(now, out);
-    this._applySubscriptionOutputs(out);
+    this._subscriptions._handleProtocolUp(now);
     this._refreshReadiness(now);
   }
 
@@ -456,79 +416,59 @@ export class Session {
 
   /** The current transport is gone. The only place that decides what happens next. */
   private _loseTransport(now: number, reason: DisconnectReason, halt?: HaltReason): void {
-    const wasOpen = this._phase.state === "open";
-    if (this._phase.state === "open") this._counters.probesSent += this._phase.heartbeat._probesSent;
+    const wasOpen = this._state === "open";
+    if (wasOpen) this._counters.probesSent += this._hb!._probesSent;
     const advice = this._advice;
     this._advice = undefined;
-    const cooldown = this._cooldownDeadline();
     // Ready for the whole cooldown even if the timer has not run yet (a throttled driver).
-    if (cooldown !== undefined && cooldown <= now) this._resetBackoff();
-    this._phase = { state: "idle" };
+    if (this._cooldownDeadline()! <= now) this._resetBackoff();
+    this._go("idle");
     this._dropTransportState(now);
 
-    let retry: RetryPlan;
+    let retry: RetryPlan = { kind: "no" };
+    const attempts = this._backoff._attempt;
+    const max = this._config.maxAttempts;
     if (halt) {
-      this._phase = { state: "halted" };
-      retry = { kind: "no" };
+      // retry: no
     } else if (!this._online) {
-      this._phase = { state: "offline" };
+      this._go("offline");
       retry = { kind: "when_online" };
     } else if (reason.kind === "transport_failed" && reason.failure.kind === "unreachable") {
-      retry = this._scheduleLocalRetry(now);
+      // No route from this device: retry soon on the local schedule, without advancing the backoff.
+      retry = { kind: "after", delay_ms: wholeMs(this._wait(now + this._localBackoff._nextDelay(now, this._rng)) - now) };
+    } else if (max !== null && attempts >= max) {
+      halt = { kind: "exhausted", attempts };
     } else {
-      const r = this._scheduleReconnect(now, advice);
-      if ("kind" in r) retry = r;
-      else {
-        halt = r.halt;
-        retry = { kind: "no" };
+      if (advice) {
+        if (advice.reason === "deploy") this._deployBackoff = true;
+        this._backoff._advice = retryWindow(now, advice.min_delay_ms, advice.max_delay_ms);
       }
+      const onSlotGrid = this._backoff._slots !== undefined && attempts > 0;
+      let delay = this._backoff._nextDelay(now, this._rng);
+      // Deploy-related reconnects back off twice as long, except advised delays
+      // and the server's slot grid, which already spreads the fleet.
+      if (this._deployBackoff && !advice && !onSlotGrid) delay *= 2;
+      if (advice) this._notBefore = now + delay;
+      this._go("waiting", undefined, now + delay);
+      retry = { kind: "after", delay_ms: wholeMs(delay) };
     }
+    if (halt) this._go("halted");
     this._emit({ event: wasOpen ? "disconnected" : "connect_failed", reason, retry });
     if (halt) this._emit({ event: "halted", reason: halt });
   }
 
-  private _scheduleReconnect(now: number, advice: ReconnectAdvice | undefined): RetryPlan | { halt: HaltReason } {
-    const attempts = this._backoff._attempt;
-    const max = this._config.maxAttempts;
-    if (max !== null && attempts >= max) {
-      this._phase = { state: "halted" };
-      return { halt: { kind: "exhausted", attempts } };
-    }
-    if (advice) {
-      if (advice.reason === "deploy") this._deployBackoff = true;
-      this._backoff._advice = retryWindow(now, advice.min_delay_ms, advice.max_delay_ms);
-    }
-    const onSlotGrid = this._backoff._slots !== undefined && this._backoff._attempt > 0;
-    let delay = this._backoff._nextDelay(now, this._rng);
-    // Deploy-related reconnects back off twice as long, except advised delays
-    // and the server's slot grid, which already spreads the fleet.
-    if (this._deployBackoff && !advice && !onSlotGrid) delay *= 2;
-    if (advice) this._notBefore = now + delay;
-    this._phase = { state: "waiting", until: now + delay };
-    return { kind: "after", delay_ms: wholeMs(delay) };
-  }
-
-  /** No route from this device: retry soon on the local schedule, without advancing the backoff. */
-  private _scheduleLocalRetry(now: number): RetryPlan {
-    const t = now + this._localBackoff._nextDelay(now, this._rng);
-    const until = this._notBefore === undefined ? t : Math.max(this._notBefore, t);
-    this._phase = { state: "waiting", until };
-    return { kind: "after", delay_ms: wholeMs(until - now) };
+  /** Wait until `until`, or the server's "not before" if later; returns the end of the wait. */
+  private _wait(until: number): number {
+    this._go("waiting", undefined, Math.max(this._notBefore ?? 0, until));
+    return this._at!;
   }
 
   private _dial(now: number): void {
     this._notBefore = undefined;
     const id = ++this._nextTransport;
     this._counters.transportsOpened++;
-    this._phase = { state: "connecting", id, deadline: now + this._config.connectTimeoutMs * US };
-    this._push({ output: "open_transport", id, attempt: this._backoff._attempt });
-  }
-
-  /** Leave idle/halted on the application's word: fresh backoff, refused channels retried. */
-  private _resume(now: number): void {
-    this._resetBackoff();
-    this._subscriptions._retryRefused();
-    this._dial(now);
+    this._go("connecting", id, now + this._config.connectTimeoutMs * US);
+    this._outputs.push({ output: "open_transport", id, attempt: this._backoff._attempt });
   }
 
   private _resetBackoff(): void {
@@ -538,55 +478,56 @@ export class Session {
 
   /** The backoff resets after `reset_after` of continuous readiness, if there is anything to reset. */
   private _cooldownDeadline(): number | undefined {
-    if (this._readySince === undefined) return undefined;
-    if (this._backoff._attempt === 0 && !this._deployBackoff) return undefined;
+    if (this._readySince === undefined || (this._backoff._attempt === 0 && !this._deployBackoff)) return undefined;
     return this._readySince + this._config.resetAfterMs * US;
   }
 
   private _dropTransportState(now: number): void {
     this._refreshReadiness(now);
-    this._emitSettled(this._registry._settleAll());
+    this._registry._settleAll();
     this._subscriptions._handleTransportDown();
   }
 
   // ----- plumbing -----
 
+  private _go(state: ConnectionState, id?: TransportId, at?: number): void {
+    this._state = state;
+    this._id = id;
+    this._at = at;
+  }
+
   private _refreshReadiness(now: number): void {
-    const s = this._phase.state;
-    const next = readinessOf(s === "handshaking" || s === "open", s === "open", this._subscriptions._allConfirmed());
-    if (sameReadiness(next, this._current)) return;
-    const wasReady = isReady(this._current);
-    this._current = next;
-    const ready = isReady(next);
-    if (ready && !wasReady) this._readySince = now;
-    else if (!ready) this._readySince = undefined;
-    this._emit({ event: "readiness_changed", readiness: { ...next }, ready });
+    const s = this._state;
+    const level = s === "open" ? (this._subscriptions._allConfirmed() ? 3 : 2) : s === "handshaking" ? 1 : 0;
+    if (level === this._level) return;
+    const wasReady = this._level > 2;
+    this._level = level;
+    const ready = level > 2;
+    if (!ready) this._readySince = undefined;
+    else if (!wasReady) this._readySince = now;
+    this._emit({ event: "readiness_changed", readiness: readinessOf(level), ready });
   }
 
-  private _applySubscriptionOutputs(out: SubscriptionOutput[]): void {
-    const id = this._phase.state === "open" ? this._phase.id : undefined;
-    for (const item of out) {
-      if ("send" in item) {
-        if (id !== undefined) this._push({ output: "transmit", id, message: item.send });
-      } else this._emit(item.event);
-    }
+  /** @internal A subscription message, sent on the open transport. */
+  _subSend(message: ClientMessage): void {
+    if (this._state === "open") this._send(this._id!, message);
   }
 
-  private _emitSettled(settled: [number, RequestOutcome][]): void {
-    for (const [id, outcome] of settled) this._emit({ event: "response", id, outcome });
-  }
-
-  private _emit(event: Event): void {
+  /** @internal */
+  _emit(event: Event): void {
     this._outputs.push({ output: "event", ...event });
   }
 
-  private _push(output: Output): void {
-    this._outputs.push(output);
+  private _send(id: TransportId, message: ClientMessage): void {
+    this._outputs.push({ output: "transmit", id, message });
+  }
+
+  private _close(id: TransportId, code: number, reason: string): void {
+    this._outputs.push({ output: "close_transport", id, code, reason });
   }
 
   /** Time only moves forward. */
   private _advance(nowMs: number): number {
-    this._now = Math.max(this._now, fromMs(nowMs));
-    return this._now;
+    return (this._now = Math.max(this._now, fromMs(nowMs)));
   }
 }

@@ -3,37 +3,32 @@
  * an unconfirmed subscribe is repeated on the same transport; `unsubscribed`
  * schedules a resubscribe; publications are delivered in offset order with no
  * duplicate, and a gap or epoch change resubscribes from the last position.
- * Times in µs.
+ * Times in µs. Messages and events go straight to the session (`SubscriptionSink`).
  */
 import { Backoff } from "./backoff/state.js";
 import type { BackoffPolicy } from "./backoff/policy.js";
 import type { Event } from "./events.js";
-import {
-  isFinalUnsubscribe,
-  type ClientMessage,
-  type Publication,
-  type StreamPosition,
-  type Subscribed,
-  type Unsubscribed,
-} from "./messages.js";
+import { isFinalUnsubscribe, type ClientMessage, type Publication, type StreamPosition, type Subscribed, type Unsubscribed } from "./messages.js";
 import type { RandomSource } from "./rng.js";
 import { US } from "./time.js";
 
 /** Shortest wait for `subscribed` (ms), so a zero timeout cannot livelock. */
 export const MIN_CONFIRM_TIMEOUT_MS = 100;
 
-export type SubscriptionOutput = { send: ClientMessage } | { event: Event };
-
-type ChannelState =
-  | { s: "idle" }
-  | { s: "pending"; deadline: number; resumed: boolean }
-  | { s: "subscribed" }
-  | { s: "retrying"; at: number }
-  | { s: "failed" };
+/** Where subscription outputs go, in order. */
+export interface SubscriptionSink {
+  /** Sent on the current transport (only called while the protocol is up). */
+  _subSend(message: ClientMessage): void;
+  _emit(event: Event): void;
+}
 
 interface Channel {
-  state: ChannelState;
-  position: StreamPosition | undefined;
+  s: "idle" | "pending" | "subscribed" | "retrying" | "failed";
+  /** pending: the confirmation deadline; retrying: when to resubscribe. */
+  t?: number | undefined;
+  /** pending: the subscribe asked to resume from a position. */
+  resumed?: boolean;
+  position?: StreamPosition | undefined;
   retry: Backoff;
 }
 
@@ -56,7 +51,7 @@ export class Subscriptions {
   _duplicatesDropped = 0;
   _strayPublications = 0;
 
-  constructor(confirmTimeoutMs: number, private readonly _resubscribe: BackoffPolicy) {
+  constructor(confirmTimeoutMs: number, private readonly _resubscribe: BackoffPolicy, private readonly _out: SubscriptionSink) {
     this._confirmTimeout = Math.max(confirmTimeoutMs, MIN_CONFIRM_TIMEOUT_MS) * US;
   }
 
@@ -64,20 +59,19 @@ export class Subscriptions {
     return [...this._channels].sort((a, b) => compareNames(a[0], b[0]));
   }
 
-  private _subscribeNow(now: number, channel: string, since: StreamPosition | undefined, out: SubscriptionOutput[]): ChannelState {
-    const send: ClientMessage = since ? { type: "subscribe", channel, since: { ...since } } : { type: "subscribe", channel };
-    out.push({ send });
-    return { s: "pending", deadline: now + this._confirmTimeout, resumed: since !== undefined };
+  /** Send `subscribe` (from the channel's position if `resume`) and wait for the confirmation. */
+  private _subscribeNow(now: number, channel: string, c: Channel, resume: boolean): void {
+    const since = resume ? c.position : undefined;
+    this._out._subSend(since ? { type: "subscribe", channel, since: { ...since } } : { type: "subscribe", channel });
+    c.s = "pending";
+    c.t = now + this._confirmTimeout;
+    c.resumed = since !== undefined;
   }
 
   /** Every wanted channel (other than refused ones) is confirmed; true with none. */
   _allConfirmed(): boolean {
-    for (const c of this._channels.values()) if (c.state.s !== "subscribed" && c.state.s !== "failed") return false;
+    for (const c of this._channels.values()) if (c.s !== "subscribed" && c.s !== "failed") return false;
     return true;
-  }
-
-  _has(channel: string): boolean {
-    return this._channels.has(channel);
   }
 
   _position(channel: string): StreamPosition | undefined {
@@ -85,104 +79,88 @@ export class Subscriptions {
   }
 
   /** Want `channel`; subscribes at once if the protocol is up. False if already wanted. */
-  _add(now: number, channel: string, out: SubscriptionOutput[]): boolean {
+  _add(now: number, channel: string): boolean {
     if (this._channels.has(channel)) return false;
-    const entry: Channel = { state: { s: "idle" }, position: undefined, retry: new Backoff(this._resubscribe) };
-    if (this._online) entry.state = this._subscribeNow(now, channel, undefined, out);
-    this._channels.set(channel, entry);
+    const c: Channel = { s: "idle", retry: new Backoff(this._resubscribe) };
+    this._channels.set(channel, c);
+    if (this._online) this._subscribeNow(now, channel, c, false);
     return true;
   }
 
   /** Stop wanting `channel`; false if it was not wanted. */
-  _remove(channel: string, out: SubscriptionOutput[]): boolean {
-    const entry = this._channels.get(channel);
-    if (!entry) return false;
+  _remove(channel: string): boolean {
+    const c = this._channels.get(channel);
+    if (!c) return false;
     this._channels.delete(channel);
-    if (this._online && (entry.state.s === "pending" || entry.state.s === "subscribed")) {
-      out.push({ send: { type: "unsubscribe", channel } });
-    }
+    if (this._online && (c.s === "pending" || c.s === "subscribed")) this._out._subSend({ type: "unsubscribe", channel });
     return true;
   }
 
-  /** Channels the server refused get another chance on the next transport. */
-  _retryRefused(): void {
-    for (const c of this._channels.values()) if (c.state.s === "failed") c.state = { s: "idle" };
+  /** `failed` true: channels the server refused get another chance; false: the transport is gone, every other channel waits. */
+  _idle(failed: boolean): void {
+    for (const c of this._channels.values()) if ((c.s === "failed") === failed) c.s = "idle";
   }
 
-  _handleProtocolUp(now: number, out: SubscriptionOutput[]): void {
+  _handleProtocolUp(now: number): void {
     this._online = true;
     for (const [name, c] of this._sorted()) {
-      if (c.state.s === "failed") continue;
+      if (c.s === "failed") continue;
       c.retry._reset();
-      c.state = this._subscribeNow(now, name, c.position, out);
+      this._subscribeNow(now, name, c, true);
     }
   }
 
   _handleTransportDown(): void {
     this._online = false;
-    for (const c of this._channels.values()) if (c.state.s !== "failed") c.state = { s: "idle" };
+    this._idle(false);
   }
 
-  _handleSubscribed(msg: Subscribed, out: SubscriptionOutput[]): void {
+  _handleSubscribed(msg: Subscribed): void {
     const c = this._channels.get(msg.channel);
-    if (!c || c.state.s !== "pending") return;
-    const resumed = c.state.resumed;
-    c.state = { s: "subscribed" };
+    if (c?.s !== "pending") return;
+    const resumed = c.resumed!;
+    c.s = "subscribed";
     c.retry._reset();
     c.position = { epoch: msg.epoch, offset: msg.offset };
-    out.push({ event: { event: "subscribed", channel: msg.channel, recovered: resumed && msg.recovered } });
-    if (resumed && !msg.recovered) out.push({ event: { event: "recovery_failed", channel: msg.channel } });
+    this._out._emit({ event: "subscribed", channel: msg.channel, recovered: resumed && msg.recovered });
+    if (resumed && !msg.recovered) this._out._emit({ event: "recovery_failed", channel: msg.channel });
   }
 
-  _handleUnsubscribed(now: number, msg: Unsubscribed, rng: RandomSource, out: SubscriptionOutput[]): void {
+  _handleUnsubscribed(now: number, msg: Unsubscribed, rng: RandomSource): void {
     const c = this._channels.get(msg.channel);
-    if (!c || c.state.s === "failed" || c.state.s === "idle") return;
-    if (isFinalUnsubscribe(msg.code)) {
-      c.state = { s: "failed" };
-      out.push({ event: { event: "subscription_failed", channel: msg.channel, code: msg.code } });
-      return;
+    if (!c || c.s === "failed" || c.s === "idle") return;
+    const final = isFinalUnsubscribe(msg.code);
+    if (final) c.s = "failed";
+    else {
+      c.s = "retrying";
+      c.t = now + c.retry._nextDelay(now, rng);
     }
-    c.state = { s: "retrying", at: now + c.retry._nextDelay(now, rng) };
-    out.push({ event: { event: "subscription_lost", channel: msg.channel, code: msg.code } });
+    this._out._emit({ event: final ? "subscription_failed" : "subscription_lost", channel: msg.channel, code: msg.code });
   }
 
-  _handlePublication(now: number, p: Publication, out: SubscriptionOutput[]): void {
+  _handlePublication(now: number, p: Publication): void {
     const c = this._channels.get(p.channel);
-    if (!c || c.state.s !== "subscribed") {
+    if (c?.s !== "subscribed") {
       this._strayPublications++;
       return;
     }
-    const pos = c.position;
-    if (!pos) return;
+    const pos = c.position!;
     const next = pos.offset + 1;
-    if (p.epoch === pos.epoch && p.offset < next) {
-      this._duplicatesDropped++;
-      return;
+    if (p.epoch === pos.epoch && p.offset < next) this._duplicatesDropped++;
+    else if (p.epoch !== pos.epoch || p.offset > next) this._subscribeNow(now, p.channel, c, true);
+    else {
+      pos.offset = p.offset;
+      this._out._emit({ event: "publication", channel: p.channel, epoch: p.epoch, offset: p.offset, data: p.data });
     }
-    if (p.epoch !== pos.epoch || p.offset > next) {
-      c.state = this._subscribeNow(now, p.channel, pos, out);
-      return;
-    }
-    pos.offset = p.offset;
-    out.push({ event: { event: "publication", channel: p.channel, epoch: p.epoch, offset: p.offset, data: p.data } });
   }
 
-  _handleTimeout(now: number, out: SubscriptionOutput[]): void {
-    if (!this._online) return;
-    for (const [name, c] of this._sorted()) {
-      const st = c.state;
-      const due = (st.s === "pending" && st.deadline <= now) || (st.s === "retrying" && st.at <= now);
-      if (due) c.state = this._subscribeNow(now, name, c.position, out);
-    }
+  _handleTimeout(now: number): void {
+    if (this._online) for (const [name, c] of this._sorted()) if ((c.s === "pending" || c.s === "retrying") && c.t! <= now) this._subscribeNow(now, name, c, true);
   }
 
   _pollTimeout(): number | undefined {
-    if (!this._online) return undefined;
     let min: number | undefined;
-    for (const { state: st } of this._channels.values()) {
-      const t = st.s === "pending" ? st.deadline : st.s === "retrying" ? st.at : undefined;
-      if (t !== undefined && (min === undefined || t < min)) min = t;
-    }
+    if (this._online) for (const c of this._channels.values()) if ((c.s === "pending" || c.s === "retrying") && !(c.t! >= min!)) min = c.t;
     return min;
   }
 }
