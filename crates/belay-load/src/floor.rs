@@ -2,7 +2,7 @@
 //! protocol for the load clients — a fixed `welcome`, `echo` by patching the
 //! request into a response, one broadcast channel, and quiet-connection
 //! pings with a timeout. One task per connection, no per-connection queue
-//! (publications are batched into one flush, like Belay's writer):
+//! (publications are batched into one flush, like Belay's connection task):
 //! what any WebSocket server on this codec must pay at least.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,7 +111,7 @@ async fn connection(
             }
             publication = publication => match publication {
                 Ok(frame) => {
-                    // Batch what is already queued into one flush, as Belay's writer does.
+                    // Batch what is already queued into one flush, as Belay's connection task does.
                     if ws.feed(Message::text(frame)).await.is_err() {
                         return;
                     }
