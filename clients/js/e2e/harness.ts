@@ -15,12 +15,12 @@ export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-
 
 let built: string | undefined;
 
-/** The `belay` binary: `BELAY_BIN`, or a debug build made once per run. */
+/** The `belay` binary: `BELAY_BIN`, or a debug build made once per run (in `CARGO_TARGET_DIR` if set). */
 export function belayBin(): string {
   if (process.env["BELAY_BIN"]) return process.env["BELAY_BIN"];
   if (!built) {
     execFileSync("cargo", ["build", "-q", "-p", "belay-cli"], { cwd: ROOT, stdio: "inherit" });
-    built = join(ROOT, "target/debug/belay");
+    built = join(process.env["CARGO_TARGET_DIR"] ?? join(ROOT, "target"), "debug/belay");
   }
   return built;
 }

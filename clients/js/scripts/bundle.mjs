@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Minified + gzipped budget of the bundle, in bytes. */
 // The issue's goal is 6 KB (see README, "Size"); this ceiling only ratchets down.
-export const BUDGET_GZ = 8500;
+export const BUDGET_GZ = 7600;
 
 /** `entry`: "index" (the default entry, `@belay/client`) or "policies" (`@belay/client/policies`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {

@@ -15,9 +15,10 @@ import { defaultConfig } from "./core/config.js";
 import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./core/events.js";
 import type { Json } from "./core/messages.js";
 import type { ConnectionState } from "./core/phase.js";
+import { readinessOf } from "./core/readiness.js";
 import { Session, type Input, type Output } from "./core/session.js";
 import { ConnectionClosedError, NotReadyError, ServerError, TimeoutError } from "./errors.js";
-import { Subscription } from "./subscription.js";
+import { Subscription, type ChannelItem } from "./subscription.js";
 
 export interface BelayOptions {
   token?: string;
@@ -79,9 +80,7 @@ interface Pending {
 
 
 function randomSeed(): bigint {
-  const words = new Uint32Array(2);
-  globalThis.crypto.getRandomValues(words);
-  return (BigInt(words[0]!) << 32n) | BigInt(words[1]!);
+  return globalThis.crypto.getRandomValues(new BigUint64Array(1))[0]!;
 }
 
 /**
@@ -101,7 +100,8 @@ export class BelayClient extends EventTarget {
   private readonly _page: EventTarget | null;
   private _timer: ReturnType<typeof setTimeout> | undefined;
   private _pumping = false;
-  private _lastStatus: Status;
+  /** State and readiness level of the last status reported. */
+  private _lastStatus = "";
 
   constructor(readonly url: string, options: BelayOptions = {}) {
     super();
@@ -111,7 +111,7 @@ export class BelayClient extends EventTarget {
     this._WS = options.WebSocket ?? globalThis.WebSocket;
     this._clock = options.now ?? (() => performance.now());
     this._session = new Session(config, this._clock(), options.seed ?? randomSeed());
-    this._lastStatus = this.status;
+    this._lastStatus = this._statusKey();
     this._network = options.network === undefined ? (typeof addEventListener === "function" ? globalThis : null) : options.network;
     this._page = options.page === undefined ? (typeof document === "object" ? document : null) : options.page;
     this._listen("addEventListener");
@@ -120,8 +120,8 @@ export class BelayClient extends EventTarget {
 
   /** The three readiness levels, the aggregate, and the connection state. */
   get status(): Status {
-    const r = this._session.readiness();
-    return { state: this._session.state(), ...r, ready: this._session.isReady() };
+    const s = this._session;
+    return { state: s.state(), ...readinessOf(s._level), ready: s.isReady() };
   }
 
   /** Call `listener` on every status change (and once now); returns an unsubscribe function. */
@@ -323,22 +323,20 @@ export class BelayClient extends EventTarget {
     };
   }
 
-  private _deliver(e: Event): void {
+  private _deliver(e: Extract<Output, { output: "event" }>): void {
+    // The status first: listeners see the state an event leaves behind.
+    this._emitStatus();
     switch (e.event) {
       case "readiness_changed":
-        return this._emitStatus();
+      case "stopped":
+        return;
       case "connected":
-        this._emitStatus();
         return this._fire("connected", e.session);
       case "disconnected":
       case "connect_failed":
-        this._emitStatus();
         return this._fire("disconnected", { reason: e.reason, retry: e.retry, established: e.event === "disconnected" } satisfies DisconnectInfo);
       case "halted":
-        this._emitStatus();
         return this._fire("halted", e.reason satisfies HaltReason);
-      case "stopped":
-        return this._emitStatus();
       case "response": {
         const p = this._pending.get(e.id);
         if (!p) return;
@@ -347,30 +345,30 @@ export class BelayClient extends EventTarget {
         if (o.kind === "ok") return p.resolve(o.result);
         return p.reject(o.kind === "server_error" ? new ServerError(o.error) : o.kind === "timeout" ? new TimeoutError() : new ConnectionClosedError());
       }
-      case "publication":
-        return this._channels.get(e.channel)?._push({ type: "publication", epoch: e.epoch, offset: e.offset, data: e.data });
-      case "subscribed":
-        return this._channels.get(e.channel)?._push({ type: "subscribed", recovered: e.recovered });
-      case "recovery_failed": {
-        const pos = this._session._subscriptions._position(e.channel);
-        return this._channels.get(e.channel)?._push({ type: "resync", ...(pos ? { epoch: pos.epoch, offset: pos.offset } : {}) });
-      }
-      case "subscription_lost":
-        return this._channels.get(e.channel)?._push({ type: "lost", code: e.code });
-      case "subscription_failed":
-        return this._channels.get(e.channel)?._push({ type: "failed", code: e.code });
       case "server_error": {
-        const { event: _, ...body } = e;
+        const { event: _, output: __, ...body } = e;
         return this._fire("servererror", body);
+      }
+      default: {
+        // A channel's item: the event's own fields, the channel's position for a resync.
+        const { event, channel, output: _, ...fields } = e;
+        const pos = event === "recovery_failed" ? this._session._subscriptions._position(channel) : undefined;
+        // publication → publication, subscribed → subscribed, subscription_lost → lost, subscription_failed → failed
+        const type = pos || event === "recovery_failed" ? "resync" : event.split("_").pop();
+        this._channels.get(channel)?._push({ type, ...fields, ...pos } as ChannelItem);
       }
     }
   }
 
+  private _statusKey(): string {
+    return this._session.state() + this._session._level;
+  }
+
   private _emitStatus(): void {
+    const key = this._statusKey();
+    if (key === this._lastStatus) return;
+    this._lastStatus = key;
     const s = this.status;
-    const l = this._lastStatus;
-    if (s.state === l.state && s.transport === l.transport && s.protocol === l.protocol && s.service === l.service) return;
-    this._lastStatus = s;
     for (const listener of this._statusListeners) safely(() => listener(s));
     this._fire("status", s);
   }

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BelayClient, ConnectionClosedError, NotReadyError, ServerError, TimeoutError, type ChannelItem } from "../src/index.js";
-import { fixed } from "../src/policies.js";
+import { fixed, grpc, serverPaced } from "../src/policies.js";
 
 /** A scriptable stand-in for the browser's WebSocket. */
 class FakeSocket {
@@ -161,6 +161,15 @@ describe("BelayClient", () => {
     await advance(1000);
     expect(FakeSocket.all).toHaveLength(2);
     c.close();
+  });
+
+  it("opt-in policies need @belay/client/policies; the defaults' kinds work as plain data", () => {
+    const opts = { WebSocket: FakeSocket as unknown as typeof WebSocket, network: null, autoStart: false };
+    expect(() => new BelayClient("ws://x/ws", { ...opts, backoff: { kind: "fixed", delay_ms: 1000 } })).toThrow(/@belay\/client\/policies/);
+    expect(() => new BelayClient("ws://x/ws", { ...opts, backoff: { kind: "server_paced", first_window_ms: 0, fallback: { kind: "grpc", initial_ms: 1, multiplier: 2, jitter: 0, max_ms: 9 } } })).toThrow(TypeError);
+    expect(() => new BelayClient("ws://x/ws", { ...opts, backoff: serverPaced(0, grpc(1, 2, 0, 9)) })).not.toThrow();
+    expect(() => new BelayClient("ws://x/ws", { ...opts, resubscribeBackoff: { kind: "equal_jitter", base_ms: 1, cap_ms: 2 } })).not.toThrow();
+    expect(JSON.stringify(fixed(1000))).toBe('{"kind":"fixed","delay_ms":1000}');
   });
 
   it("a bad URL halts at once; close() leaves no timer behind", async () => {

@@ -14,26 +14,26 @@ export type DecodeError =
 type Obj = Record<string, unknown>;
 
 /**
- * Each server message's fields, `name:kind`, one table for decoding and
- * validation. Kinds: `s` string; `S` string, "" if absent; `t` string,
+ * Each server message's fields, a field's name followed by its kind (one
+ * character), one table for decoding and validation. Kinds: `s` string; `S` string, "" if absent; `t` string,
  * omitted if absent or null; `i` integer >= 0; `n` integer >= 0, omitted if
  * absent or null; `b` boolean, false if absent; `j` any JSON, null if
  * absent; `P` the pacing object, `E` an error body (both omitted if absent
  * or null). `response` also needs exactly one of `result` and `error`.
  */
-const ERROR_BODY = "code:s message:S retry_after_ms:n";
+const ERROR_BODY = "codes messageS retry_after_msn";
 const SCHEMA: Record<string, string> = {
-  welcome: "session:s protocol:i ping_interval_ms:n pacing:P",
+  welcome: "sessions protocoli ping_interval_msn pacingP",
   ping: "",
   pong: "",
-  response: "id:i error:E",
-  subscribed: "channel:s epoch:s offset:i recovered:b",
-  unsubscribed: "channel:s code:s reason:S",
-  publication: "channel:s epoch:s offset:i data:j",
-  reconnect: "reason:s min_delay_ms:i max_delay_ms:i message:t",
+  response: "idi errorE",
+  subscribed: "channels epochs offseti recoveredb",
+  unsubscribed: "channels codes reasonS",
+  publication: "channels epochs offseti dataj",
+  reconnect: "reasons min_delay_msi max_delay_msi messaget",
   error: ERROR_BODY,
 };
-const NESTED: Record<string, string> = { P: "period_ms:i phase_ms:i", E: ERROR_BODY };
+const NESTED: Record<string, string> = { P: "period_msi phase_msi", E: ERROR_BODY };
 const CLIENT_KINDS = ["connect", "request", "subscribe", "unsubscribe"];
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -42,13 +42,14 @@ const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !
 function read(o: Obj, spec: string, into: Obj): Obj {
   for (const field of spec.split(" ")) {
     if (!field) continue;
-    const [k, kind] = field.split(":") as [string, string];
+    const k = field.slice(0, -1);
+    const kind = field.slice(-1);
     let v = o[k];
     if (v == null && "tnPE".includes(kind)) continue; // optional and absent (JSON null counts as absent)
     if (v === undefined) v = kind === "S" ? "" : kind === "b" ? false : kind === "j" ? null : v;
     const ok =
-      kind === "s" || kind === "S" || kind === "t" ? typeof v === "string"
-      : kind === "i" || kind === "n" ? typeof v === "number" && Number.isInteger(v) && v >= 0
+      "sSt".includes(kind) ? typeof v === "string"
+      : "in".includes(kind) ? Number.isInteger(v) && (v as number) >= 0
       : kind === "b" ? typeof v === "boolean"
       : kind === "j" || isObj(v);
     if (!ok) throw k;

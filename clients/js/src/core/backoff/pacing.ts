@@ -31,13 +31,13 @@ export class PacingSlots {
 
 /** Advice window `[earliest, latest)` in µs. */
 export interface RetryWindow {
-  earliestUs: number;
-  latestUs: number;
+  _earliestUs: number;
+  _latestUs: number;
 }
 
 /** `[now + min, now + max)` with both clamped to 300 s and `max` raised to `min`. */
 export function retryWindow(nowUs: number, minMs: number, maxMs: number): RetryWindow {
   const lo = Math.min(Math.floor(minMs), MAX_HINT_DELAY_MS);
   const hi = Math.max(Math.min(Math.floor(maxMs), MAX_HINT_DELAY_MS), lo);
-  return { earliestUs: nowUs + lo * US, latestUs: nowUs + hi * US };
+  return { _earliestUs: nowUs + lo * US, _latestUs: nowUs + hi * US };
 }

@@ -26,8 +26,8 @@ export class Backoff {
     let delay: number;
     if (window) {
       this._advice = undefined;
-      const lo = Math.floor(Math.max(window.earliestUs - nowUs, 0) / US);
-      const hi = Math.floor(Math.max(window.latestUs - nowUs, 0) / US);
+      const lo = Math.floor(Math.max(window._earliestUs - nowUs, 0) / US);
+      const hi = Math.floor(Math.max(window._latestUs - nowUs, 0) / US);
       delay = drawJitterMs(lo, hi, rng) * US;
     } else {
       delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng);
