@@ -32,8 +32,10 @@ pub(crate) struct RepPlan {
 const WARM_UP: Duration = Duration::from_secs(30);
 /// Healthy time before the fault.
 const STEADY: Duration = Duration::from_secs(1);
-/// How long after the fault a client may take to be ready again.
-const RECOVERY: Duration = Duration::from_secs(10);
+/// How long after the fault a client may take to be ready again: more
+/// than the default policy's largest delay (30 s) plus a connect timeout,
+/// so a backoff that grew during the fault is measured, not cut short.
+const RECOVERY: Duration = Duration::from_secs(40);
 
 /// The environment of one repetition, torn down on drop.
 struct Stage {
