@@ -6,7 +6,7 @@ mod common;
 use std::time::Instant;
 
 use belay_proto::message::{
-    ClientMessage, Reply, Request, ServerMessage, StreamPosition, Subscribe,
+    ClientMessage, Reply, Request, ServerMessage, StreamPosition, Subscribe, Subscribed,
 };
 use belay_server::auth::{AuthError, Authenticator, Principal};
 use belay_server::broker::HistoryLimits;
@@ -105,6 +105,22 @@ async fn a_retried_request_with_the_same_idempotency_key_returns_the_first_resul
     );
 }
 
+/// A server with these history bounds and a session subscribed to `news`
+/// (with the confirmation it got).
+async fn subscribed_with_history(
+    history: HistoryLimits,
+) -> (Server, std::net::SocketAddr, Raw, Subscribed) {
+    let server = Server::builder()
+        .config(ServerConfig::default().with_history(history))
+        .build();
+    let addr = common::start(&server).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("the first subscribe is confirmed")
+    };
+    (server, addr, raw, first)
+}
+
 async fn subscribe(raw: &mut Raw, channel: &str, since: Option<StreamPosition>) -> ServerMessage {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
@@ -159,14 +175,7 @@ async fn a_resumed_subscription_replays_what_was_missed_in_order() {
 async fn without_enough_history_the_server_says_so_and_replays_nothing() {
     let mut history = HistoryLimits::default();
     history.max_len = 2;
-    let server = Server::builder()
-        .config(ServerConfig::default().with_history(history))
-        .build();
-    let addr = common::start(&server).await;
-    let (mut raw, _) = Raw::connected(addr, None).await;
-    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
-        panic!()
-    };
+    let (server, addr, _first_session, first) = subscribed_with_history(history).await;
     for n in 1..=5 {
         server.publish("news", json!(n));
     }
@@ -307,14 +316,7 @@ async fn a_client_close_is_answered_at_once() {
 async fn a_subscriber_that_falls_behind_the_live_buffer_is_told_and_recovers() {
     let mut history = HistoryLimits::default();
     history.live_buffer = 4;
-    let server = Server::builder()
-        .config(ServerConfig::default().with_history(history))
-        .build();
-    let addr = common::start(&server).await;
-    let (mut raw, _) = Raw::connected(addr, None).await;
-    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
-        panic!()
-    };
+    let (server, _, mut raw, first) = subscribed_with_history(history).await;
     // Frozen, the connection takes nothing from its subscriptions, so ten
     // publications overrun a live buffer of four.
     server.set_faults("freeze on", |f| f.freeze = true);
