@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::message::Reply;
+use crate::message::{ErrorBody, Reply};
 use crate::time::Instant;
 
 /// Default [`IdempotencyCache::in_flight_limit`].
@@ -25,6 +25,29 @@ pub enum Begin {
     /// No room: every entry is in flight. Answer `rate_limited`; nothing was
     /// recorded.
     Full,
+    /// The key is held (in flight or completed) for a request with other
+    /// params: answer `bad_request`, never the other request's outcome.
+    Conflict,
+}
+
+/// Bytes an entry costs beyond its key, scope and stored reply (map nodes,
+/// indexes, bookkeeping), used for the byte budget.
+pub const ENTRY_OVERHEAD: usize = 160;
+
+/// Default [`IdempotencyCache::max_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+/// A stable 64-bit digest of a request's params (FNV-1a over their
+/// canonical JSON: object keys sorted), to tell a retry from another
+/// request that reuses its key.
+pub fn params_digest(params: &crate::message::Payload) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let text = serde_json::to_string(params).unwrap_or_default();
+    for byte in text.as_bytes() {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 type Key = (String, String);
@@ -32,7 +55,12 @@ type Key = (String, String);
 #[derive(Debug, Clone, PartialEq)]
 enum State {
     InFlight,
-    Done(Reply),
+    /// The reply, as its JSON text (a parsed value takes several times the
+    /// memory of its text).
+    Done(Box<str>),
+    /// The reply was larger than one entry may be: a retry is told so
+    /// instead of running again.
+    DoneTooLarge,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +69,10 @@ struct Entry {
     seq: u64,
     /// When the current state began (begin or completion).
     since: Instant,
+    /// Digest of the params of the request that took the key.
+    digest: u64,
+    /// What the entry counts against the byte budget.
+    cost: usize,
     state: State,
 }
 
@@ -88,6 +120,8 @@ pub struct IdempotencyCache {
     done: BTreeMap<u64, Key>,
     next_seq: u64,
     latest: Instant,
+    max_bytes: usize,
+    bytes: usize,
 }
 
 impl IdempotencyCache {
@@ -104,7 +138,28 @@ impl IdempotencyCache {
             done: BTreeMap::new(),
             next_seq: 0,
             latest: Instant::ZERO,
+            max_bytes: DEFAULT_MAX_BYTES,
+            bytes: 0,
         }
+    }
+
+    /// Bound the bytes held (keys, scopes, stored replies and
+    /// [`ENTRY_OVERHEAD`] per entry); the oldest completed entries are
+    /// evicted to stay within it, and a reply larger than an eighth of it is
+    /// not stored (a retry gets `too_large` instead of a second execution).
+    pub fn set_max_bytes(&mut self, max_bytes: usize) -> &mut Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The byte budget.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// Bytes held now, as counted against [`max_bytes`](Self::max_bytes).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// How long an execution may stay in flight before its key is forgotten.
@@ -130,26 +185,35 @@ impl IdempotencyCache {
         self.max_entries
     }
 
-    /// A keyed request arrived at `now`: decide whether to run it.
-    pub fn begin(&mut self, now: Instant, scope: &str, key: &str) -> Begin {
+    /// A keyed request whose params have digest `digest` (see
+    /// [`params_digest`]) arrived at `now`: decide whether to run it.
+    pub fn begin(&mut self, now: Instant, scope: &str, key: &str, digest: u64) -> Begin {
         let now = self.expire(now);
         let id = (scope.to_owned(), key.to_owned());
         if let Some(entry) = self.entries.get(&id) {
+            if entry.digest != digest {
+                return Begin::Conflict;
+            }
             return match &entry.state {
                 State::InFlight => Begin::InFlight,
-                State::Done(reply) => Begin::Done(reply.clone()),
+                State::Done(text) => Begin::Done(stored_reply(text)),
+                State::DoneTooLarge => Begin::Done(too_large()),
             };
         }
-        if !self.make_room() {
+        let cost = scope.len() + key.len() + ENTRY_OVERHEAD;
+        if !self.make_room(cost) {
             return Begin::Full;
         }
         let seq = self.take_seq();
         self.in_flight.insert(seq, id.clone());
+        self.bytes += cost;
         self.entries.insert(
             id,
             Entry {
                 seq,
                 since: now,
+                digest,
+                cost,
                 state: State::InFlight,
             },
         );
@@ -164,28 +228,41 @@ impl IdempotencyCache {
     /// answer others were given). If the key is unknown (its in-flight entry
     /// expired) the reply is stored when there is room, evicting the oldest
     /// completed entry if needed, and dropped otherwise.
-    pub fn complete(&mut self, now: Instant, scope: &str, key: &str, reply: Reply) {
+    pub fn complete(&mut self, now: Instant, scope: &str, key: &str, reply: &Reply) {
         let now = self.expire(now);
         let id = (scope.to_owned(), key.to_owned());
-        match self.entries.get(&id).map(|entry| (&entry.state, entry.seq)) {
-            Some((State::Done(_), _)) => return,
-            Some((State::InFlight, seq)) => {
+        let digest = match self.entries.get(&id) {
+            Some(entry) if entry.state != State::InFlight => return,
+            Some(entry) => {
+                let (seq, digest) = (entry.seq, entry.digest);
                 self.in_flight.remove(&seq);
+                self.remove(&id);
+                digest
             }
-            None => {
-                if !self.make_room() {
-                    return;
-                }
-            }
+            None => 0,
+        };
+        let text = serde_json::to_string(reply).unwrap_or_default();
+        let base = scope.len() + key.len() + ENTRY_OVERHEAD;
+        let (state, cost) = if text.len() > self.max_bytes / 8 {
+            (State::DoneTooLarge, base)
+        } else {
+            let cost = base + text.len();
+            (State::Done(text.into_boxed_str()), cost)
+        };
+        if !self.make_room(cost) {
+            return;
         }
         let seq = self.take_seq();
         self.done.insert(seq, id.clone());
+        self.bytes += cost;
         self.entries.insert(
             id,
             Entry {
                 seq,
                 since: now,
-                state: State::Done(reply),
+                digest,
+                cost,
+                state,
             },
         );
     }
@@ -202,7 +279,14 @@ impl IdempotencyCache {
         }) = self.entries.get(&id)
         {
             self.in_flight.remove(seq);
-            self.entries.remove(&id);
+            self.remove(&id);
+        }
+    }
+
+    /// Forget `id`'s entry (its index position is the caller's business).
+    fn remove(&mut self, id: &Key) {
+        if let Some(entry) = self.entries.remove(id) {
+            self.bytes = self.bytes.saturating_sub(entry.cost);
         }
     }
 
@@ -227,7 +311,7 @@ impl IdempotencyCache {
                 break;
             }
             if let Some(id) = self.done.remove(&seq) {
-                self.entries.remove(&id);
+                self.remove(&id);
             }
         }
         while let Some((&seq, id)) = self.in_flight.first_key_value() {
@@ -238,7 +322,7 @@ impl IdempotencyCache {
                 break;
             }
             if let Some(id) = self.in_flight.remove(&seq) {
-                self.entries.remove(&id);
+                self.remove(&id);
             }
         }
         now
@@ -276,14 +360,15 @@ impl IdempotencyCache {
         self.in_flight.len()
     }
 
-    /// Ensure there is room for one more entry, evicting the oldest
-    /// completed one if needed. `false` if every entry is in flight.
-    fn make_room(&mut self) -> bool {
-        while self.entries.len() >= self.max_entries {
+    /// Ensure there is room for one more entry costing `cost` bytes,
+    /// evicting the oldest completed ones if needed. `false` if what is left
+    /// is in flight.
+    fn make_room(&mut self, cost: usize) -> bool {
+        while self.entries.len() >= self.max_entries
+            || self.bytes.saturating_add(cost) > self.max_bytes
+        {
             match self.done.pop_first() {
-                Some((_, id)) => {
-                    self.entries.remove(&id);
-                }
+                Some((_, id)) => self.remove(&id),
                 None => return false,
             }
         }
@@ -297,13 +382,25 @@ impl IdempotencyCache {
     }
 }
 
+/// A stored reply, parsed back.
+fn stored_reply(text: &str) -> Reply {
+    serde_json::from_str(text)
+        .unwrap_or_else(|_| Reply::Error(ErrorBody::new("internal", "stored reply unreadable")))
+}
+
+fn too_large() -> Reply {
+    Reply::Error(ErrorBody::new(
+        "too_large",
+        "the result of the first execution was too large to keep",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::message::ErrorBody;
-
+    
     fn ms(v: u64) -> Instant {
         Instant::from_millis(v)
     }
@@ -319,72 +416,72 @@ mod tests {
     #[test]
     fn a_new_key_runs_once_and_a_retry_gets_the_stored_reply() {
         let mut cache = cache();
-        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
-        cache.complete(ms(10), "alice", "k1", ok(1));
-        assert_eq!(cache.begin(ms(20), "alice", "k1"), Begin::Done(ok(1)));
+        assert_eq!(cache.begin(ms(0), "alice", "k1", 0), Begin::New);
+        cache.complete(ms(10), "alice", "k1", &ok(1));
+        assert_eq!(cache.begin(ms(20), "alice", "k1", 0), Begin::Done(ok(1)));
         assert_eq!(cache.len(), 1);
     }
 
     #[test]
     fn a_retry_while_the_first_execution_runs_is_in_flight() {
         let mut cache = cache();
-        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
-        assert_eq!(cache.begin(ms(5), "alice", "k1"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(0), "alice", "k1", 0), Begin::New);
+        assert_eq!(cache.begin(ms(5), "alice", "k1", 0), Begin::InFlight);
         assert_eq!(cache.in_flight(), 1);
     }
 
     #[test]
     fn the_same_key_from_another_scope_is_a_different_request() {
         let mut cache = cache();
-        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
-        cache.complete(ms(1), "alice", "k1", ok(1));
-        assert_eq!(cache.begin(ms(2), "bob", "k1"), Begin::New);
+        assert_eq!(cache.begin(ms(0), "alice", "k1", 0), Begin::New);
+        cache.complete(ms(1), "alice", "k1", &ok(1));
+        assert_eq!(cache.begin(ms(2), "bob", "k1", 0), Begin::New);
     }
 
     #[test]
     fn a_method_error_is_stored_like_a_result() {
         let mut cache = cache();
         let error = Reply::Error(ErrorBody::new("not_found", "no such order"));
-        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
-        cache.complete(ms(1), "alice", "k1", error.clone());
-        assert_eq!(cache.begin(ms(2), "alice", "k1"), Begin::Done(error));
+        assert_eq!(cache.begin(ms(0), "alice", "k1", 0), Begin::New);
+        cache.complete(ms(1), "alice", "k1", &error.clone());
+        assert_eq!(cache.begin(ms(2), "alice", "k1", 0), Begin::Done(error));
     }
 
     #[test]
     fn an_abandoned_key_runs_again_on_retry() {
         let mut cache = cache();
-        assert_eq!(cache.begin(ms(0), "alice", "k1"), Begin::New);
+        assert_eq!(cache.begin(ms(0), "alice", "k1", 0), Begin::New);
         cache.abandon("alice", "k1");
         assert!(cache.is_empty());
-        assert_eq!(cache.begin(ms(1), "alice", "k1"), Begin::New);
+        assert_eq!(cache.begin(ms(1), "alice", "k1", 0), Begin::New);
     }
 
     #[test]
     fn abandon_never_forgets_a_completed_outcome() {
         let mut cache = cache();
-        cache.begin(ms(0), "alice", "k1");
-        cache.complete(ms(1), "alice", "k1", ok(1));
+        cache.begin(ms(0), "alice", "k1", 0);
+        cache.complete(ms(1), "alice", "k1", &ok(1));
         cache.abandon("alice", "k1");
-        assert_eq!(cache.begin(ms(2), "alice", "k1"), Begin::Done(ok(1)));
+        assert_eq!(cache.begin(ms(2), "alice", "k1", 0), Begin::Done(ok(1)));
     }
 
     #[test]
     fn a_completed_outcome_expires_exactly_retention_after_completion() {
         let mut cache = cache();
-        cache.begin(ms(0), "alice", "k1");
-        cache.complete(ms(5_000), "alice", "k1", ok(1));
+        cache.begin(ms(0), "alice", "k1", 0);
+        cache.complete(ms(5_000), "alice", "k1", &ok(1));
         assert_eq!(cache.poll_timeout(), Some(ms(65_000)));
-        assert_eq!(cache.begin(ms(64_999), "alice", "k1"), Begin::Done(ok(1)));
-        assert_eq!(cache.begin(ms(65_000), "alice", "k1"), Begin::New);
+        assert_eq!(cache.begin(ms(64_999), "alice", "k1", 0), Begin::Done(ok(1)));
+        assert_eq!(cache.begin(ms(65_000), "alice", "k1", 0), Begin::New);
     }
 
     #[test]
     fn an_in_flight_entry_expires_after_the_in_flight_limit() {
         let mut cache = cache();
         cache.set_in_flight_limit(Duration::from_secs(30));
-        cache.begin(ms(0), "alice", "k1");
+        cache.begin(ms(0), "alice", "k1", 0);
         assert_eq!(cache.poll_timeout(), Some(ms(30_000)));
-        assert_eq!(cache.begin(ms(29_999), "alice", "k1"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(29_999), "alice", "k1", 0), Begin::InFlight);
         cache.prune(ms(30_000));
         assert!(cache.is_empty());
     }
@@ -392,83 +489,83 @@ mod tests {
     #[test]
     fn the_first_reply_wins_over_a_late_second_completion() {
         let mut cache = cache();
-        cache.begin(ms(0), "alice", "k1");
-        cache.complete(ms(1), "alice", "k1", ok(1));
-        cache.complete(ms(2), "alice", "k1", ok(2));
-        assert_eq!(cache.begin(ms(3), "alice", "k1"), Begin::Done(ok(1)));
+        cache.begin(ms(0), "alice", "k1", 0);
+        cache.complete(ms(1), "alice", "k1", &ok(1));
+        cache.complete(ms(2), "alice", "k1", &ok(2));
+        assert_eq!(cache.begin(ms(3), "alice", "k1", 0), Begin::Done(ok(1)));
     }
 
     #[test]
     fn a_completion_after_the_in_flight_entry_expired_is_still_stored() {
         let mut cache = cache();
         cache.set_in_flight_limit(Duration::from_secs(1));
-        cache.begin(ms(0), "alice", "k1");
-        cache.complete(ms(5_000), "alice", "k1", ok(1));
-        assert_eq!(cache.begin(ms(6_000), "alice", "k1"), Begin::Done(ok(1)));
+        cache.begin(ms(0), "alice", "k1", 0);
+        cache.complete(ms(5_000), "alice", "k1", &ok(1));
+        assert_eq!(cache.begin(ms(6_000), "alice", "k1", 0), Begin::Done(ok(1)));
     }
 
     #[test]
     fn a_full_cache_evicts_the_oldest_completed_entry_first() {
         let mut cache = IdempotencyCache::new(Duration::from_secs(60), 3);
         for (i, key) in ["a", "b"].into_iter().enumerate() {
-            cache.begin(ms(i as u64), "u", key);
-            cache.complete(ms(i as u64), "u", key, ok(i as u64));
+            cache.begin(ms(i as u64), "u", key, 0);
+            cache.complete(ms(i as u64), "u", key, &ok(i as u64));
         }
-        assert_eq!(cache.begin(ms(10), "u", "running"), Begin::New);
-        assert_eq!(cache.begin(ms(11), "u", "c"), Begin::New);
+        assert_eq!(cache.begin(ms(10), "u", "running", 0), Begin::New);
+        assert_eq!(cache.begin(ms(11), "u", "c", 0), Begin::New);
         assert_eq!(cache.len(), 3);
         // "a" was the oldest completed entry; "b" and the in-flight one stay.
-        assert_eq!(cache.begin(ms(12), "u", "b"), Begin::Done(ok(1)));
-        assert_eq!(cache.begin(ms(12), "u", "running"), Begin::InFlight);
-        assert_eq!(cache.begin(ms(12), "u", "c"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(12), "u", "b", 0), Begin::Done(ok(1)));
+        assert_eq!(cache.begin(ms(12), "u", "running", 0), Begin::InFlight);
+        assert_eq!(cache.begin(ms(12), "u", "c", 0), Begin::InFlight);
     }
 
     #[test]
     fn eviction_order_follows_completion_not_begin() {
         let mut cache = IdempotencyCache::new(Duration::from_secs(60), 2);
-        cache.begin(ms(0), "u", "early");
-        cache.begin(ms(1), "u", "late");
-        cache.complete(ms(2), "u", "late", ok(2));
-        cache.complete(ms(3), "u", "early", ok(1));
-        assert_eq!(cache.begin(ms(4), "u", "new"), Begin::New);
-        assert_eq!(cache.begin(ms(5), "u", "early"), Begin::Done(ok(1)));
+        cache.begin(ms(0), "u", "early", 0);
+        cache.begin(ms(1), "u", "late", 0);
+        cache.complete(ms(2), "u", "late", &ok(2));
+        cache.complete(ms(3), "u", "early", &ok(1));
+        assert_eq!(cache.begin(ms(4), "u", "new", 0), Begin::New);
+        assert_eq!(cache.begin(ms(5), "u", "early", 0), Begin::Done(ok(1)));
     }
 
     #[test]
     fn a_cache_full_of_in_flight_entries_refuses_without_evicting_any() {
         let mut cache = IdempotencyCache::new(Duration::from_secs(60), 2);
-        assert_eq!(cache.begin(ms(0), "u", "a"), Begin::New);
-        assert_eq!(cache.begin(ms(0), "u", "b"), Begin::New);
-        assert_eq!(cache.begin(ms(1), "u", "c"), Begin::Full);
-        assert_eq!(cache.begin(ms(1), "u", "a"), Begin::InFlight);
-        assert_eq!(cache.begin(ms(1), "u", "b"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(0), "u", "a", 0), Begin::New);
+        assert_eq!(cache.begin(ms(0), "u", "b", 0), Begin::New);
+        assert_eq!(cache.begin(ms(1), "u", "c", 0), Begin::Full);
+        assert_eq!(cache.begin(ms(1), "u", "a", 0), Begin::InFlight);
+        assert_eq!(cache.begin(ms(1), "u", "b", 0), Begin::InFlight);
         assert_eq!(cache.len(), 2);
     }
 
     #[test]
     fn a_completion_for_an_unknown_key_is_dropped_when_full_of_in_flight_entries() {
         let mut cache = IdempotencyCache::new(Duration::from_secs(60), 1);
-        cache.begin(ms(0), "u", "a");
-        cache.complete(ms(1), "u", "ghost", ok(9));
+        cache.begin(ms(0), "u", "a", 0);
+        cache.complete(ms(1), "u", "ghost", &ok(9));
         assert_eq!(cache.len(), 1);
-        assert_eq!(cache.begin(ms(2), "u", "a"), Begin::InFlight);
+        assert_eq!(cache.begin(ms(2), "u", "a", 0), Begin::InFlight);
     }
 
     #[test]
     fn zero_max_entries_still_holds_one_key() {
         let mut cache = IdempotencyCache::new(Duration::from_secs(60), 0);
         assert_eq!(cache.max_entries(), 1);
-        assert_eq!(cache.begin(ms(0), "u", "a"), Begin::New);
-        assert_eq!(cache.begin(ms(0), "u", "b"), Begin::Full);
+        assert_eq!(cache.begin(ms(0), "u", "a", 0), Begin::New);
+        assert_eq!(cache.begin(ms(0), "u", "b", 0), Begin::Full);
     }
 
     #[test]
     fn an_earlier_now_is_clamped_and_does_not_extend_retention() {
         let mut cache = cache();
-        cache.begin(ms(100_000), "u", "a");
-        cache.complete(ms(0), "u", "a", ok(1));
+        cache.begin(ms(100_000), "u", "a", 0);
+        cache.complete(ms(0), "u", "a", &ok(1));
         assert_eq!(cache.poll_timeout(), Some(ms(160_000)));
-        assert_eq!(cache.begin(ms(160_000), "u", "a"), Begin::New);
+        assert_eq!(cache.begin(ms(160_000), "u", "a", 0), Begin::New);
     }
 
     #[test]
@@ -476,8 +573,8 @@ mod tests {
         let mut cache = cache();
         for i in 0..50 {
             let key = format!("k{i}");
-            cache.begin(ms(i), "u", &key);
-            cache.complete(ms(i), "u", &key, ok(i));
+            cache.begin(ms(i), "u", &key, 0);
+            cache.complete(ms(i), "u", &key, &ok(i));
         }
         cache.prune(ms(60_049));
         assert!(cache.is_empty());

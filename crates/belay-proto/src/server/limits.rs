@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::channel::{check_channel_name, DEFAULT_MAX_CHANNEL_LEN};
 use super::{RateLimiter, Violation};
 use crate::heartbeat::Heartbeat;
 use crate::message::MAX_FRAME_LEN;
@@ -22,8 +23,9 @@ pub const MIN_PONG_TIMEOUT: Duration = Duration::from_secs(1);
 ///
 /// The server treats client input as untrusted (spec/PROTOCOL.md §8.2), so
 /// every resource a connection can consume is bounded: frame size, message
-/// rate, handshake time, connections per IP, queued outbound frames, and
-/// silence. Each check returns the [`Violation`] whose
+/// rate (data and liveness frames apart), handshake time, connections per
+/// IP, queued outbound frames and bytes, requests in flight, channel names,
+/// subscriptions, and silence. Each check returns the [`Violation`] whose
 /// [`response`](Violation::response) says what to answer.
 ///
 /// **Heartbeat on the server.** The server sends `ping` every
@@ -64,6 +66,11 @@ pub struct Limits {
     pong_timeout: Duration,
     allowed_origins: Vec<String>,
     max_subscriptions: usize,
+    max_channel_len: usize,
+    outbound_bytes: usize,
+    max_in_flight: usize,
+    liveness_per_sec: f64,
+    liveness_burst: u32,
 }
 
 impl Default for Limits {
@@ -79,6 +86,11 @@ impl Default for Limits {
             pong_timeout: Duration::from_secs(10),
             allowed_origins: Vec::new(),
             max_subscriptions: 1_000,
+            max_channel_len: DEFAULT_MAX_CHANNEL_LEN,
+            outbound_bytes: 1 << 20,
+            max_in_flight: 64,
+            liveness_per_sec: 10.0,
+            liveness_burst: 50,
         }
     }
 }
@@ -208,6 +220,96 @@ impl Limits {
         self
     }
 
+    /// Longest channel name in bytes; a `subscribe` for a longer (or empty)
+    /// name is refused with `unsubscribed` `bad_request`
+    /// ([`Violation::InvalidChannel`]), and publishing to one is refused.
+    /// Default: 255.
+    pub fn max_channel_len(&self) -> usize {
+        self.max_channel_len
+    }
+
+    /// See [`max_channel_len`](Self::max_channel_len).
+    pub fn set_max_channel_len(&mut self, value: usize) -> &mut Self {
+        self.max_channel_len = value;
+        self
+    }
+
+    /// Bytes of encoded frames queued for one connection; a client whose
+    /// queue would grow beyond it reads too slowly and is closed with 4009
+    /// (one frame always fits, whatever its size). Default: 1 MiB.
+    pub fn outbound_bytes(&self) -> usize {
+        self.outbound_bytes
+    }
+
+    /// See [`outbound_bytes`](Self::outbound_bytes).
+    pub fn set_outbound_bytes(&mut self, value: usize) -> &mut Self {
+        self.outbound_bytes = value;
+        self
+    }
+
+    /// Requests one connection may have running at once; one more is
+    /// answered `rate_limited` `too many requests in flight`
+    /// ([`Violation::TooManyInFlight`]). Default: 64.
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+    }
+
+    /// See [`max_in_flight`](Self::max_in_flight).
+    pub fn set_max_in_flight(&mut self, value: usize) -> &mut Self {
+        self.max_in_flight = value;
+        self
+    }
+
+    /// Liveness frames (JSON `ping`/`pong`, WebSocket ping/pong control
+    /// frames) per second per connection, counted apart from
+    /// [`messages_per_sec`](Self::messages_per_sec) so that heartbeats are
+    /// never refused for other traffic. A healthy client sends one every few
+    /// seconds. Over the budget a ping is not answered; more than
+    /// `liveness_burst` refused since the budget was last full is a flood:
+    /// close 4029 ([`Violation::LivenessFlood`]). Default: 10.
+    pub fn liveness_per_sec(&self) -> f64 {
+        self.liveness_per_sec
+    }
+
+    /// See [`liveness_per_sec`](Self::liveness_per_sec); NaN and negative
+    /// values become 0.
+    pub fn set_liveness_per_sec(&mut self, value: f64) -> &mut Self {
+        self.liveness_per_sec = if value > 0.0 { value } else { 0.0 };
+        self
+    }
+
+    /// Liveness frames allowed at once, and refusals tolerated before a
+    /// flood is closed. Default: 50.
+    pub fn liveness_burst(&self) -> u32 {
+        self.liveness_burst
+    }
+
+    /// See [`liveness_burst`](Self::liveness_burst).
+    pub fn set_liveness_burst(&mut self, value: u32) -> &mut Self {
+        self.liveness_burst = value;
+        self
+    }
+
+    /// The liveness-frame limiter for a connection accepted at `now`.
+    pub fn liveness_limiter(&self, now: Instant) -> RateLimiter {
+        RateLimiter::new(self.liveness_per_sec, self.liveness_burst, now)
+    }
+
+    /// Check a channel name from a `subscribe`.
+    pub fn check_channel(&self, name: &str) -> Result<(), Violation> {
+        check_channel_name(name, self.max_channel_len).map_err(Violation::InvalidChannel)
+    }
+
+    /// Check whether a connection with `running` requests in flight may
+    /// start one more.
+    pub fn check_in_flight(&self, running: usize) -> Result<(), Violation> {
+        if running >= self.max_in_flight {
+            Err(Violation::TooManyInFlight)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The `ping_interval_ms` to advertise in `welcome`.
     pub fn ping_interval_ms(&self) -> u64 {
         u64::try_from(self.ping_interval.as_millis()).unwrap_or(u64::MAX)
@@ -288,10 +390,20 @@ impl Limits {
         }
     }
 
-    /// Check whether one more frame may be queued for a connection that
-    /// already has `queued` frames waiting to be written.
-    pub fn check_outbound(&self, queued: usize) -> Result<(), Violation> {
-        if queued >= self.outbound_queue {
+    /// Check whether one more frame of `len` bytes may be queued for a
+    /// connection that already has `queued` frames of `queued_bytes` bytes
+    /// waiting to be written (into an empty queue, any one frame fits).
+    pub fn check_outbound(
+        &self,
+        queued: usize,
+        queued_bytes: usize,
+        len: usize,
+    ) -> Result<(), Violation> {
+        if queued == 0 {
+            return Ok(());
+        }
+        if queued >= self.outbound_queue || queued_bytes.saturating_add(len) > self.outbound_bytes
+        {
             Err(Violation::SlowConsumer)
         } else {
             Ok(())
@@ -323,6 +435,11 @@ mod tests {
         assert_eq!(limits.pong_timeout(), Duration::from_secs(10));
         assert!(limits.allowed_origins().is_empty());
         assert_eq!(limits.max_subscriptions(), 1_000);
+        assert_eq!(limits.max_channel_len(), 255);
+        assert_eq!(limits.outbound_bytes(), 1 << 20);
+        assert_eq!(limits.max_in_flight(), 64);
+        assert_eq!(limits.liveness_per_sec(), 10.0);
+        assert_eq!(limits.liveness_burst(), 50);
         assert!(limits.check_subscriptions(999).is_ok());
         assert_eq!(
             limits.check_subscriptions(1_000),
@@ -393,8 +510,34 @@ mod tests {
     #[test]
     fn a_full_outbound_queue_is_a_slow_consumer() {
         let limits = Limits::default();
-        assert_eq!(limits.check_outbound(1_023), Ok(()));
-        assert_eq!(limits.check_outbound(1_024), Err(Violation::SlowConsumer));
+        assert_eq!(limits.check_outbound(1_023, 0, 10), Ok(()));
+        assert_eq!(
+            limits.check_outbound(1_024, 0, 10),
+            Err(Violation::SlowConsumer)
+        );
+    }
+
+    #[test]
+    fn the_outbound_queue_is_bounded_in_bytes_but_one_frame_always_fits() {
+        let limits = Limits::default();
+        assert_eq!(limits.check_outbound(0, 0, 10 << 20), Ok(()));
+        assert_eq!(limits.check_outbound(1, 1 << 19, 1 << 19), Ok(()));
+        assert_eq!(
+            limits.check_outbound(1, 1 << 19, (1 << 19) + 1),
+            Err(Violation::SlowConsumer)
+        );
+    }
+
+    #[test]
+    fn in_flight_requests_and_channel_names_are_bounded() {
+        let limits = Limits::default();
+        assert_eq!(limits.check_in_flight(63), Ok(()));
+        assert_eq!(limits.check_in_flight(64), Err(Violation::TooManyInFlight));
+        assert!(limits.check_channel(&"c".repeat(255)).is_ok());
+        assert!(matches!(
+            limits.check_channel(&"c".repeat(256)),
+            Err(Violation::InvalidChannel(_))
+        ));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! table of what the server answers to each.
 
 mod admission;
+mod channel;
 mod drain;
 mod history;
 mod idempotency;
@@ -30,9 +31,15 @@ mod rate;
 mod violation;
 
 pub use admission::TokenBucket;
+pub use channel::{
+    check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN,
+    MAX_PAYLOAD_DEPTH,
+};
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
 pub use history::{ChannelLog, Recovery, MAX_OFFSET};
-pub use idempotency::{Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT};
+pub use idempotency::{
+    params_digest, Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT, DEFAULT_MAX_BYTES, ENTRY_OVERHEAD,
+};
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use rate::{RateDecision, RateLimiter};
 pub use violation::{Violation, ViolationResponse};

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::ChannelNameError;
 use crate::backoff::MAX_HINT_DELAY;
 use crate::close::CloseCode;
 use crate::message::{ErrorBody, ReconnectAdvice};
@@ -30,6 +31,10 @@ const MAX_WIRE_INT: u64 = (1 << 53) - 1;
 /// | [`SlowConsumer`](Violation::SlowConsumer) | close 4009 `slow consumer` |
 /// | [`TooManySubscriptions`](Violation::TooManySubscriptions) | `unsubscribed` `forbidden` (final), keep the connection |
 /// | [`TooManyChannels`](Violation::TooManyChannels) | `unsubscribed` `unavailable` (the client retries with backoff), keep the connection |
+/// | [`InvalidChannel`](Violation::InvalidChannel) | `unsubscribed` `bad_request` (final), keep the connection |
+/// | [`TooManyInFlight`](Violation::TooManyInFlight) | reply `rate_limited` `too many requests in flight`, keep the connection |
+/// | [`IdempotencyConflict`](Violation::IdempotencyConflict) | reply `bad_request` `idempotency key reused with other params`, keep the connection |
+/// | [`LivenessFlood`](Violation::LivenessFlood) | `reconnect` advice (`rate_limited`), then close 4029 `ping flood` |
 ///
 /// A reply goes out as a `response` with the request's `id` when the frame
 /// was a `request` whose id could be read (every request gets exactly one
@@ -83,6 +88,22 @@ pub enum Violation {
     /// A `subscribe` that would create a channel while the broker already
     /// holds as many as it may (belay-server: `HistoryLimits::max_channels`).
     TooManyChannels,
+    /// A `subscribe` for an empty channel name or one longer than
+    /// [`Limits::max_channel_len`](super::Limits::max_channel_len).
+    InvalidChannel(ChannelNameError),
+    /// A `request` while the connection already has
+    /// [`Limits::max_in_flight`](super::Limits::max_in_flight) running.
+    TooManyInFlight,
+    /// A keyed `request` whose key was used before with other params (keys
+    /// are scoped to user and method; see
+    /// [`IdempotencyCache`](super::IdempotencyCache)).
+    IdempotencyConflict,
+    /// Liveness frames (pings, pongs) far beyond their own budget
+    /// ([`Limits::liveness_per_sec`](super::Limits::liveness_per_sec)).
+    LivenessFlood {
+        /// How long the client should stay away.
+        retry_after: Duration,
+    },
 }
 
 /// What the server does about a [`Violation`].
@@ -165,22 +186,8 @@ impl Violation {
                 message: "too many messages".to_owned(),
                 retry_after_ms: Some(ceil_ms(retry_after).min(MAX_WIRE_INT)),
             }),
-            Violation::Flood { retry_after } => {
-                // Stay away at least until the whole burst is back, spread
-                // over as long again; clients clamp both to MAX_HINT_DELAY.
-                let limit = ceil_ms(MAX_HINT_DELAY);
-                let min = ceil_ms(retry_after).min(limit);
-                Close {
-                    code: CloseCode::RATE_LIMITED,
-                    reason: "rate limited",
-                    advice: Some(ReconnectAdvice {
-                        reason: "rate_limited".to_owned(),
-                        min_delay_ms: min,
-                        max_delay_ms: min.saturating_mul(2).min(limit),
-                        message: None,
-                    }),
-                }
-            }
+            Violation::Flood { retry_after } => flood_close("rate limited", retry_after),
+            Violation::LivenessFlood { retry_after } => flood_close("ping flood", retry_after),
             Violation::SlowConsumer => close(CloseCode::SLOW_CONSUMER, "slow consumer"),
             Violation::TooManySubscriptions => Reply(ErrorBody::new(
                 "forbidden",
@@ -189,6 +196,20 @@ impl Violation {
             Violation::TooManyChannels => Reply(ErrorBody::new(
                 "unavailable",
                 "too many channels on the server",
+            )),
+            Violation::InvalidChannel(ChannelNameError::Empty) => {
+                Reply(ErrorBody::new("bad_request", "empty channel name"))
+            }
+            Violation::InvalidChannel(ChannelNameError::TooLong { .. }) => {
+                Reply(ErrorBody::new("bad_request", "channel name too long"))
+            }
+            Violation::TooManyInFlight => Reply(ErrorBody::new(
+                "rate_limited",
+                "too many requests in flight",
+            )),
+            Violation::IdempotencyConflict => Reply(ErrorBody::new(
+                "bad_request",
+                "idempotency key reused with other params",
             )),
         }
     }
@@ -212,7 +233,29 @@ impl Violation {
             Violation::SlowConsumer => "slow_consumer",
             Violation::TooManySubscriptions => "too_many_subscriptions",
             Violation::TooManyChannels => "too_many_channels",
+            Violation::InvalidChannel(_) => "invalid_channel",
+            Violation::TooManyInFlight => "too_many_in_flight",
+            Violation::IdempotencyConflict => "idempotency_conflict",
+            Violation::LivenessFlood { .. } => "liveness_flood",
         }
+    }
+}
+
+/// `reconnect` advice to stay away at least until the whole burst is back,
+/// spread over as long again (clients clamp both to `MAX_HINT_DELAY`), then
+/// close 4029.
+fn flood_close(reason: &'static str, retry_after: Duration) -> ViolationResponse {
+    let limit = ceil_ms(MAX_HINT_DELAY);
+    let min = ceil_ms(retry_after).min(limit);
+    ViolationResponse::Close {
+        code: CloseCode::RATE_LIMITED,
+        reason,
+        advice: Some(ReconnectAdvice {
+            reason: "rate_limited".to_owned(),
+            min_delay_ms: min,
+            max_delay_ms: min.saturating_mul(2).min(limit),
+            message: None,
+        }),
     }
 }
 
@@ -331,6 +374,37 @@ mod tests {
                 Violation::TooManyChannels,
                 reply("unavailable", "too many channels on the server", None),
             ),
+            (
+                Violation::InvalidChannel(ChannelNameError::TooLong { len: 300, max: 255 }),
+                reply("bad_request", "channel name too long", None),
+            ),
+            (
+                Violation::TooManyInFlight,
+                reply("rate_limited", "too many requests in flight", None),
+            ),
+            (
+                Violation::IdempotencyConflict,
+                reply(
+                    "bad_request",
+                    "idempotency key reused with other params",
+                    None,
+                ),
+            ),
+            (
+                Violation::LivenessFlood {
+                    retry_after: 5 * SECOND,
+                },
+                ViolationResponse::Close {
+                    code: CloseCode::RATE_LIMITED,
+                    reason: "ping flood",
+                    advice: Some(ReconnectAdvice {
+                        reason: "rate_limited".into(),
+                        min_delay_ms: 5_000,
+                        max_delay_ms: 10_000,
+                        message: None,
+                    }),
+                },
+            ),
         ]
     }
 
@@ -352,6 +426,9 @@ mod tests {
                     | Violation::RateLimited { .. }
                     | Violation::TooManySubscriptions
                     | Violation::TooManyChannels
+                    | Violation::InvalidChannel(_)
+                    | Violation::TooManyInFlight
+                    | Violation::IdempotencyConflict
             );
             assert_eq!(response.keeps_connection(), keeps, "{}", violation.name());
             let upgrade = matches!(response, ViolationResponse::RejectUpgrade { .. });
