@@ -45,6 +45,9 @@ mod drain;
 pub mod events;
 mod fanout;
 pub mod faults;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod mailbox;
 pub mod metrics;
 mod outbound;
