@@ -400,7 +400,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    
+
     fn ms(v: u64) -> Instant {
         Instant::from_millis(v)
     }
@@ -471,7 +471,10 @@ mod tests {
         cache.begin(ms(0), "alice", "k1", 0);
         cache.complete(ms(5_000), "alice", "k1", &ok(1));
         assert_eq!(cache.poll_timeout(), Some(ms(65_000)));
-        assert_eq!(cache.begin(ms(64_999), "alice", "k1", 0), Begin::Done(ok(1)));
+        assert_eq!(
+            cache.begin(ms(64_999), "alice", "k1", 0),
+            Begin::Done(ok(1))
+        );
         assert_eq!(cache.begin(ms(65_000), "alice", "k1", 0), Begin::New);
     }
 

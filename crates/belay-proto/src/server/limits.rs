@@ -402,8 +402,7 @@ impl Limits {
         if queued == 0 {
             return Ok(());
         }
-        if queued >= self.outbound_queue || queued_bytes.saturating_add(len) > self.outbound_bytes
-        {
+        if queued >= self.outbound_queue || queued_bytes.saturating_add(len) > self.outbound_bytes {
             Err(Violation::SlowConsumer)
         } else {
             Ok(())

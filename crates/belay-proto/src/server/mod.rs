@@ -24,22 +24,28 @@
 mod admission;
 mod channel;
 mod drain;
+mod forwarded;
 mod history;
 mod idempotency;
 mod limits;
 mod rate;
+mod sources;
 mod violation;
 
 pub use admission::TokenBucket;
 pub use channel::{
-    check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN,
-    MAX_PAYLOAD_DEPTH,
+    check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
+pub use forwarded::{
+    parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,
+};
 pub use history::{ChannelLog, Recovery, MAX_OFFSET};
 pub use idempotency::{
-    params_digest, Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT, DEFAULT_MAX_BYTES, ENTRY_OVERHEAD,
+    params_digest, Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT, DEFAULT_MAX_BYTES,
+    ENTRY_OVERHEAD,
 };
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use rate::{RateDecision, RateLimiter};
+pub use sources::{SourceKey, SourceLimits, SourceTable};
 pub use violation::{Violation, ViolationResponse};

@@ -19,6 +19,7 @@ const MAX_WIRE_INT: u64 = (1 << 53) - 1;
 /// |---|---|
 /// | [`BadOrigin`](Violation::BadOrigin) | HTTP 403 before the upgrade |
 /// | [`TooManyConnectionsFromIp`](Violation::TooManyConnectionsFromIp) | HTTP 429 with `Retry-After` before the upgrade |
+/// | [`TooManyPendingUpgrades`](Violation::TooManyPendingUpgrades) | HTTP 503 with `Retry-After: 1` at once, the socket closed |
 /// | [`HandshakeTimeout`](Violation::HandshakeTimeout) | close 4008 `handshake timeout` |
 /// | [`NotConnectFirst`](Violation::NotConnectFirst) | close 1002 `connect expected` |
 /// | [`DuplicateConnect`](Violation::DuplicateConnect) | close 1002 `duplicate connect` |
@@ -51,6 +52,9 @@ pub enum Violation {
         /// A hint for the HTTP `Retry-After` header.
         retry_after: Duration,
     },
+    /// Too many TCP connections not yet upgraded (in all, or from this
+    /// source): the new one is answered at once and closed.
+    TooManyPendingUpgrades,
     /// No `connect` within the handshake timeout.
     HandshakeTimeout,
     /// The first frame was not a valid `connect`.
@@ -167,6 +171,10 @@ impl Violation {
                 status: 429,
                 retry_after_secs: Some(ceil_secs(retry_after)),
             },
+            Violation::TooManyPendingUpgrades => RejectUpgrade {
+                status: 503,
+                retry_after_secs: Some(1),
+            },
             Violation::HandshakeTimeout => close(CloseCode::HANDSHAKE_TIMEOUT, "handshake timeout"),
             Violation::NotConnectFirst => close(CloseCode::PROTOCOL_ERROR, "connect expected"),
             Violation::DuplicateConnect => close(CloseCode::PROTOCOL_ERROR, "duplicate connect"),
@@ -219,6 +227,7 @@ impl Violation {
         match self {
             Violation::BadOrigin => "bad_origin",
             Violation::TooManyConnectionsFromIp { .. } => "too_many_connections_from_ip",
+            Violation::TooManyPendingUpgrades => "too_many_pending_upgrades",
             Violation::HandshakeTimeout => "handshake_timeout",
             Violation::NotConnectFirst => "not_connect_first",
             Violation::DuplicateConnect => "duplicate_connect",
@@ -311,6 +320,13 @@ mod tests {
                 ViolationResponse::RejectUpgrade {
                     status: 429,
                     retry_after_secs: Some(3),
+                },
+            ),
+            (
+                Violation::TooManyPendingUpgrades,
+                ViolationResponse::RejectUpgrade {
+                    status: 503,
+                    retry_after_secs: Some(1),
                 },
             ),
             (
