@@ -96,7 +96,6 @@ mod tests {
         assert_eq!(payload_depth(&value), 10_000);
         // serde_json's own drop of such a value recurses; leak-free
         // iterative teardown keeps this test from overflowing the stack.
-        let mut value = value;
         while let Payload::Array(mut items) = value {
             value = items.pop().unwrap_or(Payload::Null);
         }
