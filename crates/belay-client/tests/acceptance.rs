@@ -280,7 +280,10 @@ async fn publish_through_flapping(
             let mut last = 0;
             for n in 0..count {
                 every.tick().await;
-                last = server.publish(&channel, json!(n)).offset;
+                last = server
+                    .publish(&channel, json!(n))
+                    .expect("published")
+                    .offset;
             }
             last
         })
@@ -297,7 +300,10 @@ async fn publish_through_flapping(
     // the gap, the stream resumed after a `Resync` at the server's current
     // position, and only a new publication shows it is live again.
     client.ready().await.expect("ready again");
-    let sentinel = server.publish(channel, json!("end")).offset;
+    let sentinel = server
+        .publish(channel, json!("end"))
+        .expect("published")
+        .offset;
     assert_eq!(sentinel, last + 1);
     let last = sentinel;
     let mut received = Received::default();

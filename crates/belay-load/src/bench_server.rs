@@ -39,7 +39,13 @@ pub fn build(ping_interval: Duration) -> Server {
                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
                 for n in 0..messages {
                     ticker.tick().await;
-                    server.publish(&channel, json!({ "n": n, "t": wall_micros() }));
+                    // A bad channel name from the load client ends the run.
+                    if server
+                        .publish(&channel, json!({ "n": n, "t": wall_micros() }))
+                        .is_err()
+                    {
+                        break;
+                    }
                 }
             });
             Ok::<_, RpcError>(Value::Null)

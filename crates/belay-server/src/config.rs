@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use belay_proto::server::DrainConfig;
 use belay_proto::server::Limits;
+use belay_proto::server::TrustedProxies;
 
 use crate::broker::HistoryLimits;
 
@@ -26,6 +27,38 @@ pub struct ServerConfig {
     /// The fleet the server expects to hold: pacing periods are sized for at
     /// least this many clients (and for the largest fleet seen).
     pub expected_fleet: usize,
+    /// TCP connections not yet upgraded, from all sources; more are answered
+    /// 503 at once and closed. Keep it well below the file-descriptor limit.
+    pub max_pending_upgrades: u32,
+    /// TCP connections not yet upgraded from one source (an IPv4 address or
+    /// an IPv6 /64).
+    pub max_pending_upgrades_per_ip: u32,
+    /// Sessions per second one source may be admitted; `None`: a quarter of
+    /// `accept_rate`.
+    pub accept_rate_per_ip: Option<f64>,
+    /// Time a new TCP connection has to deliver its PROXY header (if
+    /// expected) and its request headers; slower ones are closed.
+    pub upgrade_timeout: Duration,
+    /// Peers whose word about the client's address is believed: the PROXY
+    /// protocol header (with `proxy_protocol`) or `X-Forwarded-For` /
+    /// `Forwarded`. Empty by default: the TCP peer is the client.
+    pub trusted_proxies: TrustedProxies,
+    /// Expect a PROXY protocol header (v1 or v2) from trusted proxies.
+    pub proxy_protocol: bool,
+    /// Bytes queued for writing over all connections; past it, a connection
+    /// holding more than its fair share (64 KiB) is a slow consumer (4009).
+    pub max_outbound_bytes: usize,
+    /// Keyed (idempotent) executions running at once, server-wide; they
+    /// outlive their connection so a retry gets the outcome.
+    pub max_keyed_running: usize,
+    /// Bytes the idempotency cache may hold (keys and stored results).
+    pub idempotency_max_bytes: usize,
+    /// Longest `publication` frame; a longer one is refused at publish time
+    /// ([`PublishError::TooLarge`](crate::broker::PublishError::TooLarge)).
+    pub max_publication_len: usize,
+    /// The credential of the admin routes (`Authorization: Bearer …`);
+    /// without one they answer only loopback peers.
+    pub admin_token: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +71,17 @@ impl Default for ServerConfig {
             idempotency_retention: Duration::from_secs(300),
             pacing: true,
             expected_fleet: 0,
+            max_pending_upgrades: 2_048,
+            max_pending_upgrades_per_ip: 64,
+            accept_rate_per_ip: None,
+            upgrade_timeout: Duration::from_secs(5),
+            trusted_proxies: TrustedProxies::default(),
+            proxy_protocol: false,
+            max_outbound_bytes: 256 << 20,
+            max_keyed_running: 4_096,
+            idempotency_max_bytes: 64 << 20,
+            max_publication_len: 64 * 1024,
+            admin_token: None,
         }
     }
 }
@@ -77,6 +121,79 @@ impl ServerConfig {
     pub fn with_expected_fleet(mut self, clients: usize) -> Self {
         self.expected_fleet = clients;
         self
+    }
+
+    /// Bound TCP connections not yet upgraded (in all, and per source).
+    pub fn with_pending_upgrades(mut self, total: u32, per_ip: u32) -> Self {
+        self.max_pending_upgrades = total;
+        self.max_pending_upgrades_per_ip = per_ip;
+        self
+    }
+
+    /// Admit at most `rate` sessions per second from one source.
+    pub fn with_accept_rate_per_ip(mut self, rate: f64) -> Self {
+        self.accept_rate_per_ip = Some(rate);
+        self
+    }
+
+    /// Set the time a new connection has to deliver its request headers.
+    pub fn with_upgrade_timeout(mut self, timeout: Duration) -> Self {
+        self.upgrade_timeout = timeout;
+        self
+    }
+
+    /// Believe these proxies about the client's address; with
+    /// `proxy_protocol`, expect a PROXY header from them.
+    pub fn with_trusted_proxies(mut self, proxies: TrustedProxies, proxy_protocol: bool) -> Self {
+        self.trusted_proxies = proxies;
+        self.proxy_protocol = proxy_protocol;
+        self
+    }
+
+    /// Bound the bytes queued for writing over all connections.
+    pub fn with_max_outbound_bytes(mut self, bytes: usize) -> Self {
+        self.max_outbound_bytes = bytes;
+        self
+    }
+
+    /// Bound the keyed executions running at once.
+    pub fn with_max_keyed_running(mut self, running: usize) -> Self {
+        self.max_keyed_running = running;
+        self
+    }
+
+    /// Bound the bytes of the idempotency cache.
+    pub fn with_idempotency_max_bytes(mut self, bytes: usize) -> Self {
+        self.idempotency_max_bytes = bytes;
+        self
+    }
+
+    /// Set the longest `publication` frame.
+    pub fn with_max_publication_len(mut self, len: usize) -> Self {
+        self.max_publication_len = len;
+        self
+    }
+
+    /// Require `token` on the admin routes.
+    pub fn with_admin_token(mut self, token: impl Into<String>) -> Self {
+        self.admin_token = Some(token.into());
+        self
+    }
+
+    /// The per-source limits this configuration implies.
+    pub(crate) fn source_limits(&self) -> belay_proto::server::SourceLimits {
+        let mut sources = belay_proto::server::SourceLimits::default();
+        sources
+            .set_max_per_source(self.limits.max_connections_per_ip())
+            .set_max_pending_per_source(self.max_pending_upgrades_per_ip)
+            .set_max_pending(self.max_pending_upgrades)
+            .set_accept_rate_per_source(self.accept_rate_per_ip.unwrap_or(self.accept_rate / 4.0))
+            .set_retry_after(
+                self.limits
+                    .ping_interval()
+                    .saturating_add(self.limits.pong_timeout()),
+            );
+        sources
     }
 
     /// Advertise reconnect pacing slots in `welcome` (default on).

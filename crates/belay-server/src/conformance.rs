@@ -3,8 +3,8 @@
 //! Autobahn's fuzzing client needs a server that echoes every message. The
 //! route here performs exactly the upgrade that `/ws` performs (the same
 //! header validation and accept key, the same server codec, Belay's own
-//! `ws` module) and then echoes text and binary messages back; pings are
-//! answered and close frames returned by the codec itself. So `scripts/autobahn.sh`,
+//! `ws` module) and then echoes text and binary messages back; every ping is
+//! answered and close frames are returned by the codec itself. So `scripts/autobahn.sh`,
 //! which runs cases 1–10 against this route, tests the WebSocket layer the
 //! Belay sessions run on, without the Belay protocol on top.
 //!
@@ -39,19 +39,21 @@ pub fn echo_router() -> Router {
 }
 
 async fn echo(request: Request) -> Response {
-    let handshake = match Handshake::validate(request.headers()) {
+    let handshake = match Handshake::validate(&request) {
         Ok(handshake) => handshake,
         Err(refused) => return refused.into_response(),
     };
     handshake.accept(request, ECHO_MAX_PAYLOAD, |mut ws| async move {
-        // The codec answers pings, validates UTF-8 and fragmentation, and
-        // answers the peer's close; a broken rule closes with its code.
+        // Every ping is answered; the codec validates UTF-8 and
+        // fragmentation and answers the peer's close; a broken rule closes
+        // with its code.
         let linger = Duration::from_secs(5);
         loop {
             match ws.next().await {
                 Some(Ok(Message::Text(text))) => ws.queue_text(&text),
                 Some(Ok(Message::Binary(data))) => ws.queue_binary(&data),
-                Some(Ok(Message::Ping | Message::Pong)) => {}
+                Some(Ok(Message::Ping(payload))) => ws.queue_pong(&payload),
+                Some(Ok(Message::Pong)) => {}
                 Some(Ok(Message::Close(_))) | None => break,
                 Some(Err(error)) => {
                     if let Some(code) = error.close_code() {

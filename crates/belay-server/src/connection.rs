@@ -1,20 +1,25 @@
 //! One connection: one task that owns the session's state, reads the socket
-//! and writes what the bounded outbound queue holds, plus tasks for requests
-//! and subscriptions.
+//! and writes what the bounded outbound queue holds, plus tasks for
+//! requests; live publications arrive in the connection's inbox.
 //!
 //! Nothing a peer sends can make the server panic or grow without bound:
-//! frames are limited by the WebSocket layer, messages by a token bucket, the
-//! outbound queue by `limits.outbound_queue` (a reader that falls behind is
-//! closed with 4009; frames move from the queue to the socket only while
-//! less than `ws::HIGH_WATER` bytes wait to be written), and liveness by the
-//! core's `Heartbeat` (a connection that answers nothing is reaped with
-//! 4000).
+//! frames are limited by the WebSocket layer; every data frame (known,
+//! unknown, malformed or binary) takes a token from the message budget and
+//! every liveness frame (JSON or WebSocket ping/pong) from its own budget,
+//! each closing a flood with 4029; requests in flight are bounded; the
+//! outbound queue is bounded in frames and bytes (a reader that falls
+//! behind is closed with 4009; frames move from the queue to the socket
+//! only while less than `ws::HIGH_WATER` bytes wait to be written); and
+//! liveness by the core's `Heartbeat` (a connection that answers nothing is
+//! reaped with 4000).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use bytes::Bytes as FrameBytes;
 
 use belay_proto::heartbeat::{Heartbeat, HeartbeatAction};
 use belay_proto::message::{
@@ -25,17 +30,15 @@ use belay_proto::message::{
 use belay_proto::server::{RateDecision, RateLimiter, Violation, ViolationResponse};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
-use futures_util::stream::AbortHandle;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 use crate::auth::Principal;
-use crate::broker::SubscribeError;
-use crate::fanout::{Live, Subscriptions};
+use crate::broker::{LiveInbox, LiveItem, SubscribeError, SubscriberId};
 use crate::faults::Faults;
 use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
-use crate::requests::{self, RequestTask};
+use crate::requests::{self, Admit, InFlight, RequestSet, RequestTask};
 use crate::server::Shared;
 use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
 
@@ -59,6 +62,9 @@ pub(crate) struct ConnectionMeta {
     pub(crate) peer: SocketAddr,
     pub(crate) header_token: Option<String>,
     pub(crate) admission: Admission,
+    /// Held for the connection's life: what counts it against its source
+    /// address (released when the connection ends).
+    pub(crate) _peer_slot: Option<crate::peer_limits::PeerSlot>,
 }
 
 /// Orders from the rest of the server to one connection.
@@ -104,6 +110,15 @@ enum End {
     Abrupt,
 }
 
+/// One subscription of this connection.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// Which subscription (a replacing `subscribe` gets a new one).
+    id: SubscriberId,
+    /// The last offset sent (confirmation, replay or live).
+    after: u64,
+}
+
 struct Connection {
     shared: Arc<Shared>,
     out: Outbound,
@@ -111,9 +126,11 @@ struct Connection {
     faults: watch::Receiver<Faults>,
     stage: Stage,
     rate: RateLimiter,
-    subscriptions: HashMap<String, AbortHandle>,
-    live: Subscriptions,
+    liveness: RateLimiter,
+    subscriptions: HashMap<Arc<str>, Held>,
+    inbox: LiveInbox,
     in_flight: Arc<AtomicUsize>,
+    requests: RequestSet,
     id: u64,
 }
 
@@ -122,7 +139,11 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let limits = &shared.config.limits;
-    let (out, mut out_rx) = outbound(limits.outbound_queue());
+    let (out, mut out_rx) = outbound(
+        limits,
+        Arc::clone(&shared.outbound_total),
+        shared.config.max_outbound_bytes,
+    );
     let (control, control_rx) = mailbox();
     let id = shared.register(control.clone());
     shared
@@ -132,6 +153,7 @@ where
     let now = shared.clock.now();
     let mut connection = Connection {
         rate: limits.rate_limiter(now),
+        liveness: limits.liveness_limiter(now),
         stage: Stage::Handshake {
             deadline: limits.handshake_deadline(now),
         },
@@ -140,8 +162,12 @@ where
         out,
         control,
         subscriptions: HashMap::new(),
-        live: Subscriptions::default(),
+        inbox: LiveInbox::new(
+            shared.config.history.live_buffer,
+            shared.config.history.live_buffer_bytes,
+        ),
         in_flight: Arc::new(AtomicUsize::new(0)),
+        requests: RequestSet::default(),
         id,
     };
     let meta_peer = meta.peer;
@@ -168,15 +194,21 @@ where
             }
         }
     }
+    // Nobody will read the answers of what is still running (keyed
+    // executions finish, so a retry gets their outcome).
+    connection.requests.abandon();
     drop(connection);
     let code = match end {
         End::Close(code, reason) => {
-            // The peer is gone or not reading: do not wait behind the queue.
+            // The peer is gone or not reading: do not wait behind the queue,
+            // and put the close frame right after what is already going out.
             let urgent = matches!(
                 code,
                 CloseCode::SLOW_CONSUMER | CloseCode::HEARTBEAT_TIMEOUT
             );
-            if !urgent {
+            if urgent {
+                ws.discard_unsent();
+            } else {
                 pump(&mut ws, &mut out_rx, usize::MAX);
             }
             ws.close(Some(code.0), &reason, CLOSE_LINGER).await;
@@ -300,20 +332,30 @@ impl Connection {
                         Event::Room => None,
                         Event::End => Some(End::PeerGone(None)),
                         Event::Error(error) => Some(protocol_failure(&error)),
+                        Event::Message(Message::Ping(payload)) => {
+                            match self.on_liveness_frame() {
+                                Ok(true) => {
+                                    ws.queue_pong(&payload);
+                                    None
+                                }
+                                Ok(false) => None,
+                                Err(end) => Some(end),
+                            }
+                        }
                         Event::Message(message) => self.on_frame(message, &meta),
                     };
                     if let Some(end) = end {
                         return end;
                     }
                 }
-                Some((channel, live)) = self.live.next() => {
-                    if let Some(end) = self.on_live(ws, out, &channel, live) {
+                item = self.inbox.next() => {
+                    if let Some(end) = self.on_live(ws, out, item) {
                         return end;
                     }
                     // Batch what is already there into one write.
                     for _ in 0..64 {
-                        let Some((channel, live)) = self.live.try_next() else { break };
-                        if let Some(end) = self.on_live(ws, out, &channel, live) {
+                        let Some(item) = self.inbox.try_next() else { break };
+                        if let Some(end) = self.on_live(ws, out, item) {
                             return end;
                         }
                     }
@@ -392,12 +434,19 @@ impl Connection {
         if let Stage::Open { heartbeat, .. } = &mut self.stage {
             heartbeat.handle_frame(now);
         }
+        let handshake = matches!(self.stage, Stage::Handshake { .. });
         let bytes = match message {
             Message::Close(code) => return Some(End::PeerGone(code)),
-            // Protocol-level control frames: proof of life, answered by the codec.
-            Message::Ping | Message::Pong => return None,
+            // Proof of life; answered (within the liveness budget) by the loop.
+            Message::Ping(_) => return None,
+            Message::Pong => return self.on_liveness_frame().err(),
+            // Nothing but `connect` may come first (spec/PROTOCOL.md §2.7).
+            Message::Binary(_) if handshake => return self.violate(Violation::NotConnectFirst),
             Message::Binary(_) => {
                 Metrics::add(&self.shared.metrics.bad_frames);
+                if let Err(end) = self.take_message_token(None) {
+                    return end;
+                }
                 return self.violate(Violation::BinaryFrame);
             }
             Message::Text(bytes) => bytes,
@@ -407,43 +456,103 @@ impl Connection {
             return self.violate(Violation::InvalidUtf8);
         };
         let decoded = decode_client(text);
-        match &self.stage {
-            Stage::Handshake { .. } => self.on_handshake(now, decoded, meta),
-            Stage::Open { .. } => match decoded {
-                Ok(message) => self.on_message(now, message),
-                Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
-                Err(DecodeError::UnknownType { .. }) => {
-                    Metrics::add(&self.shared.metrics.bad_frames);
-                    self.violate(Violation::UnknownType)
-                }
-                Err(error) => {
-                    Metrics::add(&self.shared.metrics.bad_frames);
-                    // A request whose id can be read still gets its one
-                    // response (spec/PROTOCOL.md §8.2).
-                    let id = match &error {
-                        DecodeError::Invalid {
-                            kind: MessageKind::Request,
-                            ..
-                        } => request_id(text),
-                        _ => None,
-                    };
-                    match id {
-                        Some(id) => {
-                            self.shared.metrics.count_request("bad_request");
-                            self.send(&ServerMessage::Response(Response {
-                                id,
-                                reply: Reply::Error(ErrorBody::new(
-                                    "bad_request",
-                                    error.to_string(),
-                                )),
-                            }));
-                            None
-                        }
-                        None => self.violate(Violation::MalformedFrame),
-                    }
-                }
-            },
+        if handshake {
+            return self.on_handshake(now, decoded, meta);
         }
+        match decoded {
+            Ok(ClientMessage::Ping) => match self.on_liveness_frame() {
+                Ok(true) => {
+                    self.send(&ServerMessage::Pong);
+                    None
+                }
+                Ok(false) => None,
+                Err(end) => Some(end),
+            },
+            Ok(ClientMessage::Pong) => self.on_liveness_frame().err(),
+            Ok(message) => {
+                let id = match &message {
+                    ClientMessage::Request(request) => Some(request.id),
+                    _ => None,
+                };
+                if let Err(end) = self.take_message_token(id) {
+                    return end;
+                }
+                self.on_message(message)
+            }
+            Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
+            Err(error) => {
+                Metrics::add(&self.shared.metrics.bad_frames);
+                // A request whose id can be read still gets its one
+                // response (spec/PROTOCOL.md §8.2).
+                let id = match &error {
+                    DecodeError::Invalid {
+                        kind: MessageKind::Request,
+                        ..
+                    } => request_id(text),
+                    _ => None,
+                };
+                if let Err(end) = self.take_message_token(id) {
+                    return end;
+                }
+                match (id, &error) {
+                    (Some(id), _) => {
+                        self.shared.metrics.count_request("bad_request");
+                        self.send(&ServerMessage::Response(Response {
+                            id,
+                            reply: Reply::Error(ErrorBody::new("bad_request", error.to_string())),
+                        }));
+                        None
+                    }
+                    (None, DecodeError::UnknownType { .. }) => self.violate(Violation::UnknownType),
+                    (None, _) => self.violate(Violation::MalformedFrame),
+                }
+            }
+        }
+    }
+
+    /// A liveness frame (ping or pong, JSON or WebSocket) arrived: `Ok(true)`
+    /// if a ping may be answered, `Ok(false)` if it is over its budget (not
+    /// answered), `Err` for a flood (close 4029).
+    fn on_liveness_frame(&mut self) -> Result<bool, End> {
+        let now = self.now();
+        match self.liveness.check(now) {
+            RateDecision::Allow => Ok(true),
+            RateDecision::Close { retry_after } => Err(self
+                .violate(Violation::LivenessFlood { retry_after })
+                .unwrap_or(End::Abrupt)),
+            _ => Ok(false),
+        }
+    }
+
+    /// Take a token from the message budget for a data frame (`request` is
+    /// the id of the request it carries, if any). Over the budget the frame
+    /// is answered `rate_limited` (`Err(None)`: go on without processing it)
+    /// or, for a flood, closed (`Err(Some(end))`).
+    fn take_message_token(&mut self, request: Option<u64>) -> Result<(), Option<End>> {
+        let now = self.now();
+        match self.rate.check(now) {
+            RateDecision::Allow => Ok(()),
+            RateDecision::Close { retry_after } => {
+                Err(self.violate(Violation::Flood { retry_after }))
+            }
+            RateDecision::Refuse { retry_after } => {
+                let violation = Violation::RateLimited { retry_after };
+                match request {
+                    Some(id) => {
+                        // A refused request still gets its one response.
+                        self.shared.metrics.count_request("rate_limited");
+                        self.respond(id, requests::refusal(violation));
+                        Err(None)
+                    }
+                    None => Err(self.violate(violation)),
+                }
+            }
+            _ => Err(None),
+        }
+    }
+
+    fn respond(&self, id: u64, reply: Reply) {
+        self.send(&ServerMessage::Response(Response { id, reply }));
     }
 
     fn on_handshake(
@@ -491,32 +600,7 @@ impl Connection {
         None
     }
 
-    fn on_message(&mut self, now: Instant, message: ClientMessage) -> Option<End> {
-        if !matches!(message, ClientMessage::Ping | ClientMessage::Pong) {
-            match self.rate.check(now) {
-                RateDecision::Allow => {}
-                RateDecision::Refuse { retry_after } => {
-                    if let ClientMessage::Request(request) = &message {
-                        // A refused request still gets its one response.
-                        if let ViolationResponse::Reply(error) =
-                            (Violation::RateLimited { retry_after }).response()
-                        {
-                            self.shared.metrics.count_request("rate_limited");
-                            self.send(&ServerMessage::Response(Response {
-                                id: request.id,
-                                reply: Reply::Error(error),
-                            }));
-                            return None;
-                        }
-                    }
-                    return self.violate(Violation::RateLimited { retry_after });
-                }
-                RateDecision::Close { retry_after } => {
-                    return self.violate(Violation::Flood { retry_after })
-                }
-                _ => return None,
-            }
-        }
+    fn on_message(&mut self, message: ClientMessage) -> Option<End> {
         let Stage::Open {
             principal, session, ..
         } = &self.stage
@@ -531,11 +615,6 @@ impl Connection {
         }
         let (principal, session) = (principal.clone(), Arc::clone(session));
         match message {
-            ClientMessage::Ping => {
-                self.send(&ServerMessage::Pong);
-                None
-            }
-            ClientMessage::Pong => None,
             ClientMessage::Connect(_) => self.violate(Violation::DuplicateConnect),
             ClientMessage::Request(request) => {
                 self.on_request(principal, session, request);
@@ -546,9 +625,7 @@ impl Connection {
                 None
             }
             ClientMessage::Unsubscribe(unsubscribe) => {
-                if let Some(task) = self.subscriptions.remove(&unsubscribe.channel) {
-                    task.abort();
-                }
+                self.end_subscription(&unsubscribe.channel);
                 None
             }
             _ => self.violate(Violation::UnknownType),
@@ -562,10 +639,10 @@ impl Connection {
             .authorize_request(&principal, &request.method)
         {
             self.shared.metrics.count_request("denied");
-            self.send(&ServerMessage::Response(Response {
-                id: request.id,
-                reply: Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
-            }));
+            self.respond(
+                request.id,
+                Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
+            );
             return;
         }
         if self.faults.borrow().service_down {
@@ -574,24 +651,43 @@ impl Connection {
             self.shared.metrics.count_request("unanswered");
             return;
         }
+        let limits = &self.shared.config.limits;
+        if let Err(violation) = limits.check_in_flight(self.in_flight.load(Ordering::Acquire)) {
+            self.shared.metrics.count_request("rate_limited");
+            self.respond(request.id, requests::refusal(violation));
+            return;
+        }
+        let start = requests::admit(&self.shared, &principal, &request);
+        if let Admit::Answer(reply) = start {
+            self.respond(request.id, reply);
+            return;
+        }
+        let keyed = matches!(start, Admit::Run(Some(_)));
         let task = RequestTask {
             shared: Arc::clone(&self.shared),
             out: self.out.clone(),
             control: self.control.clone(),
-            in_flight: Arc::clone(&self.in_flight),
+            _in_flight: InFlight::enter(&self.in_flight),
             delay: self.faults.borrow().slow_replies,
             principal,
             session,
             request,
         };
-        tokio::spawn(requests::run(task));
+        let handle = tokio::spawn(requests::run(task, start)).abort_handle();
+        self.requests.push(handle, keyed);
     }
 
     fn on_subscribe(&mut self, principal: &Principal, subscribe: Subscribe) {
         let channel = subscribe.channel;
-        if let Some(old) = self.subscriptions.remove(&channel) {
-            old.abort();
+        let shared = Arc::clone(&self.shared);
+        let limits = &shared.config.limits;
+        if let Err(violation) = limits.check_channel(&channel) {
+            // Not even held in a refusal: the reply names a prefix.
+            let shown = truncate_name(&channel, limits.max_channel_len());
+            self.refuse_subscribe(shown, violation);
+            return;
         }
+        self.end_subscription(&channel);
         if let Err(denied) = self.shared.auth.authorize_subscribe(principal, &channel) {
             self.send(&unsubscribed(&channel, denied.code(), &denied.to_string()));
             return;
@@ -600,29 +696,25 @@ impl Connection {
             self.send(&unsubscribed(&channel, "unavailable", "service down"));
             return;
         }
-        let limits = &self.shared.config.limits;
-        let granted = match limits.check_subscriptions(self.subscriptions.len()) {
-            Ok(()) => self
-                .shared
-                .broker
-                .subscribe(&channel, subscribe.since.as_ref())
-                .map_err(|refused| match refused {
-                    SubscribeError::TooManyChannels => Violation::TooManyChannels,
-                }),
-            Err(violation) => Err(violation),
-        };
-        let granted = match granted {
+        if let Err(violation) = limits.check_subscriptions(self.subscriptions.len()) {
+            self.refuse_subscribe(&channel, violation);
+            return;
+        }
+        let name: Arc<str> = Arc::from(channel.as_str());
+        let live = self.inbox.sender(Arc::clone(&name));
+        let id = live.id();
+        let granted = match self
+            .shared
+            .broker
+            .subscribe(&channel, subscribe.since.as_ref(), live)
+        {
             Ok(granted) => granted,
-            Err(violation) => {
-                Metrics::add(&self.shared.metrics.subscribe_refusals);
-                if let ViolationResponse::Reply(error) = violation.response() {
-                    self.send(&unsubscribed(&channel, &error.code, &error.message));
-                }
+            Err(SubscribeError::TooManyChannels) => {
+                self.refuse_subscribe(&channel, Violation::TooManyChannels);
                 return;
             }
         };
-        let resumed = subscribe.since.is_some();
-        if resumed {
+        if subscribe.since.is_some() {
             let counter = if granted.subscribed.recovered {
                 &self.shared.metrics.recoveries
             } else {
@@ -631,6 +723,8 @@ impl Connection {
             Metrics::add(counter);
         }
         let mut after = granted.subscribed.offset;
+        self.subscriptions
+            .insert(Arc::clone(&name), Held { id, after });
         if !self.send(&ServerMessage::Subscribed(granted.subscribed)) {
             return;
         }
@@ -641,46 +735,86 @@ impl Connection {
                 return;
             }
         }
-        let handle = self
-            .live
-            .add(Arc::from(channel.as_str()), after, granted.live);
-        self.subscriptions.insert(channel, handle);
+        self.subscriptions.insert(name, Held { id, after });
+    }
+
+    /// Refuse a `subscribe` with the violation's documented `unsubscribed`.
+    fn refuse_subscribe(&mut self, channel: &str, violation: Violation) {
+        Metrics::add(&self.shared.metrics.subscribe_refusals);
+        if let ViolationResponse::Reply(error) = violation.response() {
+            self.send(&unsubscribed(channel, &error.code, &error.message));
+        }
+    }
+
+    /// Stop delivering `channel` to this connection (no reply).
+    fn end_subscription(&mut self, channel: &str) {
+        if let Some((name, held)) = self.subscriptions.remove_entry(channel) {
+            self.shared.broker.unsubscribe(&name, held.id);
+        }
     }
 
     /// A live publication (or a lag) of one of this connection's
     /// subscriptions. Straight into the socket's write buffer when nothing
     /// is queued before it and there is room, else through the bounded
-    /// queue (full: a slow consumer).
+    /// queue (full: a slow consumer). Items of a subscription that was
+    /// replaced or ended, and offsets already sent, are dropped.
     fn on_live<S>(
         &mut self,
         ws: &mut WebSocket<S>,
         out: &OutboundReceiver,
-        channel: &str,
-        live: Live,
+        item: LiveItem,
     ) -> Option<End>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        match live {
-            Live::Frame(frame) => {
-                if out.is_empty() && ws.buffered() < HIGH_WATER {
-                    ws.queue_text(&frame);
-                    None
-                } else if self.out.try_send(frame).is_err() {
-                    self.violate(Violation::SlowConsumer)
-                } else {
-                    None
+        match item {
+            LiveItem::Frame {
+                channel,
+                subscriber,
+                offset,
+                frame,
+            } => {
+                let held = self.subscriptions.get_mut(&*channel)?;
+                if held.id != subscriber || offset <= held.after {
+                    return None;
                 }
+                held.after = offset;
+                self.write_live(ws, out, frame)
             }
-            Live::Lagged => {
-                self.subscriptions.remove(channel);
-                let message = unsubscribed(channel, "lagged", "subscriber fell behind");
+            LiveItem::Lagged {
+                channel,
+                subscriber,
+            } => {
+                if self.subscriptions.get(&*channel).map(|h| h.id) != Some(subscriber) {
+                    return None;
+                }
+                self.end_subscription(&channel);
+                let message = unsubscribed(&channel, "lagged", "subscriber fell behind");
                 if queue(&self.out, &message) {
                     None
                 } else {
                     self.violate(Violation::SlowConsumer)
                 }
             }
+        }
+    }
+
+    fn write_live<S>(
+        &mut self,
+        ws: &mut WebSocket<S>,
+        out: &OutboundReceiver,
+        frame: FrameBytes,
+    ) -> Option<End>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        if out.is_empty() && ws.buffered() < HIGH_WATER {
+            ws.queue_text(&frame);
+            None
+        } else if self.out.try_send(frame).is_err() {
+            self.violate(Violation::SlowConsumer)
+        } else {
+            None
         }
     }
 
@@ -700,23 +834,22 @@ impl Connection {
 
     /// Service down: every subscription is dropped with `unsubscribed`.
     fn drop_subscriptions(&mut self, code: &str, reason: &str) {
-        let channels: Vec<String> = self.subscriptions.keys().cloned().collect();
+        let channels: Vec<Arc<str>> = self.subscriptions.keys().cloned().collect();
         for channel in channels {
-            if let Some(task) = self.subscriptions.remove(&channel) {
-                task.abort();
-            }
+            self.end_subscription(&channel);
             self.send(&unsubscribed(&channel, code, reason));
         }
     }
 
     fn stop_subscriptions(&mut self) {
-        for (_, task) in self.subscriptions.drain() {
-            task.abort();
+        for (channel, held) in self.subscriptions.drain() {
+            self.shared.broker.unsubscribe(&channel, held.id);
         }
     }
 
     /// Apply the documented response to a violation (belay-proto's table).
     fn violate(&mut self, violation: Violation) -> Option<End> {
+        self.shared.metrics.count_violation(violation.name());
         match violation.response() {
             ViolationResponse::Reply(error) => {
                 self.send(&ServerMessage::Error(error));
@@ -753,6 +886,15 @@ pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMes
         code: code.to_owned(),
         reason: reason.to_owned(),
     })
+}
+
+/// The longest prefix of `name` of at most `max` bytes on a char boundary.
+fn truncate_name(name: &str, max: usize) -> &str {
+    let mut end = name.len().min(max);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
 }
 
 /// The `id` of a `request` frame that failed to decode, if it can be read.

@@ -84,12 +84,17 @@ pub fn spawn_feed(server: &Server, every: Duration) -> tokio::task::JoinHandle<(
         while server.lifecycle() != Lifecycle::Drained {
             ticker.tick().await;
             n += 1;
-            server.publish("feed", json!({ "tick": n }));
+            // A tick is small and flat: publishing it is never refused.
+            if let Err(error) = server.publish("feed", json!({ "tick": n })) {
+                tracing::warn!(%error, "demo feed tick refused");
+            }
         }
     })
 }
 
-/// The server's routes plus the demo page and admin API.
+/// The server's routes plus the demo page, and the admin API (the server's
+/// and the fault panel's) behind the admin guard ([`crate::admin`]): on
+/// loopback without a token, as `belay serve --demo` listens by default.
 pub fn router(server: &Server) -> Router {
     let demo = Router::new()
         .route("/", get(|| async { html(INDEX_HTML) }))
@@ -109,11 +114,17 @@ pub fn router(server: &Server) -> Router {
             "/belay.js",
             get(|| async { asset("text/javascript", BELAY_JS) }),
         )
+        .with_state(server.clone());
+    let admin = Router::new()
         .route("/admin/state", get(state))
         .route("/admin/fault/{name}", post(fault))
         .route("/admin/events", get(events))
         .with_state(server.clone());
-    server.router().merge(demo)
+    server
+        .router()
+        .merge(server.admin_router())
+        .merge(crate::admin::guard(server, admin))
+        .merge(demo)
 }
 
 fn html(body: &'static str) -> Response {

@@ -27,13 +27,14 @@
 //! methods.register("echo", |_ctx, v: serde_json::Value| async move { Ok::<_, RpcError>(v) });
 //! let server = Server::builder().methods(methods).build();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! server.publish("news", serde_json::json!({"hello": "world"}));
+//! server.publish("news", serde_json::json!({"hello": "world"})).expect("published");
 //! server.serve(listener, server.router()).await
 //! # }
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod auth;
 pub mod broker;
 mod clock;
@@ -43,7 +44,6 @@ mod connection;
 pub mod demo;
 mod drain;
 pub mod events;
-mod fanout;
 pub mod faults;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -51,6 +51,7 @@ pub mod fuzzing;
 mod mailbox;
 pub mod metrics;
 mod outbound;
+mod peer_limits;
 mod requests;
 pub mod rpc;
 mod server;

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub(crate) drain_advised: AtomicU64,
     pub(crate) drain_remaining: AtomicI64,
     pub(crate) bad_frames: AtomicU64,
+    pub(crate) connection_refusals: AtomicU64,
+    pub(crate) violations_by_name: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Metrics {
@@ -63,6 +65,15 @@ impl Metrics {
         *lock(&self.closes_by_code).entry(code).or_default() += 1;
     }
 
+    /// Violations answered, by name (`belay_proto::server::Violation::name`).
+    pub fn violations_by_name(&self) -> BTreeMap<&'static str, u64> {
+        lock(&self.violations_by_name).clone()
+    }
+
+    pub(crate) fn count_violation(&self, name: &'static str) {
+        *lock(&self.violations_by_name).entry(name).or_default() += 1;
+    }
+
     pub(crate) fn count_request(&self, outcome: &'static str) {
         *lock(&self.requests_by_outcome).entry(outcome).or_default() += 1;
     }
@@ -90,7 +101,12 @@ impl Metrics {
             "Connections left to close in a drain.",
             self.drain_remaining.load(Ordering::Relaxed),
         );
-        let counters: [(&str, &str, &AtomicU64); 10] = [
+        let counters: [(&str, &str, &AtomicU64); 11] = [
+            (
+                "belay_connection_refusals_total",
+                "TCP connections refused at accept (per-source or pending-upgrade limits).",
+                &self.connection_refusals,
+            ),
             ("belay_connects_total", "Sessions accepted.", &self.connects),
             (
                 "belay_pings_sent_total",
@@ -158,6 +174,13 @@ impl Metrics {
         );
         for (outcome, n) in self.requests_by_outcome() {
             let _ = writeln!(out, "belay_requests_total{{outcome=\"{outcome}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP belay_violations_total Bad input and limits answered, by kind.\n# TYPE belay_violations_total counter"
+        );
+        for (kind, n) in self.violations_by_name() {
+            let _ = writeln!(out, "belay_violations_total{{kind=\"{kind}\"}} {n}");
         }
         out
     }

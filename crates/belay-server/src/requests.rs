@@ -1,13 +1,28 @@
-//! Running one request: authorization already passed; idempotency, the
-//! method call, and exactly one response (or the connection closes).
+//! Running requests: admission (in-flight bound, idempotency), the method
+//! call, and exactly one response (or the connection closes).
+//!
+//! **Idempotency keys are bound to their request.** A key is scoped to the
+//! principal's user *and* the method, and the cache remembers a digest of
+//! the params that took it, so the same key with other params is answered
+//! `bad_request` (never another request's result), while a true retry, on
+//! this connection or any other, gets the stored outcome. The decision is
+//! taken on the connection's task in arrival order, so of two pipelined
+//! requests with one key the first runs and the second waits for it.
+//!
+//! **Work of a departed connection.** A connection keeps the handles of its
+//! request tasks; when it ends (other than by a drain, which waits for
+//! them) it aborts them, except keyed executions: those finish so their
+//! outcome can be replayed to the retry the client will send. Keyed
+//! executions are bounded server-wide (`ServerConfig::max_keyed_running`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use belay_proto::message::{ErrorBody, Reply, Request, Response, ServerMessage};
-use belay_proto::server::Begin;
+use belay_proto::server::{params_digest, Begin, Violation, ViolationResponse};
 use tokio::sync::broadcast;
+use tokio::task::AbortHandle;
 
 use crate::auth::Principal;
 use crate::connection::{queue, Control, Outbound};
@@ -15,11 +30,75 @@ use crate::metrics::lock;
 use crate::rpc::CallContext;
 use crate::server::Shared;
 
+/// A request's key as the cache and the waiters know it: (scope, key).
+type KeyId = (String, String);
+
+/// What to do with a request that passed authorization.
+pub(crate) enum Admit {
+    /// Run it, owning its idempotency key if it carries one.
+    Run(Option<KeyOwner>),
+    /// The same key is running: answer with its outcome when it is known.
+    Wait(broadcast::Receiver<Reply>),
+    /// Answer now (a stored outcome, or a refusal).
+    Answer(Reply),
+}
+
+/// Decide, on the connection's task, what to do with `request`.
+pub(crate) fn admit(shared: &Arc<Shared>, principal: &Principal, request: &Request) -> Admit {
+    let Some(key) = &request.idem else {
+        return Admit::Run(None);
+    };
+    let scope = format!("{}\u{0}{}", principal.user, request.method);
+    let digest = params_digest(&request.params);
+    let now = shared.clock.now();
+    // Lock order: waiters, then the cache. A retry that finds the key in
+    // flight subscribes before the first call can publish its result (the
+    // first call completes the cache before it takes the waiters' lock).
+    let mut waiters = lock(&shared.idempotent_waiters);
+    let begin = lock(&shared.idempotency).begin(now, &scope, key, digest);
+    match begin {
+        Begin::New => {
+            let running = shared.keyed_running.load(Ordering::Acquire);
+            if running >= shared.config.max_keyed_running {
+                lock(&shared.idempotency).abandon(&scope, key);
+                return Admit::Answer(Reply::Error(ErrorBody::new(
+                    "rate_limited",
+                    "too many idempotent requests running",
+                )));
+            }
+            Admit::Run(Some(KeyOwner::new(shared, (scope, key.clone()))))
+        }
+        Begin::InFlight => Admit::Wait(
+            waiters
+                .entry((scope, key.clone()))
+                .or_insert_with(|| broadcast::channel(1).0)
+                .subscribe(),
+        ),
+        Begin::Done(reply) => Admit::Answer(reply),
+        Begin::Conflict => Admit::Answer(refusal(Violation::IdempotencyConflict)),
+        _ => Admit::Answer(Reply::Error(ErrorBody::new(
+            "rate_limited",
+            "too many idempotent requests in flight",
+        ))),
+    }
+}
+
+/// The reply a refused request gets (the violation's documented reply).
+pub(crate) fn refusal(violation: Violation) -> Reply {
+    match violation.response() {
+        ViolationResponse::Reply(error) => Reply::Error(error),
+        _ => Reply::Error(ErrorBody::new("bad_request", violation.name())),
+    }
+}
+
+/// One request to run.
 pub(crate) struct RequestTask {
     pub(crate) shared: Arc<Shared>,
     pub(crate) out: Outbound,
     pub(crate) control: crate::mailbox::ControlSender,
-    pub(crate) in_flight: Arc<AtomicUsize>,
+    /// Counted from admission, not from when the task first runs, so a
+    /// pipelined batch cannot slip past the in-flight bound.
+    pub(crate) _in_flight: InFlight,
     pub(crate) delay: Option<Duration>,
     pub(crate) principal: Principal,
     pub(crate) session: Arc<str>,
@@ -27,10 +106,10 @@ pub(crate) struct RequestTask {
 }
 
 /// Counts a request in flight for as long as it runs (drain waits on it).
-struct InFlight(Arc<AtomicUsize>);
+pub(crate) struct InFlight(Arc<AtomicUsize>);
 
 impl InFlight {
-    fn enter(counter: &Arc<AtomicUsize>) -> Self {
+    pub(crate) fn enter(counter: &Arc<AtomicUsize>) -> Self {
         counter.fetch_add(1, Ordering::AcqRel);
         InFlight(Arc::clone(counter))
     }
@@ -42,15 +121,66 @@ impl Drop for InFlight {
     }
 }
 
-pub(crate) async fn run(task: RequestTask) {
-    let _in_flight = InFlight::enter(&task.in_flight);
-    if let Some(delay) = task.delay {
-        tokio::time::sleep(delay).await;
+/// Owns an idempotency key while its execution runs. Completing stores the
+/// outcome and wakes the waiters; dropping it unfinished (the task was
+/// aborted or panicked) forgets the key, and the waiters learn that the
+/// first attempt was lost, so nothing waits for an outcome that never comes.
+pub(crate) struct KeyOwner {
+    shared: Arc<Shared>,
+    id: Option<KeyId>,
+}
+
+impl KeyOwner {
+    fn new(shared: &Arc<Shared>, id: KeyId) -> Self {
+        shared.keyed_running.fetch_add(1, Ordering::AcqRel);
+        KeyOwner {
+            shared: Arc::clone(shared),
+            id: Some(id),
+        }
     }
+
+    fn complete(mut self, reply: &Reply) {
+        if let Some((scope, key)) = self.id.take() {
+            let now = self.shared.clock.now();
+            lock(&self.shared.idempotency).complete(now, &scope, &key, reply);
+            if let Some(waiters) = lock(&self.shared.idempotent_waiters).remove(&(scope, key)) {
+                let _ = waiters.send(reply.clone());
+            }
+        }
+    }
+}
+
+impl Drop for KeyOwner {
+    fn drop(&mut self) {
+        self.shared.keyed_running.fetch_sub(1, Ordering::AcqRel);
+        if let Some((scope, key)) = self.id.take() {
+            let mut waiters = lock(&self.shared.idempotent_waiters);
+            lock(&self.shared.idempotency).abandon(&scope, &key);
+            // Dropping the sender tells every waiter the attempt was lost.
+            waiters.remove(&(scope, key));
+        }
+    }
+}
+
+/// Run `task` to its one response (`start` is [`Admit::Run`] or
+/// [`Admit::Wait`]; an [`Admit::Answer`] is sent as it is).
+pub(crate) async fn run(task: RequestTask, start: Admit) {
     let id = task.request.id;
-    let reply = match task.request.idem.clone() {
-        Some(key) => idempotent(&task, key).await,
-        None => call(&task).await,
+    let reply = match start {
+        Admit::Answer(reply) => reply,
+        Admit::Wait(mut rx) => rx.recv().await.unwrap_or_else(|_| {
+            Reply::Error(ErrorBody::new("unavailable", "the first attempt was lost"))
+        }),
+        Admit::Run(owner) => {
+            if let Some(delay) = task.delay {
+                tokio::time::sleep(delay).await;
+            }
+            let reply = call(&task).await;
+            if let Some(owner) = owner {
+                owner.complete(&reply);
+            }
+            reply
+        }
     };
     let outcome = match &reply {
         Reply::Result(_) => "ok",
@@ -79,47 +209,26 @@ async fn call(task: &RequestTask) -> Reply {
     }
 }
 
-/// A retried request with the same key (for the same user) gets the first
-/// result instead of running twice; a retry while the first still runs waits
-/// for it.
-async fn idempotent(task: &RequestTask, key: String) -> Reply {
-    let scope = task.principal.user.clone();
-    let now = task.shared.clock.now();
-    // Lock order: waiters, then the cache. A retry that finds the key in
-    // flight subscribes before the first call can publish its result (the
-    // first call completes the cache before it takes the waiters' lock).
-    let (begin, waiter) = {
-        let mut waiters = lock(&task.shared.idempotent_waiters);
-        let begin = lock(&task.shared.idempotency).begin(now, &scope, &key);
-        let waiter = matches!(begin, Begin::InFlight).then(|| {
-            waiters
-                .entry((scope.clone(), key.clone()))
-                .or_insert_with(|| broadcast::channel(1).0)
-                .subscribe()
-        });
-        (begin, waiter)
-    };
-    match begin {
-        Begin::Done(reply) => reply,
-        Begin::Full => Reply::Error(ErrorBody::new(
-            "rate_limited",
-            "too many idempotent requests in flight",
-        )),
-        Begin::InFlight => match waiter {
-            Some(mut rx) => rx.recv().await.unwrap_or_else(|_| {
-                Reply::Error(ErrorBody::new("unavailable", "the first attempt was lost"))
-            }),
-            None => call(task).await,
-        },
-        Begin::New => {
-            let reply = call(task).await;
-            let now = task.shared.clock.now();
-            lock(&task.shared.idempotency).complete(now, &scope, &key, reply.clone());
-            if let Some(waiters) = lock(&task.shared.idempotent_waiters).remove(&(scope, key)) {
-                let _ = waiters.send(reply.clone());
+/// The request tasks of one connection.
+#[derive(Default)]
+pub(crate) struct RequestSet {
+    tasks: Vec<(AbortHandle, bool)>,
+}
+
+impl RequestSet {
+    /// Track a task; `keyed` ones survive the connection.
+    pub(crate) fn push(&mut self, handle: AbortHandle, keyed: bool) {
+        self.tasks.retain(|(task, _)| !task.is_finished());
+        self.tasks.push((handle, keyed));
+    }
+
+    /// The connection is gone: stop every task whose outcome nobody can
+    /// receive (keyed executions finish, for the client's retry).
+    pub(crate) fn abandon(&mut self) {
+        for (task, keyed) in self.tasks.drain(..) {
+            if !keyed {
+                task.abort();
             }
-            reply
         }
-        _ => call(task).await,
     }
 }

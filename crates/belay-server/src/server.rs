@@ -1,8 +1,7 @@
 //! The server: builder, shared state, HTTP routes.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,13 +12,13 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Payload, Publication, Reply};
-use belay_proto::server::IdempotencyCache;
-use belay_proto::server::TokenBucket;
+use belay_proto::server::{check_channel_name, payload_depth, IdempotencyCache, MAX_PAYLOAD_DEPTH};
+use belay_proto::server::{SourceTable, TokenBucket};
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 
 use crate::auth::{AllowAll, Authenticator};
-use crate::broker::{Broker, MemoryBroker};
+use crate::broker::{Broker, MemoryBroker, PublishError};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
 use crate::connection::Control;
@@ -87,11 +86,13 @@ impl ServerBuilder {
         let rate = self.config.accept_rate;
         let (faults, _) = watch::channel(Faults::default());
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
+        let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
+        idempotency.set_max_bytes(self.config.idempotency_max_bytes);
         let shared = Shared {
-            idempotency: Mutex::new(IdempotencyCache::new(
-                self.config.idempotency_retention,
-                100_000,
-            )),
+            idempotency: Mutex::new(idempotency),
+            sources: Mutex::new(SourceTable::new(self.config.source_limits())),
+            outbound_total: Arc::new(AtomicUsize::new(0)),
+            keyed_running: AtomicUsize::new(0),
             admission: Mutex::new(TokenBucket::new(rate, rate.max(1.0), now, true)),
             pacing: Mutex::new({
                 let mut plan = FleetPacing::new(rate, now);
@@ -104,7 +105,6 @@ impl ServerBuilder {
             auth: self.auth,
             broker,
             metrics: Metrics::default(),
-            per_ip: Mutex::new(HashMap::new()),
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
             faults,
@@ -140,7 +140,12 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
     pub(crate) admission: Mutex<TokenBucket>,
     pub(crate) pacing: Mutex<FleetPacing>,
-    pub(crate) per_ip: Mutex<HashMap<IpAddr, u32>>,
+    /// Connections, pending upgrades and admissions per source.
+    pub(crate) sources: Mutex<SourceTable>,
+    /// Bytes queued for writing over all connections.
+    pub(crate) outbound_total: Arc<AtomicUsize>,
+    /// Keyed executions running now.
+    pub(crate) keyed_running: AtomicUsize,
     pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
     pub(crate) next_connection: AtomicU64,
     pub(crate) faults: watch::Sender<Faults>,
@@ -204,9 +209,38 @@ impl Server {
     }
 
     /// Publish `data` on `channel` from anywhere in the application.
-    pub fn publish(&self, channel: &str, data: Payload) -> Publication {
+    ///
+    /// Refused, with nothing published, when the channel name is empty or
+    /// longer than [`Limits::max_channel_len`](belay_proto::server::Limits::max_channel_len),
+    /// when the `publication` frame would be longer than
+    /// [`ServerConfig::max_publication_len`] or `data` nests deeper than
+    /// [`MAX_PAYLOAD_DEPTH`] (a frame clients could not take), or when the
+    /// broker cannot take publications now ([`PublishError::Unavailable`]).
+    pub fn publish(&self, channel: &str, data: Payload) -> Result<Publication, PublishError> {
+        let config = &self.shared.config;
+        check_channel_name(channel, config.limits.max_channel_len())?;
+        let depth = payload_depth(&data);
+        if depth > MAX_PAYLOAD_DEPTH {
+            return Err(PublishError::TooDeep {
+                depth,
+                max: MAX_PAYLOAD_DEPTH,
+            });
+        }
+        // The frame is the payload plus the envelope: type, channel, epoch
+        // and offset take at most this many bytes beyond the channel name.
+        const ENVELOPE: usize = 128;
+        let len = encoded_len(&data)
+            .saturating_add(channel.len())
+            .saturating_add(ENVELOPE);
+        if len > config.max_publication_len {
+            return Err(PublishError::TooLarge {
+                len,
+                max: config.max_publication_len,
+            });
+        }
+        let publication = self.shared.broker.publish(channel, data)?;
         crate::metrics::Metrics::add(&self.shared.metrics.publications);
-        self.shared.broker.publish(channel, data)
+        Ok(publication)
     }
 
     /// The server's metrics.
@@ -276,15 +310,26 @@ impl Server {
         crate::drain::start(Arc::clone(&self.shared));
     }
 
-    /// The HTTP routes: `/ws`, `/metrics`, `/healthz`, `/readyz`, `POST /admin/drain`.
+    /// The public HTTP routes: `/ws`, `/metrics`, `/healthz`, `/readyz`.
+    /// The admin routes are apart ([`Server::admin_router`]).
     pub fn router(&self) -> Router {
         Router::new()
             .route("/ws", any(crate::upgrade::handle))
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
-            .route("/admin/drain", post(admin_drain))
             .with_state(self.clone())
+    }
+
+    /// The admin routes (`POST /admin/drain`), behind the admin guard: a
+    /// request needs `Authorization: Bearer <admin_token>` when a token is
+    /// configured, or else comes from a loopback peer naming a loopback
+    /// host; and a request from a page (an `Origin` header) must come from
+    /// the same origin. Merge it with [`Server::router`] to serve both, or
+    /// serve it on a listener of its own. See [`crate::admin`].
+    pub fn admin_router(&self) -> Router {
+        let admin = Router::new().route("/admin/drain", post(admin_drain));
+        crate::admin::guard(self, admin).with_state(self.clone())
     }
 
     /// Serve `router` (usually [`Server::router`], perhaps with more routes)
@@ -312,8 +357,64 @@ impl Server {
 async fn metrics(State(server): State<Server>) -> impl IntoResponse {
     (
         [("content-type", "text/plain; version=0.0.4")],
-        server.shared.metrics.render(),
+        server.render_metrics(),
     )
+}
+
+impl Server {
+    /// The Prometheus text of [`Server::metrics`] plus the gauges of what
+    /// the server holds (pending upgrades, queued bytes, idempotency bytes,
+    /// channels).
+    pub fn render_metrics(&self) -> String {
+        use std::fmt::Write as _;
+        let shared = &self.shared;
+        let mut out = shared.metrics.render();
+        let pending = lock(&shared.sources).pending();
+        let (idem_bytes, idem_keys) = {
+            let cache = lock(&shared.idempotency);
+            (cache.bytes(), cache.len())
+        };
+        let gauges = [
+            (
+                "belay_pending_upgrades",
+                "TCP connections not yet upgraded.",
+                pending as usize,
+            ),
+            (
+                "belay_outbound_bytes",
+                "Bytes queued for writing over all connections.",
+                shared.outbound_total.load(Ordering::Relaxed),
+            ),
+            (
+                "belay_idempotency_bytes",
+                "Bytes held by the idempotency cache.",
+                idem_bytes,
+            ),
+            (
+                "belay_idempotency_keys",
+                "Keys held by the idempotency cache.",
+                idem_keys,
+            ),
+            (
+                "belay_keyed_running",
+                "Keyed executions running.",
+                shared.keyed_running.load(Ordering::Relaxed),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        if let Some(channels) = shared.broker.channels() {
+            let _ = writeln!(
+                out,
+                "# HELP belay_channels Channels the broker holds.\n# TYPE belay_channels gauge\nbelay_channels {channels}"
+            );
+        }
+        out
+    }
 }
 
 async fn readyz(State(server): State<Server>) -> impl IntoResponse {
@@ -321,6 +422,23 @@ async fn readyz(State(server): State<Server>) -> impl IntoResponse {
         Lifecycle::Serving => (StatusCode::OK, "ready"),
         _ => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
     }
+}
+
+/// Bytes of `value` as compact JSON, counted without building the text.
+fn encoded_len(value: &Payload) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 async fn admin_drain(State(server): State<Server>) -> impl IntoResponse {

@@ -6,7 +6,7 @@
 //! explicitly, so nothing depends on a process-wide default provider being
 //! installed (and two servers in one process cannot race to install one).
 //! [`Server::serve_tls`](crate::Server::serve_tls) then accepts TCP
-//! connections, completes the TLS handshake within the configured handshake
+//! connections, completes the TLS handshake within the configured upgrade
 //! timeout, and serves the router over HTTP/1.1 with upgrades, exactly as
 //! [`Server::serve`](crate::Server::serve) does over plain TCP.
 //!
@@ -20,24 +20,26 @@
 //! # }
 //! ```
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use belay_proto::server::{parse_proxy_header, ProxyHeader, MAX_PROXY_HEADER};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
-use tower_service::Service;
 
+use crate::metrics::Metrics;
+use crate::peer_limits::{refusal_bytes, ConnectionService, PeerSlot, SlotCell};
 use crate::Server;
 
 /// The rustls this crate builds with, so callers can name
@@ -132,10 +134,15 @@ pub fn server_config(
 }
 
 /// The accept loop behind [`Server::serve`] (`config` is `None`) and
-/// [`Server::serve_tls`]. Each connection is served by hyper's HTTP/1.1
-/// connection directly (no protocol sniffing wrapper), so a WebSocket
-/// upgrade can take the bare socket back out of hyper and free hyper's
-/// buffers (see `upgrade::WsIo`).
+/// [`Server::serve_tls`]. Each connection is counted against its source at
+/// once (see `peer_limits`): over a limit, it is answered with a canned
+/// status and closed before anything else is spent on it. From a trusted
+/// proxy with the PROXY protocol enabled, the header is read first and the
+/// client's address taken from it. TLS, if any, and the request headers
+/// must then arrive within the upgrade timeout. Each connection is served
+/// by hyper's HTTP/1.1 connection directly (no protocol sniffing wrapper),
+/// so a WebSocket upgrade can take the bare socket back out of hyper and
+/// free hyper's buffers (see `upgrade::WsIo`).
 pub(crate) async fn serve(
     server: &Server,
     listener: TcpListener,
@@ -143,8 +150,6 @@ pub(crate) async fn serve(
     config: Option<Arc<rustls::ServerConfig>>,
 ) -> io::Result<()> {
     let acceptor = config.map(TlsAcceptor::from);
-    let handshake_timeout = server.shared.config.limits.handshake_timeout();
-    let mut make_service = router.into_make_service_with_connect_info::<SocketAddr>();
     // `stop` tells connections to finish gracefully; every connection task
     // holds a `done` receiver, so `done_tx.closed()` resolves when all ended.
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -159,31 +164,59 @@ pub(crate) async fn serve(
                 Err(e) => {
                     // Out of file descriptors and the like: back off, as axum does.
                     tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
         };
         let _ = tcp.set_nodelay(true);
-        std::future::poll_fn(|cx| <_ as Service<SocketAddr>>::poll_ready(&mut make_service, cx))
-            .await
-            .unwrap_or_else(|e: Infallible| match e {});
-        let service = make_service
-            .call(peer)
-            .await
-            .unwrap_or_else(|e: Infallible| match e {});
+        let shared = Arc::clone(&server.shared);
+        let router = router.clone();
         let acceptor = acceptor.clone();
-        let mut stop = stop_rx.clone();
+        let stop = stop_rx.clone();
         let done = done_rx.clone();
         tokio::spawn(async move {
             let _done = done;
+            let timeout = shared.config.upgrade_timeout;
+            let deadline = tokio::time::Instant::now() + timeout;
+            let trusted = shared.config.trusted_proxies.trusts(peer.ip());
+            let (tcp, source) = if trusted && shared.config.proxy_protocol {
+                match tokio::time::timeout_at(deadline, read_proxy_header(tcp, peer)).await {
+                    Ok(Some(read)) => read,
+                    _ => {
+                        tracing::debug!(%peer, "no valid PROXY header in time");
+                        return;
+                    }
+                }
+            } else {
+                (tcp, peer)
+            };
+            // A trusted proxy is not one source: its clients are counted
+            // when the upgrade names them (X-Forwarded-For / Forwarded).
+            let counted = (!shared.config.trusted_proxies.trusts(source.ip())).then(|| source.ip());
+            let slot = match PeerSlot::acquire(&shared, counted) {
+                Ok(slot) => slot,
+                Err(violation) => {
+                    Metrics::add(&shared.metrics.connection_refusals);
+                    let _ = tcp.try_write(&refusal_bytes(violation));
+                    return;
+                }
+            };
+            let spoke = Arc::new(AtomicBool::new(false));
+            let service = ConnectionService {
+                inner: router,
+                peer: source,
+                slot: SlotCell::new(slot),
+                spoke: Arc::clone(&spoke),
+            };
             let Some(acceptor) = acceptor else {
-                serve_http(TokioIo::new(tcp), service, peer, stop).await;
+                serve_http(TokioIo::new(tcp), service, source, stop, deadline, spoke).await;
                 return;
             };
+            let mut stop_tls = stop.clone();
             let tls = tokio::select! {
-                _ = stop.wait_for(|stop| *stop) => return,
-                tls = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)) => tls,
+                _ = stop_tls.wait_for(|stop| *stop) => return,
+                tls = tokio::time::timeout_at(deadline, acceptor.accept(tcp)) => tls,
             };
             let tls = match tls {
                 Ok(Ok(tls)) => tls,
@@ -196,7 +229,7 @@ pub(crate) async fn serve(
                     return;
                 }
             };
-            serve_http(TokioIo::new(tls), service, peer, stop).await;
+            serve_http(TokioIo::new(tls), service, source, stop, deadline, spoke).await;
         });
     }
     drop(listener);
@@ -206,23 +239,67 @@ pub(crate) async fn serve(
     Ok(())
 }
 
+/// Read a PROXY protocol header (v1 or v2) off `tcp`, consuming exactly
+/// its bytes; the client's address, or `peer` for `LOCAL`/`UNKNOWN`.
+/// `None` if the stream ends or does not start with a valid header.
+async fn read_proxy_header(
+    mut tcp: TcpStream,
+    peer: SocketAddr,
+) -> Option<(TcpStream, SocketAddr)> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; MAX_PROXY_HEADER];
+    loop {
+        let seen = tcp.peek(&mut buf).await.ok()?;
+        if seen == 0 {
+            return None;
+        }
+        match parse_proxy_header(&buf[..seen]) {
+            ProxyHeader::Done { len, source } => {
+                tcp.read_exact(&mut buf[..len]).await.ok()?;
+                return Some((tcp, source.unwrap_or(peer)));
+            }
+            ProxyHeader::Incomplete if seen < buf.len() => {
+                // The rest of the header is on its way (a proxy sends it in
+                // one write, so this is rare); the caller's deadline bounds it.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// Serve HTTP/1.1 with upgrades on one connection until it ends; `stop`
-/// asks it to finish gracefully.
+/// asks it to finish gracefully. A connection that has not completed a
+/// request's headers by `deadline` is closed (hyper's header timeout
+/// covers each later request on a kept-alive connection).
 async fn serve_http<I>(
     io: TokioIo<I>,
-    service: axum::middleware::AddExtension<Router, axum::extract::ConnectInfo<SocketAddr>>,
+    service: ConnectionService<Router>,
     peer: SocketAddr,
     mut stop: watch::Receiver<bool>,
+    deadline: tokio::time::Instant,
+    spoke: Arc<AtomicBool>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The timer enables hyper's header read timeout (slow requests).
     builder.timer(TokioTimer::new());
+    builder.header_read_timeout(
+        deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_millis(1)),
+    );
+    // hyper's read buffer, per connection not yet upgraded (its default
+    // allows about 400 KB); request heads are small.
+    builder.max_buf_size(32 * 1024);
     let mut conn = pin!(builder
         .serve_connection(io, TowerToHyperService::new(service))
         .with_upgrades());
     let mut stopping = false;
+    let first_request = tokio::time::sleep_until(deadline);
+    tokio::pin!(first_request);
+    let mut waiting_first = true;
     loop {
         tokio::select! {
             result = conn.as_mut() => {
@@ -230,6 +307,13 @@ async fn serve_http<I>(
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
                 break;
+            }
+            () = &mut first_request, if waiting_first => {
+                waiting_first = false;
+                if !spoke.load(Ordering::Acquire) {
+                    tracing::debug!(%peer, "no request within the upgrade timeout");
+                    break;
+                }
             }
             _ = stop.wait_for(|stop| *stop), if !stopping => {
                 stopping = true;

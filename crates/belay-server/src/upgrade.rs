@@ -3,16 +3,16 @@
 //!
 //! | check | response |
 //! |---|---|
-//! | not a WebSocket upgrade | HTTP 400 |
+//! | not a GET, not HTTP/1.1 or later, or not a valid WebSocket upgrade (RFC 6455 §4.2.1: `Upgrade`, `Connection`, version 13, a `Sec-WebSocket-Key` that is base64 of 16 bytes) | HTTP 400 (405 for another method) |
 //! | `Origin` not in the allow-list | HTTP 403 |
-//! | too many connections from this IP | HTTP 429 + `Retry-After` |
+//! | too many connections from this IP (counted from the TCP accept, or from `X-Forwarded-For`/`Forwarded` behind a trusted proxy) | HTTP 429 + `Retry-After` |
 //! | restarting (fault) or draining | HTTP 503 + `Retry-After` |
-//! | over the accept rate, native client (no `Origin`) | HTTP 503 + `Retry-After` |
-//! | over the accept rate, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
+//! | over the source's share of the accept rate, or over the accept rate, native client (no `Origin`) | HTTP 503 + `Retry-After` |
+//! | the same, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
 
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -32,6 +32,7 @@ use belay_proto::server::{Violation, ViolationResponse};
 
 use crate::connection::{self, Admission, ConnectionMeta};
 use crate::metrics::{lock, Metrics};
+use crate::peer_limits::{PeerSlot, SlotCell};
 use crate::server::{Lifecycle, Server, Shared};
 use crate::ws::WebSocket;
 
@@ -43,11 +44,11 @@ pub(crate) async fn handle(
     request: Request,
 ) -> Response {
     let shared = Arc::clone(&server.shared);
-    let headers = request.headers().clone();
-    let handshake = match Handshake::validate(&headers) {
+    let handshake = match Handshake::validate(&request) {
         Ok(handshake) => handshake,
         Err(refused) => return refused.into_response(),
     };
+    let headers = request.headers().clone();
     let limits = &shared.config.limits;
     let origin = headers
         .get(header::ORIGIN)
@@ -70,11 +71,16 @@ pub(crate) async fn handle(
             "restarting",
         );
     }
-    let ip_guard = match IpGuard::acquire(&shared, peer.ip()) {
-        Ok(guard) => guard,
+    let mut slot = match source_slot(&shared, &request, peer) {
+        Ok(slot) => slot,
         Err(violation) => return reject(violation),
     };
-    let admission = match lock(&shared.admission).try_take(shared.clock.now()) {
+    let now = shared.clock.now();
+    let source_share = match slot.key() {
+        Some(key) => lock(&shared.sources).admit(now, key),
+        None => Ok(()),
+    };
+    let admission = match source_share.and_then(|()| lock(&shared.admission).try_take(now)) {
         Ok(()) => Admission::Admitted,
         Err(wait) => {
             Metrics::add(&shared.metrics.admission_refusals);
@@ -86,15 +92,58 @@ pub(crate) async fn handle(
         }
     };
     let token = bearer(&headers);
+    slot.upgraded();
     handshake.accept(request, limits.max_frame_len(), move |ws| async move {
         let meta = ConnectionMeta {
             peer,
             header_token: token,
             admission,
+            _peer_slot: Some(slot),
         };
         connection::run(shared, ws, meta).await;
-        drop(ip_guard);
     })
+}
+
+/// The slot counting this connection against its source: the one the
+/// accept loop took, unless a trusted proxy names the client in
+/// `X-Forwarded-For`/`Forwarded` (then the client is counted instead of
+/// the proxy); taken here when the router is served some other way.
+fn source_slot(
+    shared: &Arc<Shared>,
+    request: &Request,
+    peer: SocketAddr,
+) -> Result<PeerSlot, Violation> {
+    let from_accept = request
+        .extensions()
+        .get::<SlotCell>()
+        .and_then(SlotCell::take);
+    let proxies = &shared.config.trusted_proxies;
+    let forwarded_by_proxy = !proxies.is_empty() && proxies.trusts(peer.ip());
+    if !forwarded_by_proxy {
+        if let Some(slot) = from_accept {
+            return Ok(slot);
+        }
+        return PeerSlot::acquire(shared, Some(peer.ip()));
+    }
+    let values = |name: header::HeaderName| -> Vec<&str> {
+        request
+            .headers()
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    };
+    let client = proxies.client(
+        peer.ip(),
+        &values(header::HeaderName::from_static("x-forwarded-for")),
+        &values(header::FORWARDED),
+    );
+    let counted = (!proxies.trusts(client)).then_some(client);
+    let slot = PeerSlot::acquire(shared, counted)?;
+    // The proxy's own connection is now this client's: stop counting it
+    // as not yet upgraded.
+    drop(from_accept);
+    Ok(slot)
 }
 
 /// A request that is a valid WebSocket upgrade (RFC 6455 §4.2.1), not yet
@@ -105,12 +154,20 @@ pub(crate) struct Handshake {
 }
 
 impl Handshake {
-    /// Check the upgrade headers (`Upgrade: websocket`, `Connection: upgrade`,
-    /// `Sec-WebSocket-Version: 13`, a `Sec-WebSocket-Key`).
-    pub(crate) fn validate(headers: &HeaderMap) -> Result<Handshake, NotAnUpgrade> {
-        websocket_key(headers)
+    /// Check the upgrade request (RFC 6455 §4.2.1): a `GET` of HTTP/1.1 or
+    /// later with `Upgrade: websocket`, `Connection: upgrade`,
+    /// `Sec-WebSocket-Version: 13` and a `Sec-WebSocket-Key` that is the
+    /// base64 encoding of 16 bytes.
+    pub(crate) fn validate(request: &Request) -> Result<Handshake, NotAnUpgrade> {
+        if request.method() != axum::http::Method::GET {
+            return Err(NotAnUpgrade::Method);
+        }
+        if request.version() < axum::http::Version::HTTP_11 {
+            return Err(NotAnUpgrade::Headers);
+        }
+        websocket_key(request.headers())
             .map(|key| Handshake { key })
-            .ok_or(NotAnUpgrade)
+            .ok_or(NotAnUpgrade::Headers)
     }
 
     /// Answer 101 Switching Protocols and, once hyper hands over the
@@ -225,13 +282,29 @@ impl AsyncWrite for WsIo {
     }
 }
 
-/// The request is not a WebSocket upgrade: HTTP 400.
+/// The request is not a WebSocket upgrade: HTTP 405 for another method,
+/// else 400.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct NotAnUpgrade;
+pub(crate) enum NotAnUpgrade {
+    /// Not a `GET`.
+    Method,
+    /// Not HTTP/1.1 or later, or the upgrade headers are missing or wrong.
+    Headers,
+}
 
 impl IntoResponse for NotAnUpgrade {
     fn into_response(self) -> Response {
-        (StatusCode::BAD_REQUEST, "expected a WebSocket upgrade").into_response()
+        match self {
+            NotAnUpgrade::Method => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, "GET")],
+                "a WebSocket upgrade is a GET",
+            )
+                .into_response(),
+            NotAnUpgrade::Headers => {
+                (StatusCode::BAD_REQUEST, "expected a WebSocket upgrade").into_response()
+            }
+        }
     }
 }
 
@@ -275,11 +348,13 @@ fn websocket_key(headers: &HeaderMap) -> Option<String> {
     if headers.get(header::SEC_WEBSOCKET_VERSION)?.as_bytes() != b"13" {
         return None;
     }
-    headers
+    let key = headers
         .get(header::SEC_WEBSOCKET_KEY)?
         .to_str()
-        .ok()
-        .map(str::to_owned)
+        .ok()?
+        .trim();
+    let decoded = base64::engine::general_purpose::STANDARD.decode(key).ok()?;
+    (decoded.len() == 16).then(|| key.to_owned())
 }
 
 fn accept_key(key: &str) -> String {
@@ -294,40 +369,30 @@ fn bearer(headers: &HeaderMap) -> Option<String> {
     value.strip_prefix("Bearer ").map(str::to_owned)
 }
 
-/// Counts a connection against its IP for as long as it lives.
-struct IpGuard {
-    shared: Arc<Shared>,
-    ip: IpAddr,
-}
-
-impl IpGuard {
-    fn acquire(shared: &Arc<Shared>, ip: IpAddr) -> Result<IpGuard, Violation> {
-        let mut per_ip = lock(&shared.per_ip);
-        let count = per_ip.entry(ip).or_default();
-        shared.config.limits.check_connections_from_ip(*count)?;
-        *count += 1;
-        Ok(IpGuard {
-            shared: Arc::clone(shared),
-            ip,
-        })
-    }
-}
-
-impl Drop for IpGuard {
-    fn drop(&mut self) {
-        let mut per_ip = lock(&self.shared.per_ip);
-        if let Some(count) = per_ip.get_mut(&self.ip) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                per_ip.remove(&self.ip);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_that_is_not_base64_of_16_bytes_is_not_an_upgrade() {
+        let headers = |key: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+            h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+            h.insert(
+                header::SEC_WEBSOCKET_VERSION,
+                HeaderValue::from_static("13"),
+            );
+            h.insert(
+                header::SEC_WEBSOCKET_KEY,
+                HeaderValue::from_str(key).unwrap(),
+            );
+            h
+        };
+        assert!(websocket_key(&headers("dGhlIHNhbXBsZSBub25jZQ==")).is_some());
+        assert!(websocket_key(&headers("not base64!")).is_none());
+        assert!(websocket_key(&headers("c2hvcnQ=")).is_none());
+    }
 
     #[test]
     fn accept_key_matches_rfc_6455_example() {

@@ -66,8 +66,9 @@ pub(crate) enum Message {
     Text(Bytes),
     /// A complete binary message.
     Binary(Bytes),
-    /// A ping (already answered with a pong).
-    Ping,
+    /// A ping, with its payload (not answered yet: see
+    /// [`WebSocket::queue_pong`]).
+    Ping(Bytes),
     /// A pong.
     Pong,
     /// The peer closed, with this code if it sent one (the close is already
@@ -172,6 +173,9 @@ pub(crate) struct WebSocket<S> {
     /// Encoded frames not yet written (empty, unallocated, when idle).
     write: BytesMut,
     partial: Option<Box<Partial>>,
+    /// Bytes of the frame at the front of `write` still to be written when
+    /// its start is already out (0: `write` starts at a frame boundary).
+    head_left: usize,
     max_payload: usize,
     eof: bool,
     close_sent: bool,
@@ -199,6 +203,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
             read: BytesMut::from(leftover),
             write: BytesMut::new(),
             partial: None,
+            head_left: 0,
             max_payload,
             eof: false,
             close_sent: false,
@@ -219,6 +224,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
     /// Queue a binary frame.
     pub(crate) fn queue_binary(&mut self, payload: &[u8]) {
         self.encode(OP_BINARY, payload);
+    }
+
+    /// Queue a pong answering a ping with `payload`.
+    pub(crate) fn queue_pong(&mut self, payload: &[u8]) {
+        self.encode(OP_PONG, &payload[..payload.len().min(MAX_CONTROL)]);
+    }
+
+    /// Drop every queued frame that has not started to go out (a frame
+    /// partly written is finished, so the stream stays well framed). Used
+    /// before an urgent close, so the close frame is next on the wire
+    /// instead of behind a backlog the peer is not reading.
+    pub(crate) fn discard_unsent(&mut self) {
+        self.write.truncate(self.head_left);
+        if self.write.is_empty() {
+            self.write = BytesMut::new();
+        }
     }
 
     /// Queue a close frame (once; later frames are not sent).
@@ -287,23 +308,53 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
     }
 
     /// Close: queue a close frame (unless one was sent), write what is
-    /// queued, wait for the peer's close (discarding its messages), then shut
-    /// the socket down; all within `linger`.
+    /// queued while reading (and discarding) what the peer still sends, so
+    /// unread input never turns the close into a reset; once the peer's
+    /// close (or the end of its stream) has arrived, shut the socket down;
+    /// all within `linger`.
     pub(crate) async fn close(&mut self, code: Option<u16>, reason: &str, linger: Duration) {
         self.queue_close(code, reason);
         let _ = tokio::time::timeout(linger, async {
-            if self.flush().await.is_err() {
-                return;
+            if poll_fn(|cx| self.poll_closing(cx)).await.is_ok() {
+                let _ = poll_fn(|cx| Pin::new(&mut self.io).poll_shutdown(cx)).await;
             }
-            while !self.close_received && !self.eof {
-                match self.next().await {
-                    None | Some(Err(_)) => break,
-                    Some(Ok(_)) => {}
-                }
-            }
-            let _ = poll_fn(|cx| Pin::new(&mut self.io).poll_shutdown(cx)).await;
         })
         .await;
+    }
+
+    /// Progress of a close: flush and read at once, until everything is
+    /// written and the peer's close or end of stream has been read.
+    fn poll_closing(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let flushed = match self.poll_flush(cx) {
+                Poll::Ready(Ok(())) => true,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => false,
+            };
+            if self.close_received || self.eof {
+                return if flushed {
+                    Poll::Ready(Ok(()))
+                } else {
+                    Poll::Pending
+                };
+            }
+            match self.parse() {
+                Err(_) => return Poll::Ready(Err(io::ErrorKind::InvalidData.into())),
+                Ok(Some(frame)) => {
+                    if self.on_frame(frame).is_err() {
+                        return Poll::Ready(Err(io::ErrorKind::InvalidData.into()));
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+            }
+            match self.poll_read_some(cx) {
+                Poll::Ready(Ok(0)) => self.eof = true,
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -312,6 +363,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
+            self.head_left = head_left_after(&self.write, self.head_left, n);
             self.write.advance(n);
         }
         // Idle: give the allocation back.
@@ -481,10 +533,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
                 }
                 Ok(None)
             }
-            OP_PING => {
-                self.encode(OP_PONG, &frame.payload);
-                Ok(Some(Message::Ping))
-            }
+            OP_PING => Ok(Some(Message::Ping(frame.payload.freeze()))),
             OP_PONG => Ok(Some(Message::Pong)),
             _ => {
                 let code = match frame.payload.len() {
@@ -511,6 +560,45 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
             }
         }
     }
+}
+
+/// Length of the server frame (header and payload) at the start of `buf`,
+/// which holds frames this codec encoded (unmasked, well formed).
+fn frame_len_at(buf: &[u8]) -> usize {
+    match buf.get(1).map(|b| b & 0x7f) {
+        Some(126) => {
+            4 + buf
+                .get(2..4)
+                .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+        }
+        Some(127) => {
+            let len = buf.get(2..10).map_or(0, |b| {
+                let mut be = [0; 8];
+                be.copy_from_slice(b);
+                u64::from_be_bytes(be)
+            });
+            10usize.saturating_add(usize::try_from(len).unwrap_or(usize::MAX))
+        }
+        Some(n) => 2 + usize::from(n),
+        None => buf.len(),
+    }
+}
+
+/// The new [`WebSocket::head_left`] once `written` bytes of `buf` (whose
+/// head frame had `head_left` bytes left) have gone out.
+fn head_left_after(buf: &[u8], head_left: usize, written: usize) -> usize {
+    if written < head_left {
+        return head_left - written;
+    }
+    let mut at = head_left;
+    while at < written {
+        let end = at.saturating_add(frame_len_at(&buf[at..]));
+        if end > written {
+            return end - written;
+        }
+        at = end;
+    }
+    0
 }
 
 /// A complete message from its (last) fragment.
@@ -597,7 +685,11 @@ mod tests {
         input.extend(masked(0x82, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
         input.extend(masked(0x88, &[0x03, 0xe8, b'o', b'k']));
         peer.write_all(&input).await.unwrap();
-        assert_eq!(ws.next().await.unwrap().unwrap(), Message::Ping);
+        assert_eq!(
+            ws.next().await.unwrap().unwrap(),
+            Message::Ping(Bytes::from_static(b"p"))
+        );
+        ws.queue_pong(b"p");
         assert_eq!(
             ws.next().await.unwrap().unwrap(),
             Message::Text(Bytes::from("héllo wörld"))
@@ -693,6 +785,28 @@ mod tests {
         ws.flush().await.unwrap();
         assert_eq!(ws.buffered(), 0);
         drop(reader.await.unwrap());
+    }
+
+    #[test]
+    fn frame_boundaries_are_followed_across_partial_writes() {
+        let (a, _b) = tokio::io::duplex(16);
+        let mut ws = WebSocket::new(a, &[], 1024);
+        ws.queue_text(&[b'a'; 3]); // 5 bytes
+        ws.queue_text(&[b'b'; 200]); // 4 + 200 bytes
+        ws.queue_text(&[b'c'; 1]); // 3 bytes
+        assert_eq!(head_left_after(&ws.write, 0, 2), 3);
+        assert_eq!(head_left_after(&ws.write, 0, 5), 0);
+        assert_eq!(head_left_after(&ws.write, 0, 6), 203);
+        // Two bytes of the first frame are out: three of it are left.
+        let rest = &ws.write[2..];
+        assert_eq!(head_left_after(rest, 3, 2), 1);
+        assert_eq!(head_left_after(rest, 3, 3 + 204), 0);
+        assert_eq!(head_left_after(rest, 3, 3 + 204 + 1), 2);
+        // Discarding keeps only the rest of a frame already started.
+        ws.head_left = 203;
+        ws.write.advance(6);
+        ws.discard_unsent();
+        assert_eq!(ws.buffered(), 203);
     }
 
     #[test]

@@ -142,7 +142,7 @@ async fn a_resumed_subscription_replays_what_was_missed_in_order() {
     };
     assert!(!first.recovered);
     for n in 1..=5 {
-        server.publish("news", json!(n));
+        server.publish("news", json!(n)).expect("published");
     }
     let since = StreamPosition {
         epoch: first.epoch.clone(),
@@ -164,7 +164,7 @@ async fn a_resumed_subscription_replays_what_was_missed_in_order() {
     }
     assert_eq!(offsets, vec![3, 4, 5]);
     // Live publications follow without a gap or a duplicate.
-    server.publish("news", json!(6));
+    server.publish("news", json!(6)).expect("published");
     let Some(ServerMessage::Publication(p)) = again.recv_skipping_pings().await else {
         panic!()
     };
@@ -177,7 +177,7 @@ async fn without_enough_history_the_server_says_so_and_replays_nothing() {
     history.max_len = 2;
     let (server, addr, _first_session, first) = subscribed_with_history(history).await;
     for n in 1..=5 {
-        server.publish("news", json!(n));
+        server.publish("news", json!(n)).expect("published");
     }
     let (mut again, _) = Raw::connected(addr, None).await;
     let since = StreamPosition {
@@ -190,7 +190,7 @@ async fn without_enough_history_the_server_says_so_and_replays_nothing() {
     };
     assert!(!resumed.recovered);
     assert_eq!(resumed.offset, 5, "the client resyncs from the current top");
-    server.publish("news", json!(6));
+    server.publish("news", json!(6)).expect("published");
     let Some(ServerMessage::Publication(p)) = again.recv_skipping_pings().await else {
         panic!()
     };
@@ -321,25 +321,35 @@ async fn a_subscriber_that_falls_behind_the_live_buffer_is_told_and_recovers() {
     // publications overrun a live buffer of four.
     server.set_faults("freeze on", |f| f.freeze = true);
     for n in 1..=10 {
-        server.publish("news", json!(n));
+        server.publish("news", json!(n)).expect("published");
     }
     server.set_faults("freeze off", |f| f.freeze = false);
-    match raw.recv_skipping_pings().await {
-        Some(ServerMessage::Unsubscribed(u)) => {
-            assert_eq!((u.channel.as_str(), u.code.as_str()), ("news", "lagged"));
+    // What fitted in the live buffer arrives, in order, then the notice.
+    let mut last = first.offset;
+    loop {
+        match raw.recv_skipping_pings().await {
+            Some(ServerMessage::Publication(p)) => {
+                assert_eq!(p.offset, last + 1);
+                last = p.offset;
+            }
+            Some(ServerMessage::Unsubscribed(u)) => {
+                assert_eq!((u.channel.as_str(), u.code.as_str()), ("news", "lagged"));
+                break;
+            }
+            other => panic!("expected publications then unsubscribed lagged, got {other:?}"),
         }
-        other => panic!("expected unsubscribed lagged, got {other:?}"),
     }
-    // Resubscribing from its position replays every publication, in order.
+    assert!(last < 10, "the buffer of four could not hold all ten");
+    // Resubscribing from its position replays every later publication, in order.
     let since = StreamPosition {
         epoch: first.epoch,
-        offset: first.offset,
+        offset: last,
     };
     let ServerMessage::Subscribed(resumed) = subscribe(&mut raw, "news", Some(since)).await else {
         panic!()
     };
     assert!(resumed.recovered);
-    for n in 1..=10 {
+    for n in last + 1..=10 {
         let Some(ServerMessage::Publication(p)) = raw.recv_skipping_pings().await else {
             panic!()
         };
@@ -355,11 +365,13 @@ async fn a_replay_larger_than_the_write_buffer_arrives_without_waiting_for_a_pin
     // buffers for writing at once, so the replay waits in the queue.
     let big = "x".repeat(40 * 1024);
     for n in 1..=3 {
-        server.publish("big", json!({ "n": n, "pad": big }));
+        server
+            .publish("big", json!({ "n": n, "pad": big }))
+            .expect("published");
     }
     let (mut raw, _) = Raw::connected(addr, None).await;
     let since = StreamPosition {
-        epoch: server.publish("other", json!(0)).epoch,
+        epoch: server.publish("other", json!(0)).expect("published").epoch,
         offset: 0,
     };
     // `other`'s epoch is the broker's epoch, so this resumes from offset 0.

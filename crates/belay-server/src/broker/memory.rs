@@ -1,82 +1,36 @@
-//! Channels: publish from anywhere, subscribe with recovery.
+//! [`MemoryBroker`]: the embedded broker, channels in memory.
 //!
-//! A [`Broker`] owns every channel's history and live fan-out. Subscribing is
-//! atomic with respect to publishing: the recovery decision, the replay and
-//! the live receiver are taken under one lock, so a subscriber sees every
-//! offset after its position exactly once, or is told `recovered: false`.
-//! Frames are encoded once per publication and shared by every subscriber.
-//!
-//! **Bounded channels.** Under an authenticator that lets anyone subscribe
-//! to any name, subscribing is a way to make the server create channels. The
-//! embedded broker therefore (1) allocates a channel's live fan-out buffer
-//! only while it has subscribers (a channel that is only published to, or
-//! whose subscribers left, holds just its history), (2) forgets channels
-//! that nobody subscribes to and nothing was ever published on, and (3)
-//! refuses a `subscribe` that would create a channel beyond
-//! [`HistoryLimits::max_channels`] ([`SubscribeError::TooManyChannels`]: the
-//! client gets `unsubscribed` `unavailable` and tries again later).
-//! Publishing, the application's own call, always creates its channel.
+//! Channels live in [`SHARDS`] independently locked maps, so creating,
+//! publishing to and leaving channels on one shard never waits behind work
+//! on another, and no operation holds a lock over all channels. Each
+//! channel is its [`ChannelLog`] (offsets, epoch, bounded history) plus the
+//! [`LiveSender`]s of its subscribers; publishing encodes the frame once and
+//! hands it to each sender under the shard lock, so every subscriber sees a
+//! channel's publications in offset order.
 
+use std::collections::hash_map::{Entry, RandomState};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant as StdInstant};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use belay_proto::message::{
-    encode_server, Payload, Publication, ServerMessage, StreamPosition, Subscribed,
-};
+use belay_proto::message::{encode_server, Payload, Publication, ServerMessage, StreamPosition};
 use belay_proto::server::ChannelLog;
+use belay_proto::Instant;
 use bytes::Bytes;
-use tokio::sync::broadcast;
 
+use super::{
+    Broker, Delivered, Delivery, LiveSender, PublishError, SubscribeError, SubscriberId,
+    Subscription,
+};
 use crate::clock::Clock;
 use crate::metrics::lock;
 
-/// One publication, encoded once for every subscriber.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    /// Its offset within the channel's epoch.
-    pub offset: u64,
-    /// The `publication` frame, as JSON text.
-    pub frame: Bytes,
-}
+/// Independently locked parts of the channel map.
+pub(crate) const SHARDS: usize = 32;
 
-/// A subscription as the broker grants it.
-#[derive(Debug)]
-pub struct Subscription {
-    /// The confirmation to send.
-    pub subscribed: Subscribed,
-    /// Missed publications, in order, to send before anything live.
-    pub replay: Vec<Delivery>,
-    /// Live publications after the replay.
-    pub live: broadcast::Receiver<Arc<Delivery>>,
-}
-
-/// Why a subscription was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SubscribeError {
-    /// The channel does not exist and the broker holds as many channels as
-    /// it may.
-    #[error("too many channels")]
-    TooManyChannels,
-}
-
-/// Where channels live. The embedded [`MemoryBroker`] is the default; a
-/// multi-node broker must keep the same promises about offsets and history.
-pub trait Broker: Send + Sync + 'static {
-    /// Append `data` to `channel` and fan it out; returns the publication.
-    fn publish(&self, channel: &str, data: Payload) -> Publication;
-
-    /// Subscribe to `channel`, resuming after `since` if given; refused when
-    /// the channel would be one too many.
-    fn subscribe(
-        &self,
-        channel: &str,
-        since: Option<&StreamPosition>,
-    ) -> Result<Subscription, SubscribeError>;
-}
-
-/// Bounds of the in-memory history, per channel.
+/// Bounds of the in-memory history and of channels.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct HistoryLimits {
@@ -84,8 +38,12 @@ pub struct HistoryLimits {
     pub max_len: usize,
     /// How long a publication is kept.
     pub max_age: Duration,
-    /// Live publications buffered per subscriber before it counts as lagging.
+    /// Live publications buffered per connection (over all its
+    /// subscriptions) before the subscription that does not fit counts as
+    /// lagging.
     pub live_buffer: usize,
+    /// Bytes of live publications buffered per connection, likewise.
+    pub live_buffer_bytes: usize,
     /// Channels the broker holds at most (counting those with history or
     /// subscribers); a `subscribe` that would create one more is refused.
     pub max_channels: usize,
@@ -97,6 +55,7 @@ impl Default for HistoryLimits {
             max_len: 1_000,
             max_age: Duration::from_secs(300),
             live_buffer: 1_024,
+            live_buffer_bytes: 1 << 20,
             max_channels: 100_000,
         }
     }
@@ -104,30 +63,34 @@ impl Default for HistoryLimits {
 
 struct Channel {
     log: ChannelLog,
-    /// The live fan-out, only while someone is (or was, until the next
-    /// publication notices) subscribed: its buffer is `live_buffer` slots.
-    live: Option<broadcast::Sender<Arc<Delivery>>>,
+    subscribers: Vec<LiveSender>,
 }
 
 impl Channel {
-    /// Nothing would be lost by forgetting it: never published on (so a
-    /// new log is identical) and nobody listening.
-    fn forgettable(&self) -> bool {
-        self.log.top() == 0 && self.live.as_ref().map_or(true, |l| l.receiver_count() == 0)
+    /// Nothing would be lost by freeing it: nobody listens and no history
+    /// is held (a later incarnation gets a new epoch if this one had
+    /// publications, so old positions never resume against new offsets).
+    fn forgettable(&mut self, now: Instant) -> bool {
+        self.subscribers.retain(|s| !s.is_gone());
+        if !self.subscribers.is_empty() {
+            return false;
+        }
+        self.log.prune(now);
+        self.log.is_empty()
     }
 }
 
-/// How often a full broker looks for channels to forget, at most.
-const SWEEP_EVERY: Duration = Duration::from_millis(100);
-
-struct Channels {
-    map: HashMap<String, Channel>,
-    last_sweep: Option<StdInstant>,
-}
+type Shard = HashMap<String, Channel>;
 
 /// The embedded in-memory broker.
 pub struct MemoryBroker {
-    channels: Mutex<Channels>,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    /// Channels held, over all shards.
+    count: AtomicUsize,
+    /// Channels freed after they had publications: a new incarnation of a
+    /// channel gets a new epoch while this is non-zero.
+    freed_published: AtomicU64,
     limits: HistoryLimits,
     epoch: String,
     clock: Clock,
@@ -138,6 +101,7 @@ impl std::fmt::Debug for MemoryBroker {
         f.debug_struct("MemoryBroker")
             .field("epoch", &self.epoch)
             .field("limits", &self.limits)
+            .field("channels", &self.channel_count())
             .finish_non_exhaustive()
     }
 }
@@ -151,10 +115,10 @@ impl MemoryBroker {
             .map(|d| d.as_nanos())
             .unwrap_or_default();
         MemoryBroker {
-            channels: Mutex::new(Channels {
-                map: HashMap::new(),
-                last_sweep: None,
-            }),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+            count: AtomicUsize::new(0),
+            freed_published: AtomicU64::new(0),
             limits,
             epoch: format!("{:x}", nanos & 0xffff_ffff_ffff),
             clock: Clock::new(),
@@ -163,19 +127,60 @@ impl MemoryBroker {
 
     /// Channels held now.
     pub fn channel_count(&self) -> usize {
-        lock(&self.channels).map.len()
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn shard(&self, channel: &str) -> &Mutex<Shard> {
+        let index = self.hasher.hash_one(channel) as usize % SHARDS;
+        &self.shards[index]
     }
 
     fn new_channel(&self, name: &str) -> Channel {
+        let generation = self.freed_published.load(Ordering::Relaxed);
+        let epoch = if generation == 0 {
+            self.epoch.clone()
+        } else {
+            format!("{}.{generation:x}", self.epoch)
+        };
         Channel {
             log: ChannelLog::new(
                 name.to_owned(),
-                self.epoch.clone(),
+                epoch,
                 self.limits.max_len,
                 self.limits.max_age,
             ),
-            live: None,
+            subscribers: Vec::new(),
         }
+    }
+
+    /// Forget `channel` (its shard is locked by the caller).
+    fn free(&self, shard: &mut Shard, channel: &str) {
+        if let Some(c) = shard.remove(channel) {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            if c.log.top() > 0 {
+                self.freed_published.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Make room for one more channel by freeing forgettable ones, one shard
+    /// at a time (never all channels under one lock). Returns whether there
+    /// is room now.
+    fn make_room(&self, now: Instant) -> bool {
+        for shard in self.shards.iter() {
+            if self.channel_count() < self.limits.max_channels {
+                return true;
+            }
+            let mut shard = lock(shard);
+            let forgettable: Vec<String> = shard
+                .iter_mut()
+                .filter_map(|(name, c)| c.forgettable(now).then(|| name.clone()))
+                .collect();
+            for name in forgettable {
+                self.free(&mut shard, &name);
+            }
+        }
+        self.channel_count() < self.limits.max_channels
     }
 }
 
@@ -189,71 +194,87 @@ fn encode(publication: &Publication) -> Delivery {
 }
 
 impl Broker for MemoryBroker {
-    fn publish(&self, channel: &str, data: Payload) -> Publication {
+    fn publish(&self, channel: &str, data: Payload) -> Result<Publication, PublishError> {
         let now = self.clock.now();
-        let mut channels = lock(&self.channels);
-        let c = match channels.map.get_mut(channel) {
-            Some(c) => c,
-            None => channels
-                .map
-                .entry(channel.to_owned())
-                .or_insert_with(|| self.new_channel(channel)),
+        let mut shard = lock(self.shard(channel));
+        let c = match shard.entry(channel.to_owned()) {
+            Entry::Occupied(c) => c.into_mut(),
+            Entry::Vacant(slot) => {
+                // Publishing is the application's call: it always creates.
+                self.count.fetch_add(1, Ordering::Relaxed);
+                slot.insert(self.new_channel(channel))
+            }
         };
         let publication = c.log.publish(now, data);
-        if let Some(live) = &c.live {
-            if live.receiver_count() == 0 {
-                // Everyone left: give the fan-out buffer back.
-                c.live = None;
-            } else {
-                let _ = live.send(Arc::new(encode(&publication)));
-            }
+        if !c.subscribers.is_empty() {
+            let delivery = encode(&publication);
+            c.subscribers.retain(|subscriber| {
+                subscriber.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
+            });
         }
-        publication
+        if c.subscribers.is_empty() && c.log.is_empty() {
+            // No history kept (max_len 0) and nobody listening.
+            self.free(&mut shard, channel);
+        }
+        Ok(publication)
     }
 
     fn subscribe(
         &self,
         channel: &str,
         since: Option<&StreamPosition>,
+        live: LiveSender,
     ) -> Result<Subscription, SubscribeError> {
         let now = self.clock.now();
-        let mut guard = lock(&self.channels);
-        let channels = &mut *guard;
-        if !channels.map.contains_key(channel) && channels.map.len() >= self.limits.max_channels {
-            // Full: forget what can be forgotten (not more often than
-            // SWEEP_EVERY, so a flood of refused names stays cheap).
-            let wall = StdInstant::now();
-            if channels
-                .last_sweep
-                .map_or(true, |at| wall.duration_since(at) >= SWEEP_EVERY)
-            {
-                channels.last_sweep = Some(wall);
-                channels.map.retain(|_, c| !c.forgettable());
-            }
-            if channels.map.len() >= self.limits.max_channels {
+        let mut shard = lock(self.shard(channel));
+        if !shard.contains_key(channel) && self.channel_count() >= self.limits.max_channels {
+            drop(shard);
+            if !self.make_room(now) {
                 return Err(SubscribeError::TooManyChannels);
             }
+            shard = lock(self.shard(channel));
         }
-        let c = channels
-            .map
-            .entry(channel.to_owned())
-            .or_insert_with(|| self.new_channel(channel));
+        let c = match shard.entry(channel.to_owned()) {
+            Entry::Occupied(c) => c.into_mut(),
+            Entry::Vacant(slot) => {
+                self.count.fetch_add(1, Ordering::Relaxed);
+                slot.insert(self.new_channel(channel))
+            }
+        };
         let recovery = c.log.recover(now, since);
-        let live = c
-            .live
-            .get_or_insert_with(|| broadcast::channel(self.limits.live_buffer.max(1)).0)
-            .subscribe();
+        c.subscribers.retain(|s| !s.is_gone());
+        c.subscribers.push(live);
         Ok(Subscription {
             subscribed: recovery.subscribed,
             replay: recovery.replay.iter().map(encode).collect(),
-            live,
         })
+    }
+
+    fn channels(&self) -> Option<usize> {
+        Some(self.channel_count())
+    }
+
+    fn unsubscribe(&self, channel: &str, subscriber: SubscriberId) {
+        let now = self.clock.now();
+        let mut shard = lock(self.shard(channel));
+        let Some(c) = shard.get_mut(channel) else {
+            return;
+        };
+        c.subscribers.retain(|s| s.id() != subscriber);
+        if c.subscribers.is_empty() && c.subscribers.capacity() > 4 {
+            c.subscribers = Vec::new();
+        }
+        if c.forgettable(now) {
+            self.free(&mut shard, channel);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::{LiveInbox, LiveItem};
+    use std::sync::Arc;
 
     fn broker(max_channels: usize) -> MemoryBroker {
         MemoryBroker::new(HistoryLimits {
@@ -262,48 +283,117 @@ mod tests {
         })
     }
 
+    fn inbox() -> LiveInbox {
+        LiveInbox::new(1_024, 1 << 20)
+    }
+
     #[test]
-    fn a_full_broker_refuses_new_channels_and_forgets_idle_ones() {
+    fn a_full_broker_refuses_new_channels_and_frees_left_ones_at_once() {
         let b = broker(2);
-        let a = b.subscribe("a", None).unwrap();
-        let _b = b.subscribe("b", None).unwrap();
+        let conn = inbox();
+        let a = conn.sender(Arc::from("a"));
+        let a_id = a.id();
+        b.subscribe("a", None, a).unwrap();
+        b.subscribe("b", None, conn.sender(Arc::from("b"))).unwrap();
         // Existing channels stay open to more subscribers.
-        assert!(b.subscribe("a", None).is_ok());
+        assert!(b.subscribe("a", None, conn.sender(Arc::from("a"))).is_ok());
         assert_eq!(
-            b.subscribe("c", None).unwrap_err(),
+            b.subscribe("c", None, conn.sender(Arc::from("c")))
+                .unwrap_err(),
             SubscribeError::TooManyChannels
         );
-        // `a` is left by everyone: it is forgotten at the next sweep.
-        drop(a);
-        b.channels.lock().unwrap().last_sweep = None;
-        assert!(b.subscribe("c", None).is_ok());
-        assert_eq!(b.channel_count(), 2);
+        b.unsubscribe("a", a_id);
+        assert_eq!(b.channel_count(), 2, "a still has a subscriber");
+        let stranger = inbox().sender(Arc::from("b")).id();
+        b.unsubscribe("b", stranger);
+        assert_eq!(
+            b.channel_count(),
+            2,
+            "an unknown subscriber changes nothing"
+        );
+    }
+
+    #[test]
+    fn a_channel_whose_last_subscriber_leaves_is_freed() {
+        let b = broker(10);
+        let conn = inbox();
+        let ids: Vec<_> = (0..3)
+            .map(|i| {
+                let live = conn.sender(Arc::from(format!("c{i}").as_str()));
+                let id = live.id();
+                b.subscribe(&format!("c{i}"), None, live).unwrap();
+                id
+            })
+            .collect();
+        assert_eq!(b.channel_count(), 3);
+        for (i, id) in ids.into_iter().enumerate() {
+            b.unsubscribe(&format!("c{i}"), id);
+        }
+        assert_eq!(b.channel_count(), 0);
+    }
+
+    #[test]
+    fn a_gone_connection_frees_its_channels_when_room_is_needed() {
+        let b = broker(1);
+        let conn = inbox();
+        b.subscribe("a", None, conn.sender(Arc::from("a"))).unwrap();
+        drop(conn);
+        let other = inbox();
+        assert!(b.subscribe("b", None, other.sender(Arc::from("b"))).is_ok());
+        assert_eq!(b.channel_count(), 1);
     }
 
     #[test]
     fn a_channel_with_history_is_kept_and_publishing_always_creates() {
         let b = broker(1);
-        b.publish("news", serde_json::json!(1));
-        b.publish("more", serde_json::json!(2));
+        b.publish("news", serde_json::json!(1)).unwrap();
+        b.publish("more", serde_json::json!(2)).unwrap();
         assert_eq!(b.channel_count(), 2);
+        let conn = inbox();
         assert_eq!(
-            b.subscribe("x", None).unwrap_err(),
+            b.subscribe("x", None, conn.sender(Arc::from("x")))
+                .unwrap_err(),
             SubscribeError::TooManyChannels
         );
-        let sub = b.subscribe("news", None).unwrap();
+        let sub = b
+            .subscribe("news", None, conn.sender(Arc::from("news")))
+            .unwrap();
         assert_eq!(sub.subscribed.offset, 1);
     }
 
     #[test]
-    fn the_fan_out_buffer_exists_only_while_subscribed() {
+    fn publications_reach_every_subscriber_in_order() {
         let b = broker(10);
-        b.publish("p", serde_json::json!(1));
-        assert!(b.channels.lock().unwrap().map["p"].live.is_none());
-        let mut sub = b.subscribe("p", None).unwrap();
-        b.publish("p", serde_json::json!(2));
-        assert_eq!(sub.live.try_recv().unwrap().offset, 2);
-        drop(sub);
-        b.publish("p", serde_json::json!(3));
-        assert!(b.channels.lock().unwrap().map["p"].live.is_none());
+        let mut first = inbox();
+        let mut second = inbox();
+        b.subscribe("p", None, first.sender(Arc::from("p")))
+            .unwrap();
+        b.subscribe("p", None, second.sender(Arc::from("p")))
+            .unwrap();
+        for n in 1..=3 {
+            b.publish("p", serde_json::json!(n)).unwrap();
+        }
+        for conn in [&mut first, &mut second] {
+            let offsets: Vec<u64> = std::iter::from_fn(|| conn.try_next())
+                .map(|item| match item {
+                    LiveItem::Frame { offset, .. } => offset,
+                    LiveItem::Lagged { .. } => panic!("lagged"),
+                })
+                .collect();
+            assert_eq!(offsets, [1, 2, 3]);
+        }
+    }
+
+    #[test]
+    fn a_freed_published_channel_comes_back_in_a_new_epoch() {
+        let b = MemoryBroker::new(HistoryLimits {
+            max_len: 0,
+            ..HistoryLimits::default()
+        });
+        let first = b.publish("t", serde_json::json!(1)).unwrap();
+        assert_eq!(b.channel_count(), 0, "no history and nobody listening");
+        let again = b.publish("t", serde_json::json!(2)).unwrap();
+        assert_ne!(again.epoch, first.epoch);
+        assert_eq!(again.offset, 1);
     }
 }

@@ -1,0 +1,259 @@
+//! Live delivery from a broker to one connection: a per-connection inbox
+//! that every subscription of the connection feeds.
+//!
+//! A channel holds one [`LiveSender`] per subscriber, a few dozen bytes; it
+//! allocates nothing per channel (a tokio broadcast channel allocates its
+//! whole ring up front, about 32 KB for 1 024 slots, which is what made
+//! every subscribed channel cost 32 KB). Publishing pushes the shared,
+//! once-encoded frame into each subscriber's inbox. The inbox is bounded:
+//! at most `max_frames` frames and `max_bytes` bytes wait in it (at least one
+//! frame always fits). A delivery that does not fit marks that subscription
+//! *lagged*: it gets no more frames, and the connection tells the client
+//! (`unsubscribed` `lagged`), which resubscribes from its position so the
+//! history replays what it missed (or says it cannot). Nothing is lost
+//! silently.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use crate::metrics::lock;
+
+/// Identifies one subscription server-wide (a replacing `subscribe` gets a
+/// new one, so frames of the replaced subscription are recognised as stale).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SubscriberId(u64);
+
+impl SubscriberId {
+    fn next() -> SubscriberId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        SubscriberId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// What [`LiveSender::deliver`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delivered {
+    /// Queued for the connection.
+    Queued,
+    /// The subscriber is behind (now or before): the frame was not queued
+    /// and the connection will tell its client.
+    Lagged,
+    /// The connection is gone: drop this sender.
+    Gone,
+}
+
+/// An item a connection takes out of its inbox.
+#[derive(Debug)]
+pub(crate) enum LiveItem {
+    /// The next publication of a subscription.
+    Frame {
+        channel: Arc<str>,
+        subscriber: SubscriberId,
+        offset: u64,
+        frame: Bytes,
+    },
+    /// The subscription fell behind and gets nothing more.
+    Lagged {
+        channel: Arc<str>,
+        subscriber: SubscriberId,
+    },
+}
+
+#[derive(Debug, Default)]
+struct State {
+    items: VecDeque<LiveItem>,
+    bytes: usize,
+    /// Subscriptions marked lagged whose notice is queued.
+    lagged: Vec<SubscriberId>,
+}
+
+#[derive(Debug)]
+struct Inbox {
+    state: Mutex<State>,
+    notify: Notify,
+    closed: AtomicBool,
+    max_frames: usize,
+    max_bytes: usize,
+}
+
+/// The broker's handle on one subscriber: where its channel's publications
+/// go. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct LiveSender {
+    inbox: Arc<Inbox>,
+    channel: Arc<str>,
+    id: SubscriberId,
+}
+
+impl LiveSender {
+    /// This subscription.
+    pub fn id(&self) -> SubscriberId {
+        self.id
+    }
+
+    /// Whether the connection is gone (the broker may drop the sender).
+    pub fn is_gone(&self) -> bool {
+        self.inbox.closed.load(Ordering::Acquire)
+    }
+
+    /// Queue publication `offset`, encoded as `frame`, for the connection.
+    pub fn deliver(&self, offset: u64, frame: &Bytes) -> Delivered {
+        if self.is_gone() {
+            return Delivered::Gone;
+        }
+        let mut state = lock(&self.inbox.state);
+        if state.lagged.contains(&self.id) {
+            return Delivered::Lagged;
+        }
+        let fits = state.items.is_empty()
+            || (state.items.len() < self.inbox.max_frames
+                && state.bytes.saturating_add(frame.len()) <= self.inbox.max_bytes);
+        let item = if fits {
+            state.bytes += frame.len();
+            LiveItem::Frame {
+                channel: Arc::clone(&self.channel),
+                subscriber: self.id,
+                offset,
+                frame: frame.clone(),
+            }
+        } else {
+            state.lagged.push(self.id);
+            LiveItem::Lagged {
+                channel: Arc::clone(&self.channel),
+                subscriber: self.id,
+            }
+        };
+        state.items.push_back(item);
+        drop(state);
+        self.inbox.notify.notify_one();
+        if fits {
+            Delivered::Queued
+        } else {
+            Delivered::Lagged
+        }
+    }
+}
+
+/// A connection's end: every live frame of its subscriptions, in the order
+/// they were published on each channel.
+#[derive(Debug)]
+pub(crate) struct LiveInbox(Arc<Inbox>);
+
+impl LiveInbox {
+    /// An inbox holding at most `max_frames` frames and `max_bytes` bytes.
+    pub(crate) fn new(max_frames: usize, max_bytes: usize) -> LiveInbox {
+        LiveInbox(Arc::new(Inbox {
+            state: Mutex::new(State::default()),
+            notify: Notify::new(),
+            closed: AtomicBool::new(false),
+            max_frames: max_frames.max(1),
+            max_bytes,
+        }))
+    }
+
+    /// A sender for a new subscription to `channel`.
+    pub(crate) fn sender(&self, channel: Arc<str>) -> LiveSender {
+        LiveSender {
+            inbox: Arc::clone(&self.0),
+            channel,
+            id: SubscriberId::next(),
+        }
+    }
+
+    /// The next item if one is queued.
+    pub(crate) fn try_next(&mut self) -> Option<LiveItem> {
+        let mut state = lock(&self.0.state);
+        let item = state.items.pop_front()?;
+        match &item {
+            LiveItem::Frame { frame, .. } => state.bytes -= frame.len(),
+            LiveItem::Lagged { subscriber, .. } => state.lagged.retain(|id| id != subscriber),
+        }
+        if state.items.is_empty() && state.items.capacity() > 64 {
+            // A burst is over: give the ring back.
+            state.items = VecDeque::new();
+        }
+        Some(item)
+    }
+
+    /// The next item. Cancel-safe.
+    pub(crate) async fn next(&mut self) -> LiveItem {
+        loop {
+            if let Some(item) = self.try_next() {
+                return item;
+            }
+            self.0.notify.notified().await;
+        }
+    }
+}
+
+impl Drop for LiveInbox {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(n: usize) -> Bytes {
+        Bytes::from(vec![b'x'; n])
+    }
+
+    #[test]
+    fn frames_come_out_in_order_with_their_subscription() {
+        let mut inbox = LiveInbox::new(10, 1_000);
+        let a = inbox.sender(Arc::from("a"));
+        assert_eq!(a.deliver(1, &frame(3)), Delivered::Queued);
+        assert_eq!(a.deliver(2, &frame(3)), Delivered::Queued);
+        for want in [1, 2] {
+            match inbox.try_next() {
+                Some(LiveItem::Frame {
+                    offset, subscriber, ..
+                }) => {
+                    assert_eq!((offset, subscriber), (want, a.id()));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(inbox.try_next().is_none());
+    }
+
+    #[test]
+    fn a_full_inbox_lags_the_subscription_once_and_refuses_more() {
+        let mut inbox = LiveInbox::new(2, 1_000);
+        let a = inbox.sender(Arc::from("a"));
+        let b = inbox.sender(Arc::from("b"));
+        assert_eq!(a.deliver(1, &frame(1)), Delivered::Queued);
+        assert_eq!(a.deliver(2, &frame(1)), Delivered::Queued);
+        assert_eq!(b.deliver(1, &frame(1)), Delivered::Lagged);
+        assert_eq!(b.deliver(2, &frame(1)), Delivered::Lagged);
+        let kinds: Vec<bool> = std::iter::from_fn(|| inbox.try_next())
+            .map(|item| matches!(item, LiveItem::Lagged { .. }))
+            .collect();
+        assert_eq!(kinds, [false, false, true]);
+    }
+
+    #[test]
+    fn the_byte_bound_counts_but_one_frame_always_fits() {
+        let mut inbox = LiveInbox::new(100, 10);
+        let a = inbox.sender(Arc::from("a"));
+        assert_eq!(a.deliver(1, &frame(50)), Delivered::Queued);
+        assert_eq!(a.deliver(2, &frame(1)), Delivered::Lagged);
+        assert!(inbox.try_next().is_some());
+    }
+
+    #[test]
+    fn a_dropped_inbox_makes_its_senders_gone() {
+        let inbox = LiveInbox::new(10, 10);
+        let a = inbox.sender(Arc::from("a"));
+        drop(inbox);
+        assert!(a.is_gone());
+        assert_eq!(a.deliver(1, &frame(1)), Delivered::Gone);
+    }
+}

@@ -1,0 +1,123 @@
+//! Channels: publish from anywhere, subscribe with recovery.
+//!
+//! A [`Broker`] owns every channel's history and live fan-out. Subscribing is
+//! atomic with respect to publishing: the recovery decision, the replay and
+//! the registration of the subscriber's [`LiveSender`] happen under the
+//! channel's lock, so a subscriber sees every offset after its position
+//! exactly once, or is told `recovered: false`. Frames are encoded once per
+//! publication and shared by every subscriber.
+//!
+//! **Bounded channels.** Under an authenticator that lets anyone subscribe
+//! to any name, subscribing is a way to make the server create channels. So
+//! a channel costs only what it holds: its history (if published on) and one
+//! [`LiveSender`] per subscriber, with no per-channel buffer; a channel that
+//! has no subscriber and no retained history is freed at once (when its last
+//! subscriber leaves, or when its history expires and the next publication
+//! or subscription looks at it); names are limited in length
+//! ([`Limits::max_channel_len`](belay_proto::server::Limits::max_channel_len));
+//! and a `subscribe` that would create a channel beyond
+//! [`HistoryLimits::max_channels`] is refused
+//! ([`SubscribeError::TooManyChannels`]: the client gets `unsubscribed`
+//! `unavailable` and tries again later).
+//!
+//! **Publishing can be refused** ([`PublishError`]): a payload the clients
+//! could not take (too large or nested too deeply), an invalid channel name,
+//! or a broker that cannot accept publications right now.
+
+mod live;
+mod memory;
+
+use belay_proto::message::{Payload, Publication, StreamPosition, Subscribed};
+use belay_proto::server::ChannelNameError;
+use bytes::Bytes;
+
+pub use live::{Delivered, LiveSender, SubscriberId};
+pub(crate) use live::{LiveInbox, LiveItem};
+pub use memory::{HistoryLimits, MemoryBroker};
+
+/// One publication, encoded once for every subscriber.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    /// Its offset within the channel's epoch.
+    pub offset: u64,
+    /// The `publication` frame, as JSON text.
+    pub frame: Bytes,
+}
+
+/// A subscription as the broker grants it.
+#[derive(Debug)]
+pub struct Subscription {
+    /// The confirmation to send.
+    pub subscribed: Subscribed,
+    /// Missed publications, in order, to send before anything live.
+    pub replay: Vec<Delivery>,
+}
+
+/// Why a subscription was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// The channel does not exist and the broker holds as many channels as
+    /// it may.
+    #[error("too many channels")]
+    TooManyChannels,
+}
+
+/// Why a publication was refused. Nothing was published: no offset was
+/// taken and no subscriber saw it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The channel name is empty or too long.
+    #[error("invalid channel name: {0}")]
+    InvalidChannel(#[from] ChannelNameError),
+    /// The encoded `publication` frame would be longer than subscribers
+    /// accept.
+    #[error("publication too large: {len} bytes, at most {max}")]
+    TooLarge {
+        /// Encoded length of the payload plus the frame around it.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The payload nests deeper than clients parse.
+    #[error("payload nested {depth} deep, at most {max}")]
+    TooDeep {
+        /// The payload's depth.
+        depth: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The broker cannot take publications now (for example, its backing
+    /// store is unreachable); retry later.
+    #[error("broker unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Where channels live. The embedded [`MemoryBroker`] is the default; a
+/// multi-node broker must keep the same promises about offsets and history.
+pub trait Broker: Send + Sync + 'static {
+    /// Append `data` to `channel` and fan it out to every subscriber's
+    /// [`LiveSender`]; returns the publication. The server has checked the
+    /// channel name and the payload before calling.
+    fn publish(&self, channel: &str, data: Payload) -> Result<Publication, PublishError>;
+
+    /// Subscribe `live` to `channel`, resuming after `since` if given;
+    /// refused when the channel would be one too many. From now on the
+    /// channel's publications after the returned position go to `live`.
+    fn subscribe(
+        &self,
+        channel: &str,
+        since: Option<&StreamPosition>,
+        live: LiveSender,
+    ) -> Result<Subscription, SubscribeError>;
+
+    /// Stop delivering `channel` to `subscriber`; a channel left with no
+    /// subscriber and no retained history is freed.
+    fn unsubscribe(&self, channel: &str, subscriber: SubscriberId);
+
+    /// Channels held now, if the broker knows (for `/metrics`).
+    fn channels(&self) -> Option<usize> {
+        None
+    }
+}
