@@ -46,12 +46,39 @@ async fn check(State(server): State<Server>, request: Request, next: Next) -> Re
         request.headers(),
     ) {
         Ok(()) => next.run(request).await,
-        Err(refused) => refused,
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// Why the guard refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    CrossOrigin,
+    TokenRequired,
+    LoopbackOnly,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::CrossOrigin => {
+                (StatusCode::FORBIDDEN, "cross-origin admin request").into_response()
+            }
+            Refusal::TokenRequired => (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "admin token required",
+            )
+                .into_response(),
+            Refusal::LoopbackOnly => {
+                (StatusCode::FORBIDDEN, "admin routes answer loopback only").into_response()
+            }
+        }
     }
 }
 
 /// Whether a request from `peer` with `headers` may reach an admin route.
-fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Result<(), Response> {
+fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Result<(), Refusal> {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let host = text(header::HOST);
     if let Some(origin) = text(header::ORIGIN) {
@@ -61,7 +88,7 @@ fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Re
                 .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(host))
         });
         if !own {
-            return Err((StatusCode::FORBIDDEN, "cross-origin admin request").into_response());
+            return Err(Refusal::CrossOrigin);
         }
     }
     match token {
@@ -70,12 +97,7 @@ fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Re
             if given.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())) {
                 Ok(())
             } else {
-                Err((
-                    StatusCode::UNAUTHORIZED,
-                    [(header::WWW_AUTHENTICATE, "Bearer")],
-                    "admin token required",
-                )
-                    .into_response())
+                Err(Refusal::TokenRequired)
             }
         }
         None => {
@@ -83,7 +105,7 @@ fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Re
             if local {
                 Ok(())
             } else {
-                Err((StatusCode::FORBIDDEN, "admin routes answer loopback only").into_response())
+                Err(Refusal::LoopbackOnly)
             }
         }
     }

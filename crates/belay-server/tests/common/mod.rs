@@ -280,3 +280,86 @@ pub async fn upgrade_head(addr: SocketAddr) -> HttpResponse {
         body: String::new(),
     }
 }
+
+/// A TCP connection to `addr` from the loopback address `source` (any
+/// 127.0.0.0/8 address is local on Linux), to play a second client IP.
+pub async fn tcp_from(source: &str, addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    let local: SocketAddr = format!("{source}:0").parse().expect("source address");
+    socket.bind(local).expect("bind the source address");
+    socket.connect(addr).await.expect("connect")
+}
+
+impl Raw {
+    /// Open a session's socket from the loopback address `source`.
+    pub async fn open_from(source: &str, addr: SocketAddr) -> Result<Raw, tokio_websockets::Error> {
+        let tcp = tcp_from(source, addr).await;
+        let uri: Uri = format!("ws://{addr}/ws").parse().expect("uri");
+        let (ws, _) = ClientBuilder::from_uri(uri)
+            .connect_on(MaybeTlsStream::Plain(tcp))
+            .await?;
+        Ok(Raw { ws })
+    }
+}
+
+/// Send `request` (raw bytes) on `tcp` and read the answer's head; `None`
+/// if the server closed without answering.
+pub async fn exchange(tcp: &mut TcpStream, request: &[u8]) -> Option<HttpResponse> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = tcp.write_all(request).await;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(SOON, tcp.read(&mut buf))
+            .await
+            .expect("an answer or a close within the bound")
+            .unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let head = text.split("\r\n\r\n").next().filter(|h| !h.is_empty())?;
+    let (status, headers) = parse_head(head);
+    Some(HttpResponse {
+        status,
+        headers,
+        body: String::new(),
+    })
+}
+
+/// A WebSocket upgrade request for `/ws` with extra header lines.
+pub fn upgrade_request(addr: SocketAddr, extra: &str) -> String {
+    format!(
+        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{extra}\r\n"
+    )
+}
+
+/// One value of the server's `/metrics` (0 when the series is absent).
+pub async fn metric(addr: SocketAddr, series: &str) -> f64 {
+    let body = http_call(addr, "GET", "/metrics", None).await.body;
+    body.lines()
+        .find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == series).then(|| value.parse().ok())?
+        })
+        .unwrap_or(0.0)
+}
+
+/// Wait (polling `/metrics`, within `SOON`) until `series` satisfies `done`.
+pub async fn metric_until(addr: SocketAddr, series: &str, done: impl Fn(f64) -> bool) -> f64 {
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        let value = metric(addr, series).await;
+        if done(value) {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{series} = {value} within the bound"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
