@@ -1,6 +1,7 @@
 //! `belay`: one command line in front of the Belay tools.
 #![forbid(unsafe_code)]
 
+mod abuse;
 mod backoff_table;
 mod connect;
 mod lab;
@@ -25,6 +26,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Abuse a fresh demo server next to a well-behaved victim and report what the victim noticed (docs/ABUSE.md).
+    Abuse(abuse::Args),
     /// Show the reconnect delays each backoff policy of the core produces.
     Backoff(backoff_table::Args),
     /// Connect to a server: stdin lines become requests (`METHOD JSON`) or `sub CHANNEL`.
@@ -44,6 +47,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Abuse(args) => abuse::run(&args),
         Command::Backoff(args) => backoff_table::run(&args),
         Command::Connect(args) => connect::run(&args),
         Command::Lab(args) => lab::run(&args),

@@ -19,9 +19,11 @@
 //!   server to publish M stamped messages; deliveries/s and delivery latency.
 //! * [`floor`]: the bare tokio-websockets server Belay is compared with.
 //! * [`bench_server`]: the Belay server as the benchmarks configure it.
+//! * [`abuse`]: the abuse harness behind `belay abuse` (docs/ABUSE.md).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod abuse;
 pub mod bench_server;
 pub mod broadcast;
 pub mod client;
