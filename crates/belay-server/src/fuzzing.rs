@@ -128,7 +128,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 enum WsEvent {
     Text(Vec<u8>),
     Binary(Vec<u8>),
-    Ping,
+    Ping(Vec<u8>),
     Pong,
     Close(Option<u16>),
     /// The codec gave up, asking for this close code.
@@ -162,7 +162,11 @@ pub fn ws_stream(chunks: &[&[u8]], max_payload: usize) -> usize {
                             WsEvent::Text(text.to_vec())
                         }
                         Message::Binary(bytes) => WsEvent::Binary(bytes.to_vec()),
-                        Message::Ping => WsEvent::Ping,
+                        Message::Ping(payload) => {
+                            // As the connection does: answer it.
+                            ws.queue_pong(&payload);
+                            WsEvent::Ping(payload.to_vec())
+                        }
                         Message::Pong => WsEvent::Pong,
                         Message::Close(code) => WsEvent::Close(code),
                     }),
@@ -199,49 +203,85 @@ pub fn ws_stream(chunks: &[&[u8]], max_payload: usize) -> usize {
         output, expected_output,
         "the codec wrote other control frames than the reference expects"
     );
-    check_encoding(&events);
+    check_encoding(&events, chunks.first().map_or(0, |c| c.len()));
     events
         .iter()
         .filter(|e| !matches!(e, WsEvent::Error(_) | WsEvent::End))
         .count()
 }
 
-/// Queue every data message back through the codec's encoder (and a close)
-/// and check that the bytes parse as unmasked server frames carrying them.
-fn check_encoding(events: &[WsEvent]) {
-    let mut expected = Vec::new();
-    let written = with_ws_runtime(|rt| {
+/// Queue every data message (and a pong per ping) back through the codec's
+/// encoder; let one write of `first_write` bytes go out, discard what has
+/// not started, queue a close and flush. The bytes must parse as unmasked
+/// server frames: every frame that had started, whole, then the close.
+fn check_encoding(events: &[WsEvent], first_write: usize) {
+    let mut queued = Vec::new();
+    let (written, first) = with_ws_runtime(|rt| {
         rt.block_on(async {
-            let io = ScriptedIo::new(&[]);
+            let io = ScriptedIo::new(&[]).with_writes(vec![first_write.max(1), usize::MAX]);
             let written = Rc::clone(&io.written);
             let mut ws = WebSocket::new(io, &[], 0);
             for event in events {
                 match event {
                     WsEvent::Text(bytes) => {
                         ws.queue_text(bytes);
-                        expected.push((OP_TEXT, bytes.clone()));
+                        queued.push((OP_TEXT, bytes.clone()));
                     }
                     WsEvent::Binary(bytes) => {
                         ws.queue_binary(bytes);
-                        expected.push((OP_BINARY, bytes.clone()));
+                        queued.push((OP_BINARY, bytes.clone()));
+                    }
+                    WsEvent::Ping(bytes) => {
+                        ws.queue_pong(bytes);
+                        queued.push((OP_PONG, bytes.clone()));
                     }
                     _ => {}
                 }
             }
+            // One write, then the socket is "busy" (Pending).
+            tokio::select! {
+                biased;
+                _ = ws.flush() => {}
+                () = std::future::ready(()) => {}
+            }
+            let first = written.borrow().len();
+            ws.discard_unsent();
             let reason = "é".repeat(100);
             ws.queue_close(Some(1000), &reason);
             ws.queue_text(b"after the close: never sent");
-            let mut close = 1000u16.to_be_bytes().to_vec();
-            // 123 bytes at most, cut on a char boundary.
-            close.extend_from_slice(&reason.as_bytes()[..122]);
-            expected.push((OP_CLOSE, close));
             ws.flush().await.expect("the in-memory sink never fails");
             drop(ws);
-            written.take()
+            (written.take(), first)
         })
     });
+    let mut expected = Vec::new();
+    let mut at = 0;
+    for (opcode, payload) in queued {
+        if at >= first {
+            break;
+        }
+        at += encoded_len(payload.len());
+        expected.push((opcode, payload));
+    }
+    let mut close = 1000u16.to_be_bytes().to_vec();
+    // 123 bytes at most, cut on a char boundary.
+    close.extend_from_slice(&"é".repeat(100).as_bytes()[..122]);
+    expected.push((OP_CLOSE, close));
     let frames = parse_server_frames(&written).unwrap_or_else(|e| panic!("encoder output: {e}"));
-    assert_eq!(frames, expected, "encoded frames do not parse back");
+    assert_eq!(
+        frames, expected,
+        "encoded frames (first write {first} bytes, then discard) do not parse back"
+    );
+}
+
+/// Length of an unmasked frame with `payload` bytes.
+fn encoded_len(payload: usize) -> usize {
+    payload
+        + match payload {
+            0..=125 => 2,
+            126..=65_535 => 4,
+            _ => 10,
+        }
 }
 
 thread_local! {
@@ -262,29 +302,48 @@ fn with_ws_runtime<T>(f: impl FnOnce(&tokio::runtime::Runtime) -> T) -> T {
 }
 
 /// An in-memory socket: each read returns (at most) the next scripted chunk,
-/// with a `Pending` between chunks; writes are accepted a few bytes at a
-/// time, every other call `Pending`, so the codec's partial-write paths run.
+/// with a `Pending` between chunks; writes are accepted a chunk's length at
+/// a time, every other call `Pending`, so the codec's partial-write paths
+/// (and its tracking of frame boundaries across them) run.
 #[derive(Debug)]
 struct ScriptedIo {
     chunks: VecDeque<Vec<u8>>,
     read_pending: bool,
     write_pending: bool,
+    /// How many bytes each accepted write takes, in turn.
+    writes: Vec<usize>,
+    next_write: usize,
     /// Everything written (shared: the codec owns the socket).
     written: Rc<RefCell<Vec<u8>>>,
 }
 
 impl ScriptedIo {
+    /// Reads return `chunks`; writes take as many bytes as the chunks have,
+    /// in turn (the whole buffer when there are none).
     fn new(chunks: &[&[u8]]) -> Self {
+        let chunks: VecDeque<Vec<u8>> = chunks
+            .iter()
+            .filter(|c| !c.is_empty())
+            .map(|c| c.to_vec())
+            .collect();
+        let mut writes: Vec<usize> = chunks.iter().map(Vec::len).collect();
+        if writes.len() < 2 {
+            writes = vec![usize::MAX];
+        }
         ScriptedIo {
-            chunks: chunks
-                .iter()
-                .filter(|c| !c.is_empty())
-                .map(|c| c.to_vec())
-                .collect(),
+            chunks,
             read_pending: false,
-            write_pending: false,
+            write_pending: true,
+            writes,
+            next_write: 0,
             written: Rc::default(),
         }
+    }
+
+    /// Writes take these many bytes, in turn (the last one repeats).
+    fn with_writes(mut self, writes: Vec<usize>) -> Self {
+        self.writes = writes;
+        self
     }
 }
 
@@ -325,7 +384,9 @@ impl AsyncWrite for ScriptedIo {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        let n = buf.len().min(4093);
+        let size = this.writes[this.next_write.min(this.writes.len() - 1)];
+        this.next_write = (this.next_write + 1) % this.writes.len().max(1);
+        let n = buf.len().min(size.max(1));
         this.written.borrow_mut().extend_from_slice(&buf[..n]);
         Poll::Ready(Ok(n))
     }
@@ -469,7 +530,7 @@ fn reference_parse(stream: &[u8], max_payload: usize) -> (Vec<WsEvent>, Vec<u8>)
                 output.push(0x80 | OP_PONG);
                 output.push(payload.len() as u8);
                 output.extend_from_slice(&payload);
-                events.push(WsEvent::Ping);
+                events.push(WsEvent::Ping(payload));
             }
             OP_PONG => events.push(WsEvent::Pong),
             _ => {
@@ -837,6 +898,7 @@ where
         peer: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 40_000)),
         header_token: None,
         admission: Admission::Admitted,
+        _peer_slot: None,
     };
     connection::run(Arc::clone(&server.shared), ws, meta).await;
 }
@@ -882,8 +944,11 @@ pub fn connection(frames: &[FuzzFrame]) -> SessionOutcome {
             for frame in frames {
                 match frame {
                     FuzzFrame::Publish(channel, data) => {
-                        let publication = server.publish(channel.name(), data.value());
-                        epochs.insert(channel.name().to_owned(), publication.epoch);
+                        // A refused publication (a bad channel name, a
+                        // payload too deep or too large) changes nothing.
+                        if let Ok(publication) = server.publish(channel.name(), data.value()) {
+                            epochs.insert(channel.name().to_owned(), publication.epoch);
+                        }
                     }
                     FuzzFrame::Yield => {
                         for _ in 0..YIELD_ROUNDS {

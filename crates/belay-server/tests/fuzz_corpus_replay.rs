@@ -1,5 +1,6 @@
-//! Replays the committed fuzz corpora (`fuzz/seeds/<target>/` and
-//! `fuzz/corpus/<target>/`) through the same functions the fuzz targets in
+//! Replays the committed fuzz corpora (`fuzz/seeds/<target>/`,
+//! `fuzz/corpus/<target>/` and the findings in
+//! `fuzz/artifacts-found/<target>/`) through the same functions the fuzz targets in
 //! `fuzz/` call, on stable Rust and without sanitizers, so every input the
 //! fuzzer ever kept stays a regression test. Seconds, not minutes.
 //!
@@ -19,10 +20,12 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
 }
 
-/// Every input of `target` in the seed and the minimised corpus.
+/// Every input of `target` in the seed corpus, the minimised corpus and
+/// the findings (`fuzz/artifacts-found/<target>/`, the inputs of bugs found
+/// and fixed; one not fixed yet waits in `fuzz/artifacts-found/open/`).
 fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let mut found = Vec::new();
-    for kind in ["seeds", "corpus"] {
+    for kind in ["seeds", "corpus", "artifacts-found"] {
         let dir = fuzz_dir().join(kind).join(target);
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
