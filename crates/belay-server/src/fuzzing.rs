@@ -12,7 +12,7 @@
 //!   longer than `max_payload`, and what the codec encodes parses back.
 //! * [`client_decode`]: any text through `decode_client` and `decode_server`:
 //!   nothing panics, and what decodes re-encodes to an equal message.
-//! * [`connection`]: one whole session, driven by the same
+//! * [`connection()`]: one whole session, driven by the same
 //!   `connection::run` the `/ws` upgrade calls, over an in-memory stream,
 //!   fed a sequence of [`FuzzFrame`]s (well-formed protocol messages with
 //!   arbitrary fields, raw text, binary, control frames, fragments, raw
@@ -908,7 +908,7 @@ pub fn decode_frames(data: &[u8]) -> Vec<FuzzFrame> {
     Vec::<FuzzFrame>::arbitrary_take_rest(Unstructured::new(data)).unwrap_or_default()
 }
 
-/// What one [`connection`] session produced (for tests that check the
+/// What one [`connection()`] session produced (for tests that check the
 /// harness reaches the server's logic, not just its first refusal).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionOutcome {
