@@ -40,6 +40,11 @@ pub struct Cpu {
     pub during: f64,
     /// Over the last 2 s of the recovery.
     pub after: f64,
+    /// Every other process on the machine (the harness excluded), over
+    /// the baseline: what the victim competed with besides the attack.
+    pub others_baseline: f64,
+    /// Every other process on the machine, over the abuse.
+    pub others_during: f64,
 }
 
 /// One abuse run.
@@ -211,6 +216,7 @@ impl AbuseReport {
             },
             "rss_kib": {"baseline": self.rss.baseline, "peak": self.rss.peak, "after": self.rss.after},
             "cpu_percent": {"baseline": self.cpu.baseline, "during": self.cpu.during, "after": self.cpu.after},
+            "others_cpu_percent": {"baseline": self.cpu.others_baseline, "during": self.cpu.others_during},
             "p99_ratio": self.p99_ratio(),
             "rss_ratio": self.rss_ratio(),
             "server_failure": self.server_failure,
@@ -239,8 +245,8 @@ fn mib(kib: u64) -> String {
 /// The results table: one row per abuse.
 pub fn markdown(reports: &[AbuseReport]) -> String {
     let mut out = String::new();
-    out.push_str("| abuse | echo p50 ms (base → during) | echo p99 ms (base → during) | p99 ratio | unanswered | gaps | victim dropped | new sessions refused | RSS MiB base / peak / after | after / base | server CPU % base / during / after | verdict |\n");
-    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---|\n");
+    out.push_str("| abuse | echo p50 ms (base → during) | echo p99 ms (base → during) | p99 ratio | unanswered | gaps | victim dropped | new sessions refused | RSS MiB base / peak / after | after / base | server CPU % base / during / after | other processes' CPU % base / during | verdict |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---|---|\n");
     for r in reports {
         let (b, d) = (r.baseline(), r.during());
         let (refused, probes) = r.probes_refused();
@@ -252,7 +258,7 @@ pub fn markdown(reports: &[AbuseReport]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} → {} | {} → {} | {} | {} | {} | {} | {refused} / {probes} | {} / {} / {} | {:.2} | {:.0} / {:.0} / {:.0} | {verdict} |",
+            "| {} | {} → {} | {} → {} | {} | {} | {} | {} | {refused} / {probes} | {} / {} / {} | {:.2} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {verdict} |",
             r.abuse.name(),
             fmt_ms(percentile(&b.latencies, 50.0)),
             fmt_ms(percentile(&d.latencies, 50.0)),
@@ -269,6 +275,8 @@ pub fn markdown(reports: &[AbuseReport]) -> String {
             r.cpu.baseline,
             r.cpu.during,
             r.cpu.after,
+            r.cpu.others_baseline,
+            r.cpu.others_during,
         );
     }
     out

@@ -14,7 +14,7 @@ use super::report::{AbuseReport, Cpu, Rss, RSS_FACTOR};
 use super::server::ServerChild;
 use super::victim::{Phase, Victim, ECHO_DEADLINE};
 use super::Abuse;
-use crate::procfs::{ProcSample, CLK_TCK};
+use crate::procfs::{self, ProcSample, CLK_TCK};
 
 /// How often the server's RSS and CPU are read.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(500);
@@ -51,10 +51,22 @@ impl RunConfig {
     }
 }
 
+/// One reading of the server and of the machine.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    phase: Phase,
+    at: Instant,
+    server: ProcSample,
+    /// CPU ticks of everything else on the machine: all CPUs' busy ticks
+    /// less the server's and this process's (cumulative, so only
+    /// differences mean anything).
+    others: u64,
+}
+
 /// Server samples, each with the phase it was taken in.
 #[derive(Debug, Default)]
 struct Samples {
-    taken: Vec<(Phase, Instant, ProcSample)>,
+    taken: Vec<Sample>,
     failure: Option<String>,
 }
 
@@ -68,7 +80,19 @@ impl Samples {
             return;
         }
         match server.sample() {
-            Ok(sample) => self.taken.push((phase, Instant::now(), sample)),
+            Ok(sample) => {
+                let own = procfs::sample(std::process::id()).map_or(0, |s| s.cpu_ticks);
+                let machine = std::fs::read_to_string("/proc/stat")
+                    .ok()
+                    .and_then(|text| busy_ticks(&text))
+                    .unwrap_or(0);
+                self.taken.push(Sample {
+                    phase,
+                    at: Instant::now(),
+                    server: sample,
+                    others: machine.saturating_sub(sample.cpu_ticks + own),
+                });
+            }
             Err(e) => self.failure = Some(e),
         }
     }
@@ -89,36 +113,36 @@ impl Samples {
         }
     }
 
-    fn of(&self, phase: Phase) -> impl Iterator<Item = &(Phase, Instant, ProcSample)> {
-        self.taken.iter().filter(move |s| s.0 == phase)
+    fn of(&self, phase: Phase) -> impl Iterator<Item = &Sample> {
+        self.taken.iter().filter(move |s| s.phase == phase)
     }
 
     fn rss(&self) -> Rss {
-        let last = |phase| self.of(phase).last().map_or(0, |s| s.2.rss_kib);
+        let last = |phase| self.of(phase).last().map_or(0, |s| s.server.rss_kib);
         Rss {
             baseline: last(Phase::Baseline),
             peak: self
                 .taken
                 .iter()
-                .filter(|s| s.0 != Phase::Baseline)
-                .map(|s| s.2.rss_kib)
+                .filter(|s| s.phase != Phase::Baseline)
+                .map(|s| s.server.rss_kib)
                 .max()
                 .unwrap_or(0),
             after: last(Phase::Recovery),
         }
     }
 
-    /// CPU % between the first and the last sample of `samples`.
-    fn cpu(samples: &[&(Phase, Instant, ProcSample)]) -> f64 {
+    /// CPU % of one core between the first and the last of `samples`,
+    /// counting the ticks `ticks` reads from a sample.
+    fn cpu(samples: &[&Sample], ticks: impl Fn(&Sample) -> u64) -> f64 {
         let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
             return 0.0;
         };
-        let secs = (last.1 - first.1).as_secs_f64();
+        let secs = (last.at - first.at).as_secs_f64();
         if secs <= 0.0 {
             return 0.0;
         }
-        let ticks = last.2.cpu_ticks.saturating_sub(first.2.cpu_ticks) as f64;
-        ticks / CLK_TCK / secs * 100.0
+        ticks(last).saturating_sub(ticks(first)) as f64 / CLK_TCK / secs * 100.0
     }
 
     fn cpu_figures(&self) -> Cpu {
@@ -128,12 +152,29 @@ impl Samples {
         during.extend(self.of(Phase::Abuse));
         let recovery: Vec<_> = self.of(Phase::Recovery).collect();
         let tail = &recovery[recovery.len().saturating_sub(5)..];
+        let server = |s: &Sample| s.server.cpu_ticks;
+        let others = |s: &Sample| s.others;
         Cpu {
-            baseline: Samples::cpu(&base),
-            during: Samples::cpu(&during),
-            after: Samples::cpu(tail),
+            baseline: Samples::cpu(&base, server),
+            during: Samples::cpu(&during, server),
+            after: Samples::cpu(tail, server),
+            others_baseline: Samples::cpu(&base, others),
+            others_during: Samples::cpu(&during, others),
         }
     }
+}
+
+/// Busy ticks of all CPUs from the text of `/proc/stat`: the first eight
+/// fields of its `cpu` line less idle and iowait.
+pub fn busy_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let total: u64 = fields.iter().sum();
+    Some(total.saturating_sub(fields.get(3)? + fields.get(4)?))
 }
 
 /// Run `abuse` once against a fresh server.
@@ -178,7 +219,7 @@ pub async fn run_one(abuse: Abuse, config: &RunConfig) -> Result<AbuseReport, St
                 now >= settled_from
                     && s.of(Phase::Recovery)
                         .last()
-                        .is_some_and(|last| last.2.rss_kib as f64 <= baseline * RSS_FACTOR)
+                        .is_some_and(|last| last.server.rss_kib as f64 <= baseline * RSS_FACTOR)
             },
         )
         .await;
@@ -198,4 +239,28 @@ pub async fn run_one(abuse: Abuse, config: &RunConfig) -> Result<AbuseReport, St
         cpu: samples.cpu_figures(),
         server_failure: samples.failure.take(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_busy_ticks() {
+        let stat = "cpu  100 5 20 1000 7 0 3 2 0 0\ncpu0 50 2 10 500 3 0 1 1 0 0\n";
+        assert_eq!(busy_ticks(stat), Some(100 + 5 + 20 + 3 + 2));
+        assert_eq!(busy_ticks("intr 1 2 3"), None);
+        assert!(busy_ticks(&std::fs::read_to_string("/proc/stat").unwrap_or_default()).is_some());
+    }
+
+    #[test]
+    fn the_recovery_lasts_for_the_echo_deadline() {
+        let config = RunConfig::new("belay".into(), Duration::from_secs(10));
+        assert_eq!(config.recovery_min(), Duration::from_millis(5_500));
+        let short = RunConfig {
+            recovery_max: Duration::from_secs(3),
+            ..config
+        };
+        assert_eq!(short.recovery_min(), Duration::from_secs(3));
+    }
 }

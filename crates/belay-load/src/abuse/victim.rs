@@ -324,29 +324,28 @@ impl Echoer {
     }
 
     fn publication(&mut self, text: &str, now: Instant, phase: Phase) {
-        let (Some(epoch), Some(offset)) =
-            (field_str(text, "epoch"), client::field_u64(text, "offset"))
-        else {
-            return;
-        };
-        self.advance(epoch, offset, phase);
-        self.stats(phase).publications += 1;
-        self.last_publication = Some(now);
-        self.stalled = false;
+        if self.advance(text, phase) {
+            self.stats(phase).publications += 1;
+            self.last_publication = Some(now);
+            self.stalled = false;
+        }
     }
 
     fn subscribed(&mut self, text: &str, now: Instant, phase: Phase) {
+        if self.advance(text, phase) {
+            self.last_publication.get_or_insert(now);
+        }
+    }
+
+    /// Move the position to the `epoch`/`offset` of `text` (a
+    /// `publication` or `subscribed`), counting skipped offsets; `false`
+    /// if it has none.
+    fn advance(&mut self, text: &str, phase: Phase) -> bool {
         let (Some(epoch), Some(offset)) =
             (field_str(text, "epoch"), client::field_u64(text, "offset"))
         else {
-            return;
+            return false;
         };
-        self.advance(epoch, offset, phase);
-        self.last_publication.get_or_insert(now);
-    }
-
-    /// Move the position to `epoch`/`offset`, counting skipped offsets.
-    fn advance(&mut self, epoch: &str, offset: u64, phase: Phase) {
         let last = match &self.position {
             Some((known, last)) if known == epoch => Some(*last),
             _ => None,
@@ -361,6 +360,7 @@ impl Echoer {
             }
             None => self.position = Some((epoch.to_owned(), offset)),
         }
+        true
     }
 
     fn check_stall(&mut self, now: Instant, phase: Phase) {
@@ -454,4 +454,81 @@ async fn probe(
         }
     }
     (stats, failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publication(offset: u64) -> String {
+        format!(
+            r#"{{"type":"publication","channel":"feed","epoch":"e1","offset":{offset},"data":{{"tick":{offset}}}}}"#
+        )
+    }
+
+    #[test]
+    fn gaps_are_counted_in_the_phase_they_are_seen() {
+        let mut e = Echoer::default();
+        let t = Instant::now();
+        let subscribed = r#"{"type":"subscribed","channel":"feed","epoch":"e1","offset":4}"#;
+        assert_eq!(e.handle(subscribed, t, Phase::Baseline), None);
+        e.handle(&publication(5), t, Phase::Baseline);
+        e.handle(&publication(8), t, Phase::Abuse);
+        e.handle(&publication(8), t, Phase::Abuse); // a repeat is no gap
+        assert_eq!(e.report.phases[0].gaps(), 0);
+        assert_eq!(e.report.phases[1].missing_offsets, 2);
+        assert_eq!(e.report.phases[1].publications, 2);
+        // Lost: resubscribe from the position.
+        let again = e
+            .handle(
+                r#"{"type":"unsubscribed","channel":"feed","code":"lagged"}"#,
+                t,
+                Phase::Abuse,
+            )
+            .expect("a resubscribe");
+        assert!(
+            again.contains(r#""since":{"epoch":"e1","offset":8}"#),
+            "{again}"
+        );
+        assert_eq!(e.report.phases[1].gaps(), 3);
+        // Silent for more than 2 s: one stall, however long it lasts.
+        e.check_stall(t + Duration::from_secs(3), Phase::Recovery);
+        e.check_stall(t + Duration::from_secs(4), Phase::Recovery);
+        assert_eq!(e.report.phases[2].stalls, 1);
+        assert_eq!(
+            e.handle(r#"{"type":"ping"}"#, t, Phase::Recovery),
+            Some(PONG.to_owned())
+        );
+    }
+
+    #[test]
+    fn echoes_are_answered_failed_or_late() {
+        let mut e = Echoer::default();
+        let t = Instant::now();
+        for id in 1..=3 {
+            e.pending.insert(id, (t, Phase::Abuse));
+        }
+        let later = t + Duration::from_millis(3);
+        e.handle(
+            r#"{"type":"response","id":1,"result":{"n":1}}"#,
+            later,
+            Phase::Recovery,
+        );
+        e.handle(
+            r#"{"type":"response","id":2,"error":{"code":"rate_limited"}}"#,
+            later,
+            Phase::Recovery,
+        );
+        let during = &e.report.phases[1];
+        assert_eq!(
+            (during.answered, during.unanswered, during.error_answers),
+            (1, 1, 1)
+        );
+        assert_eq!(during.latencies.len(), 1);
+        e.sweep(t + Duration::from_secs(4), false);
+        assert_eq!(e.report.phases[1].unanswered, 1);
+        e.sweep(t + ECHO_DEADLINE, false);
+        assert_eq!(e.report.phases[1].unanswered, 2);
+        assert!(e.pending.is_empty());
+    }
 }
