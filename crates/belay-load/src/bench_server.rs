@@ -13,7 +13,11 @@ use crate::client::wall_micros;
 
 /// Build the benchmark's Belay server with `ping_interval`.
 pub fn build(ping_interval: Duration) -> Server {
-    let mut config = ServerConfig::default().with_accept_rate(1_000_000.0);
+    // Loads open thousands of sessions at once from a few loopback sources:
+    // the per-source and pending-upgrade bounds are lifted like the rest.
+    let mut config = ServerConfig::default()
+        .with_accept_rate(1_000_000.0)
+        .with_pending_upgrades(u32::MAX, u32::MAX);
     config
         .limits
         .set_ping_interval(ping_interval)

@@ -17,6 +17,8 @@
 //! * [`echo`]: C sessions × R sequential `echo` requests; throughput and latency.
 //! * [`broadcast`]: S subscribers of one channel, a publisher asking the
 //!   server to publish M stamped messages; deliveries/s and delivery latency.
+//! * [`channels`]: S sessions × N distinct channels each, subscribed then
+//!   left, in rounds; what a channel costs and whether memory comes back.
 //! * [`floor`]: the bare tokio-websockets server Belay is compared with.
 //! * [`bench_server`]: the Belay server as the benchmarks configure it.
 //! * [`abuse`]: the abuse harness behind `belay abuse` (docs/ABUSE.md).
@@ -26,6 +28,7 @@
 pub mod abuse;
 pub mod bench_server;
 pub mod broadcast;
+pub mod channels;
 pub mod client;
 pub mod echo;
 pub mod floor;

@@ -128,7 +128,8 @@ struct Connection {
     rate: RateLimiter,
     liveness: RateLimiter,
     subscriptions: HashMap<Arc<str>, Held>,
-    inbox: LiveInbox,
+    /// Made at the first subscribe (an idle connection holds none).
+    inbox: Option<LiveInbox>,
     in_flight: Arc<AtomicUsize>,
     requests: RequestSet,
     id: u64,
@@ -140,7 +141,7 @@ where
 {
     let limits = &shared.config.limits;
     let (out, mut out_rx) = outbound(
-        limits,
+        &shared.limits,
         Arc::clone(&shared.outbound_total),
         shared.config.max_outbound_bytes,
     );
@@ -162,10 +163,7 @@ where
         out,
         control,
         subscriptions: HashMap::new(),
-        inbox: LiveInbox::new(
-            shared.config.history.live_buffer,
-            shared.config.history.live_buffer_bytes,
-        ),
+        inbox: None,
         in_flight: Arc::new(AtomicUsize::new(0)),
         requests: RequestSet::default(),
         id,
@@ -348,13 +346,13 @@ impl Connection {
                         return end;
                     }
                 }
-                item = self.inbox.next() => {
+                item = next_live(&mut self.inbox), if self.inbox.is_some() => {
                     if let Some(end) = self.on_live(ws, out, item) {
                         return end;
                     }
                     // Batch what is already there into one write.
                     for _ in 0..64 {
-                        let Some(item) = self.inbox.try_next() else { break };
+                        let Some(item) = self.inbox.as_mut().and_then(LiveInbox::try_next) else { break };
                         if let Some(end) = self.on_live(ws, out, item) {
                             return end;
                         }
@@ -701,7 +699,11 @@ impl Connection {
             return;
         }
         let name: Arc<str> = Arc::from(channel.as_str());
-        let live = self.inbox.sender(Arc::clone(&name));
+        let history = &shared.config.history;
+        let live = self
+            .inbox
+            .get_or_insert_with(|| LiveInbox::new(history.live_buffer, history.live_buffer_bytes))
+            .sender(Arc::clone(&name));
         let id = live.id();
         let granted = match self
             .shared
@@ -886,6 +888,15 @@ pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMes
         code: code.to_owned(),
         reason: reason.to_owned(),
     })
+}
+
+/// The next item of the connection's inbox (pending forever without one;
+/// the loop polls this only when there is one).
+async fn next_live(inbox: &mut Option<LiveInbox>) -> LiveItem {
+    match inbox {
+        Some(inbox) => inbox.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The longest prefix of `name` of at most `max` bytes on a char boundary.

@@ -33,7 +33,9 @@ struct Frames {
 struct Queue {
     frames: Mutex<Frames>,
     notify: Notify,
-    limits: Limits,
+    /// Shared by every connection of the server (a copy each would cost
+    /// more than an idle connection's whole queue).
+    limits: Arc<Limits>,
     /// Bytes queued by every connection of the server, and its budget.
     total: Arc<AtomicUsize>,
     total_budget: usize,
@@ -57,14 +59,14 @@ pub(crate) struct OutboundReceiver(Arc<Queue>);
 /// A queue bounded by `limits` (`outbound_queue` frames, `outbound_bytes`
 /// bytes) and by the server-wide `total_budget` bytes counted in `total`.
 pub(crate) fn outbound(
-    limits: &Limits,
+    limits: &Arc<Limits>,
     total: Arc<AtomicUsize>,
     total_budget: usize,
 ) -> (Outbound, OutboundReceiver) {
     let queue = Arc::new(Queue {
         frames: Mutex::new(Frames::default()),
         notify: Notify::new(),
-        limits: limits.clone(),
+        limits: Arc::clone(limits),
         total,
         total_budget,
     });
@@ -133,7 +135,7 @@ mod tests {
     fn queue(frames: usize, bytes: usize, budget: usize) -> (Outbound, OutboundReceiver) {
         let mut limits = Limits::default();
         limits.set_outbound_queue(frames).set_outbound_bytes(bytes);
-        outbound(&limits, Arc::new(AtomicUsize::new(0)), budget)
+        outbound(&Arc::new(limits), Arc::new(AtomicUsize::new(0)), budget)
     }
 
     #[test]
@@ -150,7 +152,7 @@ mod tests {
     #[test]
     fn the_server_wide_budget_spares_connections_within_their_fair_share() {
         let total = Arc::new(AtomicUsize::new(0));
-        let limits = Limits::default();
+        let limits = Arc::new(Limits::default());
         let (hog, _hog_rx) = outbound(&limits, Arc::clone(&total), 2 * FAIR_SHARE);
         let (victim, mut victim_rx) = outbound(&limits, Arc::clone(&total), 2 * FAIR_SHARE);
         while hog.try_send(Bytes::from(vec![0; 4096])).is_ok() {}

@@ -92,6 +92,7 @@ impl ServerBuilder {
             idempotency: Mutex::new(idempotency),
             sources: Mutex::new(SourceTable::new(self.config.source_limits())),
             outbound_total: Arc::new(AtomicUsize::new(0)),
+            limits: Arc::new(self.config.limits.clone()),
             keyed_running: AtomicUsize::new(0),
             admission: Mutex::new(TokenBucket::new(rate, rate.max(1.0), now, true)),
             pacing: Mutex::new({
@@ -144,6 +145,8 @@ pub(crate) struct Shared {
     pub(crate) sources: Mutex<SourceTable>,
     /// Bytes queued for writing over all connections.
     pub(crate) outbound_total: Arc<AtomicUsize>,
+    /// `config.limits`, shared by every connection's outbound queue.
+    pub(crate) limits: Arc<belay_proto::server::Limits>,
     /// Keyed executions running now.
     pub(crate) keyed_running: AtomicUsize,
     pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
