@@ -82,7 +82,7 @@ printf '%-14s %8s %12s %8s %7s %7s %13s %8s  %s\n' \
   target seconds executions exec/s cov ft corpus rss_mb result
 for target in "${targets[@]}"; do
   log="work/$target.log"
-  final=$(grep -E '^#[0-9]+ +(DONE|NEW|REDUCE|pulse|INITED)' "$log" | tail -n 1 || true)
+  final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|NEW|REDUCE|pulse|INITED)' "$log" | tail -n 1 || true)
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$final")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$final")
   corp=$(sed -nE 's/.* corp: ([0-9]+\/[0-9]+[a-zA-Z]*).*/\1/p' <<<"$final")
