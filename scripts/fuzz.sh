@@ -5,7 +5,8 @@
 # executions, exec/s, libFuzzer's coverage (cov = edges, ft = features),
 # the corpus size and any crash. See docs/FUZZING.md.
 #
-#   scripts/fuzz.sh SECONDS [TARGET...]     (default: every target, one after another)
+#   scripts/fuzz.sh SECONDS [TARGET...]     (default: every target, one after another;
+#                                           0 seconds: no fuzzing, only FUZZ_CMIN/FUZZ_COVERAGE)
 #
 # Environment:
 #   FUZZ_SANITIZER=none|address   sanitizer (default none: the code forbids
@@ -45,6 +46,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 cd fuzz
+status=0
+if ((seconds > 0)); then
 echo "==> building ${targets[*]} (sanitizer: $sanitizer)"
 cargo +nightly fuzz build -s "$sanitizer" 2>&1 | tail -n 1
 
@@ -76,7 +79,6 @@ done
 wait || true
 
 stat() { grep -E "^stat::$2:" "$1" | tail -n 1 | awk '{print $2}'; }
-status=0
 echo
 printf '%-14s %8s %12s %8s %7s %7s %13s %8s  %s\n' \
   target seconds executions exec/s cov ft corpus rss_mb result
@@ -98,12 +100,14 @@ for target in "${targets[@]}"; do
     "$target" "$seconds" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "${rss:-?}" "$result"
 done
 
+fi # seconds > 0
+
 if [[ ${FUZZ_CMIN:-0} == 1 ]]; then
   for target in "${targets[@]}"; do
     echo "==> $target: minimising corpus + scratch + seeds into fuzz/corpus/$target"
     cp -n "work/$target"/* "seeds/$target"/* "corpus/$target"/ 2>/dev/null || true
     cargo +nightly fuzz cmin -s "$sanitizer" "$target" "corpus/$target" -- \
-      -max_len="$max_len" -timeout=30 >"work/$target.cmin.log" 2>&1
+      -max_len="$max_len" -timeout=30 -use_counters=0 >"work/$target.cmin.log" 2>&1
     echo "    $(find "corpus/$target" -type f | wc -l) files, $(du -sh "corpus/$target" | cut -f1)"
   done
 fi
@@ -124,10 +128,16 @@ if [[ ${FUZZ_COVERAGE:-0} == 1 ]]; then
       -instr-profile="coverage/$target/coverage.profdata" \
       -ignore-filename-regex='(\.cargo|rustc|/library/)' \
       >"work/$target.coverage.txt"
-    # The belay files the target reaches, and the total over them.
-    grep -E '^(crates|TOTAL)|belay-(server|proto)' "work/$target.coverage.txt" \
-      | sed -E 's#^.*/crates/#crates/#' | awk '$4 != "100.00%" || 1' \
-      | awk '{ if ($1 == "TOTAL" || $10 != "-") print }' | column -t | tail -n 40
+    # Line coverage of the files the target is about, and their total.
+    case $target in
+      ws_frames) focus='belay-server/src/ws\.rs' ;;
+      client_decode) focus='belay-proto/src/message/' ;;
+      *) focus='belay-server/src/(connection|ws|requests|outbound|mailbox|fanout|rpc|demo|broker/)|belay-proto/src/(server/(rate|limits|violation|idempotency|channel)|heartbeat|message/)' ;;
+    esac
+    grep -E "$focus" "work/$target.coverage.txt" | awk -v t="$target" '
+      { printf "    %-44s lines %5d  missed %5d  %s\n", $1, $8, $9, $10; n += $8; m += $9 }
+      END { if (n) printf "    %-44s lines %5d  missed %5d  %.2f%%\n", t " (these files)", n, m, 100 * (n - m) / n }'
+    echo "    (all files: fuzz/work/$target.coverage.txt)"
   done
 fi
 
