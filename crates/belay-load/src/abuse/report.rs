@@ -169,7 +169,7 @@ impl AbuseReport {
             gaps: self.gaps() == 0,
             connected: self.disconnects() == 0,
             admitted: self.probes_refused().0 == 0,
-            rss: self.rss.baseline > 0 && self.rss_ratio() <= RSS_FACTOR,
+            rss: self.rss.baseline > 0 && self.rss.after > 0 && self.rss_ratio() <= RSS_FACTOR,
             alive: self.server_failure.is_none(),
         }
     }

@@ -214,7 +214,14 @@ impl Echoer {
                     }
                     self.check_stall(now, current);
                     if ws.is_none() {
+                        let started = Instant::now();
                         ws = self.reconnect(target, current).await;
+                        // Echoes due while reconnecting were not sent either.
+                        let missed =
+                            (started.elapsed().as_millis() / ECHO_EVERY.as_millis()) as u64;
+                        let stats = self.stats(current);
+                        stats.echoes += missed;
+                        stats.unanswered += missed;
                     }
                     self.echo(&mut ws, current).await;
                 }
