@@ -1,6 +1,12 @@
 //! `belay`: one command line in front of the Belay tools.
 #![forbid(unsafe_code)]
 
+/// jemalloc, configured in .cargo/config.toml to give freed memory back to
+/// the OS within about a second (so a server's RSS comes back after a storm
+/// of channels or connections; glibc keeps it).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod abuse;
 mod backoff_table;
 mod connect;

@@ -109,3 +109,24 @@ pub async fn unsubscribe_all(
         .await
         .map_err(|_| LoadError::Timeout("unsubscribing"))?
 }
+
+/// One series of the server's `/metrics` (plain HTTP/1.1 on loopback).
+pub async fn metric(target: &Target, series: &str) -> Result<f64, LoadError> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = client::dial(target.addr, None).await?;
+    let request = format!(
+        "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        target.addr
+    );
+    tcp.write_all(request.as_bytes()).await?;
+    let mut body = String::new();
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_string(&mut body))
+        .await
+        .map_err(|_| LoadError::Timeout("reading /metrics"))??;
+    body.lines()
+        .find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == series).then(|| value.parse().ok())?
+        })
+        .ok_or_else(|| LoadError::Protocol(format!("no {series} in /metrics")))
+}

@@ -753,6 +753,10 @@ impl Connection {
         if let Some((name, held)) = self.subscriptions.remove_entry(channel) {
             self.shared.broker.unsubscribe(&name, held.id);
         }
+        let held = &mut self.subscriptions;
+        if held.capacity() > 16 && held.len() < held.capacity() / 4 {
+            held.shrink_to(held.len() * 2);
+        }
     }
 
     /// A live publication (or a lag) of one of this connection's

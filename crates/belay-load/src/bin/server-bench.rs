@@ -5,6 +5,10 @@
 //! descriptor limit.
 #![forbid(unsafe_code)]
 
+/// The allocator `belay serve` uses too (see crates/belay-cli/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
 use std::process::{Child, Command, Stdio};
@@ -205,6 +209,12 @@ async fn bench_channels(
             channels::unsubscribe_all(&mut open, round, per_session, bound)
                 .await
                 .map_err(|e| e.to_string())?;
+            let held = channels::metric(&server.target, "belay_channels")
+                .await
+                .map_err(|e| e.to_string())?;
+            if held != 0.0 {
+                return Err(format!("{held} channels still held after leaving"));
+            }
             after_rounds.push(settled_rss(&server, settle).await?);
         }
         drop(open);

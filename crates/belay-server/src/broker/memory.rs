@@ -80,7 +80,9 @@ impl Channel {
     }
 }
 
-type Shard = HashMap<String, Channel>;
+/// Channels boxed: a map keeps its capacity after a storm, and empty slots
+/// then cost a name and a pointer, not a whole channel.
+type Shard = HashMap<String, Box<Channel>>;
 
 /// The embedded in-memory broker.
 pub struct MemoryBroker {
@@ -153,13 +155,17 @@ impl MemoryBroker {
         }
     }
 
-    /// Forget `channel` (its shard is locked by the caller).
+    /// Forget `channel` (its shard is locked by the caller). A shard left
+    /// mostly empty after a storm gives its table back.
     fn free(&self, shard: &mut Shard, channel: &str) {
         if let Some(c) = shard.remove(channel) {
             self.count.fetch_sub(1, Ordering::Relaxed);
             if c.log.top() > 0 {
                 self.freed_published.fetch_add(1, Ordering::Relaxed);
             }
+        }
+        if shard.capacity() > 64 && shard.len() < shard.capacity() / 4 {
+            shard.shrink_to(shard.len() * 2);
         }
     }
 
@@ -202,7 +208,7 @@ impl Broker for MemoryBroker {
             Entry::Vacant(slot) => {
                 // Publishing is the application's call: it always creates.
                 self.count.fetch_add(1, Ordering::Relaxed);
-                slot.insert(self.new_channel(channel))
+                slot.insert(Box::new(self.new_channel(channel)))
             }
         };
         let publication = c.log.publish(now, data);
@@ -238,7 +244,7 @@ impl Broker for MemoryBroker {
             Entry::Occupied(c) => c.into_mut(),
             Entry::Vacant(slot) => {
                 self.count.fetch_add(1, Ordering::Relaxed);
-                slot.insert(self.new_channel(channel))
+                slot.insert(Box::new(self.new_channel(channel)))
             }
         };
         let recovery = c.log.recover(now, since);
