@@ -32,6 +32,34 @@ pub async fn open_sessions(
     Ok(open)
 }
 
+/// Send `per_session` frames of `kind` (`subscribe` or `unsubscribe`) on
+/// session `s` for the channels of `round`.
+async fn send_channel_frames(
+    ws: &mut Session,
+    kind: &str,
+    round: usize,
+    s: usize,
+    per_session: usize,
+) -> Result<(), LoadError> {
+    for n in 0..per_session {
+        let frame = format!(r#"{{"type":"{kind}","channel":"bench-{round}-{s}-{n}"}}"#);
+        ws.send(Message::text(frame)).await?;
+    }
+    Ok(())
+}
+
+/// Run `tasks` together within `bound`; the first error wins.
+async fn all<T>(
+    tasks: Vec<impl std::future::Future<Output = Result<T, LoadError>>>,
+    bound: Duration,
+    what: &'static str,
+) -> Result<Vec<T>, LoadError> {
+    let results = tokio::time::timeout(bound, futures_util::future::join_all(tasks))
+        .await
+        .map_err(|_| LoadError::Timeout(what))?;
+    results.into_iter().collect()
+}
+
 /// Subscribe every session to `per_session` fresh channels of `round` and
 /// wait until all are confirmed. Returns how many were confirmed.
 pub async fn subscribe_all(
@@ -40,35 +68,22 @@ pub async fn subscribe_all(
     per_session: usize,
     bound: Duration,
 ) -> Result<usize, LoadError> {
-    let work = async {
-        let mut tasks = Vec::new();
-        for (s, ws) in sessions.iter_mut().enumerate() {
-            tasks.push(async move {
-                for n in 0..per_session {
-                    let frame =
-                        format!(r#"{{"type":"subscribe","channel":"bench-{round}-{s}-{n}"}}"#);
-                    ws.send(Message::text(frame)).await?;
-                }
-                let mut confirmed = 0;
-                while confirmed < per_session {
-                    let text = next_non_ping(ws).await?;
-                    match message_type(&text) {
-                        Some("subscribed") => confirmed += 1,
-                        _ => return Err(LoadError::Protocol(format!("subscribe refused: {text}"))),
-                    }
-                }
-                Ok::<usize, LoadError>(confirmed)
-            });
+    let tasks = sessions.iter_mut().enumerate().map(|(s, ws)| async move {
+        send_channel_frames(ws, "subscribe", round, s, per_session).await?;
+        let mut confirmed = 0;
+        while confirmed < per_session {
+            let text = next_non_ping(ws).await?;
+            match message_type(&text) {
+                Some("subscribed") => confirmed += 1,
+                _ => return Err(LoadError::Protocol(format!("subscribe refused: {text}"))),
+            }
         }
-        let mut total = 0;
-        for result in futures_util::future::join_all(tasks).await {
-            total += result?;
-        }
-        Ok(total)
-    };
-    tokio::time::timeout(bound, work)
-        .await
-        .map_err(|_| LoadError::Timeout("subscribing"))?
+        Ok(confirmed)
+    });
+    Ok(all(tasks.collect(), bound, "subscribing")
+        .await?
+        .iter()
+        .sum())
 }
 
 /// Unsubscribe every session from the channels of `round`, then make one
@@ -79,35 +94,19 @@ pub async fn unsubscribe_all(
     per_session: usize,
     bound: Duration,
 ) -> Result<(), LoadError> {
-    let work = async {
-        let mut tasks = Vec::new();
-        for (s, ws) in sessions.iter_mut().enumerate() {
-            tasks.push(async move {
-                for n in 0..per_session {
-                    let frame =
-                        format!(r#"{{"type":"unsubscribe","channel":"bench-{round}-{s}-{n}"}}"#);
-                    ws.send(Message::text(frame)).await?;
-                }
-                ws.send(Message::text(
-                    r#"{"type":"request","id":1,"method":"echo","params":0}"#,
-                ))
-                .await?;
-                loop {
-                    let text = next_non_ping(ws).await?;
-                    if message_type(&text) == Some("response") {
-                        return Ok::<(), LoadError>(());
-                    }
-                }
-            });
+    let tasks = sessions.iter_mut().enumerate().map(|(s, ws)| async move {
+        send_channel_frames(ws, "unsubscribe", round, s, per_session).await?;
+        ws.send(Message::text(
+            r#"{"type":"request","id":1,"method":"echo","params":0}"#,
+        ))
+        .await?;
+        loop {
+            if message_type(&next_non_ping(ws).await?) == Some("response") {
+                return Ok(());
+            }
         }
-        for result in futures_util::future::join_all(tasks).await {
-            result?;
-        }
-        Ok(())
-    };
-    tokio::time::timeout(bound, work)
-        .await
-        .map_err(|_| LoadError::Timeout("unsubscribing"))?
+    });
+    all(tasks.collect(), bound, "unsubscribing").await.map(drop)
 }
 
 /// One series of the server's `/metrics` (plain HTTP/1.1 on loopback).

@@ -188,11 +188,7 @@ impl ServerConfig {
             .set_max_pending_per_source(self.max_pending_upgrades_per_ip)
             .set_max_pending(self.max_pending_upgrades)
             .set_accept_rate_per_source(self.accept_rate_per_ip.unwrap_or(self.accept_rate / 4.0))
-            .set_retry_after(
-                self.limits
-                    .ping_interval()
-                    .saturating_add(self.limits.pong_timeout()),
-            );
+            .set_retry_after(self.limits.reap_bound());
         sources
     }
 

@@ -376,18 +376,12 @@ impl Limits {
         }
     }
 
-    /// Check a new connection from an IP that already holds `open`
-    /// connections. The `Retry-After` hint is the time the heartbeat takes
-    /// to reap an abandoned connection (`ping_interval + pong_timeout`),
+    /// The longest time from a connection's last frame to its reaping:
+    /// `ping_interval + pong_timeout`. It is the `Retry-After` hint for a
+    /// source at its connection limit ([`SourceLimits`](super::SourceLimits)),
     /// since leaked connections are the usual cause.
-    pub fn check_connections_from_ip(&self, open: u32) -> Result<(), Violation> {
-        if open >= self.max_connections_per_ip {
-            Err(Violation::TooManyConnectionsFromIp {
-                retry_after: self.ping_interval.saturating_add(self.pong_timeout),
-            })
-        } else {
-            Ok(())
-        }
+    pub fn reap_bound(&self) -> Duration {
+        self.ping_interval.saturating_add(self.pong_timeout)
     }
 
     /// Check whether one more frame of `len` bytes may be queued for a
@@ -494,16 +488,8 @@ mod tests {
     }
 
     #[test]
-    fn the_connection_over_the_per_ip_limit_is_refused_with_a_retry_hint() {
-        let mut limits = Limits::default();
-        limits.set_max_connections_per_ip(2);
-        assert_eq!(limits.check_connections_from_ip(1), Ok(()));
-        assert_eq!(
-            limits.check_connections_from_ip(2),
-            Err(Violation::TooManyConnectionsFromIp {
-                retry_after: Duration::from_secs(35)
-            })
-        );
+    fn a_leaked_connection_is_reaped_within_ping_interval_plus_pong_timeout() {
+        assert_eq!(Limits::default().reap_bound(), Duration::from_secs(35));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! server, the simulator and the tests.
 //!
 //! ```text
-//!  upgrade request ──▶ Limits::check_origin / check_connections_from_ip   (HTTP 403 / 429)
+//!  TCP accept      ──▶ SourceTable (per source, pending upgrades)         (HTTP 429 / 503)
+//!  upgrade request ──▶ Limits::check_origin, SourceTable::admit           (HTTP 403 / 503)
 //!                      TokenBucket (accept rate)                          (admission)
 //!  connection      ──▶ Limits::handshake_deadline                         (4008)
 //!                      Limits::check_frame_len, RateLimiter               (1009, rate_limited, 4029)

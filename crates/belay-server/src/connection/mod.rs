@@ -19,28 +19,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes as FrameBytes;
-
 use belay_proto::heartbeat::{Heartbeat, HeartbeatAction};
 use belay_proto::message::{
-    decode_client, encode_server, ClientMessage, DecodeError, ErrorBody, MessageKind,
-    ReconnectAdvice, Reply, Request, Response, ServerMessage, Subscribe, Unsubscribed, Welcome,
-    PROTOCOL_VERSION,
+    encode_server, ClientMessage, DecodeError, ErrorBody, ReconnectAdvice, Reply, Request,
+    Response, ServerMessage, Unsubscribed, Welcome, PROTOCOL_VERSION,
 };
-use belay_proto::server::{RateDecision, RateLimiter, Violation, ViolationResponse};
+use belay_proto::server::{RateLimiter, Violation, ViolationResponse};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 use crate::auth::Principal;
-use crate::broker::{LiveInbox, LiveItem, SubscribeError, SubscriberId};
+use crate::broker::{LiveInbox, SubscriberId};
 use crate::faults::Faults;
 use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
 use crate::metrics::Metrics;
 use crate::requests::{self, Admit, InFlight, RequestSet, RequestTask};
 use crate::server::Shared;
 use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
+
+mod frames;
+mod subscriptions;
+
+use subscriptions::next_live;
 
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.
@@ -427,128 +429,6 @@ impl Connection {
         }
     }
 
-    fn on_frame(&mut self, message: Message, meta: &ConnectionMeta) -> Option<End> {
-        let now = self.now();
-        if let Stage::Open { heartbeat, .. } = &mut self.stage {
-            heartbeat.handle_frame(now);
-        }
-        let handshake = matches!(self.stage, Stage::Handshake { .. });
-        let bytes = match message {
-            Message::Close(code) => return Some(End::PeerGone(code)),
-            // Proof of life; answered (within the liveness budget) by the loop.
-            Message::Ping(_) => return None,
-            Message::Pong => return self.on_liveness_frame().err(),
-            // Nothing but `connect` may come first (spec/PROTOCOL.md §2.7).
-            Message::Binary(_) if handshake => return self.violate(Violation::NotConnectFirst),
-            Message::Binary(_) => {
-                Metrics::add(&self.shared.metrics.bad_frames);
-                if let Err(end) = self.take_message_token(None) {
-                    return end;
-                }
-                return self.violate(Violation::BinaryFrame);
-            }
-            Message::Text(bytes) => bytes,
-        };
-        // The codec has validated the UTF-8 already.
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            return self.violate(Violation::InvalidUtf8);
-        };
-        let decoded = decode_client(text);
-        if handshake {
-            return self.on_handshake(now, decoded, meta);
-        }
-        match decoded {
-            Ok(ClientMessage::Ping) => match self.on_liveness_frame() {
-                Ok(true) => {
-                    self.send(&ServerMessage::Pong);
-                    None
-                }
-                Ok(false) => None,
-                Err(end) => Some(end),
-            },
-            Ok(ClientMessage::Pong) => self.on_liveness_frame().err(),
-            Ok(message) => {
-                let id = match &message {
-                    ClientMessage::Request(request) => Some(request.id),
-                    _ => None,
-                };
-                if let Err(end) = self.take_message_token(id) {
-                    return end;
-                }
-                self.on_message(message)
-            }
-            Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
-            Err(error) => {
-                Metrics::add(&self.shared.metrics.bad_frames);
-                // A request whose id can be read still gets its one
-                // response (spec/PROTOCOL.md §8.2).
-                let id = match &error {
-                    DecodeError::Invalid {
-                        kind: MessageKind::Request,
-                        ..
-                    } => request_id(text),
-                    _ => None,
-                };
-                if let Err(end) = self.take_message_token(id) {
-                    return end;
-                }
-                match (id, &error) {
-                    (Some(id), _) => {
-                        self.shared.metrics.count_request("bad_request");
-                        self.send(&ServerMessage::Response(Response {
-                            id,
-                            reply: Reply::Error(ErrorBody::new("bad_request", error.to_string())),
-                        }));
-                        None
-                    }
-                    (None, DecodeError::UnknownType { .. }) => self.violate(Violation::UnknownType),
-                    (None, _) => self.violate(Violation::MalformedFrame),
-                }
-            }
-        }
-    }
-
-    /// A liveness frame (ping or pong, JSON or WebSocket) arrived: `Ok(true)`
-    /// if a ping may be answered, `Ok(false)` if it is over its budget (not
-    /// answered), `Err` for a flood (close 4029).
-    fn on_liveness_frame(&mut self) -> Result<bool, End> {
-        let now = self.now();
-        match self.liveness.check(now) {
-            RateDecision::Allow => Ok(true),
-            RateDecision::Close { retry_after } => Err(self
-                .violate(Violation::LivenessFlood { retry_after })
-                .unwrap_or(End::Abrupt)),
-            _ => Ok(false),
-        }
-    }
-
-    /// Take a token from the message budget for a data frame (`request` is
-    /// the id of the request it carries, if any). Over the budget the frame
-    /// is answered `rate_limited` (`Err(None)`: go on without processing it)
-    /// or, for a flood, closed (`Err(Some(end))`).
-    fn take_message_token(&mut self, request: Option<u64>) -> Result<(), Option<End>> {
-        let now = self.now();
-        match self.rate.check(now) {
-            RateDecision::Allow => Ok(()),
-            RateDecision::Close { retry_after } => {
-                Err(self.violate(Violation::Flood { retry_after }))
-            }
-            RateDecision::Refuse { retry_after } => {
-                let violation = Violation::RateLimited { retry_after };
-                match request {
-                    Some(id) => {
-                        // A refused request still gets its one response.
-                        self.shared.metrics.count_request("rate_limited");
-                        self.respond(id, requests::refusal(violation));
-                        Err(None)
-                    }
-                    None => Err(self.violate(violation)),
-                }
-            }
-            _ => Err(None),
-        }
-    }
-
     fn respond(&self, id: u64, reply: Reply) {
         self.send(&ServerMessage::Response(Response { id, reply }));
     }
@@ -675,155 +555,6 @@ impl Connection {
         self.requests.push(handle, keyed);
     }
 
-    fn on_subscribe(&mut self, principal: &Principal, subscribe: Subscribe) {
-        let channel = subscribe.channel;
-        let shared = Arc::clone(&self.shared);
-        let limits = &shared.config.limits;
-        if let Err(violation) = limits.check_channel(&channel) {
-            // Not even held in a refusal: the reply names a prefix.
-            let shown = truncate_name(&channel, limits.max_channel_len());
-            self.refuse_subscribe(shown, violation);
-            return;
-        }
-        self.end_subscription(&channel);
-        if let Err(denied) = self.shared.auth.authorize_subscribe(principal, &channel) {
-            self.send(&unsubscribed(&channel, denied.code(), &denied.to_string()));
-            return;
-        }
-        if self.faults.borrow().service_down {
-            self.send(&unsubscribed(&channel, "unavailable", "service down"));
-            return;
-        }
-        if let Err(violation) = limits.check_subscriptions(self.subscriptions.len()) {
-            self.refuse_subscribe(&channel, violation);
-            return;
-        }
-        let name: Arc<str> = Arc::from(channel.as_str());
-        let history = &shared.config.history;
-        let live = self
-            .inbox
-            .get_or_insert_with(|| LiveInbox::new(history.live_buffer, history.live_buffer_bytes))
-            .sender(Arc::clone(&name));
-        let id = live.id();
-        let granted = match self
-            .shared
-            .broker
-            .subscribe(&channel, subscribe.since.as_ref(), live)
-        {
-            Ok(granted) => granted,
-            Err(SubscribeError::TooManyChannels) => {
-                self.refuse_subscribe(&channel, Violation::TooManyChannels);
-                return;
-            }
-        };
-        if subscribe.since.is_some() {
-            let counter = if granted.subscribed.recovered {
-                &self.shared.metrics.recoveries
-            } else {
-                &self.shared.metrics.recovery_misses
-            };
-            Metrics::add(counter);
-        }
-        let mut after = granted.subscribed.offset;
-        self.subscriptions
-            .insert(Arc::clone(&name), Held { id, after });
-        if !self.send(&ServerMessage::Subscribed(granted.subscribed)) {
-            return;
-        }
-        for delivery in granted.replay {
-            after = delivery.offset;
-            if self.out.try_send(delivery.frame).is_err() {
-                let _ = self.control.send(Control::SlowConsumer);
-                return;
-            }
-        }
-        self.subscriptions.insert(name, Held { id, after });
-    }
-
-    /// Refuse a `subscribe` with the violation's documented `unsubscribed`.
-    fn refuse_subscribe(&mut self, channel: &str, violation: Violation) {
-        Metrics::add(&self.shared.metrics.subscribe_refusals);
-        if let ViolationResponse::Reply(error) = violation.response() {
-            self.send(&unsubscribed(channel, &error.code, &error.message));
-        }
-    }
-
-    /// Stop delivering `channel` to this connection (no reply).
-    fn end_subscription(&mut self, channel: &str) {
-        if let Some((name, held)) = self.subscriptions.remove_entry(channel) {
-            self.shared.broker.unsubscribe(&name, held.id);
-        }
-        let held = &mut self.subscriptions;
-        if held.capacity() > 16 && held.len() < held.capacity() / 4 {
-            held.shrink_to(held.len() * 2);
-        }
-    }
-
-    /// A live publication (or a lag) of one of this connection's
-    /// subscriptions. Straight into the socket's write buffer when nothing
-    /// is queued before it and there is room, else through the bounded
-    /// queue (full: a slow consumer). Items of a subscription that was
-    /// replaced or ended, and offsets already sent, are dropped.
-    fn on_live<S>(
-        &mut self,
-        ws: &mut WebSocket<S>,
-        out: &OutboundReceiver,
-        item: LiveItem,
-    ) -> Option<End>
-    where
-        S: AsyncRead + AsyncWrite + Unpin,
-    {
-        match item {
-            LiveItem::Frame {
-                channel,
-                subscriber,
-                offset,
-                frame,
-            } => {
-                let held = self.subscriptions.get_mut(&*channel)?;
-                if held.id != subscriber || offset <= held.after {
-                    return None;
-                }
-                held.after = offset;
-                self.write_live(ws, out, frame)
-            }
-            LiveItem::Lagged {
-                channel,
-                subscriber,
-            } => {
-                if self.subscriptions.get(&*channel).map(|h| h.id) != Some(subscriber) {
-                    return None;
-                }
-                self.end_subscription(&channel);
-                let message = unsubscribed(&channel, "lagged", "subscriber fell behind");
-                if queue(&self.out, &message) {
-                    None
-                } else {
-                    self.violate(Violation::SlowConsumer)
-                }
-            }
-        }
-    }
-
-    fn write_live<S>(
-        &mut self,
-        ws: &mut WebSocket<S>,
-        out: &OutboundReceiver,
-        frame: FrameBytes,
-    ) -> Option<End>
-    where
-        S: AsyncRead + AsyncWrite + Unpin,
-    {
-        if out.is_empty() && ws.buffered() < HIGH_WATER {
-            ws.queue_text(&frame);
-            None
-        } else if self.out.try_send(frame).is_err() {
-            self.violate(Violation::SlowConsumer)
-        } else {
-            None
-        }
-    }
-
     /// Flapping switched on drops this session too, `after` from now;
     /// switched off, it spares it.
     fn follow_flapping(&mut self) {
@@ -835,21 +566,6 @@ impl Connection {
                 (Some(after), None) => Some(now + after),
                 (None, _) => None,
             };
-        }
-    }
-
-    /// Service down: every subscription is dropped with `unsubscribed`.
-    fn drop_subscriptions(&mut self, code: &str, reason: &str) {
-        let channels: Vec<Arc<str>> = self.subscriptions.keys().cloned().collect();
-        for channel in channels {
-            self.end_subscription(&channel);
-            self.send(&unsubscribed(&channel, code, reason));
-        }
-    }
-
-    fn stop_subscriptions(&mut self) {
-        for (channel, held) in self.subscriptions.drain() {
-            self.shared.broker.unsubscribe(&channel, held.id);
         }
     }
 
@@ -892,30 +608,6 @@ pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMes
         code: code.to_owned(),
         reason: reason.to_owned(),
     })
-}
-
-/// The next item of the connection's inbox (pending forever without one;
-/// the loop polls this only when there is one).
-async fn next_live(inbox: &mut Option<LiveInbox>) -> LiveItem {
-    match inbox {
-        Some(inbox) => inbox.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The longest prefix of `name` of at most `max` bytes on a char boundary.
-fn truncate_name(name: &str, max: usize) -> &str {
-    let mut end = name.len().min(max);
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    &name[..end]
-}
-
-/// The `id` of a `request` frame that failed to decode, if it can be read.
-fn request_id(text: &str) -> Option<u64> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    value.get("id")?.as_u64()
 }
 
 /// A frame the WebSocket layer rejected: its documented close.
