@@ -57,7 +57,7 @@ pub(crate) struct Args {
 #[command(next_help_heading = "Limits")]
 pub(crate) struct LimitArgs {
     /// Origins allowed to open a session (repeat or comma-separate), e.g.
-    /// https://app.example.com; none given: any. Upgrades from other origins
+    /// `https://app.example.com`; none given: any. Upgrades from other origins
     /// get 403.
     #[arg(long = "allowed-origin", value_name = "ORIGIN", value_delimiter = ',')]
     allowed_origins: Vec<String>,
