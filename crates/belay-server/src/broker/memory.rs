@@ -27,6 +27,9 @@ use super::{
 use crate::clock::Clock;
 use crate::metrics::lock;
 
+/// How often a full broker looks for channels to free, at most.
+const SWEEP_EVERY_MS: u64 = 100;
+
 /// Independently locked parts of the channel map.
 pub(crate) const SHARDS: usize = 32;
 
@@ -90,6 +93,9 @@ pub struct MemoryBroker {
     hasher: RandomState,
     /// Channels held, over all shards.
     count: AtomicUsize,
+    /// When `make_room` last swept (ms on the broker's clock; `u64::MAX`:
+    /// never).
+    last_sweep_ms: AtomicU64,
     /// Channels freed after they had publications: a new incarnation of a
     /// channel gets a new epoch while this is non-zero.
     freed_published: AtomicU64,
@@ -120,6 +126,7 @@ impl MemoryBroker {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             hasher: RandomState::new(),
             count: AtomicUsize::new(0),
+            last_sweep_ms: AtomicU64::new(u64::MAX),
             freed_published: AtomicU64::new(0),
             limits,
             epoch: format!("{:x}", nanos & 0xffff_ffff_ffff),
@@ -173,6 +180,20 @@ impl MemoryBroker {
     /// at a time (never all channels under one lock). Returns whether there
     /// is room now.
     fn make_room(&self, now: Instant) -> bool {
+        // Channels are freed as their subscribers leave, so a sweep finds
+        // little; at most one per SWEEP_EVERY, or a storm of refused names
+        // would scan every channel for each refusal and starve the workers.
+        let at = now.as_millis();
+        let last = self.last_sweep_ms.load(Ordering::Relaxed);
+        let due = last == u64::MAX || at.saturating_sub(last) >= SWEEP_EVERY_MS;
+        if !due
+            || self
+                .last_sweep_ms
+                .compare_exchange(last, at, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
         for shard in self.shards.iter() {
             if self.channel_count() < self.limits.max_channels {
                 return true;
