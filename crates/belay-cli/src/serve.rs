@@ -113,6 +113,9 @@ pub(crate) struct LimitArgs {
     /// Bytes the idempotency cache holds.
     #[arg(long, default_value_t = 64 << 20)]
     idempotency_max_bytes: usize,
+    /// Seconds an idempotency key's outcome is kept for retries.
+    #[arg(long, default_value_t = 300)]
+    idempotency_retention_secs: u64,
     /// Subscriptions per connection (over: unsubscribed forbidden).
     #[arg(long, default_value_t = 1_000)]
     max_subscriptions: usize,
@@ -167,6 +170,7 @@ impl LimitArgs {
             .with_max_outbound_bytes(self.max_outbound_bytes)
             .with_max_keyed_running(self.max_keyed_running)
             .with_idempotency_max_bytes(self.idempotency_max_bytes)
+            .with_idempotency_retention(Duration::from_secs(self.idempotency_retention_secs))
             .with_max_publication_len(self.max_publication_len)
             .with_trusted_proxies(
                 belay_proto::server::TrustedProxies::new(self.trusted_proxies.clone()),
@@ -229,9 +233,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    let runtime = belay_load::server_runtime::build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(serve(args))
 }
@@ -336,6 +338,7 @@ mod tests {
         assert_eq!(config.max_outbound_bytes, default.max_outbound_bytes);
         assert_eq!(config.max_keyed_running, default.max_keyed_running);
         assert_eq!(config.idempotency_max_bytes, default.idempotency_max_bytes);
+        assert_eq!(config.idempotency_retention, default.idempotency_retention);
         assert_eq!(config.max_publication_len, default.max_publication_len);
         assert_eq!(config.trusted_proxies, default.trusted_proxies);
         assert!(config.admin_token.is_none() || std::env::var("BELAY_ADMIN_TOKEN").is_ok());
@@ -354,6 +357,8 @@ mod tests {
             "--proxy-protocol",
             "--admin-token",
             "t",
+            "--idempotency-retention-secs",
+            "20",
         ]);
         let config = cli.serve.limits.apply(ServerConfig::default());
         assert_eq!(config.limits.allowed_origins().len(), 2);
@@ -361,5 +366,6 @@ mod tests {
         assert!(config.trusted_proxies.trusts("10.1.2.3".parse().unwrap()));
         assert!(config.proxy_protocol);
         assert_eq!(config.admin_token.as_deref(), Some("t"));
+        assert_eq!(config.idempotency_retention, Duration::from_secs(20));
     }
 }

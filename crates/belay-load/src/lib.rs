@@ -22,6 +22,7 @@
 //! * [`floor`]: the bare tokio-websockets server Belay is compared with.
 //! * [`bench_server`]: the Belay server as the benchmarks configure it.
 //! * [`abuse`]: the abuse harness behind `belay abuse` (docs/ABUSE.md).
+//! * [`server_runtime`]: the runtime a server process runs on.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -34,6 +35,7 @@ pub mod echo;
 pub mod floor;
 pub mod idle;
 pub mod procfs;
+pub mod server_runtime;
 pub mod stats;
 pub mod target;
 

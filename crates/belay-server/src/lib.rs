@@ -48,6 +48,7 @@ pub mod faults;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod idempotency_expiry;
 mod mailbox;
 pub mod metrics;
 mod outbound;

@@ -155,6 +155,9 @@ pub(crate) async fn serve(
     let (stop_tx, stop_rx) = watch::channel(false);
     let (done_tx, done_rx) = watch::channel(());
     let mut drained = pin!(server.drained());
+    // Housekeeping for as long as this server serves.
+    let expiry = tokio::spawn(crate::idempotency_expiry::run(Arc::clone(&server.shared)));
+    let _expiry = AbortOnDrop(expiry.abort_handle());
     loop {
         let (tcp, peer) = tokio::select! {
             () = &mut drained => break,
@@ -331,4 +334,13 @@ fn is_connection_error(e: &io::Error) -> bool {
             | io::ErrorKind::ConnectionAborted
             | io::ErrorKind::ConnectionReset
     )
+}
+
+/// Aborts a background task when the `serve` call that started it returns.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -3,6 +3,8 @@
 //! within the rate limit, over 20 sessions: every answer the server keeps
 //! for deduplication is one more big entry.
 
+use std::time::Duration;
+
 use tokio_websockets::Message;
 
 use super::attack::Attack;
@@ -23,4 +25,41 @@ pub(super) async fn run(attack: &Attack) {
         ))
     });
     flood.run(attack).await;
+}
+
+/// How long the server keeps the outcomes this abuse leaves, by design
+/// (spec §4.4): `--idempotency-retention-secs` among the server's flags, or
+/// the server's default. Its memory can only come back after that.
+pub(super) fn retention(server_args: &[String]) -> Duration {
+    const FLAG: &str = "--idempotency-retention-secs";
+    let mut args = server_args.iter();
+    while let Some(arg) = args.next() {
+        let value = match arg.strip_prefix(FLAG) {
+            Some("") => args.next().map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        };
+        if let Some(secs) = value.and_then(|v| v.parse().ok()) {
+            return Duration::from_secs(secs);
+        }
+    }
+    belay_server::ServerConfig::default().idempotency_retention
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_retention_is_the_flag_or_the_servers_default() {
+        assert_eq!(retention(&[]), Duration::from_secs(300));
+        let spaced = args(&["--accept-rate", "9", "--idempotency-retention-secs", "20"]);
+        assert_eq!(retention(&spaced), Duration::from_secs(20));
+        let joined = args(&["--idempotency-retention-secs=7"]);
+        assert_eq!(retention(&joined), Duration::from_secs(7));
+    }
 }

@@ -41,6 +41,8 @@ mod subscribe_storm;
 mod upgrade_flood;
 mod ws_ping_flood;
 
+use std::time::Duration;
+
 use attack::Attack;
 
 /// One abuse of the server.
@@ -129,6 +131,16 @@ impl Abuse {
             Abuse::Slowloris => slowloris::SUMMARY,
             Abuse::UpgradeFlood => upgrade_flood::SUMMARY,
             Abuse::SlowRequests => slow_requests::SUMMARY,
+        }
+    }
+
+    /// Memory the server keeps after this abuse by design, and for how
+    /// long: its recovery may last that much longer (the outcomes of keyed
+    /// requests, kept for the idempotency retention).
+    pub fn kept_by_design(self, server_args: &[String]) -> Duration {
+        match self {
+            Abuse::IdempotencyFlood => idempotency_flood::retention(server_args),
+            _ => Duration::ZERO,
         }
     }
 

@@ -29,7 +29,8 @@ pub struct RunConfig {
     /// Length of the baseline and of the abuse (at most 600 s).
     pub phase: Duration,
     /// Longest recovery; it ends earlier once RSS is back within 10 %
-    /// (at most 600 s).
+    /// (at most 600 s). An abuse whose memory the server keeps by design
+    /// gets that long more ([`Abuse::kept_by_design`]).
     pub recovery_max: Duration,
 }
 
@@ -213,7 +214,7 @@ pub async fn run_one(abuse: Abuse, config: &RunConfig) -> Result<AbuseReport, St
         .until(
             &mut server,
             Phase::Recovery,
-            recovery_start + config.recovery_max,
+            recovery_start + config.recovery_max + abuse.kept_by_design(&config.server_args),
             |s| {
                 let now = Instant::now();
                 now >= settled_from

@@ -101,10 +101,7 @@ enum Cmd {
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = belay_load::server_runtime::build().map_err(|e| e.to_string())?;
     match cli.command {
         Cmd::Serve {
             kind,

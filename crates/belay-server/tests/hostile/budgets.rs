@@ -80,11 +80,28 @@ async fn the_idempotency_cache_holds_at_most_its_byte_budget() {
     assert!(bytes <= f64::from(1u32 << 20), "{bytes} bytes held");
     assert!(bytes > 512.0 * 1024.0, "the cache is used: {bytes}");
     // The newest keys are still answered from the cache.
-    let _ = Duration::ZERO;
     raw.send(&request(100, "echo", json!(pad), Some("key-60")))
         .await;
     assert!(matches!(
         crate::reply_to(&mut raw, 100).await,
         belay_proto::message::Reply::Result(_)
     ));
+}
+
+#[tokio::test]
+async fn expired_outcomes_are_released_while_nobody_sends_keyed_requests() {
+    let retention = Duration::from_millis(300);
+    let server = server(ServerConfig::default().with_idempotency_retention(retention));
+    let addr = common::start(&server).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let pad = "k".repeat(60 * 1024);
+    for id in 1..=5u64 {
+        let key = format!("key-{id}");
+        raw.send(&request(id, "echo", json!(pad), Some(&key))).await;
+        let _ = crate::reply_to(&mut raw, id).await;
+    }
+    assert!(metric(addr, "belay_idempotency_bytes").await > 5.0 * 60.0 * 1024.0);
+    // No keyed request follows: the server's own timer prunes the cache.
+    metric_until(addr, "belay_idempotency_keys", |keys| keys == 0.0).await;
+    assert_eq!(metric(addr, "belay_idempotency_bytes").await, 0.0);
 }
