@@ -221,7 +221,7 @@ fn ws_failure(error: &tokio_websockets::Error) -> Failure {
     match error {
         tokio_websockets::Error::Upgrade(
             tokio_websockets::upgrade::Error::DidNotSwitchProtocols(status),
-        ) => Failure::Rejected { status: *status },
+        ) => Failure::rejected(*status),
         tokio_websockets::Error::Io(e) => io_failure(e),
         other => Failure::network(other.to_string()),
     }

@@ -95,7 +95,7 @@ pub use readiness::Readiness;
 pub use registry::{RequestId, RequestOutcome};
 pub use session::{
     Call, ConnectionState, Input, Output, RequestError, Session, SessionStats, Stopped,
-    SubscribeError,
+    SubscribeError, MAX_SERVER_PING_MS, MIN_SERVER_PING_MS,
 };
 pub use time::Instant;
 pub use transport::{Failure, TransportId};

@@ -72,6 +72,11 @@ impl RequestRegistry {
         RequestRegistry::default()
     }
 
+    /// The id the next [`insert`](Self::insert) returns.
+    pub fn next_id(&self) -> RequestId {
+        RequestId(self.last_id.saturating_add(1))
+    }
+
     /// Register a request sent now that must settle by `deadline`, returning its id.
     pub fn insert(&mut self, deadline: Instant) -> RequestId {
         // u64 ids do not wrap in practice; saturate rather than reuse.

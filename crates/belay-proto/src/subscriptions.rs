@@ -70,6 +70,7 @@ pub struct Subscriptions {
     online: bool,
     duplicates_dropped: u64,
     stray_publications: u64,
+    resumes_refuted: u64,
 }
 
 impl Subscriptions {
@@ -84,6 +85,7 @@ impl Subscriptions {
             online: false,
             duplicates_dropped: 0,
             stray_publications: 0,
+            resumes_refuted: 0,
         }
     }
 
@@ -120,6 +122,13 @@ impl Subscriptions {
     /// Publications for channels not subscribed (dropped).
     pub fn stray_publications(&self) -> u64 {
         self.stray_publications
+    }
+
+    /// Resumes the server claimed as recovered (`recovered: true`) that
+    /// this client refuted: another epoch, or an offset past `since`. Each
+    /// one was reported as [`Event::RecoveryFailed`].
+    pub fn resumes_refuted(&self) -> u64 {
+        self.resumes_refuted
     }
 
     /// Want `channel`; subscribes at once if the protocol is up. Returns
@@ -204,16 +213,17 @@ impl Subscriptions {
         };
         entry.state = ChannelState::Subscribed;
         entry.retry.reset();
-        let recovered = resumed && msg.recovered;
-        entry.position = Some(StreamPosition {
-            epoch: msg.epoch,
-            offset: msg.offset,
-        });
+        let since = entry.position.take().filter(|_| resumed);
+        let (position, recovered) = checked_resume(since, &msg);
+        if resumed && msg.recovered && !recovered {
+            self.resumes_refuted = self.resumes_refuted.saturating_add(1);
+        }
+        entry.position = Some(position);
         out.push(SubscriptionOutput::Event(Event::Subscribed {
             channel: msg.channel.clone(),
             recovered,
         }));
-        if resumed && !msg.recovered {
+        if resumed && !recovered {
             out.push(SubscriptionOutput::Event(Event::RecoveryFailed {
                 channel: msg.channel,
             }));
@@ -325,6 +335,27 @@ impl Subscriptions {
         out: &mut Vec<SubscriptionOutput>,
     ) -> ChannelState {
         subscribe_now(now, self.confirm_timeout, channel, since, out)
+    }
+}
+
+/// The position and the recovery verdict after a `subscribed` answering a
+/// subscribe sent with `since` (`None`: a first subscribe). The server's
+/// word is checked against what this client delivered: in the same epoch the
+/// position never moves backwards (a lower offset would deliver duplicates),
+/// and a claimed recovery counts only if the server resumes at or before
+/// `since` (a higher offset skipped publications) in the same epoch.
+fn checked_resume(since: Option<StreamPosition>, msg: &Subscribed) -> (StreamPosition, bool) {
+    let answered = StreamPosition {
+        epoch: msg.epoch.clone(),
+        offset: msg.offset,
+    };
+    match since {
+        Some(since) if since.epoch == msg.epoch => {
+            let recovered = msg.recovered && msg.offset <= since.offset;
+            let offset = since.offset.max(msg.offset);
+            (StreamPosition { offset, ..since }, recovered)
+        }
+        _ => (answered, false),
     }
 }
 

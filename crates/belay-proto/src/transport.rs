@@ -43,6 +43,11 @@ pub enum Failure {
     Rejected {
         /// The HTTP status. 401 and 403 are treated as authentication failures.
         status: u16,
+        /// The response's `Retry-After` in ms (delta-seconds × 1000), if it
+        /// had one. Taken as advice: the next dial is drawn uniformly in
+        /// `[R, 2R)`, capped like every other server hint (spec §6).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
     },
     /// The driver cannot even try (malformed URL, unsupported scheme): this
     /// is a configuration error and is never retried.
@@ -53,6 +58,14 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// An upgrade answered with `status` and no `Retry-After`.
+    pub fn rejected(status: u16) -> Self {
+        Failure::Rejected {
+            status,
+            retry_after_ms: None,
+        }
+    }
+
     /// A network failure with a detail message.
     pub fn network(detail: impl Into<String>) -> Self {
         Failure::Network {

@@ -728,7 +728,7 @@ impl Driver {
                 id,
                 match kind {
                     FailureKind::Network => Failure::network("reset"),
-                    FailureKind::Rejected(status) => Failure::Rejected { status: *status },
+                    FailureKind::Rejected(status) => Failure::rejected(*status),
                     FailureKind::InvalidConfig => Failure::InvalidConfig {
                         detail: "bad url".into(),
                     },

@@ -5,168 +5,18 @@ use std::time::Duration;
 use belay_proto::backoff::BackoffPolicy;
 use belay_proto::heartbeat::LivenessFailure;
 use belay_proto::message::{
-    encode_server, ClientMessage, Pacing, Publication, ReconnectAdvice, Reply, Response,
-    ServerMessage, StreamPosition, Subscribed, Unsubscribed, Welcome, PROTOCOL_VERSION,
+    encode_server, ClientMessage, Pacing, Publication, Reply, Response,
+    ServerMessage, StreamPosition, Subscribed, PROTOCOL_VERSION,
 };
 use belay_proto::{
     Call, CloseCode, CloseInfo, Config, ConnectionState, DisconnectReason, Event, Failure,
-    HaltReason, Input, Instant, Output, RequestError, RequestOutcome, RetryPlan, Session,
+    HaltReason, Input, Instant, Output, RequestError, RequestOutcome, RetryPlan,
     TransportId,
 };
 use serde_json::json;
 
-/// A driver with a virtual clock that records what the session asks for.
-struct Driver {
-    session: Session,
-    now: Instant,
-}
-
-impl Driver {
-    fn new(config: Config) -> Self {
-        Driver {
-            session: Session::new(config, Instant::ZERO, 7),
-            now: Instant::ZERO,
-        }
-    }
-
-    /// A config whose backoff has no randomness, so delays are exact.
-    fn fixed(delay_ms: u64) -> Self {
-        let mut config = Config::default();
-        config.set_backoff(BackoffPolicy::fixed(Duration::from_millis(delay_ms)));
-        Driver::new(config)
-    }
-
-    fn at(&mut self, ms: u64) -> &mut Self {
-        self.now = Instant::from_millis(ms);
-        self
-    }
-
-    fn drain(&mut self) -> Vec<Output> {
-        std::iter::from_fn(|| self.session.poll_output()).collect()
-    }
-
-    fn input(&mut self, input: Input) -> Vec<Output> {
-        self.session.handle_input(self.now, input);
-        self.drain()
-    }
-
-    fn check(&mut self) -> Vec<Output> {
-        self.session.check_liveness(self.now);
-        self.drain()
-    }
-
-    fn tick(&mut self) -> Vec<Output> {
-        self.session.handle_timeout(self.now);
-        self.drain()
-    }
-
-    /// Jump to the next timeout and run it.
-    fn next_timeout(&mut self) -> Vec<Output> {
-        let at = self.session.poll_timeout().expect("a timeout is scheduled");
-        assert!(at >= self.now, "timeouts never lie in the past");
-        self.now = at;
-        self.tick()
-    }
-
-    fn start(&mut self) -> TransportId {
-        self.session.start(self.now).unwrap();
-        opened_id(&self.drain())
-    }
-
-    fn welcome(&mut self, id: TransportId, welcome: Welcome) -> Vec<Output> {
-        self.input(Input::Message(id, ServerMessage::Welcome(welcome)))
-    }
-
-    /// Open transport `id` and complete the handshake.
-    fn establish(&mut self, id: TransportId) -> Vec<Output> {
-        let mut out = self.input(Input::TransportOpened(id));
-        out.extend(self.welcome(id, welcome("s-1")));
-        out
-    }
-
-    fn server(&mut self, id: TransportId, message: ServerMessage) -> Vec<Output> {
-        self.input(Input::Message(id, message))
-    }
-}
-
-fn welcome(session: &str) -> Welcome {
-    Welcome {
-        session: session.into(),
-        protocol: PROTOCOL_VERSION,
-        ping_interval_ms: None,
-        pacing: None,
-    }
-}
-
-fn opened_id(out: &[Output]) -> TransportId {
-    let ids: Vec<_> = out
-        .iter()
-        .filter_map(|o| match o {
-            Output::OpenTransport { id, .. } => Some(*id),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ids.len(), 1, "exactly one transport is opened: {out:?}");
-    ids[0]
-}
-
-fn events(out: &[Output]) -> Vec<Event> {
-    out.iter()
-        .filter_map(|o| match o {
-            Output::Event(e) => Some(e.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn sent(out: &[Output]) -> Vec<ClientMessage> {
-    out.iter()
-        .filter_map(|o| match o {
-            Output::Transmit { message, .. } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn closes(out: &[Output]) -> Vec<(TransportId, CloseCode)> {
-    out.iter()
-        .filter_map(|o| match o {
-            Output::CloseTransport { id, code, .. } => Some((*id, *code)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn retry_of(out: &[Output]) -> RetryPlan {
-    events(out)
-        .into_iter()
-        .find_map(|e| match e {
-            Event::Disconnected { retry, .. } | Event::ConnectFailed { retry, .. } => Some(retry),
-            _ => None,
-        })
-        .expect("a disconnect event")
-}
-
-fn advice(reason: &str, min_delay_ms: u64, max_delay_ms: u64) -> ServerMessage {
-    ServerMessage::Reconnect(ReconnectAdvice {
-        reason: reason.into(),
-        min_delay_ms,
-        max_delay_ms,
-        message: None,
-    })
-}
-
-fn unsubscribed(channel: &str, code: &str) -> ServerMessage {
-    ServerMessage::Unsubscribed(Unsubscribed {
-        channel: channel.into(),
-        code: code.into(),
-        reason: String::new(),
-    })
-}
-
-fn closed(code: CloseCode) -> CloseInfo {
-    CloseInfo::new(code, "")
-}
+mod common;
+use common::*;
 
 #[test]
 fn start_dials_once_then_connect_and_welcome_make_it_ready() {
@@ -399,7 +249,7 @@ fn an_auth_failure_halts_instead_of_hammering() {
     let id = d.start();
     let out = d.input(Input::TransportFailed(
         id,
-        Failure::Rejected { status: 401 },
+        Failure::rejected(401),
     ));
     assert!(events(&out).contains(&Event::Halted {
         reason: HaltReason::AuthFailed

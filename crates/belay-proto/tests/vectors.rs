@@ -632,13 +632,22 @@ fn request_error(error: &RequestError) -> Value {
     json!(match error {
         RequestError::NotReady => "not_ready",
         RequestError::Stopped => "stopped",
+        RequestError::TooLarge { .. } => "too_large",
         other => return json!(format!("{other:?}")),
     })
 }
 
 fn call_from_json(arg: &Value) -> Result<Call, String> {
     let method = str_field(arg, "method")?;
-    let params = arg.get("params").cloned().unwrap_or(Value::Null);
+    // `params_repeat: {"text": T, "times": N}` stands for the string T
+    // repeated N times (frames near the 1 MiB limit, without a 1 MiB vector).
+    let params = match arg.get("params_repeat") {
+        Some(repeat) => {
+            let times = usize::try_from(u64_field(repeat, "times")?).map_err(|e| e.to_string())?;
+            Value::String(str_field(repeat, "text")?.repeat(times))
+        }
+        None => arg.get("params").cloned().unwrap_or(Value::Null),
+    };
     let mut call = Call::new(method, params);
     if let Some(timeout) = opt_ms(arg.get("timeout_ms").unwrap_or(&Value::Null), "timeout_ms")? {
         call = call.with_timeout(ms(timeout));

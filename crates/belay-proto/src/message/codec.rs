@@ -52,6 +52,26 @@ pub fn encode_client(message: &ClientMessage) -> String {
     encode(message)
 }
 
+/// The length in bytes of [`encode_client`]'s frame, counted without
+/// building it.
+pub fn encoded_len(message: &ClientMessage) -> usize {
+    /// Counts what serde_json writes.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail, and client messages always serialize.
+    let _ = serde_json::to_writer(&mut counter, message);
+    counter.0
+}
+
 /// Encode a server message as a JSON text frame.
 pub fn encode_server(message: &ServerMessage) -> String {
     encode(message)

@@ -19,7 +19,8 @@ mod server;
 
 pub use client::{ClientMessage, Connect, Request, Subscribe, Unsubscribe};
 pub use codec::{
-    decode_client, decode_server, encode_client, encode_server, DecodeError, MAX_FRAME_LEN,
+    decode_client, decode_server, encode_client, encode_server, encoded_len, DecodeError,
+    MAX_FRAME_LEN,
 };
 pub use kind::MessageKind;
 pub use server::{

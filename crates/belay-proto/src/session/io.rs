@@ -112,6 +112,15 @@ pub enum RequestError {
     /// The session was stopped.
     #[error("the session is stopped")]
     Stopped,
+    /// The request's frame would exceed the protocol's frame limit: it was
+    /// not sent (the server would close the connection for it).
+    #[error("the request frame is {len} bytes, over the {max}-byte limit: not sent")]
+    TooLarge {
+        /// The encoded frame's length in bytes.
+        len: usize,
+        /// The limit ([`crate::message::MAX_FRAME_LEN`]).
+        max: usize,
+    },
 }
 
 /// Misuse of the subscription commands.

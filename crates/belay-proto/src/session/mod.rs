@@ -36,7 +36,8 @@ use crate::config::Config;
 use crate::event::{DisconnectReason, Event, HaltReason, RetryPlan};
 use crate::heartbeat::{Heartbeat, HeartbeatAction, LivenessFailure};
 use crate::message::{
-    decode_server, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice, Request,
+    decode_server, encoded_len, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice,
+    Request, MAX_FRAME_LEN,
     ServerMessage, Welcome, PROTOCOL_VERSION,
 };
 use crate::readiness::{Level, Readiness};
@@ -49,7 +50,13 @@ use phase::Phase;
 
 /// The shortest server ping interval the client accepts; shorter (non-zero)
 /// advertisements are raised to it, and 0 means "the server does not ping".
-const MIN_SERVER_PING_MS: u64 = 1_000;
+pub const MIN_SERVER_PING_MS: u64 = 1_000;
+
+/// The longest server ping interval the client accepts; longer
+/// advertisements are lowered to it, so the client's own probe runs at
+/// least every `max(probe_interval, 1.5 × 120 s)` whatever a server says
+/// (spec §3.2): no advertisement can switch dead-connection detection off.
+pub const MAX_SERVER_PING_MS: u64 = 120_000;
 
 /// The longest a liveness check ([`Session::check_liveness`]) waits for a
 /// frame; a shorter `probe_timeout` wins.
@@ -322,17 +329,23 @@ impl Session {
             _ => return Err(RequestError::NotReady),
         };
         let timeout = call.timeout.unwrap_or(self.config.request_timeout());
+        let request = Request {
+            id: self.registry.next_id().0,
+            method: call.method,
+            params: call.params,
+            idem: call.idempotency_key,
+            timeout_ms: Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let message = ClientMessage::Request(request);
+        let len = encoded_len(&message);
+        if len > MAX_FRAME_LEN {
+            return Err(RequestError::TooLarge {
+                len,
+                max: MAX_FRAME_LEN,
+            });
+        }
         let request_id = self.registry.insert(now + timeout);
-        self.push(Output::Transmit {
-            id,
-            message: ClientMessage::Request(Request {
-                id: request_id.0,
-                method: call.method,
-                params: call.params,
-                idem: call.idempotency_key,
-                timeout_ms: Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
-            }),
-        });
+        self.push(Output::Transmit { id, message });
         Ok(request_id)
     }
 
@@ -500,9 +513,26 @@ impl Session {
             Failure::InvalidConfig { detail } => Some(HaltReason::InvalidConfig {
                 detail: detail.clone(),
             }),
-            Failure::Rejected { status: 401 | 403 } => Some(HaltReason::AuthFailed),
+            Failure::Rejected {
+                status: 401 | 403, ..
+            } => Some(HaltReason::AuthFailed),
             _ => None,
         };
+        if let Failure::Rejected {
+            retry_after_ms: Some(after),
+            ..
+        } = failure
+        {
+            // `Retry-After: R` from the server's admission control: advice
+            // like a `reconnect` message, spread over [R, 2R) so a fleet
+            // told the same R does not come back in one wave.
+            self.advice.get_or_insert(ReconnectAdvice {
+                reason: "retry_after".to_owned(),
+                min_delay_ms: after,
+                max_delay_ms: after.saturating_mul(2),
+                message: None,
+            });
+        }
         self.lose_transport(now, DisconnectReason::TransportFailed { failure }, halt);
     }
 
@@ -677,7 +707,7 @@ impl Session {
         let server_ping = welcome
             .ping_interval_ms
             .filter(|&ms| ms > 0)
-            .map(|ms| Duration::from_millis(ms.max(MIN_SERVER_PING_MS)));
+            .map(|ms| Duration::from_millis(ms.clamp(MIN_SERVER_PING_MS, MAX_SERVER_PING_MS)));
         let probe_interval = match server_ping {
             Some(ping) => self.config.probe_interval().max(ping.saturating_mul(3) / 2),
             None => self.config.probe_interval(),
