@@ -17,7 +17,7 @@ import type { Json } from "./core/messages.js";
 import type { ConnectionState } from "./core/phase.js";
 import { readinessOf } from "./core/readiness.js";
 import { Session, type Input, type Output } from "./core/session.js";
-import { ConnectionClosedError, NotReadyError, ServerError, TimeoutError } from "./errors.js";
+import { ConnectionClosedError, NotReadyError, ServerError, TimeoutError, TooLargeError } from "./errors.js";
 import { Subscription, type ChannelItem } from "./subscription.js";
 
 export interface BelayOptions {
@@ -189,14 +189,14 @@ export class BelayClient extends EventTarget {
   }
 
   /**
-   * Call `method`. Rejects with NotReadyError (never sent), TimeoutError or
-   * ConnectionClosedError (fate unknown), or ServerError.
+   * Call `method`. Rejects with NotReadyError or TooLargeError (never sent),
+   * TimeoutError or ConnectionClosedError (fate unknown), or ServerError.
    */
   request(method: string, params: Json = null, options: RequestOptions = {}): Promise<Json> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const id = this._session.request(this._clock(), { method, params, timeoutMs: options.timeout, idempotencyKey: options.idempotencyKey });
-    if (typeof id === "string") return Promise.reject(new NotReadyError(id === "stopped"));
+    if (typeof id !== "number") return Promise.reject(typeof id === "string" ? new NotReadyError(id === "stopped") : new TooLargeError(id.len, id.max));
     const promise = new Promise<Json>((resolve, reject) => {
       this._pending.set(id, { resolve, reject });
       signal?.addEventListener("abort", () => {

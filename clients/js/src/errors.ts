@@ -14,6 +14,18 @@ export class NotReadyError extends BelayError {
   }
 }
 
+/**
+ * Never sent: the request's frame would be `len` UTF-8 bytes, over the
+ * protocol's `max` (1 MiB; the server would close the connection for it).
+ * Not retryable unchanged.
+ */
+export class TooLargeError extends BelayError {
+  override name = "TooLargeError";
+  constructor(readonly len: number, readonly max: number) {
+    super(`request too large (${len} > ${max} B): not sent`);
+  }
+}
+
 /** Sent, no answer before the deadline: fate unknown, retry only if idempotent or keyed. */
 export class TimeoutError extends BelayError {
   override name = "TimeoutError";

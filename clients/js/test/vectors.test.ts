@@ -188,13 +188,18 @@ function perform(s: Session, action: string, arg: J, now: number): J {
       return orOk(s.subscribe(now, arg));
     case "unsubscribe":
       return orOk(s.unsubscribe(now, arg));
-    case "request":
-      return s.request(now, {
+    case "request": {
+      if ("params_repeat" in arg && "params" in arg) throw new Error("a request has params or params_repeat, not both");
+      const repeat = arg.params_repeat;
+      const r = s.request(now, {
         method: arg.method,
-        params: arg.params ?? null,
+        params: repeat ? repeat.text.repeat(repeat.times) : arg.params ?? null,
         ...(arg.timeout_ms != null ? { timeoutMs: arg.timeout_ms } : {}),
         ...(typeof arg.idem === "string" ? { idempotencyKey: arg.idem } : {}),
       });
+      // A refusal with fields (too_large: len, max) is named by its error.
+      return typeof r === "object" ? r.error : r;
+    }
     case "input":
       s.handleInput(now, inputFromJson(arg));
       return "ok";

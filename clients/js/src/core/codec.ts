@@ -58,10 +58,16 @@ function read(o: Obj, spec: string, into: Obj): Obj {
   return into;
 }
 
+/**
+ * A frame's length to compare with `MAX_FRAME_LEN`: its UTF-8 length, only
+ * counted when the UTF-16 length allows more than the limit (below that, the
+ * UTF-16 length, which is no larger than the limit either).
+ */
+export const frameLen = (text: string): number => (text.length * 3 > MAX_FRAME_LEN ? new TextEncoder().encode(text).length : text.length);
+
 /** Decode one text frame from the server. */
 export function decodeServer(text: string): ServerMessage | DecodeError {
-  // UTF-8 length, only counted when the UTF-16 length allows more than the limit.
-  const len = text.length * 3 > MAX_FRAME_LEN ? new TextEncoder().encode(text).length : text.length;
+  const len = frameLen(text);
   if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
   let o: unknown;
   try {

@@ -22,11 +22,11 @@
 import { Backoff } from "./backoff/state.js";
 import { PacingSlots, retryWindow } from "./backoff/pacing.js";
 import { CloseCode, closeInfo, disposition } from "./close.js";
-import { decodeServer, isDecodeError, type DecodeError } from "./codec.js";
+import { decodeServer, frameLen, isDecodeError, type DecodeError } from "./codec.js";
 import type { Config } from "./config.js";
 import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./events.js";
 import { Heartbeat } from "./heartbeat.js";
-import { PROTOCOL_VERSION, type ClientMessage, type Json, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
+import { MAX_FRAME_LEN, PROTOCOL_VERSION, type ClientMessage, type Json, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
 import type { ConnectionState } from "./phase.js";
 import { readinessOf, type Readiness } from "./readiness.js";
 import { RequestRegistry } from "./registry.js";
@@ -37,6 +37,8 @@ import type { Failure, TransportId } from "./transport.js";
 
 /** Shortest server ping interval honoured (ms); 0 means "the server does not ping". */
 const MIN_SERVER_PING_MS = 1000;
+/** Longest server ping interval honoured (ms): no advertisement switches detection off. */
+const MAX_SERVER_PING_MS = 120_000;
 /** Longest wait of a liveness check (ms); a shorter probe timeout wins. */
 export const LIVENESS_CHECK_TIMEOUT_MS = 2000;
 
@@ -63,7 +65,14 @@ export interface Call {
   idempotencyKey?: string | undefined;
 }
 
-export type RequestError = "not_ready" | "stopped";
+/** A request refused unsent: the protocol level is down, the session stopped, or its frame is over `MAX_FRAME_LEN`. */
+export type RequestError = "not_ready" | "stopped" | TooLarge;
+/** The frame's length and the limit, in UTF-8 bytes. */
+export interface TooLarge {
+  error: "too_large";
+  len: number;
+  max: number;
+}
 export type SubscribeError = "already_subscribed" | "not_subscribed" | "stopped";
 
 export interface SessionStats {
@@ -203,17 +212,23 @@ export class Session implements SubscriptionSink {
     this._emit({ event: "stopped" });
   }
 
-  /** Send a request (only while open); it settles exactly once by a `response` event. */
+  /**
+   * Send a request (only while open); it settles exactly once by a `response`
+   * event. A request whose frame would be longer than `MAX_FRAME_LEN` is
+   * refused unsent (`too_large`): it takes no id and changes nothing.
+   */
   request(nowMs: number, call: Call): number | RequestError {
     const now = this._advance(nowMs);
     if (this._state !== "open") return this._state === "stopped" ? "stopped" : "not_ready";
     const timeoutMs = call.timeoutMs ?? this._config.requestTimeoutMs;
-    const id = this._registry._insert(now + Math.floor(timeoutMs * US));
-    const message: ClientMessage = { type: "request", id, method: call.method, params: call.params ?? null };
+    const registry = this._registry;
+    const message: ClientMessage = { type: "request", id: registry._lastId + 1, method: call.method, params: call.params ?? null };
     if (call.idempotencyKey !== undefined) message.idem = call.idempotencyKey;
     message.timeout_ms = Math.floor(timeoutMs);
+    const len = frameLen(JSON.stringify(message));
+    if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
     this._send(this._id!, message);
-    return id;
+    return registry._insert(now + Math.floor(timeoutMs * US));
   }
 
   /** Replace the token sent in the next `connect`. */
@@ -400,8 +415,10 @@ export class Session implements SubscriptionSink {
     }
     // A pinging server keeps a healthy connection busy: probe only after 1.5
     // of its intervals of quiet, so such a connection sends no probes at all.
+    // The interval is clamped to [1 s, 120 s]: probes come after at most
+    // max(probe interval, 180 s) of quiet, whatever the server advertises.
     const c = this._config;
-    const ping = w.ping_interval_ms && Math.max(w.ping_interval_ms, MIN_SERVER_PING_MS);
+    const ping = w.ping_interval_ms && Math.min(Math.max(w.ping_interval_ms, MIN_SERVER_PING_MS), MAX_SERVER_PING_MS);
     const hb = (this._hb = new Heartbeat(now, Math.floor(Math.max(c.probeIntervalMs, ((ping || 0) * 3) / 2) * US), c.probeTimeoutMs * US));
     hb._serverPing = ping ? ping * US : undefined;
     this._go("open", id);

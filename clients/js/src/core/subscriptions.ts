@@ -26,7 +26,7 @@ interface Channel {
   s: "idle" | "pending" | "subscribed" | "retrying" | "failed";
   /** pending: the confirmation deadline; retrying: when to resubscribe. */
   t?: number | undefined;
-  /** pending: the subscribe asked to resume from a position. */
+  /** pending: the subscribe was sent with `since` = `position`. */
   resumed?: boolean;
   position?: StreamPosition | undefined;
   retry: Backoff;
@@ -118,12 +118,18 @@ export class Subscriptions {
   _handleSubscribed(msg: Subscribed): void {
     const c = this._channels.get(msg.channel);
     if (c?.s !== "pending") return;
-    const resumed = c.resumed!;
+    // The server's word is checked against `since` (what was delivered): in
+    // the same epoch the position never moves back (a lower offset would
+    // deliver duplicates), and a recovery counts only if the server resumes
+    // at or before `since` (a higher offset skipped publications).
+    const since = c.resumed ? c.position : undefined;
+    const same = since?.epoch === msg.epoch;
+    const recovered = same && msg.recovered && msg.offset <= since!.offset;
     c.s = "subscribed";
     c.retry._reset();
-    c.position = { epoch: msg.epoch, offset: msg.offset };
-    this._out._emit({ event: "subscribed", channel: msg.channel, recovered: resumed && msg.recovered });
-    if (resumed && !msg.recovered) this._out._emit({ event: "recovery_failed", channel: msg.channel });
+    c.position = { epoch: msg.epoch, offset: same ? Math.max(since!.offset, msg.offset) : msg.offset };
+    this._out._emit({ event: "subscribed", channel: msg.channel, recovered });
+    if (since && !recovered) this._out._emit({ event: "recovery_failed", channel: msg.channel });
   }
 
   _handleUnsubscribed(now: number, msg: Unsubscribed, rng: RandomSource): void {
