@@ -52,7 +52,7 @@ async fn echo(session: &mut Session, id: u64) {
         match session.next_within(SOON).await {
             Next::Message(ServerMessage::Ping) => session.send(&ClientMessage::Pong).await,
             Next::Message(ServerMessage::Response(r)) => {
-                assert_eq!((r.id, r.reply), (id, Reply::Result(json!(id))));
+                assert_eq!((r.id, r.reply), (id, Reply::Result(json!(id).into())));
                 return;
             }
             other => panic!("expected the echo, got {other:?}"),

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::message::{ErrorBody, Payload, Reply, Response};
+use crate::message::{ErrorBody, RawJson, Reply, Response};
 use crate::time::Instant;
 
 /// Identifies a request within its session.
@@ -27,8 +27,8 @@ pub struct RequestId(pub u64);
 pub enum RequestOutcome {
     /// The server answered with a result.
     Ok {
-        /// The result.
-        result: Payload,
+        /// The result, as the server sent it.
+        result: RawJson,
     },
     /// The server answered with an error.
     ServerError {
@@ -168,7 +168,7 @@ mod tests {
     fn ok(id: u64) -> Response {
         Response {
             id,
-            reply: Reply::Result(json!(id)),
+            reply: Reply::Result(json!(id).into()),
         }
     }
 
@@ -190,7 +190,7 @@ mod tests {
         let id = reg.insert(ms(100));
         let (settled_id, outcome) = reg.handle_response(ok(id.0)).unwrap();
         assert_eq!(settled_id, id);
-        assert_eq!(outcome, RequestOutcome::Ok { result: json!(1) });
+        assert_eq!(outcome, RequestOutcome::Ok { result: json!(1).into() });
         assert!(reg.is_empty());
         assert_eq!(reg.poll_timeout(), None);
     }

@@ -540,7 +540,7 @@ mod tests {
                     channel: channel.into(),
                     epoch: "e".into(),
                     offset: 1,
-                    data: serde_json::Value::Null,
+                    data: crate::message::RawJson::null(),
                 },
                 &mut out,
             );

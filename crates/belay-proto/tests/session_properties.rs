@@ -659,7 +659,7 @@ impl Driver {
                     ReqRef::Bogus(id) => *id,
                 };
                 let reply = if *ok {
-                    Reply::Result(json!({ "echo": id }))
+                    Reply::Result(json!({ "echo": id }).into())
                 } else {
                     Reply::Error(ErrorBody::new("boom", "it broke"))
                 };
@@ -704,7 +704,7 @@ impl Driver {
                     channel: name.into(),
                     epoch,
                     offset,
-                    data: json!(offset),
+                    data: json!(offset).into(),
                 })
             }
             Msg::Reconnect {

@@ -526,14 +526,14 @@ fn a_request_settles_with_its_response() {
         id,
         encode_server(&ServerMessage::Response(Response {
             id: req.0,
-            reply: Reply::Result(json!(3)),
+            reply: Reply::Result(json!(3).into()),
         })),
     ));
     assert_eq!(
         events(&out),
         vec![Event::Response {
             id: req,
-            outcome: RequestOutcome::Ok { result: json!(3) }
+            outcome: RequestOutcome::Ok { result: json!(3).into() }
         }]
     );
 }
@@ -568,7 +568,7 @@ fn a_request_times_out_at_its_deadline_and_a_late_answer_is_ignored() {
         id,
         ServerMessage::Response(Response {
             id: req.0,
-            reply: Reply::Result(json!(1)),
+            reply: Reply::Result(json!(1).into()),
         }),
     );
     assert!(events(&out).is_empty());
@@ -637,7 +637,7 @@ fn publication(channel: &str, offset: u64) -> ServerMessage {
         channel: channel.into(),
         epoch: "e1".into(),
         offset,
-        data: json!(offset),
+        data: json!(offset).into(),
     })
 }
 

@@ -204,7 +204,7 @@ async fn call(task: &RequestTask) -> Reply {
         .call(&task.request.method, ctx, task.request.params.clone())
         .await
     {
-        Ok(result) => Reply::Result(result),
+        Ok(result) => Reply::Result(result.into()),
         Err(error) => Reply::Error(error.into_body()),
     }
 }

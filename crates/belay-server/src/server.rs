@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
-use belay_proto::message::{Payload, Publication, Reply};
+use belay_proto::message::{Payload, Publication, RawJson, Reply};
 use belay_proto::server::{check_channel_name, payload_depth, IdempotencyCache, MAX_PAYLOAD_DEPTH};
 use belay_proto::server::{SourceTable, TokenBucket};
 use tokio::net::TcpListener;
@@ -232,7 +232,10 @@ impl Server {
         // The frame is the payload plus the envelope: type, channel, epoch
         // and offset take at most this many bytes beyond the channel name.
         const ENVELOPE: usize = 128;
-        let len = encoded_len(&data)
+        let data = RawJson::from_value(&data);
+        let len = data
+            .get()
+            .len()
             .saturating_add(channel.len())
             .saturating_add(ENVELOPE);
         if len > config.max_publication_len {
@@ -425,23 +428,6 @@ async fn readyz(State(server): State<Server>) -> impl IntoResponse {
         Lifecycle::Serving => (StatusCode::OK, "ready"),
         _ => (StatusCode::SERVICE_UNAVAILABLE, "draining"),
     }
-}
-
-/// Bytes of `value` as compact JSON, counted without building the text.
-fn encoded_len(value: &Payload) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 async fn admin_drain(State(server): State<Server>) -> impl IntoResponse {

@@ -74,7 +74,7 @@ async fn echo_works(raw: &mut Raw, id: u64) {
     match expect_next(raw).await {
         ServerMessage::Response(r) => {
             assert_eq!(r.id, id);
-            assert_eq!(r.reply, Reply::Result(json!(id)));
+            assert_eq!(r.reply, Reply::Result(json!(id).into()));
         }
         other => panic!("expected the echo, got {other:?}"),
     }
@@ -262,7 +262,7 @@ async fn slow_replies_answer_after_the_delay_and_pings_still_flow() {
     };
     let took = sent.elapsed();
     assert_eq!(response.id, 1);
-    assert_eq!(response.reply, Reply::Result(json!("late")));
+    assert_eq!(response.reply, Reply::Result(json!("late").into()));
     assert!(
         took >= Duration::from_millis(400),
         "came back early: {took:?}"
@@ -626,7 +626,7 @@ async fn a_drain_answers_a_request_that_outlives_the_linger_before_closing() {
         panic!("the response before the close")
     };
     assert_eq!(response.id, 9);
-    assert_eq!(response.reply, Reply::Result(json!({"slept_ms": 600})));
+    assert_eq!(response.reply, Reply::Result(json!({"slept_ms": 600}).into()));
     assert!(matches!(
         raw.closed_within(SOON).await,
         Closed::Frame(1012, _)

@@ -34,7 +34,7 @@ async fn echo_works(raw: &mut Raw, id: u64) {
     loop {
         match raw.recv_skipping_pings().await {
             Some(ServerMessage::Response(r)) if r.id == id => {
-                assert_eq!(r.reply, Reply::Result(json!(id)));
+                assert_eq!(r.reply, Reply::Result(json!(id).into()));
                 return;
             }
             Some(_) => continue,

@@ -55,7 +55,7 @@ pub(crate) async fn run(
     feed.abort();
 }
 
-fn outcome(result: &Result<serde_json::Value, RequestError>) -> Outcome {
+fn outcome(result: &Result<belay_proto::message::RawJson, RequestError>) -> Outcome {
     match result {
         Ok(_) => Outcome::Ok,
         Err(RequestError::NotReady) => Outcome::NotReady,

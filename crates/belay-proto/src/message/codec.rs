@@ -79,7 +79,8 @@ pub fn encode_server(message: &ServerMessage) -> String {
 
 /// Decode a frame the client received.
 pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
-    decode(text)
+    check_frame(text)?;
+    super::server_decode::decode(text)
 }
 
 /// Decode a frame the server received.
@@ -94,6 +95,16 @@ fn encode<T: Serialize>(message: &T) -> String {
 }
 
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
+    check_frame(text)?;
+    // Fast path: one parse for a well-formed frame.
+    match serde_json::from_str::<T>(text) {
+        Ok(message) => Ok(message),
+        Err(error) => Err(classify(text, error)),
+    }
+}
+
+/// Within the frame limit, and one JSON object.
+fn check_frame(text: &str) -> Result<(), DecodeError> {
     if text.len() > MAX_FRAME_LEN {
         return Err(DecodeError::TooLarge {
             len: text.len(),
@@ -107,11 +118,7 @@ fn decode<T: DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
             detail: "expected a JSON object".into(),
         });
     }
-    // Fast path: one parse for a well-formed frame.
-    match serde_json::from_str::<T>(text) {
-        Ok(message) => Ok(message),
-        Err(error) => Err(classify(text, error)),
-    }
+    Ok(())
 }
 
 /// Work out why a frame failed to decode, for a precise error.
@@ -160,7 +167,7 @@ mod tests {
             ok,
             ServerMessage::Response(Response {
                 id: 7,
-                reply: Reply::Result(json!({"n": 1}))
+                reply: Reply::Result(json!({"n": 1}).into())
             })
         );
         let err = decode_server(
@@ -178,7 +185,7 @@ mod tests {
             decode_server(r#"{"type":"response","id":10,"result":null}"#),
             Ok(ServerMessage::Response(Response {
                 id: 10,
-                reply: Reply::Result(serde_json::Value::Null)
+                reply: Reply::Result(RawJson::null())
             }))
         );
         assert!(matches!(

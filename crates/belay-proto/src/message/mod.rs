@@ -15,7 +15,9 @@
 mod client;
 mod codec;
 mod kind;
+mod raw_json;
 mod server;
+mod server_decode;
 
 pub use client::{ClientMessage, Connect, Request, Subscribe, Unsubscribe};
 pub use codec::{
@@ -23,6 +25,7 @@ pub use codec::{
     MAX_FRAME_LEN,
 };
 pub use kind::MessageKind;
+pub use raw_json::RawJson;
 pub use server::{
     ErrorBody, Pacing, Publication, ReconnectAdvice, Reply, Response, ServerMessage, Subscribed,
     Unsubscribed, Welcome,
@@ -33,7 +36,9 @@ use serde::{Deserialize, Serialize};
 /// The protocol version this crate speaks, sent in `connect` and `welcome`.
 pub const PROTOCOL_VERSION: u32 = 1;
 
-/// Application data carried by requests, responses and publications.
+/// Application data a client sends (request params), as a JSON value.
+/// What a client receives (publication data, request results) is
+/// [`RawJson`]: kept as text, never parsed by the core.
 pub type Payload = serde_json::Value;
 
 /// A position in a channel's stream: the epoch names one incarnation of the

@@ -2,10 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{MessageKind, Payload};
+use super::{MessageKind, RawJson};
 
-/// A message from server to client.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A message from server to client. Decoded by
+/// [`decode_server`](super::decode_server), which keeps `data` and `result`
+/// as text (serde's internally tagged enums would buffer and parse them).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ServerMessage {
@@ -90,13 +92,13 @@ pub struct Response {
 struct RawResponse {
     id: u64,
     #[serde(default, deserialize_with = "present")]
-    result: Option<Payload>,
+    result: Option<RawJson>,
     #[serde(default)]
     error: Option<ErrorBody>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Payload>, D::Error> {
-    Payload::deserialize(d).map(Some)
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
+    RawJson::deserialize(d).map(Some)
 }
 
 impl TryFrom<RawResponse> for Response {
@@ -117,8 +119,8 @@ impl TryFrom<RawResponse> for Response {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
-    /// The method succeeded.
-    Result(Payload),
+    /// The method succeeded; the result as the server sent it.
+    Result(RawJson),
     /// The method failed.
     Error(ErrorBody),
 }
@@ -196,9 +198,9 @@ pub struct Publication {
     pub epoch: String,
     /// Offset within the epoch; consecutive publications differ by one.
     pub offset: u64,
-    /// The message.
+    /// The message, as the server sent it.
     #[serde(default)]
-    pub data: Payload,
+    pub data: RawJson,
 }
 
 /// `reconnect`: the server is about to close this connection on purpose.

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::message::{Payload, Publication, StreamPosition, Subscribed};
+use crate::message::{Publication, RawJson, StreamPosition, Subscribed};
 use crate::time::Instant;
 
 /// The largest offset the log hands out: 2^53 − 1, the largest integer a
@@ -27,7 +27,7 @@ pub struct Recovery {
 struct Entry {
     offset: u64,
     published_at: Instant,
-    data: Payload,
+    data: RawJson,
 }
 
 /// One channel's stream: epoch, offsets and a bounded history.
@@ -96,7 +96,7 @@ impl ChannelLog {
     /// (`"{epoch}+"`), drops its history and restarts at offset 1, so offsets
     /// stay exact in every client; subscribers see an epoch change and
     /// resubscribe, exactly as after a lost history.
-    pub fn publish(&mut self, now: Instant, data: Payload) -> Publication {
+    pub fn publish(&mut self, now: Instant, data: RawJson) -> Publication {
         let now = self.advance(now);
         if self.top >= MAX_OFFSET {
             self.epoch.push('+');
@@ -275,7 +275,7 @@ mod tests {
 
     fn publish_n(log: &mut ChannelLog, n: u64, now: Instant) {
         for i in 0..n {
-            log.publish(now, json!(i));
+            log.publish(now, json!(i).into());
         }
     }
 
@@ -286,8 +286,8 @@ mod tests {
     #[test]
     fn offsets_are_consecutive_from_one() {
         let mut log = log(10, Duration::MAX);
-        let p1 = log.publish(ms(0), json!("a"));
-        let p2 = log.publish(ms(1), json!("b"));
+        let p1 = log.publish(ms(0), json!("a").into());
+        let p2 = log.publish(ms(1), json!("b").into());
         assert_eq!((p1.offset, p2.offset), (1, 2));
         assert_eq!(p2.channel, "prices");
         assert_eq!(p2.epoch, "e1");
@@ -390,9 +390,9 @@ mod tests {
     #[test]
     fn history_pruned_by_age_past_since_fails_without_a_partial_replay() {
         let mut log = log(100, Duration::from_secs(60));
-        log.publish(ms(0), json!(1));
-        log.publish(ms(30_000), json!(2));
-        log.publish(ms(59_000), json!(3));
+        log.publish(ms(0), json!(1).into());
+        log.publish(ms(30_000), json!(2).into());
+        log.publish(ms(59_000), json!(3).into());
         // At 60 s publication 1 has aged out.
         let lost = log.recover(ms(60_000), Some(&at("e1", 0)));
         assert!(!lost.subscribed.recovered);
@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn an_entry_ages_out_at_exactly_max_age() {
         let mut log = log(100, Duration::from_secs(60));
-        log.publish(ms(1_000), json!(1));
+        log.publish(ms(1_000), json!(1).into());
         assert_eq!(log.poll_timeout(), Some(ms(61_000)));
         log.prune(ms(60_999));
         assert_eq!(log.len(), 1);
@@ -419,7 +419,7 @@ mod tests {
     fn memory_stays_within_max_len() {
         let mut log = log(5, Duration::MAX);
         for i in 0..1_000 {
-            log.publish(ms(i), json!(i));
+            log.publish(ms(i), json!(i).into());
             assert!(log.len() <= 5);
         }
         assert_eq!(log.oldest_offset(), Some(996));
@@ -437,8 +437,8 @@ mod tests {
     #[test]
     fn a_publish_with_an_earlier_now_is_stamped_at_the_latest_now() {
         let mut log = log(10, Duration::from_secs(10));
-        log.publish(ms(20_000), json!(1));
-        log.publish(ms(5_000), json!(2));
+        log.publish(ms(20_000), json!(1).into());
+        log.publish(ms(5_000), json!(2).into());
         log.prune(ms(29_999));
         assert_eq!(log.len(), 2);
         log.prune(ms(30_000));
@@ -449,9 +449,9 @@ mod tests {
     fn passing_the_largest_safe_offset_starts_a_new_epoch() {
         let mut log = log(10, Duration::MAX);
         log.top = MAX_OFFSET - 1;
-        let last = log.publish(ms(0), json!("last"));
+        let last = log.publish(ms(0), json!("last").into());
         assert_eq!((last.epoch.as_str(), last.offset), ("e1", MAX_OFFSET));
-        let next = log.publish(ms(0), json!("next"));
+        let next = log.publish(ms(0), json!("next").into());
         assert_eq!((next.epoch.as_str(), next.offset), ("e1+", 1));
         assert_eq!(log.len(), 1);
         let stale = log.recover(ms(0), Some(&at("e1", MAX_OFFSET)));

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod payloads;
 mod ping_interval;
 mod request_size;
 mod resume;

@@ -23,7 +23,7 @@ fn publication(epoch: &str, offset: u64) -> ServerMessage {
         channel: "news".into(),
         epoch: epoch.into(),
         offset,
-        data: json!(offset),
+        data: json!(offset).into(),
     })
 }
 

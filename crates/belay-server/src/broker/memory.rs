@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use belay_proto::message::{encode_server, Payload, Publication, ServerMessage, StreamPosition};
+use belay_proto::message::{encode_server, Publication, RawJson, ServerMessage, StreamPosition};
 use belay_proto::server::ChannelLog;
 use belay_proto::Instant;
 use bytes::Bytes;
@@ -221,7 +221,7 @@ fn encode(publication: &Publication) -> Delivery {
 }
 
 impl Broker for MemoryBroker {
-    fn publish(&self, channel: &str, data: Payload) -> Result<Publication, PublishError> {
+    fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
         let now = self.clock.now();
         let mut shard = lock(self.shard(channel));
         let c = match shard.entry(channel.to_owned()) {
@@ -373,8 +373,8 @@ mod tests {
     #[test]
     fn a_channel_with_history_is_kept_and_publishing_always_creates() {
         let b = broker(1);
-        b.publish("news", serde_json::json!(1)).unwrap();
-        b.publish("more", serde_json::json!(2)).unwrap();
+        b.publish("news", serde_json::json!(1).into()).unwrap();
+        b.publish("more", serde_json::json!(2).into()).unwrap();
         assert_eq!(b.channel_count(), 2);
         let conn = inbox();
         assert_eq!(
@@ -398,7 +398,7 @@ mod tests {
         b.subscribe("p", None, second.sender(Arc::from("p")))
             .unwrap();
         for n in 1..=3 {
-            b.publish("p", serde_json::json!(n)).unwrap();
+            b.publish("p", serde_json::json!(n).into()).unwrap();
         }
         for conn in [&mut first, &mut second] {
             let offsets: Vec<u64> = std::iter::from_fn(|| conn.try_next())
@@ -417,9 +417,9 @@ mod tests {
             max_len: 0,
             ..HistoryLimits::default()
         });
-        let first = b.publish("t", serde_json::json!(1)).unwrap();
+        let first = b.publish("t", serde_json::json!(1).into()).unwrap();
         assert_eq!(b.channel_count(), 0, "no history and nobody listening");
-        let again = b.publish("t", serde_json::json!(2)).unwrap();
+        let again = b.publish("t", serde_json::json!(2).into()).unwrap();
         assert_ne!(again.epoch, first.epoch);
         assert_eq!(again.offset, 1);
     }

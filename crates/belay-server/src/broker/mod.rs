@@ -27,7 +27,7 @@
 mod live;
 mod memory;
 
-use belay_proto::message::{Payload, Publication, StreamPosition, Subscribed};
+use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
 use belay_proto::server::ChannelNameError;
 use bytes::Bytes;
 
@@ -100,7 +100,7 @@ pub trait Broker: Send + Sync + 'static {
     /// Append `data` to `channel` and fan it out to every subscriber's
     /// [`LiveSender`]; returns the publication. The server has checked the
     /// channel name and the payload before calling.
-    fn publish(&self, channel: &str, data: Payload) -> Result<Publication, PublishError>;
+    fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError>;
 
     /// Subscribe `live` to `channel`, resuming after `since` if given;
     /// refused when the channel would be one too many. From now on the

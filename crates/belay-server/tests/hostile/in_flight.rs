@@ -104,7 +104,7 @@ async fn a_vanished_connection_cancels_its_handlers_but_keyed_ones_finish() {
         .await;
     assert_eq!(
         reply_to(&mut retry, 1).await,
-        belay_proto::message::Reply::Result(Value::Null)
+        belay_proto::message::Reply::Result(belay_proto::message::RawJson::null())
     );
     assert_eq!(completed.load(Ordering::SeqCst), 1, "not run twice");
     assert_eq!(running.load(Ordering::SeqCst), 0);

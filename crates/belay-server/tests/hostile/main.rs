@@ -59,7 +59,7 @@ async fn reply_to(raw: &mut Raw, id: u64) -> Reply {
 /// A bystander's echo still works.
 async fn echo_works(raw: &mut Raw, id: u64) {
     raw.send(&request(id, "echo", json!(id), None)).await;
-    assert_eq!(reply_to(raw, id).await, Reply::Result(json!(id)));
+    assert_eq!(reply_to(raw, id).await, Reply::Result(json!(id).into()));
 }
 
 fn error_code(reply: &Reply) -> &str {

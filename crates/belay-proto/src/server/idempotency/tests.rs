@@ -13,7 +13,7 @@ fn cache() -> IdempotencyCache {
 }
 
 fn ok(v: u64) -> Reply {
-    Reply::Result(json!(v))
+    Reply::Result(json!(v).into())
 }
 
 #[test]
