@@ -20,6 +20,7 @@ mod server;
 mod server_decode;
 
 pub use client::{ClientMessage, Connect, Request, Subscribe, Unsubscribe};
+pub(crate) use codec::encoded_len_bound;
 pub use codec::{
     decode_client, decode_server, encode_client, encode_server, encoded_len, DecodeError,
     MAX_FRAME_LEN,

@@ -24,17 +24,35 @@ struct TypeField<'a> {
     ty: Option<&'a RawValue>,
 }
 
+/// The fast path of the first pass: a frame written the way Belay servers
+/// write it, `{"type":"NAME",...`, with a plain name (no escapes). Anything
+/// else takes the full first pass. The second pass checks the whole frame
+/// either way.
+fn leading_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(r#"{"type":""#)?;
+    let end = rest.find('"')?;
+    let name = &rest[..end];
+    (!name.contains('\\')).then_some(name)
+}
+
 /// Decode one frame (already checked for size and for being an object).
 pub(super) fn decode(text: &str) -> Result<ServerMessage, DecodeError> {
-    let envelope: TypeField<'_> =
-        serde_json::from_str(text).map_err(|e| DecodeError::NotJson {
-            detail: e.to_string(),
-        })?;
-    let ty: String = envelope
-        .ty
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
-        .ok_or(DecodeError::MissingType)?;
-    let kind = MessageKind::from_name(&ty).ok_or(DecodeError::UnknownType { ty })?;
+    let kind = match leading_type(text) {
+        Some(ty) => MessageKind::from_name(ty).ok_or_else(|| DecodeError::UnknownType {
+            ty: ty.to_owned(),
+        })?,
+        None => {
+            let envelope: TypeField<'_> =
+                serde_json::from_str(text).map_err(|e| DecodeError::NotJson {
+                    detail: e.to_string(),
+                })?;
+            let ty: String = envelope
+                .ty
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .ok_or(DecodeError::MissingType)?;
+            MessageKind::from_name(&ty).ok_or(DecodeError::UnknownType { ty })?
+        }
+    };
     let invalid = |detail: String| DecodeError::Invalid { kind, detail };
     fn body<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
         serde_json::from_str(text).map_err(|e| e.to_string())

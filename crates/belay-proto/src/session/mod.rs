@@ -36,7 +36,7 @@ use crate::config::Config;
 use crate::event::{DisconnectReason, Event, HaltReason, RetryPlan};
 use crate::heartbeat::{Heartbeat, HeartbeatAction, LivenessFailure};
 use crate::message::{
-    decode_server, encoded_len, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice,
+    decode_server, encoded_len, encoded_len_bound, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice,
     Request, MAX_FRAME_LEN,
     ServerMessage, Welcome, PROTOCOL_VERSION,
 };
@@ -336,13 +336,21 @@ impl Session {
             idem: call.idempotency_key,
             timeout_ms: Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
         };
+        // The envelope (type, id, timeout_ms, field names) is under 128
+        // bytes; only a request that may be near the limit is measured.
+        let bound = encoded_len_bound(&request.params)
+            .saturating_add(request.method.len().saturating_mul(6))
+            .saturating_add(request.idem.as_ref().map_or(0, |k| k.len().saturating_mul(6)))
+            .saturating_add(128);
         let message = ClientMessage::Request(request);
-        let len = encoded_len(&message);
-        if len > MAX_FRAME_LEN {
-            return Err(RequestError::TooLarge {
-                len,
-                max: MAX_FRAME_LEN,
-            });
+        if bound > MAX_FRAME_LEN {
+            let len = encoded_len(&message);
+            if len > MAX_FRAME_LEN {
+                return Err(RequestError::TooLarge {
+                    len,
+                    max: MAX_FRAME_LEN,
+                });
+            }
         }
         let request_id = self.registry.insert(now + timeout);
         self.push(Output::Transmit { id, message });
