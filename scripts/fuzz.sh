@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzz belay-server: run each cargo-fuzz target in fuzz/ for SECONDS on the
-# committed corpora (fuzz/corpus/<target>, fuzz/seeds/<target>) plus a
-# scratch corpus outside git (fuzz/work/<target>), then print, per target,
-# executions, exec/s, libFuzzer's coverage (cov = edges, ft = features),
-# the corpus size and any crash. See docs/FUZZING.md.
+# Fuzz belay-server and the client core: run each cargo-fuzz target in
+# fuzz/ for SECONDS on the committed corpora (fuzz/corpus/<target>,
+# fuzz/seeds/<target>) plus a scratch corpus outside git
+# (fuzz/work/<target>), then print, per target, executions, exec/s,
+# libFuzzer's coverage (cov = edges, ft = features), the corpus size and
+# any crash. See docs/FUZZING.md.
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]     (default: every target, one after another;
 #                                           0 seconds: no fuzzing, only FUZZ_CMIN/FUZZ_COVERAGE)
@@ -31,7 +32,7 @@ if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
 fi
 seconds=$1
 shift
-all_targets=(ws_frames client_decode connection)
+all_targets=(ws_frames client_decode connection client_session)
 targets=("${@:-${all_targets[@]}}")
 sanitizer=${FUZZ_SANITIZER:-none}
 max_len=${FUZZ_MAX_LEN:-8192}
@@ -105,6 +106,7 @@ fi # seconds > 0
 if [[ ${FUZZ_CMIN:-0} == 1 ]]; then
   for target in "${targets[@]}"; do
     echo "==> $target: minimising corpus + scratch + seeds into fuzz/corpus/$target"
+    mkdir -p "corpus/$target"
     cp -n "work/$target"/* "seeds/$target"/* "corpus/$target"/ 2>/dev/null || true
     cargo +nightly fuzz cmin -s "$sanitizer" "$target" "corpus/$target" -- \
       -max_len="$max_len" -timeout=30 -use_counters=0 >"work/$target.cmin.log" 2>&1
@@ -132,6 +134,7 @@ if [[ ${FUZZ_COVERAGE:-0} == 1 ]]; then
     case $target in
       ws_frames) focus='belay-server/src/ws\.rs' ;;
       client_decode) focus='belay-proto/src/message/' ;;
+      client_session) focus='belay-proto/src/(session/|subscriptions|registry|heartbeat|readiness|backoff/)' ;;
       *) focus='belay-server/src/(connection|ws|requests|outbound|mailbox|fanout|rpc|demo|broker/)|belay-proto/src/(server/(rate|limits|violation|idempotency|channel)|heartbeat|message/)' ;;
     esac
     grep -E "$focus" "work/$target.coverage.txt" | awk -v t="$target" '
