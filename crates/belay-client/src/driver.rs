@@ -173,6 +173,9 @@ impl Driver {
                 Err(belay_proto::RequestError::NotReady) => {
                     let _ = reply.send(Err(RequestError::NotReady));
                 }
+                Err(belay_proto::RequestError::TooLarge { len, max }) => {
+                    let _ = reply.send(Err(RequestError::TooLarge { len, max }));
+                }
                 Err(_) => {
                     let _ = reply.send(Err(RequestError::Closed));
                 }

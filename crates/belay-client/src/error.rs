@@ -5,7 +5,7 @@
 /// `Timeout` and `ConnectionClosed` mean the fate of the request is unknown
 /// (it may have run); retry with an idempotency key
 /// ([`RequestOptions::idempotency_key`](crate::RequestOptions)) to be safe.
-/// `NotReady` and `Closed` mean it was never sent.
+/// `NotReady`, `TooLarge` and `Closed` mean it was never sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
@@ -25,6 +25,17 @@ pub enum RequestError {
         code: String,
         /// The server's message.
         message: String,
+    },
+    /// The request's frame would be longer than the protocol's frame limit
+    /// ([`MAX_FRAME_LEN`](belay_proto::message::MAX_FRAME_LEN), 1 MiB): it
+    /// was refused at once and never sent (the server would close the
+    /// connection for it). The connection is unaffected.
+    #[error("the request frame is {len} bytes, over the {max}-byte limit: not sent")]
+    TooLarge {
+        /// The encoded frame's length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
     },
     /// The client was closed (or every handle dropped).
     #[error("the client is closed")]

@@ -52,6 +52,7 @@ mod status;
 mod subscription;
 mod tls;
 mod transport;
+mod upgrade;
 
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};

@@ -15,7 +15,9 @@ use http::Uri;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_websockets::{ClientBuilder, Message, WebSocketStream};
+use tokio_websockets::{Message, WebSocketStream};
+
+use crate::upgrade::{self, Prefixed};
 
 /// How long a single write may stall before the transport is reported failed.
 const WRITE_STALL: Duration = Duration::from_secs(10);
@@ -85,7 +87,7 @@ pub(crate) enum Outgoing {
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-type Socket = WebSocketStream<Box<dyn Io>>;
+type Socket = WebSocketStream<Prefixed<Box<dyn Io>>>;
 
 /// The transport task: dial, report, pump. Ends when the driver closes it
 /// (or drops its sender), or when the connection ends.
@@ -133,6 +135,13 @@ pub(crate) async fn run(
                     }
                     // Pings are answered by the codec; binary frames are not protocol.
                 }
+                Some(Err(tokio_websockets::Error::PayloadTooLong { len, max_len })) => {
+                    // Refused from the frame header: nothing of it was buffered.
+                    report(Fact::Failed(Failure::network(format!(
+                        "a frame of {len} bytes from the server is over the {max_len}-byte limit: closed 1009"
+                    ))));
+                    return close_too_big(ws).await;
+                }
                 Some(Err(e)) => return report(Fact::Failed(ws_failure(&e))),
                 None => return report(Fact::Closed(CloseInfo::abnormal())),
             },
@@ -159,6 +168,24 @@ async fn close(mut ws: Socket, code: CloseCode, reason: &str) {
     if let Ok(Ok(())) = tokio::time::timeout(CLOSE_GRACE, ws.send(frame)).await {
         let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut ws)).await;
     }
+}
+
+/// Close after a frame over the limit (spec §1.4: 1009). A frame header
+/// over the limit has already queued the codec's own 1009 (the stream counts
+/// as closed, so our frame is refused and the flush sends the codec's); a
+/// fragmented message over the limit leaves the stream open, so ours goes.
+/// The rest of the frame is never read: the socket is dropped after the
+/// close is flushed.
+async fn close_too_big(mut ws: Socket) {
+    let frame = Message::close(
+        Some(tokio_websockets::CloseCode::MESSAGE_TOO_BIG),
+        "frame too large",
+    );
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        let _ = ws.send(frame).await;
+        let _ = ws.flush().await;
+    })
+    .await;
 }
 
 async fn drain(ws: &mut Socket) {
@@ -209,19 +236,12 @@ async fn dial(target: &Target) -> Result<Socket, Failure> {
             Box::new(tls)
         }
     };
-    let (ws, _response) = ClientBuilder::from_uri(target.uri.clone())
-        .connect_on(io)
-        .await
-        .map_err(|e| ws_failure(&e))?;
-    Ok(ws)
+    upgrade::upgrade(io, &target.uri).await
 }
 
 /// What a codec or upgrade error means for the core.
 fn ws_failure(error: &tokio_websockets::Error) -> Failure {
     match error {
-        tokio_websockets::Error::Upgrade(
-            tokio_websockets::upgrade::Error::DidNotSwitchProtocols(status),
-        ) => Failure::rejected(*status),
         tokio_websockets::Error::Io(e) => io_failure(e),
         other => Failure::network(other.to_string()),
     }

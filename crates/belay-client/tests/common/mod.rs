@@ -1,6 +1,8 @@
 //! A demo server on a loopback port, its fault panel, and waiting helpers.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod scripted;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
