@@ -2,18 +2,34 @@
 //! `METHOD JSON` calls a method (`echo {"a":1}`; the JSON may be omitted),
 //! `sub CHANNEL` / `unsub CHANNEL` follow a channel. Responses and
 //! publications go to stdout as JSON lines; the connection's status goes to
-//! stderr. Exit code 0 at the end of stdin (after in-flight requests
-//! settle), 2 when the connection halts (auth refused, server closed the
-//! session, invalid URL …) or on a usage error.
+//! stderr, every change, whatever is pending.
+//!
+//! A request is handed to the client at once, like any caller's: while the
+//! session is not up it is answered `not_ready` at once (never sent), as the
+//! core decides. Nothing waits in the main loop.
+//!
+//! The process ends at the end of stdin (after the requests in flight
+//! settle) or as soon as the connection halts, whether stdin is open or not.
+//! Exit codes:
+//!
+//! | code | when |
+//! |------|------|
+//! | 0 | end of stdin; or the server ended the session normally (close 1000) |
+//! | 1 | stdin unreadable, retries exhausted, another protocol version |
+//! | 2 | usage error, unusable URL or `--ca` file |
+//! | 3 | credentials refused: close 4001, HTTP 401 or 403 on the upgrade |
+//! | 4 | the server refused the session: close 1008, 4003 (or another terminal close) |
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
+use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
+use belay_client::belay_proto::{CloseCode, HaltReason};
 use belay_client::{Client, Item, RequestError, RequestOptions, Status, TlsSettings};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 
 /// Arguments of `belay connect`.
@@ -32,23 +48,93 @@ pub(crate) struct Args {
     timeout_ms: u64,
 }
 
-/// Run `belay connect` until stdin ends or the connection halts.
-pub(crate) fn run(args: &Args) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(connect(args))
+/// How a run ended.
+#[derive(Debug)]
+enum Ending {
+    /// stdin ended and every request settled.
+    EndOfInput,
+    /// The connection halted.
+    Halted(HaltReason),
+    /// Something else went wrong (the message), with the exit code.
+    Failed(u8, String),
 }
 
-async fn connect(args: &Args) -> Result<(), String> {
+impl Ending {
+    /// Say why on stderr, and the exit code (see the module docs).
+    fn exit_code(&self) -> ExitCode {
+        let (code, message) = match self {
+            Ending::EndOfInput => return ExitCode::SUCCESS,
+            Ending::Failed(code, message) => (*code, message.clone()),
+            Ending::Halted(halt) => {
+                let text = serde_json::to_string(halt).unwrap_or_default();
+                let code = match halt {
+                    HaltReason::ServerClosed { close } if close.code == Some(CloseCode::NORMAL) => {
+                        0
+                    }
+                    HaltReason::ServerClosed { .. } => 4,
+                    HaltReason::AuthFailed => 3,
+                    HaltReason::InvalidConfig { .. } => 2,
+                    _ => 1,
+                };
+                (code, format!("connection halted: {text}"))
+            }
+        };
+        eprintln!("belay: {message}");
+        ExitCode::from(code)
+    }
+}
+
+/// Run `belay connect` until stdin ends or the connection halts.
+pub(crate) fn run(args: &Args) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return Ending::Failed(1, format!("cannot start the runtime: {e}")).exit_code(),
+    };
+    let ending = runtime.block_on(connect(args));
+    // stdin is read on a thread of its own (see `stdin_lines`), so dropping
+    // the runtime does not wait for a read that may never return.
+    drop(runtime);
+    ending.exit_code()
+}
+
+/// stdin's lines, read on a plain thread. tokio's stdin reads on the
+/// runtime's blocking pool, and a blocked read there keeps the runtime (and
+/// the process) from ending until the next line: a halt would wait for stdin.
+/// This thread is simply left behind when the process exits.
+fn stdin_lines() -> Result<mpsc::Receiver<std::io::Result<String>>, String> {
+    let (tx, rx) = mpsc::channel(16);
+    std::thread::Builder::new()
+        .name("stdin".to_owned())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let failed = line.is_err();
+                if tx.blocking_send(line).is_err() || failed {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the stdin reader: {e}"))?;
+    Ok(rx)
+}
+
+async fn connect(args: &Args) -> Ending {
     let mut tls = TlsSettings::default();
     if let Some(path) = &args.ca {
-        let pem =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        tls.add_root_pem(&pem)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let pem = match std::fs::read(path) {
+            Ok(pem) => pem,
+            Err(e) => return Ending::Failed(2, format!("cannot read {}: {e}", path.display())),
+        };
+        if let Err(e) = tls.add_root_pem(&pem) {
+            return Ending::Failed(2, format!("{}: {e}", path.display()));
+        }
     }
+    let mut lines = match stdin_lines() {
+        Ok(lines) => lines,
+        Err(message) => return Ending::Failed(1, message),
+    };
     let mut builder = Client::builder(args.url.clone()).tls(tls);
     if let Some(token) = args.token.clone() {
         builder = builder.token_provider(move || Some(token.clone()));
@@ -57,44 +143,48 @@ async fn connect(args: &Args) -> Result<(), String> {
     let options = RequestOptions::default().timeout(Duration::from_millis(args.timeout_ms));
     let live = std::io::stderr().is_terminal();
 
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut status = client.status();
     let mut requests = JoinSet::new();
     let mut feeds = JoinSet::new();
     let mut channels: HashMap<String, AbortHandle> = HashMap::new();
-    let ended = loop {
+    let mut input_open = true;
+    let ending = loop {
+        if !input_open && requests.is_empty() {
+            break Ending::EndOfInput;
+        }
         tokio::select! {
-            line = lines.next_line() => match line {
-                Ok(Some(line)) => {
+            line = lines.recv(), if input_open => match line {
+                Some(Ok(line)) => {
                     command(&client, &options, line.trim(), &mut requests, &mut feeds, &mut channels)
                         .await;
                 }
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(format!("cannot read stdin: {e}")),
+                // End of input: the requests in flight settle (each has a
+                // deadline) while the status keeps printing.
+                None => input_open = false,
+                Some(Err(e)) => break Ending::Failed(1, format!("cannot read stdin: {e}")),
             },
             changed = status.changed() => {
                 if changed.is_err() {
-                    break Err("the connection task ended".to_owned());
+                    break Ending::Failed(1, "the connection task ended".to_owned());
                 }
                 let now = status.borrow_and_update().clone();
                 show(&now, live);
-                if let Some(halt) = &now.halted {
-                    break Err(format!("connection halted: {}", serde_json::to_string(halt).unwrap_or_default()));
+                if let Some(halt) = now.halted {
+                    break Ending::Halted(halt);
                 }
             }
             Some(_) = requests.join_next(), if !requests.is_empty() => {}
         }
     };
-    if ended.is_ok() {
-        // End of input: let the requests in flight settle (each has a deadline).
-        while requests.join_next().await.is_some() {}
-    }
     feeds.abort_all();
+    // After a halt the core has already settled what was in flight; closing
+    // settles anything left at once, and the answers are printed.
     client.close().await;
+    while requests.join_next().await.is_some() {}
     if live {
         eprintln!();
     }
-    ended
+    ending
 }
 
 /// Handle one stdin line.
@@ -163,16 +253,9 @@ async fn command(
                     return;
                 }
             };
-            // Scripts pipe requests in before the session is up: wait for
-            // the protocol level (bounded by the request deadline) so that
-            // they are sent, in order, instead of refused as not ready.
-            let mut status = client.status();
-            let deadline = options.timeout.unwrap_or(Duration::from_secs(10));
-            let _ = tokio::time::timeout(
-                deadline,
-                status.wait_for(|s| s.readiness.protocol || s.halted.is_some()),
-            )
-            .await;
+            // Handed over at once and awaited in a task of its own: while the
+            // session is not up the client answers `not_ready` at once, and a
+            // pending request never holds up the next line or the status.
             let client = client.clone();
             let options = options.clone();
             let method = method.to_owned();
@@ -197,6 +280,7 @@ fn error_json(error: &RequestError) -> Value {
         RequestError::NotReady => json!({"kind": "not_ready"}),
         RequestError::Timeout => json!({"kind": "timeout"}),
         RequestError::ConnectionClosed => json!({"kind": "connection_closed"}),
+        RequestError::TooLarge { len, max } => json!({"kind": "too_large", "len": len, "max": max}),
         other => json!({"kind": "closed", "message": other.to_string()}),
     }
 }

@@ -55,7 +55,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Abuse(args) => abuse::run(&args),
         Command::Backoff(args) => backoff_table::run(&args),
-        Command::Connect(args) => connect::run(&args),
+        // Its own exit codes (see connect.rs).
+        Command::Connect(args) => return connect::run(&args),
         Command::Lab(args) => lab::run(&args),
         Command::Load(args) => load::run(&args),
         Command::Proxy(args) => proxy::run(&args),
