@@ -77,6 +77,8 @@ pub mod close;
 pub mod config;
 pub mod event;
 pub mod fleet;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod heartbeat;
 pub mod message;
 pub mod readiness;

@@ -10,6 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use arbitrary::{Arbitrary, Unstructured};
+use belay_proto::fuzzing::client_session;
+
 use belay_server::fuzzing::{
     self, client_decode, connection, decode_frames, encode_frames, masked_frame, ws_frames,
     ws_frames_input, ws_stream, FuzzBytes, FuzzChannel, FuzzEpoch, FuzzFrame, FuzzKey, FuzzMethod,
@@ -65,6 +68,19 @@ fn replay(target: &str, f: impl Fn(&[u8])) -> usize {
         }
     }
     inputs.len()
+}
+
+/// The client core's target (its harness is `belay_proto::fuzzing`, which
+/// the `fuzzing` feature of this crate turns on).
+#[test]
+fn client_session_corpus_replays() {
+    let replayed = replay("client_session", |bytes| {
+        let input = Unstructured::new(bytes);
+        if let Ok(session) = client_session::SessionInput::arbitrary_take_rest(input) {
+            client_session::run(&session);
+        }
+    });
+    assert!(replayed >= 10);
 }
 
 #[test]

@@ -336,7 +336,7 @@ fn an_epoch_name_seen_before_starts_a_new_record_after_another_epoch() {
 fn a_response_for_an_id_never_issued_is_caught() {
     let mut driver = Driver::new(Setup::Default, 0);
     driver.event(Event::Response {
-        id: belay_proto::RequestId(1),
+        id: crate::RequestId(1),
         outcome: RequestOutcome::Timeout,
     });
 }
@@ -353,45 +353,4 @@ fn a_second_live_transport_is_caught() {
         id: TransportId(2),
         attempt: 0,
     });
-}
-
-/// Every committed input of the target (`fuzz/seeds/client_session/`,
-/// `fuzz/corpus/client_session/`, `fuzz/artifacts-found/client_session/`)
-/// runs clean, on stable and without libFuzzer: `cd fuzz && cargo test
-/// --lib`. (The test command's corpus replay,
-/// `crates/belay-server/tests/fuzz_corpus_replay.rs`, does not know this
-/// target yet.)
-#[test]
-fn committed_inputs_replay() {
-    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut replayed = 0;
-    for kind in ["seeds", "corpus", "artifacts-found"] {
-        let Ok(entries) = std::fs::read_dir(fuzz.join(kind).join("client_session")) else {
-            continue;
-        };
-        let mut paths: Vec<_> = entries
-            .map(|e| e.expect("a readable entry").path())
-            .collect();
-        paths.sort();
-        for path in paths {
-            let bytes = std::fs::read(&path).expect("a readable input");
-            let result = std::panic::catch_unwind(|| client_session(&bytes));
-            if let Err(panic) = result {
-                panic!(
-                    "{} fails: {:?}",
-                    path.display(),
-                    panic
-                        .downcast_ref::<String>()
-                        .map(String::as_str)
-                        .or(panic.downcast_ref::<&str>().copied())
-                );
-            }
-            replayed += 1;
-        }
-    }
-    assert!(
-        replayed >= 8,
-        "only {replayed} committed inputs under {}",
-        fuzz.display()
-    );
 }

@@ -1,4 +1,4 @@
-//! Fuzz target `client_session`: the client core, `belay_proto::Session`,
+//! Fuzz target `client_session`: the client core, `crate::Session`,
 //! driven in virtual time by a structured sequence of [`Step`]s — server
 //! frames built as JSON text from a small model (or garbage), transport
 //! facts for the transport the session asked to open (now and then for a
@@ -49,8 +49,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
-use belay_proto::message::{ClientMessage, StreamPosition, MAX_FRAME_LEN};
-use belay_proto::{
+use crate::message::{ClientMessage, StreamPosition, MAX_FRAME_LEN};
+use crate::{
     Call, CloseCode, CloseInfo, Config, Event, Failure, Input, Instant, Output, RequestError,
     RequestOutcome, Session, SubscribeError, TransportId,
 };
@@ -916,7 +916,6 @@ impl Driver {
                 }
             }
             Output::Event(event) => self.event(event),
-            _ => {}
         }
     }
 
