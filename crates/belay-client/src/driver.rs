@@ -15,12 +15,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::encode_client;
+use belay_proto::message::{encode_client, RawJson};
 use belay_proto::{
     Call, ConnectionState, Event, Failure, Input, Output, RequestId, RequestOutcome, RetryPlan,
     Session, TransportId,
 };
-use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
@@ -39,7 +38,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 pub(crate) enum Command {
     Request {
         call: Call,
-        reply: oneshot::Sender<Result<Value, RequestError>>,
+        reply: oneshot::Sender<Result<RawJson, RequestError>>,
     },
     Subscribe {
         channel: String,
@@ -78,7 +77,7 @@ pub(crate) struct Driver {
     /// Live transports by id: the sender feeding each transport task.
     transports: HashMap<TransportId, mpsc::UnboundedSender<Outgoing>>,
     tasks: JoinSet<()>,
-    requests: HashMap<RequestId, oneshot::Sender<Result<Value, RequestError>>>,
+    requests: HashMap<RequestId, oneshot::Sender<Result<RawJson, RequestError>>>,
     subscriptions: HashMap<String, (u64, mpsc::UnboundedSender<Item>)>,
     next_subscription: u64,
     outlets: Outlets,
@@ -335,7 +334,7 @@ impl Driver {
         let _ = self.outlets.events.send(ClientEvent::Session(event));
     }
 
-    fn settle(&self, outcome: RequestOutcome) -> Result<Value, RequestError> {
+    fn settle(&self, outcome: RequestOutcome) -> Result<RawJson, RequestError> {
         match outcome {
             RequestOutcome::Ok { result } => Ok(result),
             RequestOutcome::ServerError { error } => Err(RequestError::Server {

@@ -59,6 +59,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Duration;
 
+use belay_proto::message::RawJson;
 use belay_proto::{Call, Config, Session};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -260,7 +261,7 @@ impl Client {
     }
 
     /// Call `method` with `params`, with the config's default deadline.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RequestError> {
+    pub async fn request(&self, method: &str, params: Value) -> Result<RawJson, RequestError> {
         self.request_with(method, params, RequestOptions::default())
             .await
     }
@@ -272,7 +273,7 @@ impl Client {
         method: &str,
         params: Value,
         options: RequestOptions,
-    ) -> Result<Value, RequestError> {
+    ) -> Result<RawJson, RequestError> {
         let mut call = Call::new(method, params);
         if let Some(timeout) = options.timeout {
             call = call.with_timeout(timeout);

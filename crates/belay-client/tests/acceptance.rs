@@ -148,7 +148,7 @@ async fn flapping_attempts_match_the_simulator_with_the_default_reset() {
 }
 
 /// How a request ended, for counting.
-fn kind(outcome: &Result<serde_json::Value, RequestError>) -> &'static str {
+fn kind(outcome: &Result<belay_proto::message::RawJson, RequestError>) -> &'static str {
     match outcome {
         Ok(_) => "ok",
         Err(RequestError::NotReady) => "not_ready",
@@ -238,7 +238,7 @@ async fn every_request_settles_through_every_fault() {
     assert!(counts.get("ok").copied().unwrap_or(0) > 0, "{counts:?}");
     // Still usable afterwards.
     client.ready().await.expect("ready at the end");
-    assert_eq!(client.request("echo", json!("end")).await, Ok(json!("end")));
+    assert_eq!(client.request("echo", json!("end")).await, Ok(json!("end").into()));
     client.close().await;
     open_connections(&server, 0).await;
 }

@@ -32,7 +32,7 @@ async fn connects_becomes_ready_and_echoes() {
     client.ready().await.expect("ready");
     assert_eq!(
         client.request("echo", json!({"a": 1})).await,
-        Ok(json!({"a": 1}))
+        Ok(json!({"a": 1}).into())
     );
     let status = client.status().borrow().clone();
     assert!(status.ready && status.readiness.transport && status.readiness.protocol);
@@ -97,7 +97,7 @@ async fn a_restart_settles_requests_in_flight_and_the_client_is_ready_again() {
     // the echo's; commands are handled and frames sent in order, so once the
     // echo is answered the slow request is surely on the server.
     let (outcome, ()) = tokio::join!(client.request("slow", json!(5_000)), async {
-        assert_eq!(client.request("echo", json!(1)).await, Ok(json!(1)));
+        assert_eq!(client.request("echo", json!(1)).await, Ok(json!(1).into()));
         fault(addr, "restart", r#"{"down_ms":1000}"#).await;
         restarted = Instant::now();
     });
@@ -112,7 +112,7 @@ async fn a_restart_settles_requests_in_flight_and_the_client_is_ready_again() {
     println!("restart: ready again {back:?} after the server accepted again");
     // The backoff is 200 ms–1 s, jittered; well within a generous bound.
     assert!(back < Duration::from_secs(4), "{back:?}");
-    assert_eq!(client.request("echo", json!(2)).await, Ok(json!(2)));
+    assert_eq!(client.request("echo", json!(2)).await, Ok(json!(2).into()));
     open_connections(&server, 1).await;
     client.close().await;
 }
@@ -190,7 +190,7 @@ async fn a_freeze_is_detected_within_the_heartbeat_bound_and_one_connection_rema
     open_connections(&server, 1).await;
     assert_eq!(
         client.request("echo", json!("after")).await,
-        Ok(json!("after"))
+        Ok(json!("after").into())
     );
     client.close().await;
     open_connections(&server, 0).await;
@@ -253,7 +253,7 @@ async fn reconnect_now_during_backoff_dials_at_once_without_a_second_connection(
     );
     // Calling it again while connected does nothing.
     client.reconnect_now().expect("open");
-    assert_eq!(client.request("echo", json!(1)).await, Ok(json!(1)));
+    assert_eq!(client.request("echo", json!(1)).await, Ok(json!(1).into()));
     assert_eq!(server.metrics().open_connections(), 1);
     client.close().await;
 }
@@ -372,7 +372,7 @@ async fn wss_with_a_custom_root_for_a_self_signed_server() {
         .tls(trust)
         .connect();
     client.ready().await.expect("ready over TLS");
-    assert_eq!(client.request("echo", json!("tls")).await, Ok(json!("tls")));
+    assert_eq!(client.request("echo", json!("tls")).await, Ok(json!("tls").into()));
     client.close().await;
 
     // Without the custom root the certificate is refused (and retried).
