@@ -34,6 +34,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 /// Arguments of `belay connect`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES)]
 pub(crate) struct Args {
     /// The server's WebSocket URL (`ws://` or `wss://`), e.g. ws://127.0.0.1:8080/ws.
     url: String,
@@ -47,6 +48,16 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
 }
+
+/// The exit codes, for `--help` (the table in the module docs).
+const EXIT_CODES: &str = "\
+Requests are answered `not_ready` at once while the session is not up.
+Exit codes (the process exits on a halt even with stdin open):
+  0  end of stdin (after in-flight requests settle), or close 1000 from the server
+  1  stdin unreadable, retries exhausted, another protocol version
+  2  usage error, unusable URL or --ca file
+  3  credentials refused: close 4001, HTTP 401/403 on the upgrade
+  4  session refused by the server: close 1008, 4003 (or another terminal close)";
 
 /// How a run ended.
 #[derive(Debug)]
