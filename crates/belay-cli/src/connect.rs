@@ -218,10 +218,18 @@ async fn command(
                 let handle = feeds.spawn(async move {
                     while let Some(item) = subscription.next().await {
                         let line = match item {
-                            Item::Publication(p) => json!({
-                                "type": "publication", "channel": p.channel,
-                                "epoch": p.epoch, "offset": p.offset, "data": p.data,
-                            }),
+                            // `data` is written as the server sent it: it may hold
+                            // what a `Value` cannot (1e400, 200 levels of nesting).
+                            Item::Publication(p) => {
+                                println!(
+                                    r#"{{"channel":{},"data":{},"epoch":{},"offset":{},"type":"publication"}}"#,
+                                    json!(p.channel),
+                                    p.data.get(),
+                                    json!(p.epoch),
+                                    p.offset
+                                );
+                                continue;
+                            }
                             Item::Resync => {
                                 json!({"type": "resync", "channel": subscription.channel()})
                             }
@@ -272,7 +280,15 @@ async fn command(
             let method = method.to_owned();
             requests.spawn(async move {
                 let line = match client.request_with(&method, params, options).await {
-                    Ok(result) => json!({"type": "response", "method": method, "result": result}),
+                    Ok(result) => {
+                        // The result as the server sent it (see publications).
+                        println!(
+                            r#"{{"method":{},"result":{},"type":"response"}}"#,
+                            json!(method),
+                            result.get()
+                        );
+                        return;
+                    }
                     Err(error) => {
                         json!({"type": "error", "method": method, "error": error_json(&error)})
                     }
