@@ -1,7 +1,7 @@
 //! The WebSocket upgrade (RFC 6455 §4.1), done here rather than by
 //! tokio-websockets: its client keeps only the status of a refused upgrade,
-//! and the core must also hear a refusal's `Retry-After` (spec §2.1: 429 and
-//! 503 carry one). After a `101` the stream is handed to tokio-websockets.
+//! and the core must also hear a refusal's `Retry-After` (spec §2.7: 429 and
+//! 503 carry one; §6.2: it is advice). After a `101` the stream is handed to tokio-websockets.
 //!
 //! ```text
 //!   GET /ws HTTP/1.1 ──────────────▶
