@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use scripted::{
-    accept, close_with, echo_until_closed, establish, listen, next_json, refuse, BOUND,
+    accept, close_with, echo_until_closed, establish, listen, next_json, refuse, send_text, BOUND,
 };
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -238,4 +238,54 @@ async fn an_http_401_upgrade_exits_3_with_stdin_open() {
 async fn an_http_403_upgrade_exits_3_with_stdin_open() {
     let status = exit_after(|tcp| refuse(tcp, "403 Forbidden", &[])).await;
     assert_eq!(status.code(), Some(3));
+}
+
+#[tokio::test]
+async fn payloads_a_value_cannot_hold_are_printed_as_the_server_sent_them() {
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let publication = format!(
+        r#"{{"type":"publication","channel":"news","epoch":"e","offset":1,"data":{deep}}}"#
+    );
+    let (listener, url) = listen().await;
+    tokio::spawn(async move {
+        let mut ws = establish(accept(&listener).await).await;
+        while let Some(frame) = next_json(&mut ws).await {
+            match frame["type"].as_str() {
+                Some("subscribe") => {
+                    send_text(
+                        &mut ws,
+                        r#"{"type":"subscribed","channel":"news","epoch":"e","offset":0}"#,
+                    )
+                    .await;
+                    send_text(&mut ws, &publication).await;
+                }
+                Some("request") => {
+                    let id = frame["id"].as_u64().unwrap_or(0);
+                    send_text(
+                        &mut ws,
+                        &format!(r#"{{"type":"response","id":{id},"result":{{"n":1e400}}}}"#),
+                    )
+                    .await;
+                }
+                _ => {}
+            }
+        }
+    });
+    let mut belay = Belay::spawn(&url, &[]);
+    line_where(&mut belay.stderr, "READY", |l| l.contains("status: READY")).await;
+    belay.type_line("sub news").await;
+    let printed = line_where(&mut belay.stdout, "the publication", |l| {
+        l.contains("publication")
+    })
+    .await;
+    assert!(
+        printed.contains(&format!(r#""data":{}"#, "[".repeat(200))),
+        "{printed}"
+    );
+    belay.type_line("big").await;
+    let printed = line_where(&mut belay.stdout, "the response", |l| {
+        l.contains("response")
+    })
+    .await;
+    assert!(printed.contains(r#""result":{"n":1e400}"#), "{printed}");
 }

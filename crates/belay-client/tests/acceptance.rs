@@ -238,7 +238,10 @@ async fn every_request_settles_through_every_fault() {
     assert!(counts.get("ok").copied().unwrap_or(0) > 0, "{counts:?}");
     // Still usable afterwards.
     client.ready().await.expect("ready at the end");
-    assert_eq!(client.request("echo", json!("end")).await, Ok(json!("end").into()));
+    assert_eq!(
+        client.request("echo", json!("end")).await,
+        Ok(json!("end").into())
+    );
     client.close().await;
     open_connections(&server, 0).await;
 }

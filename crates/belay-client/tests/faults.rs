@@ -372,7 +372,10 @@ async fn wss_with_a_custom_root_for_a_self_signed_server() {
         .tls(trust)
         .connect();
     client.ready().await.expect("ready over TLS");
-    assert_eq!(client.request("echo", json!("tls")).await, Ok(json!("tls").into()));
+    assert_eq!(
+        client.request("echo", json!("tls")).await,
+        Ok(json!("tls").into())
+    );
     client.close().await;
 
     // Without the custom root the certificate is refused (and retried).

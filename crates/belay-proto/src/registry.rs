@@ -190,7 +190,12 @@ mod tests {
         let id = reg.insert(ms(100));
         let (settled_id, outcome) = reg.handle_response(ok(id.0)).unwrap();
         assert_eq!(settled_id, id);
-        assert_eq!(outcome, RequestOutcome::Ok { result: json!(1).into() });
+        assert_eq!(
+            outcome,
+            RequestOutcome::Ok {
+                result: json!(1).into()
+            }
+        );
         assert!(reg.is_empty());
         assert_eq!(reg.poll_timeout(), None);
     }

@@ -5,13 +5,12 @@ use std::time::Duration;
 use belay_proto::backoff::BackoffPolicy;
 use belay_proto::heartbeat::LivenessFailure;
 use belay_proto::message::{
-    encode_server, ClientMessage, Pacing, Publication, Reply, Response,
-    ServerMessage, StreamPosition, Subscribed, PROTOCOL_VERSION,
+    encode_server, ClientMessage, Pacing, Publication, Reply, Response, ServerMessage,
+    StreamPosition, Subscribed, PROTOCOL_VERSION,
 };
 use belay_proto::{
     Call, CloseCode, CloseInfo, Config, ConnectionState, DisconnectReason, Event, Failure,
-    HaltReason, Input, Instant, Output, RequestError, RequestOutcome, RetryPlan,
-    TransportId,
+    HaltReason, Input, Instant, Output, RequestError, RequestOutcome, RetryPlan, TransportId,
 };
 use serde_json::json;
 
@@ -247,10 +246,7 @@ fn normal_and_policy_closes_are_terminal() {
 fn an_auth_failure_halts_instead_of_hammering() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
-    let out = d.input(Input::TransportFailed(
-        id,
-        Failure::rejected(401),
-    ));
+    let out = d.input(Input::TransportFailed(id, Failure::rejected(401)));
     assert!(events(&out).contains(&Event::Halted {
         reason: HaltReason::AuthFailed
     }));
@@ -533,7 +529,9 @@ fn a_request_settles_with_its_response() {
         events(&out),
         vec![Event::Response {
             id: req,
-            outcome: RequestOutcome::Ok { result: json!(3).into() }
+            outcome: RequestOutcome::Ok {
+                result: json!(3).into()
+            }
         }]
     );
 }

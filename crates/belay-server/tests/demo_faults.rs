@@ -626,7 +626,10 @@ async fn a_drain_answers_a_request_that_outlives_the_linger_before_closing() {
         panic!("the response before the close")
     };
     assert_eq!(response.id, 9);
-    assert_eq!(response.reply, Reply::Result(json!({"slept_ms": 600}).into()));
+    assert_eq!(
+        response.reply,
+        Reply::Result(json!({"slept_ms": 600}).into())
+    );
     assert!(matches!(
         raw.closed_within(SOON).await,
         Closed::Frame(1012, _)

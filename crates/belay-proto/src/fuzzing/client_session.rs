@@ -48,12 +48,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use arbitrary::{Arbitrary, Unstructured};
 use crate::message::{ClientMessage, StreamPosition, MAX_FRAME_LEN};
 use crate::{
     Call, CloseCode, CloseInfo, Config, Event, Failure, Input, Instant, Output, RequestError,
     RequestOutcome, Session, SubscribeError, TransportId,
 };
+use arbitrary::{Arbitrary, Unstructured};
 use serde_json::{json, Value};
 
 mod encode;

@@ -93,9 +93,11 @@ fn bound_at(value: &serde_json::Value, depth: usize) -> usize {
         Value::Null | Value::Bool(_) => 5,
         Value::Number(_) => 24,
         Value::String(s) => string(s),
-        Value::Array(items) => items.iter().fold(items.len().saturating_add(2), |sum, item| {
-            sum.saturating_add(bound_at(item, depth + 1))
-        }),
+        Value::Array(items) => items
+            .iter()
+            .fold(items.len().saturating_add(2), |sum, item| {
+                sum.saturating_add(bound_at(item, depth + 1))
+            }),
         Value::Object(fields) => fields.iter().fold(2usize, |sum, (key, item)| {
             sum.saturating_add(string(key).saturating_add(2))
                 .saturating_add(bound_at(item, depth + 1))

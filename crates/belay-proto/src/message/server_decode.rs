@@ -38,9 +38,8 @@ fn leading_type(text: &str) -> Option<&str> {
 /// Decode one frame (already checked for size and for being an object).
 pub(super) fn decode(text: &str) -> Result<ServerMessage, DecodeError> {
     let kind = match leading_type(text) {
-        Some(ty) => MessageKind::from_name(ty).ok_or_else(|| DecodeError::UnknownType {
-            ty: ty.to_owned(),
-        })?,
+        Some(ty) => MessageKind::from_name(ty)
+            .ok_or_else(|| DecodeError::UnknownType { ty: ty.to_owned() })?,
         None => {
             let envelope: TypeField<'_> =
                 serde_json::from_str(text).map_err(|e| DecodeError::NotJson {
@@ -67,7 +66,10 @@ pub(super) fn decode(text: &str) -> Result<ServerMessage, DecodeError> {
         MessageKind::Publication => body::<Publication>(text).map(ServerMessage::Publication),
         MessageKind::Reconnect => body::<ReconnectAdvice>(text).map(ServerMessage::Reconnect),
         MessageKind::Error => body::<ErrorBody>(text).map(ServerMessage::Error),
-        _ => Err(format!("a {} message travels client to server", kind.name())),
+        _ => Err(format!(
+            "a {} message travels client to server",
+            kind.name()
+        )),
     }
     .map_err(invalid)
 }

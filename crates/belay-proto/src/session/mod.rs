@@ -36,9 +36,8 @@ use crate::config::Config;
 use crate::event::{DisconnectReason, Event, HaltReason, RetryPlan};
 use crate::heartbeat::{Heartbeat, HeartbeatAction, LivenessFailure};
 use crate::message::{
-    decode_server, encoded_len, encoded_len_bound, ClientMessage, Connect, DecodeError, MessageKind, ReconnectAdvice,
-    Request, MAX_FRAME_LEN,
-    ServerMessage, Welcome, PROTOCOL_VERSION,
+    decode_server, encoded_len, encoded_len_bound, ClientMessage, Connect, DecodeError,
+    MessageKind, ReconnectAdvice, Request, ServerMessage, Welcome, MAX_FRAME_LEN, PROTOCOL_VERSION,
 };
 use crate::readiness::{Level, Readiness};
 use crate::registry::{RequestId, RequestOutcome, RequestRegistry};
@@ -340,7 +339,12 @@ impl Session {
         // bytes; only a request that may be near the limit is measured.
         let bound = encoded_len_bound(&request.params)
             .saturating_add(request.method.len().saturating_mul(6))
-            .saturating_add(request.idem.as_ref().map_or(0, |k| k.len().saturating_mul(6)))
+            .saturating_add(
+                request
+                    .idem
+                    .as_ref()
+                    .map_or(0, |k| k.len().saturating_mul(6)),
+            )
             .saturating_add(128);
         let message = ClientMessage::Request(request);
         if bound > MAX_FRAME_LEN {

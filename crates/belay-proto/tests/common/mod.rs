@@ -163,4 +163,3 @@ pub(crate) fn unsubscribed(channel: &str, code: &str) -> ServerMessage {
 pub(crate) fn closed(code: CloseCode) -> CloseInfo {
     CloseInfo::new(code, "")
 }
-

@@ -26,7 +26,9 @@ fn a_publication_nested_200_deep_is_delivered_as_its_text() {
     let data = deep(200);
     let out = d.input(Input::Frame(
         id,
-        format!(r#"{{"type":"publication","channel":"news","epoch":"e1","offset":1,"data":{data}}}"#),
+        format!(
+            r#"{{"type":"publication","channel":"news","epoch":"e1","offset":1,"data":{data}}}"#
+        ),
     ));
     assert!(closes(&out).is_empty(), "the connection stays: {out:?}");
     let delivered: Vec<String> = events(&out)
@@ -51,11 +53,17 @@ fn a_result_of_1e400_settles_its_request_with_the_text() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
     d.establish(id);
-    let request = d.session.request(d.now, Call::new("big", json!(null))).unwrap();
+    let request = d
+        .session
+        .request(d.now, Call::new("big", json!(null)))
+        .unwrap();
     assert!(matches!(sent(&d.drain())[..], [ClientMessage::Request(_)]));
     let out = d.input(Input::Frame(
         id,
-        format!(r#"{{"type":"response","id":{},"result":{{"n":1e400}}}}"#, request.0),
+        format!(
+            r#"{{"type":"response","id":{},"result":{{"n":1e400}}}}"#,
+            request.0
+        ),
     ));
     assert!(closes(&out).is_empty(), "the connection stays: {out:?}");
     let result = events(&out).into_iter().find_map(|e| match e {
@@ -65,7 +73,10 @@ fn a_result_of_1e400_settles_its_request_with_the_text() {
         } if id == request => Some(result),
         _ => None,
     });
-    assert_eq!(result.map(|r| r.get().to_owned()).as_deref(), Some(r#"{"n":1e400}"#));
+    assert_eq!(
+        result.map(|r| r.get().to_owned()).as_deref(),
+        Some(r#"{"n":1e400}"#)
+    );
 }
 
 #[test]
@@ -78,5 +89,9 @@ fn malformed_json_inside_a_payload_is_still_a_protocol_error() {
         id,
         r#"{"type":"publication","channel":"news","epoch":"e1","offset":1,"data":[1,}"#.into(),
     ));
-    assert_eq!(closes(&out).len(), 1, "not JSON: the frame cannot be trusted");
+    assert_eq!(
+        closes(&out).len(),
+        1,
+        "not JSON: the frame cannot be trusted"
+    );
 }

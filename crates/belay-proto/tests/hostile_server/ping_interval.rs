@@ -49,5 +49,8 @@ fn a_huge_advertised_interval_cannot_switch_detection_off() {
     let probed = probed.expect("the client probes a silent connection");
     assert!(probed <= bound * 3 / 2, "first probe after {probed:?}");
     let dead = dead.expect("a silent connection is declared dead");
-    assert!(dead <= bound * 2 + Duration::from_secs(10), "dead after {dead:?}");
+    assert!(
+        dead <= bound * 2 + Duration::from_secs(10),
+        "dead after {dead:?}"
+    );
 }

@@ -25,7 +25,9 @@ fn an_oversized_request_is_refused_unsent() {
     assert!(sent(&d.drain()).is_empty(), "nothing was transmitted");
     assert_eq!(d.session.requests_in_flight(), 0);
     // The session is unharmed: a normal request goes out.
-    d.session.request(d.now, Call::new("echo", json!("hi"))).unwrap();
+    d.session
+        .request(d.now, Call::new("echo", json!("hi")))
+        .unwrap();
     assert_eq!(sent(&d.drain()).len(), 1);
 }
 
@@ -35,6 +37,8 @@ fn a_request_just_under_the_limit_is_sent() {
     let id = d.start();
     d.establish(id);
     let fits = "x".repeat(MAX_FRAME_LEN - 200);
-    d.session.request(d.now, Call::new("echo", json!(fits))).unwrap();
+    d.session
+        .request(d.now, Call::new("echo", json!(fits)))
+        .unwrap();
     assert_eq!(sent(&d.drain()).len(), 1);
 }

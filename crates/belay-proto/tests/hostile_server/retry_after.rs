@@ -28,15 +28,24 @@ fn refused_with_retry_after(seed: u64, after_ms: u64) -> Duration {
 
 #[test]
 fn the_next_dial_comes_within_r_and_2r() {
-    let delays: Vec<Duration> = (0..64).map(|seed| refused_with_retry_after(seed, 5_000)).collect();
+    let delays: Vec<Duration> = (0..64)
+        .map(|seed| refused_with_retry_after(seed, 5_000))
+        .collect();
     for delay in &delays {
         assert!(
             (Duration::from_secs(5)..Duration::from_secs(10)).contains(delay),
             "{delay:?}"
         );
     }
-    let spread = delays.iter().max().unwrap().saturating_sub(*delays.iter().min().unwrap());
-    assert!(spread >= Duration::from_secs(2), "the fleet is spread: {spread:?}");
+    let spread = delays
+        .iter()
+        .max()
+        .unwrap()
+        .saturating_sub(*delays.iter().min().unwrap());
+    assert!(
+        spread >= Duration::from_secs(2),
+        "the fleet is spread: {spread:?}"
+    );
 }
 
 #[test]

@@ -11,7 +11,9 @@ use belay_server::ServerConfig;
 
 fn order_number(reply: &Reply) -> u64 {
     match reply {
-        Reply::Result(v) => v.to_value().unwrap()["order"].as_u64().expect("an order number"),
+        Reply::Result(v) => v.to_value().unwrap()["order"]
+            .as_u64()
+            .expect("an order number"),
         Reply::Error(e) => panic!("{e:?}"),
     }
 }
@@ -40,7 +42,10 @@ async fn the_same_key_for_another_method_is_another_request() {
     let addr = common::start(&server).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     raw.send(&request(1, "echo", json!("tea"), Some("k"))).await;
-    assert_eq!(reply_to(&mut raw, 1).await, Reply::Result(json!("tea").into()));
+    assert_eq!(
+        reply_to(&mut raw, 1).await,
+        Reply::Result(json!("tea").into())
+    );
     raw.send(&request(2, "order.create", json!("tea"), Some("k")))
         .await;
     let order = reply_to(&mut raw, 2).await;
@@ -64,7 +69,10 @@ async fn of_two_pipelined_requests_with_one_key_the_first_runs_and_both_get_its_
         .await;
     raw.send(&request(4, "order.create", json!("cake"), Some("q")))
         .await;
-    let mut replies = [reply_to(&mut raw, 3).await, Reply::Result(json!(null).into())];
+    let mut replies = [
+        reply_to(&mut raw, 3).await,
+        Reply::Result(json!(null).into()),
+    ];
     replies[1] = reply_to(&mut raw, 4).await;
     assert_eq!(order_number(&replies[0]), 2);
     assert_eq!(error_code(&replies[1]), "bad_request");
