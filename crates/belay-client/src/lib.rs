@@ -260,7 +260,11 @@ impl Client {
         self.events.subscribe()
     }
 
-    /// Call `method` with `params`, with the config's default deadline.
+    /// Call `method` with `params`, with the config's default deadline. The
+    /// result is the JSON text the server sent ([`RawJson`]: compare it with
+    /// a `Value`, or `parse::<T>()` it); the client never parses it itself,
+    /// so a result no `Value` could hold (`1e400`, 200 levels deep) still
+    /// arrives.
     pub async fn request(&self, method: &str, params: Value) -> Result<RawJson, RequestError> {
         self.request_with(method, params, RequestOptions::default())
             .await
