@@ -35,6 +35,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use belay_proto::fuzzing::unparse::{variant, Unparse};
+
 use arbitrary::{Arbitrary, Unstructured};
 use belay_proto::message::{
     decode_client, decode_server, encode_client, encode_server, Reply, ServerMessage,
@@ -1257,18 +1259,6 @@ pub fn encode_frames(frames: &[FuzzFrame]) -> Vec<u8> {
     out
 }
 
-/// Writes a value the way its `Arbitrary` implementation reads it.
-trait Unparse {
-    fn unparse(&self, out: &mut Vec<u8>);
-}
-
-/// The `u32` the derived `Arbitrary` maps to variant `index` of `count`
-/// (it takes `(u32 * count) >> 32`).
-fn variant(out: &mut Vec<u8>, index: u64, count: u64) {
-    let tag = (index << 32).div_ceil(count);
-    out.extend_from_slice(&(tag as u32).to_le_bytes());
-}
-
 impl Unparse for FuzzBytes {
     fn unparse(&self, out: &mut Vec<u8>) {
         let len = self.0.len().min(usize::from(u16::MAX));
@@ -1284,42 +1274,6 @@ impl Unparse for FuzzStr {
             end -= 1;
         }
         FuzzBytes(self.0.as_bytes()[..end].to_vec()).unparse(out);
-    }
-}
-
-impl<T: Unparse> Unparse for Option<T> {
-    fn unparse(&self, out: &mut Vec<u8>) {
-        match self {
-            None => out.push(0),
-            Some(value) => {
-                out.push(1);
-                value.unparse(out);
-            }
-        }
-    }
-}
-
-macro_rules! unparse_int {
-    ($($ty:ty),*) => {$(
-        impl Unparse for $ty {
-            fn unparse(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-        }
-    )*};
-}
-unparse_int!(u8, u16, u32, u64, i64);
-
-impl Unparse for bool {
-    fn unparse(&self, out: &mut Vec<u8>) {
-        out.push(u8::from(*self));
-    }
-}
-
-impl<A: Unparse, B: Unparse> Unparse for (A, B) {
-    fn unparse(&self, out: &mut Vec<u8>) {
-        self.0.unparse(out);
-        self.1.unparse(out);
     }
 }
 

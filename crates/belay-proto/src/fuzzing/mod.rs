@@ -5,3 +5,4 @@
 //! (docs/FUZZING.md). Only with the `fuzzing` feature.
 
 pub mod client_session;
+pub mod unparse;
