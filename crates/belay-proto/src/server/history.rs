@@ -1,6 +1,7 @@
 //! [`ChannelLog`]: one channel's stream and its bounded recovery history.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::message::{Publication, RawJson, StreamPosition, Subscribed};
@@ -56,8 +57,11 @@ struct Entry {
 /// in time order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChannelLog {
-    channel: String,
-    epoch: String,
+    /// Shared with whoever else holds the name (a broker's map key, its
+    /// subscribers), so a channel stores its name once.
+    channel: Arc<str>,
+    /// Shared by every channel of one incarnation of the history.
+    epoch: Arc<str>,
     max_len: usize,
     max_age: Duration,
     top: u64,
@@ -76,10 +80,15 @@ impl ChannelLog {
     /// new epoch, or clients would resume against offsets that mean
     /// something else. `max_len` 0 keeps no history (only a client already
     /// at the top resumes); `Duration::MAX` disables the age limit.
-    pub fn new(channel: String, epoch: String, max_len: usize, max_age: Duration) -> Self {
+    pub fn new(
+        channel: impl Into<Arc<str>>,
+        epoch: impl Into<Arc<str>>,
+        max_len: usize,
+        max_age: Duration,
+    ) -> Self {
         ChannelLog {
-            channel,
-            epoch,
+            channel: channel.into(),
+            epoch: epoch.into(),
             max_len,
             max_age,
             top: 0,
@@ -99,7 +108,7 @@ impl ChannelLog {
     pub fn publish(&mut self, now: Instant, data: RawJson) -> Publication {
         let now = self.advance(now);
         if self.top >= MAX_OFFSET {
-            self.epoch.push('+');
+            self.epoch = format!("{}+", self.epoch).into();
             self.top = 0;
             self.entries.clear();
         }
@@ -116,8 +125,8 @@ impl ChannelLog {
         }
         self.prune(now);
         Publication {
-            channel: self.channel.clone(),
-            epoch: self.epoch.clone(),
+            channel: self.channel.to_string(),
+            epoch: self.epoch.to_string(),
             offset: self.top,
             data,
         }
@@ -149,8 +158,8 @@ impl ChannelLog {
                     .iter()
                     .skip(skip)
                     .map(|entry| Publication {
-                        channel: self.channel.clone(),
-                        epoch: self.epoch.clone(),
+                        channel: self.channel.to_string(),
+                        epoch: self.epoch.to_string(),
                         offset: entry.offset,
                         data: entry.data.clone(),
                     })
@@ -201,7 +210,7 @@ impl ChannelLog {
     /// The position a subscriber at the top is at.
     pub fn position(&self) -> StreamPosition {
         StreamPosition {
-            epoch: self.epoch.clone(),
+            epoch: self.epoch.to_string(),
             offset: self.top,
         }
     }
@@ -224,7 +233,7 @@ impl ChannelLog {
     /// How many held entries to skip to replay everything after `since`, or
     /// `None` if the resume must fail.
     fn replay_start(&self, since: &StreamPosition) -> Option<usize> {
-        if since.epoch != self.epoch || since.offset > self.top {
+        if *since.epoch != *self.epoch || since.offset > self.top {
             return None;
         }
         // The held entries are `first + 1 ..= top`: everything after `since`
@@ -239,8 +248,8 @@ impl ChannelLog {
 
     fn subscribed(&self, offset: u64, recovered: bool) -> Subscribed {
         Subscribed {
-            channel: self.channel.clone(),
-            epoch: self.epoch.clone(),
+            channel: self.channel.to_string(),
+            epoch: self.epoch.to_string(),
             offset,
             recovered,
         }
@@ -263,7 +272,7 @@ mod tests {
     }
 
     fn log(max_len: usize, max_age: Duration) -> ChannelLog {
-        ChannelLog::new("prices".into(), "e1".into(), max_len, max_age)
+        ChannelLog::new("prices", "e1", max_len, max_age)
     }
 
     fn at(epoch: &str, offset: u64) -> StreamPosition {

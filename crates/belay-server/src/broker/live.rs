@@ -96,6 +96,12 @@ impl LiveSender {
         self.id
     }
 
+    /// The channel this subscription is to (a broker may keep this very
+    /// name as its key, so the name is stored once).
+    pub fn channel(&self) -> &Arc<str> {
+        &self.channel
+    }
+
     /// Whether the connection is gone (the broker may drop the sender).
     pub fn is_gone(&self) -> bool {
         self.inbox.closed.load(Ordering::Acquire)

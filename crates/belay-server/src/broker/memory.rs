@@ -8,11 +8,11 @@
 //! hands it to each sender under the shard lock, so every subscriber sees a
 //! channel's publications in offset order.
 
-use std::collections::hash_map::{Entry, RandomState};
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use belay_proto::message::{encode_server, Publication, RawJson, ServerMessage, StreamPosition};
@@ -84,8 +84,9 @@ impl Channel {
 }
 
 /// Channels boxed: a map keeps its capacity after a storm, and empty slots
-/// then cost a name and a pointer, not a whole channel.
-type Shard = HashMap<String, Box<Channel>>;
+/// then cost two pointers, not a whole channel. The key is the name the
+/// channel's log and its subscribers share (one allocation per channel).
+type Shard = HashMap<Arc<str>, Box<Channel>>;
 
 /// The embedded in-memory broker.
 pub struct MemoryBroker {
@@ -100,7 +101,9 @@ pub struct MemoryBroker {
     /// channel gets a new epoch while this is non-zero.
     freed_published: AtomicU64,
     limits: HistoryLimits,
-    epoch: String,
+    /// This process's epoch, shared by every channel created before the
+    /// first published channel is freed.
+    epoch: Arc<str>,
     clock: Clock,
 }
 
@@ -129,7 +132,7 @@ impl MemoryBroker {
             last_sweep_ms: AtomicU64::new(u64::MAX),
             freed_published: AtomicU64::new(0),
             limits,
-            epoch: format!("{:x}", nanos & 0xffff_ffff_ffff),
+            epoch: format!("{:x}", nanos & 0xffff_ffff_ffff).into(),
             clock: Clock::new(),
         }
     }
@@ -144,20 +147,15 @@ impl MemoryBroker {
         &self.shards[index]
     }
 
-    fn new_channel(&self, name: &str) -> Channel {
+    fn new_channel(&self, name: Arc<str>) -> Channel {
         let generation = self.freed_published.load(Ordering::Relaxed);
         let epoch = if generation == 0 {
-            self.epoch.clone()
+            Arc::clone(&self.epoch)
         } else {
-            format!("{}.{generation:x}", self.epoch)
+            format!("{}.{generation:x}", self.epoch).into()
         };
         Channel {
-            log: ChannelLog::new(
-                name.to_owned(),
-                epoch,
-                self.limits.max_len,
-                self.limits.max_age,
-            ),
+            log: ChannelLog::new(name, epoch, self.limits.max_len, self.limits.max_age),
             subscribers: Vec::new(),
         }
     }
@@ -199,9 +197,9 @@ impl MemoryBroker {
                 return true;
             }
             let mut shard = lock(shard);
-            let forgettable: Vec<String> = shard
+            let forgettable: Vec<Arc<str>> = shard
                 .iter_mut()
-                .filter_map(|(name, c)| c.forgettable(now).then(|| name.clone()))
+                .filter_map(|(name, c)| c.forgettable(now).then(|| Arc::clone(name)))
                 .collect();
             for name in forgettable {
                 self.free(&mut shard, &name);
@@ -224,12 +222,14 @@ impl Broker for MemoryBroker {
     fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
         let now = self.clock.now();
         let mut shard = lock(self.shard(channel));
-        let c = match shard.entry(channel.to_owned()) {
-            Entry::Occupied(c) => c.into_mut(),
-            Entry::Vacant(slot) => {
+        let c = match shard.get_mut(channel) {
+            Some(c) => c,
+            None => {
                 // Publishing is the application's call: it always creates.
                 self.count.fetch_add(1, Ordering::Relaxed);
-                slot.insert(Box::new(self.new_channel(channel)))
+                let name: Arc<str> = Arc::from(channel);
+                let created = Box::new(self.new_channel(Arc::clone(&name)));
+                shard.entry(name).or_insert(created)
             }
         };
         let publication = c.log.publish(now, data);
@@ -261,15 +261,22 @@ impl Broker for MemoryBroker {
             }
             shard = lock(self.shard(channel));
         }
-        let c = match shard.entry(channel.to_owned()) {
-            Entry::Occupied(c) => c.into_mut(),
-            Entry::Vacant(slot) => {
+        let c = match shard.get_mut(channel) {
+            Some(c) => c,
+            None => {
                 self.count.fetch_add(1, Ordering::Relaxed);
-                slot.insert(Box::new(self.new_channel(channel)))
+                let name = Arc::clone(live.channel());
+                let created = Box::new(self.new_channel(Arc::clone(&name)));
+                shard.entry(name).or_insert(created)
             }
         };
         let recovery = c.log.recover(now, since);
         c.subscribers.retain(|s| !s.is_gone());
+        if c.subscribers.capacity() == 0 {
+            // Most channels have one subscriber: room for exactly one first
+            // (a Vec would start at four); later pushes grow it as usual.
+            c.subscribers.reserve_exact(1);
+        }
         c.subscribers.push(live);
         Ok(Subscription {
             subscribed: recovery.subscribed,
