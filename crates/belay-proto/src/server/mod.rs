@@ -24,6 +24,7 @@
 
 mod admission;
 mod channel;
+mod connection;
 mod drain;
 mod forwarded;
 mod history;
@@ -36,6 +37,10 @@ mod violation;
 pub use admission::TokenBucket;
 pub use channel::{
     check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
+};
+pub use connection::{
+    AuthVerdict, Connection, Event, Frame, JoinAnswer, Output, Phase, Ticket, TransportError,
+    MAX_BEFORE_WELCOME,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
 pub use forwarded::{

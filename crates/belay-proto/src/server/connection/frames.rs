@@ -1,0 +1,210 @@
+//! Every frame from the peer: the liveness budget for pings and pongs, the
+//! message budget for every data frame (known, unknown, malformed or
+//! binary), decoding, and the documented answer to bad input.
+
+use crate::message::{
+    decode_client, ClientMessage, DecodeError, ErrorBody, MessageKind, Reply, Response,
+    ServerMessage,
+};
+use crate::time::Instant;
+
+use super::super::{RateDecision, Violation};
+use super::{Connection, Event, Frame, Output, Stage, TransportError, MAX_BEFORE_WELCOME};
+
+/// Whether a data frame may be acted on after its budget check.
+enum Budget {
+    Allowed,
+    /// Answered (`rate_limited`) or closed: drop the frame.
+    Spent,
+}
+
+impl<F> Connection<F> {
+    /// A frame from the peer arrived at `now`.
+    pub fn handle_frame(&mut self, now: Instant, frame: Frame<'_>) {
+        match &mut self.stage {
+            Stage::Closed => return,
+            Stage::Open(open) | Stage::Draining { open, .. } => open.heartbeat.handle_frame(now),
+            _ => {}
+        }
+        let handshake = matches!(self.stage, Stage::Handshake { .. });
+        let text = match frame {
+            Frame::Close(code) => return self.peer_gone(code),
+            Frame::Ping(payload) => {
+                if self.liveness(now) {
+                    self.out.push_back(Output::Pong(payload.to_vec()));
+                }
+                return;
+            }
+            Frame::Pong => {
+                self.liveness(now);
+                return;
+            }
+            // Nothing but `connect` may come first (spec/PROTOCOL.md §2.7).
+            Frame::Binary if handshake => return self.violate(Violation::NotConnectFirst),
+            Frame::Binary => {
+                self.event(Event::BadFrame);
+                if let Budget::Allowed = self.take_token(now, None) {
+                    self.violate(Violation::BinaryFrame);
+                }
+                return;
+            }
+            Frame::Text(text) => text,
+        };
+        let decoded = decode_client(text);
+        if handshake {
+            return self.on_handshake_frame(now, decoded);
+        }
+        match decoded {
+            Ok(ClientMessage::Ping) => {
+                if self.liveness(now) {
+                    self.send(ServerMessage::Pong);
+                }
+            }
+            Ok(ClientMessage::Pong) => {
+                self.liveness(now);
+            }
+            Ok(message) => {
+                let id = match &message {
+                    ClientMessage::Request(request) => Some(request.id),
+                    _ => None,
+                };
+                if let Budget::Allowed = self.take_token(now, id) {
+                    self.on_message(now, message);
+                }
+            }
+            Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
+            Err(error) => self.on_undecodable(now, text, &error),
+        }
+    }
+
+    /// The transport failed to deliver the next frame.
+    pub fn handle_transport_error(&mut self, now: Instant, error: TransportError) {
+        let _ = now;
+        if self.is_closed() {
+            return;
+        }
+        match error {
+            TransportError::TooLarge => self.violate(Violation::FrameTooLarge),
+            TransportError::InvalidUtf8 => self.violate(Violation::InvalidUtf8),
+            TransportError::Protocol => {
+                self.close_with(crate::close::CloseCode::PROTOCOL_ERROR, "protocol error")
+            }
+            TransportError::Gone => self.peer_gone(None),
+        }
+    }
+
+    /// A decoded message on an established (or authenticating) session.
+    pub(super) fn on_message(&mut self, now: Instant, message: ClientMessage) {
+        match &mut self.stage {
+            Stage::Authenticating { backlog, .. } => {
+                if matches!(message, ClientMessage::Connect(_)) {
+                    return self.violate(Violation::DuplicateConnect);
+                }
+                if backlog.len() >= MAX_BEFORE_WELCOME {
+                    return self.violate(Violation::NotConnectFirst);
+                }
+                backlog.push_back(message);
+                return;
+            }
+            // Draining: nothing new is started.
+            Stage::Draining { .. } | Stage::Closed | Stage::Handshake { .. } => return,
+            Stage::Open(open) => {
+                if open.expires_at.is_some_and(|at| now >= at) {
+                    return self
+                        .close_with(crate::close::CloseCode::UNAUTHORIZED, "credentials expired");
+                }
+            }
+        }
+        match message {
+            ClientMessage::Connect(_) => self.violate(Violation::DuplicateConnect),
+            ClientMessage::Request(request) => self.on_request(request),
+            ClientMessage::Subscribe(subscribe) => self.on_subscribe(subscribe),
+            ClientMessage::Unsubscribe(unsubscribe) => self.on_unsubscribe(&unsubscribe.channel),
+            ClientMessage::Ping | ClientMessage::Pong => {}
+        }
+    }
+
+    fn on_undecodable(&mut self, now: Instant, text: &str, error: &DecodeError) {
+        self.event(Event::BadFrame);
+        // A request whose id can be read still gets its one response
+        // (spec/PROTOCOL.md §8.2).
+        let id = match error {
+            DecodeError::Invalid {
+                kind: MessageKind::Request,
+                ..
+            } => request_id(text),
+            _ => None,
+        };
+        if let Budget::Spent = self.take_token(now, id) {
+            return;
+        }
+        match (id, error) {
+            (Some(id), _) => {
+                self.event(Event::RequestRefused("bad_request"));
+                self.send(ServerMessage::Response(Response {
+                    id,
+                    reply: Reply::Error(ErrorBody::new("bad_request", error.to_string())),
+                }));
+            }
+            (None, DecodeError::UnknownType { .. }) => self.violate(Violation::UnknownType),
+            (None, _) => self.violate(Violation::MalformedFrame),
+        }
+    }
+
+    /// A liveness frame (ping or pong, JSON or WebSocket): `true` if a ping
+    /// may be answered; over its budget it is not answered, and a flood
+    /// closes 4029.
+    fn liveness(&mut self, now: Instant) -> bool {
+        match self.liveness.check(now) {
+            RateDecision::Allow => true,
+            RateDecision::Close { retry_after } => {
+                self.violate(Violation::LivenessFlood { retry_after });
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Take a token from the message budget for a data frame (`request`:
+    /// the id of the request it carries). Over the budget the frame is
+    /// answered `rate_limited` (a request as its one `response`) or, for a
+    /// flood, the connection closes 4029.
+    fn take_token(&mut self, now: Instant, request: Option<u64>) -> Budget {
+        match self.rate.check(now) {
+            RateDecision::Allow => Budget::Allowed,
+            RateDecision::Close { retry_after } => {
+                self.violate(Violation::Flood { retry_after });
+                Budget::Spent
+            }
+            RateDecision::Refuse { retry_after } => {
+                let violation = Violation::RateLimited { retry_after };
+                match request {
+                    Some(id) => {
+                        self.event(Event::RequestRefused("rate_limited"));
+                        self.respond(id, refusal(violation));
+                    }
+                    None => self.violate(violation),
+                }
+                Budget::Spent
+            }
+        }
+    }
+
+    pub(super) fn respond(&mut self, id: u64, reply: Reply) {
+        self.send(ServerMessage::Response(Response { id, reply }));
+    }
+}
+
+/// The reply a refused request gets (the violation's documented reply).
+pub(crate) fn refusal(violation: Violation) -> Reply {
+    match violation.response() {
+        super::ViolationResponse::Reply(error) => Reply::Error(error),
+        _ => Reply::Error(ErrorBody::new("bad_request", violation.name())),
+    }
+}
+
+/// The `id` of a `request` frame that failed to decode, if it can be read.
+fn request_id(text: &str) -> Option<u64> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value.get("id")?.as_u64()
+}

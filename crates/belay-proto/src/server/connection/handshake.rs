@@ -1,0 +1,89 @@
+//! The handshake: `connect` first and once, the protocol version, the
+//! authenticator's verdict (and the credential's expiry), the session id
+//! and `welcome`.
+
+use std::collections::VecDeque;
+
+use crate::close::CloseCode;
+use crate::message::{ClientMessage, DecodeError, ServerMessage, Welcome, PROTOCOL_VERSION};
+use crate::time::Instant;
+
+use super::super::Violation;
+use super::{AuthVerdict, Connection, Event, Open, Output, Stage, Ticket};
+
+impl<F> Connection<F> {
+    /// The first data frame, decoded: it must be a `connect` in our version.
+    pub(super) fn on_handshake_frame(
+        &mut self,
+        now: Instant,
+        decoded: Result<ClientMessage, DecodeError>,
+    ) {
+        let _ = now;
+        let Stage::Handshake { deadline } = self.stage else {
+            return;
+        };
+        let connect = match decoded {
+            Ok(ClientMessage::Connect(connect)) => connect,
+            Ok(_) | Err(_) => return self.violate(Violation::NotConnectFirst),
+        };
+        if connect.protocol != PROTOCOL_VERSION {
+            return self.violate(Violation::UnsupportedProtocol);
+        }
+        let ticket = self.ticket();
+        let token = connect.token.or_else(|| self.upgrade_token.take());
+        self.stage = Stage::Authenticating {
+            deadline,
+            ticket,
+            backlog: VecDeque::new(),
+        };
+        self.out.push_back(Output::Authenticate { ticket, token });
+    }
+
+    /// The authenticator's verdict on the credential of `connect`
+    /// ([`Output::Authenticate`]), at `now`. Accepted and not yet expired:
+    /// `welcome`, then the messages that followed `connect`. Otherwise
+    /// close 4001.
+    pub fn handle_auth(&mut self, now: Instant, ticket: Ticket, verdict: AuthVerdict) {
+        let Stage::Authenticating {
+            ticket: asked,
+            backlog,
+            ..
+        } = &mut self.stage
+        else {
+            return;
+        };
+        if *asked != ticket {
+            return;
+        }
+        let backlog = std::mem::take(backlog);
+        let (expires_at, pacing) = match verdict {
+            AuthVerdict::Accepted { expires_at, pacing }
+                if !expires_at.is_some_and(|at| now >= at) =>
+            {
+                (expires_at, pacing)
+            }
+            _ => return self.close_with(CloseCode::UNAUTHORIZED, "unauthorized"),
+        };
+        let session = format!("s{:016x}", self.rng.next_u64());
+        self.send(ServerMessage::Welcome(Welcome {
+            session: session.clone(),
+            protocol: PROTOCOL_VERSION,
+            ping_interval_ms: Some(self.limits.ping_interval_ms()),
+            pacing,
+        }));
+        self.event(Event::Connected {
+            session: session.clone(),
+        });
+        self.stage = Stage::Open(Open {
+            session,
+            expires_at,
+            heartbeat: self.limits.heartbeat(now),
+        });
+        for message in backlog {
+            self.on_message(now, message);
+            if self.is_closed() {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! [`Connection`]: every decision about one server-side connection, sans-IO.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::close::CloseCode;
+use crate::heartbeat::Heartbeat;
+use crate::message::{ClientMessage, ErrorBody, ReconnectAdvice, ServerMessage, Unsubscribed};
+use crate::rng::SplitMix64;
+use crate::time::Instant;
+
+use super::{Limits, RateLimiter, Violation, ViolationResponse};
+
+mod frames;
+mod handshake;
+mod io;
+mod requests;
+mod subscriptions;
+
+pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
+
+use requests::Requests;
+use subscriptions::Subscriptions;
+
+/// Messages that may follow `connect` before the credential is checked
+/// (a client may pipeline its subscribes); one more is a violation.
+pub const MAX_BEFORE_WELCOME: usize = 16;
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Phase {
+    /// Waiting for `connect`.
+    Handshake,
+    /// `connect` received; waiting for the authenticator.
+    Authenticating,
+    /// The session is established.
+    Open,
+    /// Closing 1012 as soon as the requests in flight are answered.
+    Draining,
+    /// Closed: nothing more comes out.
+    Closed,
+}
+
+enum Stage {
+    Handshake {
+        deadline: Instant,
+    },
+    Authenticating {
+        deadline: Instant,
+        ticket: Ticket,
+        backlog: VecDeque<ClientMessage>,
+    },
+    Open(Open),
+    Draining {
+        open: Open,
+        until: Instant,
+    },
+    Closed,
+}
+
+struct Open {
+    session: String,
+    expires_at: Option<Instant>,
+    heartbeat: Heartbeat,
+}
+
+/// Every decision about one server-side connection, sans-IO.
+///
+/// The driver (belay-server's connection task, a test, the simulator) owns
+/// the socket, the timers, the broker and the authenticator; the connection
+/// owns the rules. It is driven like the client [`Session`](crate::Session):
+/// inputs go in with `now` (`handle_frame`, `handle_timeout`, the answers
+/// to what it asked), commands change it (`advise`, `close`, `drain`), and
+/// the driver carries out what [`poll_output`](Connection::poll_output)
+/// returns, in order, then sleeps until
+/// [`poll_timeout`](Connection::poll_timeout).
+///
+/// ```text
+///  Handshake ──connect──▶ Authenticating ──Accepted──▶ Open ──drain──▶ Draining ──▶ Closed
+///      │ 4008, 1002, 1008        │ 4001, 4008           │ 4000 4001 4009 4029 1002 1007 1009 …
+///      └─────────────────────────┴──────────────────────┴───────────────────────────▶ Closed
+/// ```
+///
+/// It decides: `connect` first and once, the protocol version, the session
+/// id (from a seeded generator), the verdict on the credential and its
+/// expiry against `now`, the message budget and the liveness budget of
+/// every frame, the documented answer to every [`Violation`], one `response`
+/// per request, the in-flight bound, the subscribe order (authorize → limit
+/// → join → confirm → replay → live), stale and duplicate live frames, the
+/// heartbeat that reaps a silent peer, drain advice and the 1012 close once
+/// requests are answered.
+///
+/// `F` is the driver's type for a frame the broker encoded once for all
+/// subscribers (a shared buffer such as `bytes::Bytes`); the connection passes it
+/// through untouched.
+///
+/// ```
+/// use belay_proto::server::{AuthVerdict, Connection, Frame, Limits, Output};
+/// use belay_proto::message::ServerMessage;
+/// use belay_proto::Instant;
+///
+/// let mut conn: Connection<Vec<u8>> = Connection::new(&Limits::default(), Instant::ZERO, 7);
+/// conn.handle_frame(Instant::ZERO, Frame::Text(r#"{"type":"connect","protocol":1}"#));
+/// let Some(Output::Authenticate { ticket, token }) = conn.poll_output() else { panic!() };
+/// assert_eq!(token, None);
+/// conn.handle_auth(Instant::ZERO, ticket, AuthVerdict::accepted());
+/// assert!(matches!(conn.poll_output(), Some(Output::Send(ServerMessage::Welcome(_)))));
+/// ```
+pub struct Connection<F> {
+    limits: Limits,
+    stage: Stage,
+    rate: RateLimiter,
+    liveness: RateLimiter,
+    rng: SplitMix64,
+    upgrade_token: Option<String>,
+    subscriptions: Subscriptions,
+    requests: Requests,
+    out: VecDeque<Output<F>>,
+    next_ticket: u64,
+}
+
+impl<F> std::fmt::Debug for Connection<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("phase", &self.phase())
+            .field("session", &self.session_id())
+            .field("subscriptions", &self.subscriptions.len())
+            .field("requests_in_flight", &self.requests.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> Connection<F> {
+    /// A connection accepted at `now`, under `limits`; `seed` drives the
+    /// session ids it mints (give each connection its own).
+    pub fn new(limits: &Limits, now: Instant, seed: u64) -> Self {
+        Connection {
+            limits: limits.clone(),
+            stage: Stage::Handshake {
+                deadline: limits.handshake_deadline(now),
+            },
+            rate: limits.rate_limiter(now),
+            liveness: limits.liveness_limiter(now),
+            rng: SplitMix64::new(seed),
+            upgrade_token: None,
+            subscriptions: Subscriptions::default(),
+            requests: Requests::default(),
+            out: VecDeque::new(),
+            next_ticket: 1,
+        }
+    }
+
+    // ----- getters -----
+
+    /// Where the connection is in its life.
+    pub fn phase(&self) -> Phase {
+        match self.stage {
+            Stage::Handshake { .. } => Phase::Handshake,
+            Stage::Authenticating { .. } => Phase::Authenticating,
+            Stage::Open(_) => Phase::Open,
+            Stage::Draining { .. } => Phase::Draining,
+            Stage::Closed => Phase::Closed,
+        }
+    }
+
+    /// The session id, once `welcome` is queued.
+    pub fn session_id(&self) -> Option<&str> {
+        self.open().map(|open| open.session.as_str())
+    }
+
+    /// Requests called and not yet answered.
+    pub fn requests_in_flight(&self) -> usize {
+        self.requests.running()
+    }
+
+    /// Confirmed subscriptions held.
+    pub fn subscription_count(&self) -> usize {
+        self.subscriptions.len()
+    }
+
+    /// The limits it applies.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    // ----- outputs -----
+
+    /// The next thing to do, in order.
+    pub fn poll_output(&mut self) -> Option<Output<F>> {
+        self.out.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next (`None`:
+    /// closed).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.stage {
+            Stage::Handshake { deadline } | Stage::Authenticating { deadline, .. } => {
+                Some(*deadline)
+            }
+            Stage::Open(open) => Some(open.heartbeat.poll_timeout()),
+            Stage::Draining { open, until } => Some((*until).min(open.heartbeat.poll_timeout())),
+            Stage::Closed => None,
+        }
+    }
+
+    // ----- inputs -----
+
+    /// Time passed: the handshake deadline, the heartbeat (probe, then reap
+    /// with 4000), the end of a drain's wait.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match &mut self.stage {
+            Stage::Handshake { deadline } | Stage::Authenticating { deadline, .. } => {
+                if now >= *deadline {
+                    self.violate(Violation::HandshakeTimeout);
+                }
+            }
+            Stage::Open(open) => {
+                let beat = open.heartbeat.handle_timeout(now);
+                self.on_heartbeat(beat);
+            }
+            Stage::Draining { open, until } => {
+                if now >= *until {
+                    self.finish_drain();
+                    return;
+                }
+                let beat = open.heartbeat.handle_timeout(now);
+                self.on_heartbeat(beat);
+            }
+            Stage::Closed => {}
+        }
+    }
+
+    fn on_heartbeat(
+        &mut self,
+        beat: Result<crate::heartbeat::HeartbeatAction, crate::heartbeat::LivenessFailure>,
+    ) {
+        match beat {
+            Ok(crate::heartbeat::HeartbeatAction::Probe) => {
+                self.event(Event::PingSent);
+                self.send(ServerMessage::Ping);
+            }
+            Ok(_) => {}
+            Err(_) => {
+                self.event(Event::Reaped);
+                self.close_with(CloseCode::HEARTBEAT_TIMEOUT, "heartbeat timeout");
+            }
+        }
+    }
+
+    // ----- commands -----
+
+    /// The credential the upgrade request carried (a header), used when
+    /// `connect` has none.
+    pub fn set_upgrade_token(&mut self, token: Option<String>) {
+        self.upgrade_token = token;
+    }
+
+    /// Tell the client to reconnect within the advice's window (a drain's
+    /// first step). Ignored once closed.
+    pub fn advise(&mut self, advice: ReconnectAdvice) {
+        if !self.is_closed() {
+            self.send(ServerMessage::Reconnect(advice));
+        }
+    }
+
+    /// Close now with `code` and `reason` (queued frames are written first).
+    pub fn close(&mut self, code: CloseCode, reason: &str) {
+        if !self.is_closed() {
+            self.close_with(code, reason);
+        }
+    }
+
+    /// Close 1012 once every request in flight is answered, or at `until`,
+    /// whichever comes first. Frames that arrive meanwhile are not acted on
+    /// (liveness still counts). Before the session is open, closes at once.
+    pub fn drain(&mut self, now: Instant, until: Instant) {
+        let _ = now;
+        match std::mem::replace(&mut self.stage, Stage::Closed) {
+            Stage::Open(open) => {
+                self.stage = Stage::Draining { open, until };
+                if self.requests.running() == 0 {
+                    self.finish_drain();
+                }
+            }
+            Stage::Closed => {}
+            other => {
+                self.stage = other;
+                self.close_with(CloseCode::SERVICE_RESTART, "server restarting");
+            }
+        }
+    }
+
+    /// The upgrade was over the admission budget: say in-band when to come
+    /// back (for browsers, which cannot read the HTTP status), then 1013.
+    pub fn refuse_overload(&mut self, retry_after: Duration) {
+        if self.is_closed() {
+            return;
+        }
+        let ms = u64::try_from(retry_after.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.send(ServerMessage::Reconnect(ReconnectAdvice {
+            reason: "overload".into(),
+            min_delay_ms: ms,
+            max_delay_ms: ms.saturating_mul(2),
+            message: Some("The server is busy; reconnecting shortly.".into()),
+        }));
+        self.close_with(
+            CloseCode::TRY_AGAIN_LATER,
+            &format!("over capacity; retry after {ms} ms"),
+        );
+    }
+
+    /// The driver could not queue a frame for the peer (its outbound budget
+    /// is full): close 4009.
+    pub fn handle_queue_full(&mut self) {
+        if !self.is_closed() {
+            self.violate(Violation::SlowConsumer);
+        }
+    }
+
+    /// Lose every subscription with `unsubscribed` carrying `error` (the
+    /// broker is down); the client resubscribes from its positions.
+    pub fn unsubscribe_all(&mut self, error: &ErrorBody) {
+        for (channel, subscription) in self.subscriptions.take_all() {
+            self.out.push_back(Output::Leave {
+                channel: channel.to_string(),
+                subscription,
+            });
+            self.send(unsubscribed(&channel, &error.code, &error.message));
+        }
+    }
+
+    // ----- shared internals -----
+
+    fn is_closed(&self) -> bool {
+        matches!(self.stage, Stage::Closed)
+    }
+
+    fn open(&self) -> Option<&Open> {
+        match &self.stage {
+            Stage::Open(open) | Stage::Draining { open, .. } => Some(open),
+            _ => None,
+        }
+    }
+
+    fn ticket(&mut self) -> Ticket {
+        let ticket = Ticket(self.next_ticket);
+        self.next_ticket += 1;
+        ticket
+    }
+
+    fn send(&mut self, message: ServerMessage) {
+        self.out.push_back(Output::Send(message));
+    }
+
+    fn event(&mut self, event: Event) {
+        self.out.push_back(Output::Event(event));
+    }
+
+    /// Apply the documented response to `violation` (belay-proto's table).
+    fn violate(&mut self, violation: Violation) {
+        self.event(Event::Violation(violation));
+        match violation.response() {
+            ViolationResponse::Reply(error) => self.send(ServerMessage::Error(error)),
+            ViolationResponse::Close {
+                code,
+                reason,
+                advice,
+            } => {
+                if let Some(advice) = advice {
+                    self.send(ServerMessage::Reconnect(advice));
+                }
+                self.close_with(code, reason);
+            }
+            // Upgrade rejections happen before a connection exists.
+            _ => {}
+        }
+    }
+
+    fn finish_drain(&mut self) {
+        self.close_with(CloseCode::SERVICE_RESTART, "server restarting");
+    }
+
+    /// Leave every subscription, forget every question, and close.
+    fn close_with(&mut self, code: CloseCode, reason: &str) {
+        self.release();
+        let discard_unsent = matches!(
+            code,
+            CloseCode::SLOW_CONSUMER | CloseCode::HEARTBEAT_TIMEOUT
+        );
+        self.out.push_back(Output::Close {
+            code,
+            reason: reason.to_owned(),
+            discard_unsent,
+        });
+    }
+
+    /// The peer closed or vanished.
+    fn peer_gone(&mut self, code: Option<u16>) {
+        self.release();
+        self.out.push_back(Output::PeerGone { code });
+    }
+
+    fn release(&mut self) {
+        self.stage = Stage::Closed;
+        for (channel, subscription) in self.subscriptions.take_all() {
+            self.out.push_back(Output::Leave {
+                channel: channel.to_string(),
+                subscription,
+            });
+        }
+        self.subscriptions.forget_pending();
+        self.requests.clear();
+    }
+}
+
+pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMessage {
+    ServerMessage::Unsubscribed(Unsubscribed {
+        channel: channel.to_owned(),
+        code: code.to_owned(),
+        reason: reason.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,261 @@
+//! Subscriptions: the subscribe order (name check → authorize → limit →
+//! join → confirm → replay → live), leaving, and which live frames reach
+//! the client (none twice, none from a replaced subscription).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::message::{ErrorBody, ServerMessage, StreamPosition, Subscribe};
+use crate::time::Instant;
+
+use super::super::{Violation, ViolationResponse};
+use super::{unsubscribed, Connection, Event, JoinAnswer, Output, Ticket};
+
+/// One confirmed subscription.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// The broker's id (a replacing `subscribe` gets a new one).
+    subscription: u64,
+    /// The last offset sent (confirmation, replay or live).
+    after: u64,
+}
+
+#[derive(Debug)]
+struct Pending {
+    channel: Arc<str>,
+    since: Option<StreamPosition>,
+    /// Authorized and asked of the broker.
+    joining: bool,
+}
+
+/// The subscriptions a connection holds and those it is setting up.
+#[derive(Debug, Default)]
+pub(super) struct Subscriptions {
+    held: HashMap<Arc<str>, Held>,
+    pending: HashMap<Ticket, Pending>,
+}
+
+impl Subscriptions {
+    pub(super) fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Every confirmed subscription, removed.
+    pub(super) fn take_all(&mut self) -> Vec<(Arc<str>, u64)> {
+        let all = self
+            .held
+            .drain()
+            .map(|(channel, held)| (channel, held.subscription))
+            .collect();
+        self.held = HashMap::new();
+        all
+    }
+
+    pub(super) fn forget_pending(&mut self) {
+        self.pending.clear();
+    }
+
+    fn end(&mut self, channel: &str) -> Option<(Arc<str>, u64)> {
+        let ended = self
+            .held
+            .remove_entry(channel)
+            .map(|(name, held)| (name, held.subscription));
+        if self.held.capacity() > 16 && self.held.len() < self.held.capacity() / 4 {
+            self.held.shrink_to(self.held.len() * 2);
+        }
+        // A subscribe still being set up for the channel is superseded.
+        self.pending
+            .retain(|_, pending| &*pending.channel != channel);
+        ended
+    }
+
+    fn joining(&self) -> usize {
+        self.pending.values().filter(|p| p.joining).count()
+    }
+}
+
+impl<F> Connection<F> {
+    pub(super) fn on_subscribe(&mut self, subscribe: Subscribe) {
+        let Subscribe { channel, since } = subscribe;
+        if let Err(violation) = self.limits.check_channel(&channel) {
+            // Not even held in a refusal: the reply names a prefix.
+            let shown = truncate_name(&channel, self.limits.max_channel_len()).to_owned();
+            return self.refuse_subscribe(&shown, violation);
+        }
+        self.leave(&channel);
+        // Subscribes waiting for the authorizer are bounded like those held.
+        if let Err(violation) = self
+            .limits
+            .check_subscriptions(self.subscriptions.pending.len())
+        {
+            return self.refuse_subscribe(&channel, violation);
+        }
+        let ticket = self.ticket();
+        self.subscriptions.pending.insert(
+            ticket,
+            Pending {
+                channel: Arc::from(channel.as_str()),
+                since,
+                joining: false,
+            },
+        );
+        self.out
+            .push_back(Output::AuthorizeSubscribe { ticket, channel });
+    }
+
+    pub(super) fn on_unsubscribe(&mut self, channel: &str) {
+        self.leave(channel);
+    }
+
+    /// The authorizer's answer for [`Output::AuthorizeSubscribe`]: allowed,
+    /// or refused with the error the client gets in `unsubscribed`. An
+    /// allowed subscribe within the connection's limit is asked of the
+    /// broker ([`Output::Join`]).
+    pub fn handle_subscribe_authorized(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        verdict: Result<(), ErrorBody>,
+    ) {
+        let _ = now;
+        let Some(pending) = self.subscriptions.pending.get(&ticket) else {
+            return;
+        };
+        if pending.joining {
+            return;
+        }
+        let channel = Arc::clone(&pending.channel);
+        if let Err(denied) = verdict {
+            self.subscriptions.pending.remove(&ticket);
+            return self.send(unsubscribed(&channel, &denied.code, &denied.message));
+        }
+        let setting_up = self.subscriptions.joining();
+        if let Err(violation) = self
+            .limits
+            .check_subscriptions(self.subscriptions.len() + setting_up)
+        {
+            self.subscriptions.pending.remove(&ticket);
+            return self.refuse_subscribe(&channel, violation);
+        }
+        let Some(pending) = self.subscriptions.pending.get_mut(&ticket) else {
+            return;
+        };
+        pending.joining = true;
+        let since = pending.since.clone();
+        self.out.push_back(Output::Join {
+            ticket,
+            channel: channel.to_string(),
+            since,
+        });
+    }
+
+    /// The broker's answer for [`Output::Join`]. Joined: `subscribed`, the
+    /// replay, and from then on live frames. A join the connection no
+    /// longer wants (replaced, ended, closed) is left again at once.
+    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>) {
+        let _ = now;
+        let pending = match self.subscriptions.pending.get(&ticket) {
+            Some(pending) if pending.joining => self.subscriptions.pending.remove(&ticket),
+            _ => None,
+        };
+        let Some(pending) = pending else {
+            if let JoinAnswer::Joined {
+                subscribed,
+                subscription,
+                ..
+            } = answer
+            {
+                self.out.push_back(Output::Leave {
+                    channel: subscribed.channel,
+                    subscription,
+                });
+            }
+            return;
+        };
+        match answer {
+            JoinAnswer::Joined {
+                subscribed,
+                subscription,
+                replay,
+            } => {
+                if pending.since.is_some() {
+                    self.event(Event::Resumed {
+                        recovered: subscribed.recovered,
+                    });
+                }
+                let mut after = subscribed.offset;
+                self.send(ServerMessage::Subscribed(subscribed));
+                for (offset, frame) in replay {
+                    after = offset;
+                    self.out.push_back(Output::SendEncoded(frame));
+                }
+                self.subscriptions.held.insert(
+                    pending.channel,
+                    Held {
+                        subscription,
+                        after,
+                    },
+                );
+            }
+            JoinAnswer::NoRoom => {
+                self.refuse_subscribe(&pending.channel, Violation::TooManyChannels)
+            }
+            JoinAnswer::Unavailable(error) => {
+                self.send(unsubscribed(&pending.channel, &error.code, &error.message))
+            }
+        }
+    }
+
+    /// A live publication at `offset` of `subscription` on `channel`,
+    /// encoded as `frame`: sent unless the subscription was replaced or
+    /// ended, or `offset` was already sent (by the replay).
+    pub fn handle_live(&mut self, channel: &str, subscription: u64, offset: u64, frame: F) {
+        let Some(held) = self.subscriptions.held.get_mut(channel) else {
+            return;
+        };
+        if held.subscription != subscription || offset <= held.after {
+            return;
+        }
+        held.after = offset;
+        self.out.push_back(Output::SendEncoded(frame));
+    }
+
+    /// The broker stopped delivering `subscription` because this connection
+    /// fell behind: the client is told (`unsubscribed` `lagged`) and
+    /// resubscribes from its position, so the history replays what it missed.
+    pub fn handle_lagged(&mut self, channel: &str, subscription: u64) {
+        let current = self.subscriptions.held.get(channel).map(|h| h.subscription);
+        if current != Some(subscription) {
+            return;
+        }
+        self.leave(channel);
+        self.send(unsubscribed(channel, "lagged", "subscriber fell behind"));
+    }
+
+    /// End this connection's subscription to `channel`, if any (no reply).
+    fn leave(&mut self, channel: &str) {
+        if let Some((channel, subscription)) = self.subscriptions.end(channel) {
+            self.out.push_back(Output::Leave {
+                channel: channel.to_string(),
+                subscription,
+            });
+        }
+    }
+
+    /// Refuse a `subscribe` with the violation's documented `unsubscribed`.
+    fn refuse_subscribe(&mut self, channel: &str, violation: Violation) {
+        self.event(Event::SubscribeRefused);
+        if let ViolationResponse::Reply(error) = violation.response() {
+            self.send(unsubscribed(channel, &error.code, &error.message));
+        }
+    }
+}
+
+/// The longest prefix of `name` of at most `max` bytes on a char boundary.
+fn truncate_name(name: &str, max: usize) -> &str {
+    let mut end = name.len().min(max);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
