@@ -1,0 +1,167 @@
+//! The model-light driver: what it records of a run, and how it applies an op.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use belay_proto::{Config, Input, Instant, Readiness, Session, TransportId};
+use proptest::test_runner::TestCaseError;
+
+use super::ops::{Msg, Op, Setup};
+
+/// Which invariants a run checks.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Checks {
+    pub(crate) transports: bool,
+    pub(crate) requests: bool,
+    pub(crate) stale: bool,
+    pub(crate) readiness: bool,
+    pub(crate) delays: bool,
+    pub(crate) stop: bool,
+    pub(crate) time: bool,
+}
+
+impl Checks {
+    pub(crate) fn all() -> Self {
+        Checks {
+            transports: true,
+            requests: true,
+            stale: true,
+            readiness: true,
+            delays: true,
+            stop: true,
+            time: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending {
+    pub(crate) deadline: Instant,
+    pub(crate) settled: bool,
+}
+
+pub(crate) struct Driver {
+    pub(crate) session: Session,
+    pub(crate) config: Config,
+    pub(crate) checks: Checks,
+    /// The clock the driver passes (it may go back).
+    pub(crate) now: Instant,
+    /// The latest `now` the session has seen: its own clock.
+    pub(crate) latest: Instant,
+    pub(crate) step: usize,
+    pub(crate) op: String,
+    /// Every transport the session asked to open, in order.
+    pub(crate) opened: Vec<TransportId>,
+    /// Opened and not ended (closed by the session, or reported ended while current).
+    pub(crate) live: BTreeSet<TransportId>,
+    /// Every request the session accepted.
+    pub(crate) requests: BTreeMap<u64, Pending>,
+    /// The readiness the last `ReadinessChanged` announced.
+    pub(crate) announced: Readiness,
+    /// Reconnect advice was fed on the current (or last) transport.
+    pub(crate) advice_on_current: bool,
+    /// Deploy advice was fed on a current transport at some point.
+    pub(crate) deploy_seen: bool,
+    /// `Event::Stopped` was emitted.
+    pub(crate) stopped: bool,
+}
+
+impl Driver {
+    pub(crate) fn new(setup: &Setup, checks: Checks) -> Self {
+        let config = setup.config();
+        Driver {
+            session: Session::new(config.clone(), Instant::ZERO, setup.seed),
+            config,
+            checks,
+            now: Instant::ZERO,
+            latest: Instant::ZERO,
+            step: 0,
+            op: String::from("setup"),
+            opened: Vec::new(),
+            live: BTreeSet::new(),
+            requests: BTreeMap::new(),
+            announced: Readiness::default(),
+            advice_on_current: false,
+            deploy_seen: false,
+            stopped: false,
+        }
+    }
+
+    pub(crate) fn fail(&self, what: String) -> TestCaseError {
+        TestCaseError::fail(format!(
+            "step {} `{}` at {:?} (state {:?}, current {:?}): {}",
+            self.step,
+            self.op,
+            self.latest,
+            self.session.state(),
+            self.session.current_transport(),
+            what
+        ))
+    }
+
+    pub(crate) fn run(&mut self, ops: &[Op]) -> Result<(), TestCaseError> {
+        for op in ops {
+            self.apply(op)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        self.step += 1;
+        self.op = format!("{op:?}");
+        match op {
+            Op::Input(target, fact) => {
+                let id = self.resolve(*target);
+                if self.session.current_transport() == Some(id) {
+                    if let Some(deploy) = fact.advice() {
+                        self.advice_on_current = true;
+                        self.deploy_seen |= deploy;
+                    }
+                }
+                let input = self.build(id, fact);
+                self.feed(input)
+            }
+            Op::Establish(ping_interval_ms, pacing) => {
+                let Some(id) = self.session.current_transport() else {
+                    return Ok(());
+                };
+                self.feed(Input::TransportOpened(id))?;
+                let welcome = self.message(&Msg::Welcome {
+                    mismatch: false,
+                    ping_interval_ms: *ping_interval_ms,
+                    pacing: *pacing,
+                });
+                self.feed(Input::Message(id, welcome))
+            }
+            Op::ConfirmAll => {
+                let Some(id) = self.session.current_transport() else {
+                    return Ok(());
+                };
+                for channel in 0..3 {
+                    let confirm = self.message(&Msg::Subscribed {
+                        channel,
+                        epoch: 0,
+                        offset: 0,
+                        recovered: true,
+                    });
+                    self.feed(Input::Message(id, confirm))?;
+                }
+                Ok(())
+            }
+            Op::Network(online) => self.feed(Input::Network { online: *online }),
+            Op::Start => self.restart(false),
+            Op::ReconnectNow => self.restart(true),
+            Op::Request(timeout) => self.request(*timeout),
+            Op::Subscribe(channel) => self.subscription(*channel, true),
+            Op::Unsubscribe(channel) => self.subscription(*channel, false),
+            Op::Stop => self.stop(),
+            Op::Advance(ms) => self.timeout_at(self.now + Duration::from_millis(*ms)),
+            Op::ToPollTimeout => match self.session.poll_timeout() {
+                Some(at) => self.timeout_at(at),
+                None => self.timeout_at(self.now + Duration::from_secs(1)),
+            },
+            Op::Suspend(ms) => self.timeout_at(self.now + Duration::from_millis(*ms)),
+            Op::Earlier(ms) => self.timeout_at(self.now - Duration::from_millis(*ms)),
+        }
+    }
+}
