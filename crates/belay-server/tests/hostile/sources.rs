@@ -198,3 +198,20 @@ async fn behind_a_trusted_proxy_the_forwarded_for_client_is_counted() {
         "counted as 127.0.0.2"
     );
 }
+
+#[tokio::test]
+async fn from_a_peer_that_is_not_trusted_forwarding_headers_change_nothing() {
+    let server = behind_proxy(false);
+    let addr = common::start(&server).await;
+    let forged = |client: &str| upgrade_request(addr, &format!("X-Forwarded-For: {client}\r\n"));
+    let mut first = tcp_from("127.0.0.2", addr).await;
+    let status = exchange(&mut first, forged("198.51.100.50").as_bytes()).await;
+    assert_eq!(status.map(|a| a.status), Some(101));
+    // Naming another client does not get 127.0.0.2 past its own cap...
+    let mut second = tcp_from("127.0.0.2", addr).await;
+    let status = exchange(&mut second, forged("198.51.100.51").as_bytes()).await;
+    assert_eq!(status.map(|a| a.status), Some(429), "counted as 127.0.0.2");
+    // ...and the client it named was not charged for it.
+    let (_named, status) = via_proxy(addr, "", "X-Forwarded-For: 198.51.100.50\r\n").await;
+    assert_eq!(status, 101, "198.51.100.50 was not counted");
+}
