@@ -10,7 +10,7 @@ use std::sync::Arc;
 use belay_proto::server::DrainPlan;
 use belay_proto::CloseCode;
 
-use crate::connection::Control;
+use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
 use crate::server::{Lifecycle, Shared};
 

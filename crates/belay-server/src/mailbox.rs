@@ -1,7 +1,8 @@
 //! A connection's mailbox for orders from the rest of the server.
 //!
-//! Orders are rare (a drain, a restart fault, a slow-consumer signal), but
-//! every connection needs somewhere to receive them, and a tokio channel
+//! Orders (a drain, a restart fault, the outcome of a request the
+//! connection called) come one by one, and every connection needs somewhere
+//! to receive them, and a tokio channel
 //! allocates its first block of slots up front: about 3 KB per idle
 //! connection for this order type. A lock-protected `VecDeque` (which does
 //! not allocate until used) plus a `Notify` costs a few dozen bytes.
@@ -12,8 +13,25 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::connection::Control;
+use belay_proto::message::{ReconnectAdvice, Reply};
+use belay_proto::server::Ticket;
+use belay_proto::CloseCode;
+
 use crate::metrics::lock;
+
+/// Orders from the rest of the server to one connection.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Send reconnect advice (a drain).
+    Advise(ReconnectAdvice),
+    /// Close with this code and reason (1012: once requests in flight are
+    /// answered, within the drain's deadline).
+    Close(CloseCode, String),
+    /// Drop the socket without a close frame (a restart fault).
+    Drop,
+    /// A request the connection called finished with this outcome.
+    Reply(Ticket, Reply),
+}
 
 #[derive(Debug, Default)]
 struct Mailbox {
@@ -70,7 +88,6 @@ impl Drop for ControlReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use belay_proto::CloseCode;
 
     #[tokio::test]
     async fn orders_arrive_in_order_and_a_closed_mailbox_refuses() {
@@ -84,7 +101,7 @@ mod tests {
             Control::Close(CloseCode::NORMAL, _)
         ));
         drop(rx);
-        assert!(tx.send(Control::SlowConsumer).is_err());
+        assert!(tx.send(Control::Drop).is_err());
     }
 
     #[tokio::test]
@@ -92,7 +109,7 @@ mod tests {
         let (tx, mut rx) = mailbox();
         let waiter = tokio::spawn(async move { rx.recv().await });
         tokio::task::yield_now().await;
-        tx.send(Control::SlowConsumer).unwrap();
-        assert!(matches!(waiter.await.unwrap(), Control::SlowConsumer));
+        tx.send(Control::Drop).unwrap();
+        assert!(matches!(waiter.await.unwrap(), Control::Drop));
     }
 }

@@ -15,17 +15,17 @@
 //! outcome can be replayed to the retry the client will send. Keyed
 //! executions are bounded server-wide (`ServerConfig::max_keyed_running`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::{ErrorBody, Reply, Request, Response, ServerMessage};
-use belay_proto::server::{params_digest, Begin, Violation, ViolationResponse};
+use belay_proto::message::{ErrorBody, Reply, Request};
+use belay_proto::server::{params_digest, Begin, Ticket, Violation};
 use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
 
 use crate::auth::Principal;
-use crate::connection::{queue, Control, Outbound};
+use crate::mailbox::{Control, ControlSender};
 use crate::metrics::lock;
 use crate::rpc::CallContext;
 use crate::server::Shared;
@@ -75,7 +75,7 @@ pub(crate) fn admit(shared: &Arc<Shared>, principal: &Principal, request: &Reque
                 .subscribe(),
         ),
         Begin::Done(reply) => Admit::Answer(reply),
-        Begin::Conflict => Admit::Answer(refusal(Violation::IdempotencyConflict)),
+        Begin::Conflict => Admit::Answer(Violation::IdempotencyConflict.refusal()),
         _ => Admit::Answer(Reply::Error(ErrorBody::new(
             "rate_limited",
             "too many idempotent requests in flight",
@@ -83,42 +83,20 @@ pub(crate) fn admit(shared: &Arc<Shared>, principal: &Principal, request: &Reque
     }
 }
 
-/// The reply a refused request gets (the violation's documented reply).
-pub(crate) fn refusal(violation: Violation) -> Reply {
-    match violation.response() {
-        ViolationResponse::Reply(error) => Reply::Error(error),
-        _ => Reply::Error(ErrorBody::new("bad_request", violation.name())),
-    }
-}
-
-/// One request to run.
+/// One request to run; its outcome goes back to the connection that
+/// called it (the core sends the one `response`).
 pub(crate) struct RequestTask {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) out: Outbound,
-    pub(crate) control: crate::mailbox::ControlSender,
-    /// Counted from admission, not from when the task first runs, so a
-    /// pipelined batch cannot slip past the in-flight bound.
-    pub(crate) _in_flight: InFlight,
+    pub(crate) control: ControlSender,
+    pub(crate) ticket: Ticket,
+    /// The slow-replies fault: wait this long before running.
     pub(crate) delay: Option<Duration>,
+    /// The service-down fault: never answer, as a hung backend would (the
+    /// client's deadline settles it).
+    pub(crate) unanswered: bool,
     pub(crate) principal: Principal,
     pub(crate) session: Arc<str>,
     pub(crate) request: Request,
-}
-
-/// Counts a request in flight for as long as it runs (drain waits on it).
-pub(crate) struct InFlight(Arc<AtomicUsize>);
-
-impl InFlight {
-    pub(crate) fn enter(counter: &Arc<AtomicUsize>) -> Self {
-        counter.fetch_add(1, Ordering::AcqRel);
-        InFlight(Arc::clone(counter))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 /// Owns an idempotency key while its execution runs. Completing stores the
@@ -165,7 +143,10 @@ impl Drop for KeyOwner {
 /// Run `task` to its one response (`start` is [`Admit::Run`] or
 /// [`Admit::Wait`]; an [`Admit::Answer`] is sent as it is).
 pub(crate) async fn run(task: RequestTask, start: Admit) {
-    let id = task.request.id;
+    if task.unanswered {
+        task.shared.metrics.count_request("unanswered");
+        return std::future::pending().await;
+    }
     let reply = match start {
         Admit::Answer(reply) => reply,
         Admit::Wait(mut rx) => rx.recv().await.unwrap_or_else(|_| {
@@ -187,9 +168,9 @@ pub(crate) async fn run(task: RequestTask, start: Admit) {
         Reply::Error(_) => "error",
     };
     task.shared.metrics.count_request(outcome);
-    if !queue(&task.out, &ServerMessage::Response(Response { id, reply })) {
-        let _ = task.control.send(Control::SlowConsumer);
-    }
+    // A connection that is gone no longer waits (a keyed outcome is stored
+    // for the retry all the same).
+    let _ = task.control.send(Control::Reply(task.ticket, reply));
 }
 
 async fn call(task: &RequestTask) -> Reply {

@@ -21,8 +21,8 @@ use crate::auth::{AllowAll, Authenticator};
 use crate::broker::{Broker, MemoryBroker, PublishError};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
-use crate::connection::Control;
 use crate::faults::Faults;
+use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
 use crate::rpc::Methods;
 

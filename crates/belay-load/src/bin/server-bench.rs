@@ -3,6 +3,11 @@
 //! `serve`), so its RSS and CPU are read from `/proc/PID` without the load
 //! client's. Run it through `scripts/bench-server.sh`, which raises the
 //! descriptor limit.
+//!
+//! With `--baseline-exe PATH` the floor's place is taken by the Belay
+//! server of another `server-bench` binary (a build of an earlier commit):
+//! the same interleaved runs then compare the new server with the old one
+//! (`scripts/bench-regression.sh`).
 #![forbid(unsafe_code)]
 
 /// The allocator `belay serve` uses too (see crates/belay-cli/src/main.rs).
@@ -11,7 +16,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use belay_load::broadcast::{self, BroadcastConfig};
@@ -26,6 +33,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "server-bench", about = "Belay server vs the bare codec floor")]
 struct Cli {
+    /// Compare with the Belay server of this `server-bench` binary (an
+    /// earlier build) instead of the floor.
+    #[arg(long, global = true)]
+    baseline_exe: Option<PathBuf>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -101,6 +112,9 @@ enum Cmd {
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
+    if let Some(exe) = cli.baseline_exe.clone() {
+        let _ = BASELINE.set(exe);
+    }
     let runtime = belay_load::server_runtime::build().map_err(|e| e.to_string())?;
     match cli.command {
         Cmd::Serve {
@@ -280,10 +294,10 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(kind: Kind, ping_interval_ms: u64) -> Result<ServerProcess, String> {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let kind_arg = match kind {
-            Kind::Belay => "belay",
-            Kind::Floor => "floor",
+        let (exe, kind_arg) = match (kind, BASELINE.get()) {
+            (Kind::Floor, Some(baseline)) => (baseline.clone(), "belay"),
+            (Kind::Floor, None) => (std::env::current_exe().map_err(|e| e.to_string())?, "floor"),
+            (Kind::Belay, _) => (std::env::current_exe().map_err(|e| e.to_string())?, "belay"),
         };
         let mut child = Command::new(exe)
             .args(["serve", "--kind", kind_arg, "--ping-interval-ms"])
@@ -319,8 +333,21 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The other binary whose Belay server stands in for the floor, if any.
+static BASELINE: OnceLock<PathBuf> = OnceLock::new();
+
+/// What the first server of each pair is called: the floor, or the
+/// baseline build.
+fn reference() -> &'static str {
+    if BASELINE.get().is_some() {
+        "baseline"
+    } else {
+        "floor"
+    }
+}
+
 fn kinds() -> [(Kind, &'static str); 2] {
-    [(Kind::Floor, "floor"), (Kind::Belay, "belay")]
+    [(Kind::Floor, reference()), (Kind::Belay, "belay")]
 }
 
 async fn bench_idle(
@@ -378,11 +405,12 @@ async fn bench_idle(
 }
 
 fn summary(what: &str, values: &[Vec<f64>; 2]) {
-    let floor = median(&values[0]).unwrap_or(f64::NAN);
+    let reference_median = median(&values[0]).unwrap_or(f64::NAN);
     let belay = median(&values[1]).unwrap_or(f64::NAN);
+    let name = reference();
     println!(
-        "MEDIAN {what}: floor {floor:.3}, belay {belay:.3}, belay/floor {:.2}x (runs: floor {:?}, belay {:?})",
-        belay / floor,
+        "MEDIAN {what}: {name} {reference_median:.3}, belay {belay:.3}, belay/{name} {:.2}x (runs: {name} {:?}, belay {:?})",
+        belay / reference_median,
         values[0],
         values[1]
     );

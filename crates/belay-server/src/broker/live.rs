@@ -28,6 +28,16 @@ use crate::metrics::lock;
 pub struct SubscriberId(u64);
 
 impl SubscriberId {
+    /// Its number (unique in the process).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The id whose number is `raw`.
+    pub(crate) fn from_raw(raw: u64) -> SubscriberId {
+        SubscriberId(raw)
+    }
+
     fn next() -> SubscriberId {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         SubscriberId(NEXT.fetch_add(1, Ordering::Relaxed))

@@ -1,48 +1,36 @@
-//! One connection: one task that owns the session's state, reads the socket
-//! and writes what the bounded outbound queue holds, plus tasks for
-//! requests; live publications arrive in the connection's inbox.
+//! One connection's driver: a task that feeds the core's
+//! [`belay_proto::server::Connection`] with the socket's frames, the clock,
+//! the authenticator's and the broker's answers and the outcomes of
+//! requests, and carries out what it decides. Every close code and error
+//! the server sends to a connected client is the core's decision; this
+//! module only moves bytes and calls the server's parts.
 //!
-//! Nothing a peer sends can make the server panic or grow without bound:
-//! frames are limited by the WebSocket layer; every data frame (known,
-//! unknown, malformed or binary) takes a token from the message budget and
-//! every liveness frame (JSON or WebSocket ping/pong) from its own budget,
-//! each closing a flood with 4029; requests in flight are bounded; the
-//! outbound queue is bounded in frames and bytes (a reader that falls
-//! behind is closed with 4009; frames move from the queue to the socket
-//! only while less than `ws::HIGH_WATER` bytes wait to be written); and
-//! liveness by the core's `Heartbeat` (a connection that answers nothing is
-//! reaped with 4000).
+//! Bounds that need the I/O layer stay here: frames are limited by the
+//! WebSocket layer, the outbound queue is bounded in frames and bytes
+//! (when it is full the core closes 4009), and frames move from the queue
+//! to the socket only while less than `ws::HIGH_WATER` bytes wait to be
+//! written.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::heartbeat::{Heartbeat, HeartbeatAction};
-use belay_proto::message::{
-    encode_server, ClientMessage, DecodeError, ErrorBody, ReconnectAdvice, Reply, Request,
-    Response, ServerMessage, Unsubscribed, Welcome, PROTOCOL_VERSION,
-};
-use belay_proto::server::{RateLimiter, Violation, ViolationResponse};
+use belay_proto::server::{Connection, Frame, TransportError};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 
 use crate::auth::Principal;
-use crate::broker::{LiveInbox, SubscriberId};
+use crate::broker::{LiveInbox, LiveItem};
 use crate::faults::Faults;
-use crate::mailbox::{mailbox, ControlReceiver, ControlSender};
-use crate::metrics::Metrics;
-use crate::requests::{self, Admit, InFlight, RequestSet, RequestTask};
+use crate::mailbox::{mailbox, Control, ControlReceiver, ControlSender};
+use crate::outbound::{outbound, Outbound, OutboundReceiver};
+use crate::requests::RequestSet;
 use crate::server::Shared;
 use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
 
-mod frames;
-mod subscriptions;
-
-use subscriptions::next_live;
+mod outputs;
 
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.
@@ -69,79 +57,44 @@ pub(crate) struct ConnectionMeta {
     pub(crate) _peer_slot: Option<crate::peer_limits::PeerSlot>,
 }
 
-/// Orders from the rest of the server to one connection.
-#[derive(Debug)]
-pub(crate) enum Control {
-    /// Send reconnect advice (a drain).
-    Advise(ReconnectAdvice),
-    /// Close with this code and reason.
-    Close(CloseCode, String),
-    /// Drop the socket without a close frame (a restart fault).
-    Drop,
-    /// A task could not queue a frame: the reader is too slow.
-    SlowConsumer,
-}
-
-pub(crate) use crate::outbound::Outbound;
-use crate::outbound::{outbound, OutboundReceiver};
-
-/// Queue `message` for the peer; `false` if the queue is full.
-pub(crate) fn queue(out: &Outbound, message: &ServerMessage) -> bool {
-    out.try_send(Bytes::from(encode_server(message))).is_ok()
-}
-
-enum Stage {
-    Handshake {
-        deadline: Instant,
-    },
-    Open {
-        principal: Principal,
-        session: Arc<str>,
-        heartbeat: Heartbeat,
-        flap_at: Option<Instant>,
-    },
-}
-
-/// How the read loop ended.
+/// How the connection ended.
 enum End {
-    /// We close with this code and reason.
-    Close(CloseCode, String),
+    /// Close with this code and reason; `urgent`: drop what is unsent.
+    Close {
+        code: CloseCode,
+        reason: String,
+        urgent: bool,
+    },
     /// The peer closed (with this code, if it sent one) or vanished.
     PeerGone(Option<u16>),
     /// Drop without a close frame.
     Abrupt,
 }
 
-/// One subscription of this connection.
-#[derive(Debug, Clone, Copy)]
-struct Held {
-    /// Which subscription (a replacing `subscribe` gets a new one).
-    id: SubscriberId,
-    /// The last offset sent (confirmation, replay or live).
-    after: u64,
-}
-
-struct Connection {
+struct Driver {
     shared: Arc<Shared>,
+    core: Connection<Bytes>,
     out: Outbound,
     control: ControlSender,
     faults: watch::Receiver<Faults>,
-    stage: Stage,
-    rate: RateLimiter,
-    liveness: RateLimiter,
-    subscriptions: HashMap<Arc<str>, Held>,
     /// Made at the first subscribe (an idle connection holds none).
     inbox: Option<LiveInbox>,
-    in_flight: Arc<AtomicUsize>,
     requests: RequestSet,
-    id: u64,
+    /// Who the client is, once authenticated.
+    principal: Principal,
+    /// The session id, once welcomed.
+    session: Arc<str>,
+    peer: SocketAddr,
+    /// When the flapping fault drops this session.
+    flap_at: Option<Instant>,
+    /// How the connection ends, once the core (or a fault) decided.
+    end: Option<End>,
 }
 
 pub(crate) async fn run<S>(shared: Arc<Shared>, mut ws: WebSocket<S>, meta: ConnectionMeta)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let limits = &shared.config.limits;
     let (out, mut out_rx) = outbound(
         &shared.limits,
         Arc::clone(&shared.outbound_total),
@@ -152,60 +105,46 @@ where
     shared
         .metrics
         .open_connections
-        .fetch_add(1, Ordering::Relaxed);
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let now = shared.clock.now();
-    let mut connection = Connection {
-        rate: limits.rate_limiter(now),
-        liveness: limits.liveness_limiter(now),
-        stage: Stage::Handshake {
-            deadline: limits.handshake_deadline(now),
-        },
+    let seed =
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), id);
+    let mut core = Connection::new(&shared.config.limits, now, seed);
+    core.set_upgrade_token(meta.header_token.clone());
+    if let Admission::Refused { retry_after } = meta.admission {
+        core.refuse_overload(retry_after);
+    }
+    let mut driver = Driver {
         faults: shared.faults.subscribe(),
         shared: Arc::clone(&shared),
+        core,
         out,
         control,
-        subscriptions: HashMap::new(),
         inbox: None,
-        in_flight: Arc::new(AtomicUsize::new(0)),
         requests: RequestSet::default(),
-        id,
+        principal: Principal::anonymous(),
+        session: Arc::from(""),
+        peer: meta.peer,
+        flap_at: None,
+        end: None,
     };
-    let meta_peer = meta.peer;
-    let end = match meta.admission {
-        Admission::Admitted => {
-            connection
-                .read_loop(&mut ws, &mut out_rx, control_rx, meta)
-                .await
-        }
-        Admission::Refused { retry_after } => connection.refuse(retry_after),
-    };
-    connection.stop_subscriptions();
-    if matches!(&end, End::Close(code, _) if *code == CloseCode::SERVICE_RESTART) {
-        // A drain: requests in flight are answered before the close (within
-        // the drain's deadline, after which the server exits anyway).
-        let deadline = tokio::time::Instant::now() + shared.config.drain.deadline();
-        while connection.in_flight.load(Ordering::Acquire) > 0
-            && tokio::time::Instant::now() < deadline
-        {
-            pump(&mut ws, &mut out_rx, usize::MAX);
-            let tick = Duration::from_millis(10);
-            if tokio::time::timeout(tick, ws.flush()).await.is_ok() {
-                tokio::time::sleep(tick).await;
-            }
-        }
-    }
+    let end = driver.run_loop(&mut ws, &mut out_rx, control_rx).await;
+    // Whatever ended it, the broker forgets this connection's subscriptions
+    // (the core leaves them as it closes).
+    driver.core.close(CloseCode::ABNORMAL, "connection dropped");
+    driver.carry_out(&mut ws, &out_rx);
     // Nobody will read the answers of what is still running (keyed
     // executions finish, so a retry gets their outcome).
-    connection.requests.abandon();
-    drop(connection);
+    driver.requests.abandon();
+    drop(driver);
     let code = match end {
-        End::Close(code, reason) => {
+        End::Close {
+            code,
+            reason,
+            urgent,
+        } => {
             // The peer is gone or not reading: do not wait behind the queue,
             // and put the close frame right after what is already going out.
-            let urgent = matches!(
-                code,
-                CloseCode::SLOW_CONSUMER | CloseCode::HEARTBEAT_TIMEOUT
-            );
             if urgent {
                 ws.discard_unsent();
             } else {
@@ -226,9 +165,9 @@ where
     shared
         .metrics
         .open_connections
-        .fetch_sub(1, Ordering::Relaxed);
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     shared.metrics.count_close(code);
-    shared.emit("disconnect", format!("{} closed with {code}", meta_peer));
+    shared.emit("disconnect", format!("{} closed with {code}", meta.peer));
 }
 
 /// Move queued frames into the socket's write buffer while it holds less
@@ -246,34 +185,16 @@ where
     }
 }
 
-impl Connection {
+impl Driver {
     fn now(&self) -> Instant {
         self.shared.clock.now()
     }
 
-    /// Admission refused a browser: say when to come back, in-band.
-    fn refuse(&mut self, retry_after: Duration) -> End {
-        let ms = u64::try_from(retry_after.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        self.send(&ServerMessage::Reconnect(ReconnectAdvice {
-            reason: "overload".into(),
-            min_delay_ms: ms,
-            max_delay_ms: ms.saturating_mul(2),
-            message: Some("The server is busy; reconnecting shortly.".into()),
-        }));
-        End::Close(
-            CloseCode::TRY_AGAIN_LATER,
-            format!("over capacity; retry after {ms} ms"),
-        )
-    }
-
-    async fn read_loop<S>(
+    async fn run_loop<S>(
         &mut self,
         ws: &mut WebSocket<S>,
         out: &mut OutboundReceiver,
         mut control: ControlReceiver,
-        meta: ConnectionMeta,
     ) -> End
     where
         S: AsyncRead + AsyncWrite + Unpin,
@@ -281,6 +202,10 @@ impl Connection {
         let timer = tokio::time::sleep_until(self.shared.clock.to_std(self.next_deadline()).into());
         tokio::pin!(timer);
         loop {
+            self.carry_out(ws, out);
+            if let Some(end) = self.end.take() {
+                return end;
+            }
             if self.faults.borrow().freeze {
                 // Frozen: nothing read, nothing written, no timers. Only a
                 // change of faults or a restart/drain order wakes us.
@@ -308,56 +233,25 @@ impl Connection {
                     if changed.is_err() {
                         return End::Abrupt;
                     }
-                    if self.faults.borrow().service_down {
-                        self.drop_subscriptions("unavailable", "service down");
-                    }
-                    self.follow_flapping();
+                    self.on_faults_changed();
                 }
-                order = control.recv() => {
-                    if let Some(end) = self.on_control(order) {
-                        return end;
-                    }
-                }
+                order = control.recv() => self.on_control(order),
                 () = timer.as_mut() => {
                     // The timer can fire a little late or early: the core
                     // re-checks `now >= deadline` itself.
-                    if let Some(end) = self.on_timeout() {
-                        return end;
+                    let now = self.now();
+                    if self.flap_at.is_some_and(|at| now >= at) {
+                        return End::Abrupt;
                     }
+                    self.core.handle_timeout(now);
                 }
-                event = ws.next_event() => {
-                    let end = match event {
-                        // The write buffer has room again: the loop
-                        // re-enables the queue branch below.
-                        Event::Room => None,
-                        Event::End => Some(End::PeerGone(None)),
-                        Event::Error(error) => Some(protocol_failure(&error)),
-                        Event::Message(Message::Ping(payload)) => {
-                            match self.on_liveness_frame() {
-                                Ok(true) => {
-                                    ws.queue_pong(&payload);
-                                    None
-                                }
-                                Ok(false) => None,
-                                Err(end) => Some(end),
-                            }
-                        }
-                        Event::Message(message) => self.on_frame(message, &meta),
-                    };
-                    if let Some(end) = end {
-                        return end;
-                    }
-                }
+                event = ws.next_event() => self.on_socket_event(event),
                 item = next_live(&mut self.inbox), if self.inbox.is_some() => {
-                    if let Some(end) = self.on_live(ws, out, item) {
-                        return end;
-                    }
+                    self.on_live(item);
                     // Batch what is already there into one write.
                     for _ in 0..64 {
                         let Some(item) = self.inbox.as_mut().and_then(LiveInbox::try_next) else { break };
-                        if let Some(end) = self.on_live(ws, out, item) {
-                            return end;
-                        }
+                        self.on_live(item);
                     }
                 }
                 frame = out.recv(), if room => {
@@ -371,257 +265,105 @@ impl Connection {
     }
 
     fn next_deadline(&self) -> Instant {
-        match &self.stage {
-            Stage::Handshake { deadline } => *deadline,
-            Stage::Open {
-                heartbeat, flap_at, ..
-            } => flap_at.map_or(heartbeat.poll_timeout(), |f| {
-                f.min(heartbeat.poll_timeout())
-            }),
-        }
+        let core = self.core.poll_timeout().unwrap_or(Instant::MAX);
+        self.flap_at.map_or(core, |flap| flap.min(core))
     }
 
-    fn on_timeout(&mut self) -> Option<End> {
+    fn on_socket_event(&mut self, event: Event) {
         let now = self.now();
-        match &mut self.stage {
-            Stage::Handshake { deadline } => {
-                if now >= *deadline {
-                    return self.violate(Violation::HandshakeTimeout);
-                }
-                None
+        match event {
+            // The write buffer has room again: the loop re-enables the
+            // queue branch.
+            Event::Room => {}
+            Event::End => self.core.handle_transport_error(now, TransportError::Gone),
+            Event::Error(error) => {
+                let error = match error {
+                    WsError::TooBig => TransportError::TooLarge,
+                    WsError::InvalidUtf8 => TransportError::InvalidUtf8,
+                    WsError::Protocol(_) => TransportError::Protocol,
+                    WsError::Io(_) => TransportError::Gone,
+                };
+                self.core.handle_transport_error(now, error);
             }
-            Stage::Open {
-                heartbeat, flap_at, ..
-            } => {
-                if flap_at.is_some_and(|at| now >= at) {
-                    return Some(End::Abrupt);
-                }
-                match heartbeat.handle_timeout(now) {
-                    Ok(HeartbeatAction::Probe) => {
-                        Metrics::add(&self.shared.metrics.pings_sent);
-                        self.send(&ServerMessage::Ping);
-                        None
-                    }
-                    Ok(_) => None,
-                    Err(_) => {
-                        Metrics::add(&self.shared.metrics.zombies_reaped);
-                        self.shared
-                            .emit("reap", "no answer within the heartbeat timeout".into());
-                        Some(End::Close(
-                            CloseCode::HEARTBEAT_TIMEOUT,
-                            "heartbeat timeout".into(),
-                        ))
-                    }
-                }
-            }
+            Event::Message(message) => match message {
+                Message::Text(bytes) => match std::str::from_utf8(&bytes) {
+                    Ok(text) => self.core.handle_frame(now, Frame::Text(text)),
+                    // The codec has validated the UTF-8 already.
+                    Err(_) => self
+                        .core
+                        .handle_transport_error(now, TransportError::InvalidUtf8),
+                },
+                Message::Binary(_) => self.core.handle_frame(now, Frame::Binary),
+                Message::Ping(payload) => self.core.handle_frame(now, Frame::Ping(&payload)),
+                Message::Pong => self.core.handle_frame(now, Frame::Pong),
+                Message::Close(code) => self.core.handle_frame(now, Frame::Close(code)),
+            },
         }
     }
 
-    fn on_control(&mut self, order: Control) -> Option<End> {
+    fn on_control(&mut self, order: Control) {
+        let now = self.now();
         match order {
-            Control::Advise(advice) => {
-                self.send(&ServerMessage::Reconnect(advice));
-                None
+            Control::Advise(advice) => self.core.advise(advice),
+            // A drain: requests in flight are answered before the close
+            // (within the drain's deadline, after which the server exits
+            // anyway).
+            Control::Close(code, _) if code == CloseCode::SERVICE_RESTART => {
+                let until = now.saturating_add(self.shared.config.drain.deadline());
+                self.core.drain(now, until);
             }
-            Control::Close(code, reason) => Some(End::Close(code, reason)),
-            Control::Drop => Some(End::Abrupt),
-            Control::SlowConsumer => self.violate(Violation::SlowConsumer),
+            Control::Close(code, reason) => self.core.close(code, &reason),
+            Control::Drop => self.end = Some(End::Abrupt),
+            Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
         }
     }
 
-    fn respond(&self, id: u64, reply: Reply) {
-        self.send(&ServerMessage::Response(Response { id, reply }));
-    }
-
-    fn on_handshake(
-        &mut self,
-        now: Instant,
-        decoded: Result<ClientMessage, DecodeError>,
-        meta: &ConnectionMeta,
-    ) -> Option<End> {
-        let connect = match decoded {
-            Ok(ClientMessage::Connect(connect)) => connect,
-            Ok(_) | Err(_) => return self.violate(Violation::NotConnectFirst),
-        };
-        if connect.protocol != PROTOCOL_VERSION {
-            return self.violate(Violation::UnsupportedProtocol);
-        }
-        let token = connect.token.as_deref().or(meta.header_token.as_deref());
-        let principal = match self.shared.auth.authenticate(token) {
-            Ok(p) if !p.expired(std::time::Instant::now()) => p,
-            Ok(_) | Err(_) => {
-                return Some(End::Close(CloseCode::UNAUTHORIZED, "unauthorized".into()))
-            }
-        };
-        let session: Arc<str> = Arc::from(format!("s{:x}-{:x}", self.id, now.as_micros()));
-        let limits = &self.shared.config.limits;
-        let pacing = self.shared.config.pacing.then(|| {
-            let connections = self.shared.metrics.open_connections().max(1) as usize;
-            crate::metrics::lock(&self.shared.pacing).assign(now, connections)
-        });
-        self.send(&ServerMessage::Welcome(Welcome {
-            session: session.to_string(),
-            protocol: PROTOCOL_VERSION,
-            ping_interval_ms: Some(limits.ping_interval_ms()),
-            pacing,
-        }));
-        Metrics::add(&self.shared.metrics.connects);
-        self.shared
-            .emit("connect", format!("{} session {session}", meta.peer));
-        let flap_at = self.faults.borrow().flapping.map(|after| now + after);
-        self.stage = Stage::Open {
-            principal,
-            session,
-            heartbeat: limits.heartbeat(now),
-            flap_at,
-        };
-        None
-    }
-
-    fn on_message(&mut self, message: ClientMessage) -> Option<End> {
-        let Stage::Open {
-            principal, session, ..
-        } = &self.stage
-        else {
-            return None;
-        };
-        if principal.expired(std::time::Instant::now()) {
-            return Some(End::Close(
-                CloseCode::UNAUTHORIZED,
-                "credentials expired".into(),
-            ));
-        }
-        let (principal, session) = (principal.clone(), Arc::clone(session));
-        match message {
-            ClientMessage::Connect(_) => self.violate(Violation::DuplicateConnect),
-            ClientMessage::Request(request) => {
-                self.on_request(principal, session, request);
-                None
-            }
-            ClientMessage::Subscribe(subscribe) => {
-                self.on_subscribe(&principal, subscribe);
-                None
-            }
-            ClientMessage::Unsubscribe(unsubscribe) => {
-                self.end_subscription(&unsubscribe.channel);
-                None
-            }
-            _ => self.violate(Violation::UnknownType),
+    fn on_live(&mut self, item: LiveItem) {
+        match item {
+            LiveItem::Frame {
+                channel,
+                subscriber,
+                offset,
+                frame,
+            } => self
+                .core
+                .handle_live(&channel, subscriber.get(), offset, frame),
+            LiveItem::Lagged {
+                channel,
+                subscriber,
+            } => self.core.handle_lagged(&channel, subscriber.get()),
         }
     }
 
-    fn on_request(&mut self, principal: Principal, session: Arc<str>, request: Request) {
-        if let Err(denied) = self
-            .shared
-            .auth
-            .authorize_request(&principal, &request.method)
-        {
-            self.shared.metrics.count_request("denied");
-            self.respond(
-                request.id,
-                Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
-            );
-            return;
-        }
-        if self.faults.borrow().service_down {
-            // The service is down: the request is never answered, as a hung
-            // backend would; the client's deadline settles it.
-            self.shared.metrics.count_request("unanswered");
-            return;
-        }
-        let limits = &self.shared.config.limits;
-        if let Err(violation) = limits.check_in_flight(self.in_flight.load(Ordering::Acquire)) {
-            self.shared.metrics.count_request("rate_limited");
-            self.respond(request.id, requests::refusal(violation));
-            return;
-        }
-        let start = requests::admit(&self.shared, &principal, &request);
-        if let Admit::Answer(reply) = start {
-            self.respond(request.id, reply);
-            return;
-        }
-        let keyed = matches!(start, Admit::Run(Some(_)));
-        let task = RequestTask {
-            shared: Arc::clone(&self.shared),
-            out: self.out.clone(),
-            control: self.control.clone(),
-            _in_flight: InFlight::enter(&self.in_flight),
-            delay: self.faults.borrow().slow_replies,
-            principal,
-            session,
-            request,
-        };
-        let handle = tokio::spawn(requests::run(task, start)).abort_handle();
-        self.requests.push(handle, keyed);
-    }
-
-    /// Flapping switched on drops this session too, `after` from now;
+    /// The demo's faults changed: service down loses every subscription;
+    /// flapping switched on drops this session too, after its delay;
     /// switched off, it spares it.
-    fn follow_flapping(&mut self) {
+    fn on_faults_changed(&mut self) {
+        let (service_down, flapping) = {
+            let faults = self.faults.borrow();
+            (faults.service_down, faults.flapping)
+        };
+        if service_down {
+            let error = belay_proto::message::ErrorBody::new("unavailable", "service down");
+            self.core.unsubscribe_all(&error);
+        }
+        if self.session.is_empty() {
+            return;
+        }
         let now = self.now();
-        let flapping = self.faults.borrow().flapping;
-        if let Stage::Open { flap_at, .. } = &mut self.stage {
-            *flap_at = match (flapping, *flap_at) {
-                (Some(_), Some(at)) => Some(at),
-                (Some(after), None) => Some(now + after),
-                (None, _) => None,
-            };
-        }
-    }
-
-    /// Apply the documented response to a violation (belay-proto's table).
-    fn violate(&mut self, violation: Violation) -> Option<End> {
-        self.shared.metrics.count_violation(violation.name());
-        match violation.response() {
-            ViolationResponse::Reply(error) => {
-                self.send(&ServerMessage::Error(error));
-                None
-            }
-            ViolationResponse::Close {
-                code,
-                reason,
-                advice,
-            } => {
-                if let Some(advice) = advice {
-                    self.send(&ServerMessage::Reconnect(advice));
-                }
-                Some(End::Close(code, reason.into()))
-            }
-            // Upgrade rejections happen before a connection exists.
-            _ => None,
-        }
-    }
-
-    /// Queue a message; a full queue closes the connection as a slow consumer.
-    fn send(&self, message: &ServerMessage) -> bool {
-        let queued = queue(&self.out, message);
-        if !queued {
-            let _ = self.control.send(Control::SlowConsumer);
-        }
-        queued
+        self.flap_at = match (flapping, self.flap_at) {
+            (Some(_), Some(at)) => Some(at),
+            (Some(after), None) => Some(now + after),
+            (None, _) => None,
+        };
     }
 }
 
-pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMessage {
-    ServerMessage::Unsubscribed(Unsubscribed {
-        channel: channel.to_owned(),
-        code: code.to_owned(),
-        reason: reason.to_owned(),
-    })
-}
-
-/// A frame the WebSocket layer rejected: its documented close.
-fn protocol_failure(error: &WsError) -> End {
-    let violation = match error {
-        WsError::TooBig => Violation::FrameTooLarge,
-        WsError::InvalidUtf8 => Violation::InvalidUtf8,
-        WsError::Protocol(_) => {
-            return End::Close(CloseCode::PROTOCOL_ERROR, "protocol error".into())
-        }
-        WsError::Io(_) => return End::PeerGone(None),
-    };
-    match violation.response() {
-        ViolationResponse::Close { code, reason, .. } => End::Close(code, reason.into()),
-        _ => End::PeerGone(None),
+/// The next item of the connection's inbox (pending forever without one;
+/// the loop polls this only when there is one).
+async fn next_live(inbox: &mut Option<LiveInbox>) -> LiveItem {
+    match inbox {
+        Some(inbox) => inbox.next().await,
+        None => std::future::pending().await,
     }
 }

@@ -1,144 +1,211 @@
-//! What a connection does with each frame from its peer: the liveness
-//! budget for pings and pongs, the message budget for every data frame,
-//! decoding, and the documented answer to bad input.
+//! Carrying out what the core decided: writing frames, asking the
+//! authenticator and the broker, starting requests, and counting events.
 
-use belay_proto::message::{
-    decode_client, ClientMessage, DecodeError, ErrorBody, MessageKind, Reply, Response,
-    ServerMessage,
-};
-use belay_proto::server::{RateDecision, Violation};
+use std::sync::Arc;
 
-use super::{Connection, ConnectionMeta, End, Stage};
-use crate::metrics::Metrics;
-use crate::requests;
-use crate::ws::Message;
+use belay_proto::message::{ErrorBody, ServerMessage};
+use belay_proto::server::{AuthVerdict, Event, JoinAnswer, Output, Ticket};
+use belay_proto::Instant;
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite};
 
-impl Connection {
-    pub(super) fn on_frame(&mut self, message: Message, meta: &ConnectionMeta) -> Option<End> {
-        let now = self.now();
-        if let Stage::Open { heartbeat, .. } = &mut self.stage {
-            heartbeat.handle_frame(now);
-        }
-        let handshake = matches!(self.stage, Stage::Handshake { .. });
-        let bytes = match message {
-            Message::Close(code) => return Some(End::PeerGone(code)),
-            // Proof of life; answered (within the liveness budget) by the loop.
-            Message::Ping(_) => return None,
-            Message::Pong => return self.on_liveness_frame().err(),
-            // Nothing but `connect` may come first (spec/PROTOCOL.md §2.7).
-            Message::Binary(_) if handshake => return self.violate(Violation::NotConnectFirst),
-            Message::Binary(_) => {
-                Metrics::add(&self.shared.metrics.bad_frames);
-                if let Err(end) = self.take_message_token(None) {
-                    return end;
+use super::{Driver, End};
+use crate::broker::{LiveInbox, SubscribeError, SubscriberId};
+use crate::metrics::{lock, Metrics};
+use crate::outbound::OutboundReceiver;
+use crate::requests::{self, Admit, RequestTask};
+use crate::ws::{WebSocket, HIGH_WATER};
+
+impl Driver {
+    /// Carry out every output the core has, in order.
+    pub(super) fn carry_out<S>(&mut self, ws: &mut WebSocket<S>, out: &OutboundReceiver)
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        while let Some(output) = self.core.poll_output() {
+            let now = self.now();
+            match output {
+                Output::Send(message) => self.send(&message),
+                Output::SendEncoded(frame) => self.send_encoded(ws, out, frame),
+                Output::Pong(payload) => ws.queue_pong(&payload),
+                Output::Authenticate { ticket, token } => self.authenticate(now, ticket, token),
+                Output::AuthorizeSubscribe { ticket, channel } => {
+                    let verdict = self
+                        .shared
+                        .auth
+                        .authorize_subscribe(&self.principal, &channel)
+                        .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()));
+                    self.core.handle_subscribe_authorized(now, ticket, verdict);
                 }
-                return self.violate(Violation::BinaryFrame);
+                Output::Join {
+                    ticket,
+                    channel,
+                    since,
+                } => {
+                    let answer = self.join(&channel, since.as_ref());
+                    self.core.handle_joined(now, ticket, answer);
+                }
+                Output::Leave {
+                    channel,
+                    subscription,
+                } => self
+                    .shared
+                    .broker
+                    .unsubscribe(&channel, SubscriberId::from_raw(subscription)),
+                Output::AuthorizeRequest { ticket, method } => {
+                    let verdict = self
+                        .shared
+                        .auth
+                        .authorize_request(&self.principal, &method)
+                        .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()));
+                    self.core.handle_request_authorized(now, ticket, verdict);
+                }
+                Output::Call { ticket, request } => self.call(now, ticket, request),
+                Output::Close {
+                    code,
+                    reason,
+                    discard_unsent,
+                } => {
+                    self.end.get_or_insert(End::Close {
+                        code,
+                        reason,
+                        urgent: discard_unsent,
+                    });
+                }
+                Output::PeerGone { code } => {
+                    self.end.get_or_insert(End::PeerGone(code));
+                }
+                Output::Event(event) => self.count(event),
+                _ => {}
             }
-            Message::Text(bytes) => bytes,
-        };
-        // The codec has validated the UTF-8 already.
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            return self.violate(Violation::InvalidUtf8);
-        };
-        let decoded = decode_client(text);
-        if handshake {
-            return self.on_handshake(now, decoded, meta);
         }
-        match decoded {
-            Ok(ClientMessage::Ping) => match self.on_liveness_frame() {
-                Ok(true) => {
-                    self.send(&ServerMessage::Pong);
-                    None
-                }
-                Ok(false) => None,
-                Err(end) => Some(end),
+    }
+
+    /// Queue a message; a full queue is the core's to judge (4009).
+    fn send(&mut self, message: &ServerMessage) {
+        if self
+            .out
+            .try_send(Bytes::from(belay_proto::message::encode_server(message)))
+            .is_err()
+        {
+            self.core.handle_queue_full();
+        }
+    }
+
+    /// A frame encoded by the broker: straight into the socket's write
+    /// buffer when nothing is queued before it and there is room, else
+    /// through the bounded queue.
+    fn send_encoded<S>(&mut self, ws: &mut WebSocket<S>, out: &OutboundReceiver, frame: Bytes)
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        if out.is_empty() && ws.buffered() < HIGH_WATER {
+            ws.queue_text(&frame);
+        } else if self.out.try_send(frame).is_err() {
+            self.core.handle_queue_full();
+        }
+    }
+
+    fn authenticate(&mut self, now: Instant, ticket: Ticket, token: Option<String>) {
+        let verdict = match self.shared.auth.authenticate(token.as_deref()) {
+            Ok(principal) => {
+                let expires_at = principal
+                    .expires_at
+                    .map(|at| self.shared.clock.core_instant(at));
+                self.principal = principal;
+                let pacing = self.shared.config.pacing.then(|| {
+                    let connections = self.shared.metrics.open_connections().max(1) as usize;
+                    lock(&self.shared.pacing).assign(now, connections)
+                });
+                AuthVerdict::Accepted { expires_at, pacing }
+            }
+            Err(_) => AuthVerdict::Refused,
+        };
+        self.core.handle_auth(now, ticket, verdict);
+    }
+
+    /// Ask the broker for a subscription (the service-down fault refuses).
+    fn join(
+        &mut self,
+        channel: &str,
+        since: Option<&belay_proto::message::StreamPosition>,
+    ) -> JoinAnswer<Bytes> {
+        if self.faults.borrow().service_down {
+            return JoinAnswer::Unavailable(ErrorBody::new("unavailable", "service down"));
+        }
+        let history = &self.shared.config.history;
+        let live = self
+            .inbox
+            .get_or_insert_with(|| LiveInbox::new(history.live_buffer, history.live_buffer_bytes))
+            .sender(Arc::from(channel));
+        let subscription = live.id().get();
+        match self.shared.broker.subscribe(channel, since, live) {
+            Ok(granted) => JoinAnswer::Joined {
+                subscribed: granted.subscribed,
+                subscription,
+                replay: granted
+                    .replay
+                    .into_iter()
+                    .map(|delivery| (delivery.offset, delivery.frame))
+                    .collect(),
             },
-            Ok(ClientMessage::Pong) => self.on_liveness_frame().err(),
-            Ok(message) => {
-                let id = match &message {
-                    ClientMessage::Request(request) => Some(request.id),
-                    _ => None,
-                };
-                if let Err(end) = self.take_message_token(id) {
-                    return end;
-                }
-                self.on_message(message)
-            }
-            Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
-            Err(error) => {
-                Metrics::add(&self.shared.metrics.bad_frames);
-                // A request whose id can be read still gets its one
-                // response (spec/PROTOCOL.md §8.2).
-                let id = match &error {
-                    DecodeError::Invalid {
-                        kind: MessageKind::Request,
-                        ..
-                    } => request_id(text),
-                    _ => None,
-                };
-                if let Err(end) = self.take_message_token(id) {
-                    return end;
-                }
-                match (id, &error) {
-                    (Some(id), _) => {
-                        self.shared.metrics.count_request("bad_request");
-                        self.send(&ServerMessage::Response(Response {
-                            id,
-                            reply: Reply::Error(ErrorBody::new("bad_request", error.to_string())),
-                        }));
-                        None
-                    }
-                    (None, DecodeError::UnknownType { .. }) => self.violate(Violation::UnknownType),
-                    (None, _) => self.violate(Violation::MalformedFrame),
-                }
-            }
+            Err(SubscribeError::TooManyChannels) => JoinAnswer::NoRoom,
         }
     }
 
-    /// A liveness frame (ping or pong, JSON or WebSocket) arrived: `Ok(true)`
-    /// if a ping may be answered, `Ok(false)` if it is over its budget (not
-    /// answered), `Err` for a flood (close 4029).
-    pub(super) fn on_liveness_frame(&mut self) -> Result<bool, End> {
-        let now = self.now();
-        match self.liveness.check(now) {
-            RateDecision::Allow => Ok(true),
-            RateDecision::Close { retry_after } => Err(self
-                .violate(Violation::LivenessFlood { retry_after })
-                .unwrap_or(End::Abrupt)),
-            _ => Ok(false),
+    /// Start a request the core called: a stored outcome (or a refusal of
+    /// its idempotency key) answers at once; otherwise a task runs it and
+    /// reports back through the mailbox.
+    fn call(&mut self, now: Instant, ticket: Ticket, request: belay_proto::message::Request) {
+        let start = requests::admit(&self.shared, &self.principal, &request);
+        if let Admit::Answer(reply) = start {
+            self.core.handle_reply(now, ticket, reply);
+            return;
         }
+        let keyed = matches!(start, Admit::Run(Some(_)));
+        let faults = self.faults.borrow().clone();
+        let task = RequestTask {
+            shared: Arc::clone(&self.shared),
+            control: self.control.clone(),
+            ticket,
+            delay: faults.slow_replies,
+            unanswered: faults.service_down,
+            principal: self.principal.clone(),
+            session: Arc::clone(&self.session),
+            request,
+        };
+        let handle = tokio::spawn(requests::run(task, start)).abort_handle();
+        self.requests.push(handle, keyed);
     }
 
-    /// Take a token from the message budget for a data frame (`request` is
-    /// the id of the request it carries, if any). Over the budget the frame
-    /// is answered `rate_limited` (`Err(None)`: go on without processing it)
-    /// or, for a flood, closed (`Err(Some(end))`).
-    pub(super) fn take_message_token(&mut self, request: Option<u64>) -> Result<(), Option<End>> {
-        let now = self.now();
-        match self.rate.check(now) {
-            RateDecision::Allow => Ok(()),
-            RateDecision::Close { retry_after } => {
-                Err(self.violate(Violation::Flood { retry_after }))
+    /// Metrics and the server's event feed.
+    fn count(&mut self, event: Event) {
+        let metrics = &self.shared.metrics;
+        match event {
+            Event::Connected { session } => {
+                Metrics::add(&metrics.connects);
+                self.shared
+                    .emit("connect", format!("{} session {session}", self.peer));
+                self.session = Arc::from(session);
+                let flapping = self.faults.borrow().flapping;
+                self.flap_at = flapping.map(|after| self.now() + after);
             }
-            RateDecision::Refuse { retry_after } => {
-                let violation = Violation::RateLimited { retry_after };
-                match request {
-                    Some(id) => {
-                        // A refused request still gets its one response.
-                        self.shared.metrics.count_request("rate_limited");
-                        self.respond(id, requests::refusal(violation));
-                        Err(None)
-                    }
-                    None => Err(self.violate(violation)),
-                }
+            Event::Violation(violation) => metrics.count_violation(violation.name()),
+            Event::BadFrame => Metrics::add(&metrics.bad_frames),
+            Event::RequestRefused(kind) => metrics.count_request(kind),
+            Event::SubscribeRefused => Metrics::add(&metrics.subscribe_refusals),
+            Event::Resumed { recovered } => Metrics::add(if recovered {
+                &metrics.recoveries
+            } else {
+                &metrics.recovery_misses
+            }),
+            Event::PingSent => Metrics::add(&metrics.pings_sent),
+            Event::Reaped => {
+                Metrics::add(&metrics.zombies_reaped);
+                self.shared
+                    .emit("reap", "no answer within the heartbeat timeout".into());
             }
-            _ => Err(None),
+            _ => {}
         }
     }
-}
-
-/// The `id` of a `request` frame that failed to decode, if it can be read.
-fn request_id(text: &str) -> Option<u64> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    value.get("id")?.as_u64()
 }

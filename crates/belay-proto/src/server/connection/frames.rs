@@ -181,7 +181,7 @@ impl<F> Connection<F> {
                 match request {
                     Some(id) => {
                         self.event(Event::RequestRefused("rate_limited"));
-                        self.respond(id, refusal(violation));
+                        self.respond(id, violation.refusal());
                     }
                     None => self.violate(violation),
                 }
@@ -192,14 +192,6 @@ impl<F> Connection<F> {
 
     pub(super) fn respond(&mut self, id: u64, reply: Reply) {
         self.send(ServerMessage::Response(Response { id, reply }));
-    }
-}
-
-/// The reply a refused request gets (the violation's documented reply).
-pub(crate) fn refusal(violation: Violation) -> Reply {
-    match violation.response() {
-        super::ViolationResponse::Reply(error) => Reply::Error(error),
-        _ => Reply::Error(ErrorBody::new("bad_request", violation.name())),
     }
 }
 

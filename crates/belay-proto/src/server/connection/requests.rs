@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use crate::message::{ErrorBody, Reply, Request};
 use crate::time::Instant;
 
-use super::frames::refusal;
 use super::{Connection, Event, Output, Stage, Ticket};
 
 /// The requests a connection asked about and has not answered.
@@ -38,7 +37,7 @@ impl<F> Connection<F> {
         // Requests waiting for the authorizer are bounded like those running.
         if let Err(violation) = self.limits.check_in_flight(self.requests.authorizing.len()) {
             self.event(Event::RequestRefused("rate_limited"));
-            return self.respond(request.id, refusal(violation));
+            return self.respond(request.id, violation.refusal());
         }
         let ticket = self.ticket();
         let method = request.method.clone();
@@ -66,7 +65,7 @@ impl<F> Connection<F> {
         }
         if let Err(violation) = self.limits.check_in_flight(self.requests.running()) {
             self.event(Event::RequestRefused("rate_limited"));
-            return self.respond(request.id, refusal(violation));
+            return self.respond(request.id, violation.refusal());
         }
         self.requests.running.insert(ticket, request.id);
         self.out.push_back(Output::Call { ticket, request });

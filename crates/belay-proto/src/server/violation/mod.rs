@@ -222,6 +222,16 @@ impl Violation {
         }
     }
 
+    /// The error a refused `request` gets as its one `response`: the
+    /// documented reply (a violation that closes instead has none, and
+    /// answers `bad_request` with its name).
+    pub fn refusal(&self) -> crate::message::Reply {
+        match self.response() {
+            ViolationResponse::Reply(error) => crate::message::Reply::Error(error),
+            _ => crate::message::Reply::Error(ErrorBody::new("bad_request", self.name())),
+        }
+    }
+
     /// A stable `snake_case` name, e.g. for a metrics label.
     pub fn name(&self) -> &'static str {
         match self {
