@@ -737,3 +737,19 @@ fn transport_failures_close_with_their_documented_codes() {
         assert_eq!(conn.phase(), Phase::Closed);
     }
 }
+
+#[test]
+fn more_messages_than_allowed_before_welcome_close_1002() {
+    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
+    drain(&mut conn);
+    for _ in 0..MAX_BEFORE_WELCOME {
+        text(&mut conn, T0, json!({"type": "unsubscribe", "channel": "a"}));
+    }
+    assert!(drain(&mut conn).is_empty(), "held until the verdict");
+    text(&mut conn, T0, json!({"type": "unsubscribe", "channel": "a"}));
+    assert_eq!(
+        closed_with(&drain(&mut conn)),
+        Some((1002, "connect expected".into()))
+    );
+}
