@@ -1,0 +1,29 @@
+//! Test support for Belay (unpublished).
+//!
+//! [`Pair`] runs the client core ([`belay_proto::Session`]) against the
+//! server core ([`belay_proto::server::Connection`]) over a simulated
+//! [`Link`] (latency, loss, one direction frozen, cut), with a
+//! [`ModelBroker`] built on the core's `ChannelLog`, all in virtual time: the
+//! clock jumps to the next thing due, so minutes of protocol take
+//! milliseconds. Modelled on quinn-proto's `Pair`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use belay_proto::Config;
+//! use belay_test_support::Pair;
+//!
+//! let mut pair = Pair::new(Config::default(), 1);
+//! pair.client.start(pair.now()).unwrap();
+//! pair.run_for(Duration::from_secs(1));
+//! assert!(pair.client.is_ready());
+//! assert_eq!(pair.server_connections(), 1);
+//! ```
+#![forbid(unsafe_code)]
+
+mod broker;
+mod link;
+mod pair;
+
+pub use broker::{ModelBroker, Subscriber};
+pub use link::{Direction, Link};
+pub use pair::{Pair, ServerRecord};
