@@ -2,10 +2,9 @@
 //! `bench.publish`, with admission, per-IP and per-connection rate limits
 //! raised so that the load, not a limit, is what gets measured.
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use belay_server::rpc::RpcError;
+use belay_server::rpc::{CallContext, RpcError};
 use belay_server::{demo, Server, ServerConfig};
 use serde_json::{json, Value};
 
@@ -26,15 +25,9 @@ pub fn build(ping_interval: Duration) -> Server {
         .set_burst(1_000_000)
         .set_handshake_timeout(Duration::from_secs(60));
     let mut methods = demo::methods();
-    let this: Arc<OnceLock<Server>> = Arc::new(OnceLock::new());
-    let handle = Arc::clone(&this);
-    methods.register("bench.publish", move |_ctx, params: Value| {
-        let handle = Arc::clone(&handle);
+    methods.register("bench.publish", move |ctx: CallContext, params: Value| {
         async move {
-            let server = handle
-                .get()
-                .cloned()
-                .ok_or_else(|| RpcError::unavailable("not started"))?;
+            let server = ctx.server;
             let channel = params["channel"].as_str().unwrap_or("bench").to_owned();
             let messages = params["messages"].as_u64().unwrap_or(0).min(100_000);
             let rate = params["rate"].as_f64().unwrap_or(100.0).clamp(0.1, 1e6);
@@ -55,7 +48,5 @@ pub fn build(ping_interval: Duration) -> Server {
             Ok::<_, RpcError>(Value::Null)
         }
     });
-    let server = Server::builder().config(config).methods(methods).build();
-    let _ = this.set(server.clone());
-    server
+    Server::builder().config(config).methods(methods).build()
 }

@@ -178,6 +178,9 @@ async fn call(task: &RequestTask) -> Reply {
         principal: task.principal.clone(),
         session: Arc::clone(&task.session),
         idempotency_key: task.request.idem.clone(),
+        server: crate::Server {
+            shared: Arc::clone(&task.shared),
+        },
     };
     match task
         .shared

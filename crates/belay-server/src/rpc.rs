@@ -76,6 +76,9 @@ pub struct CallContext {
     pub session: Arc<str>,
     /// The idempotency key, if the client sent one.
     pub idempotency_key: Option<String>,
+    /// The server the method runs in: publish from a method with
+    /// `ctx.server.publish(..)`.
+    pub server: crate::Server,
 }
 
 type BoxFuture = Pin<Box<dyn Future<Output = Result<Payload, RpcError>> + Send>>;
@@ -150,6 +153,7 @@ mod tests {
             principal: Principal::anonymous(),
             session: Arc::from("s"),
             idempotency_key: None,
+            server: crate::Server::builder().build(),
         }
     }
 

@@ -101,7 +101,7 @@ pub struct Pair {
     pub link: Link,
     /// The server's channels.
     pub broker: ModelBroker,
-    limits: Limits,
+    limits: std::sync::Arc<Limits>,
     servers: BTreeMap<TransportId, Connection<String>>,
     queue: BinaryHeap<Reverse<Scheduled>>,
     seq: u64,
@@ -139,7 +139,7 @@ impl Pair {
             client: Session::new(config, Instant::ZERO, seed),
             link: Link::new(Duration::from_millis(20), seed ^ 0x5eed),
             broker: ModelBroker::new(1_000, Duration::from_secs(300)),
-            limits,
+            limits: std::sync::Arc::new(limits),
             servers: BTreeMap::new(),
             queue: BinaryHeap::new(),
             seq: 0,
@@ -175,6 +175,29 @@ impl Pair {
         }
         self.pump_client();
         offset
+    }
+
+    /// The server closes every connection with `code` (a restart without
+    /// a drain, a policy close).
+    pub fn close_server_connections(&mut self, code: CloseCode, reason: &str) {
+        for id in self.servers.keys().copied().collect::<Vec<_>>() {
+            if let Some(mut conn) = self.servers.remove(&id) {
+                conn.close(code, reason);
+                self.pump_server(id, conn);
+            }
+        }
+    }
+
+    /// The server drains: every connection is closed 1012 once its requests
+    /// are answered, at most `within` from now.
+    pub fn drain_server(&mut self, within: Duration) {
+        let until = self.now.saturating_add(within);
+        for id in self.servers.keys().copied().collect::<Vec<_>>() {
+            if let Some(mut conn) = self.servers.remove(&id) {
+                conn.drain(self.now, until);
+                self.pump_server(id, conn);
+            }
+        }
     }
 
     /// Run the client's pending outputs and everything due up to `now +
@@ -251,7 +274,7 @@ impl Pair {
         let now = self.now;
         match delivery {
             Delivery::Accept(id) => {
-                let conn = Connection::new(&self.limits, now, self.seed ^ id.0);
+                let conn = Connection::new(std::sync::Arc::clone(&self.limits), now, self.seed ^ id.0);
                 self.server_log.push(ServerRecord::Accepted { at: now, id });
                 self.servers.insert(id, conn);
             }

@@ -1,8 +1,10 @@
-//! The surface the client-core fuzz target (`fuzz/fuzz_targets/client_session.rs`)
-//! and its corpus replay (`tests/fuzz_corpus_replay.rs`) call: the client
-//! core driven by a structured sequence of transport facts, server frames,
-//! commands and time, with its invariants checked after every step
-//! (docs/FUZZING.md). Only with the `fuzzing` feature.
+//! The surface the core fuzz targets (`fuzz/fuzz_targets/client_session.rs`,
+//! `fuzz/fuzz_targets/server_connection.rs`) and their corpus replay
+//! (`crates/belay-server/tests/fuzz_corpus_replay.rs`) call: the client core
+//! and the server connection, each driven by a structured sequence of
+//! frames, facts, answers, commands and time, with its invariants checked
+//! after every step (docs/FUZZING.md). Only with the `fuzzing` feature.
 
 pub mod client_session;
+pub mod server_connection;
 pub mod unparse;

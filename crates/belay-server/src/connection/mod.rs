@@ -87,14 +87,20 @@ struct Driver {
     peer: SocketAddr,
     /// When the flapping fault drops this session.
     flap_at: Option<Instant>,
-    /// How the connection ends, once the core (or a fault) decided.
-    end: Option<End>,
 }
 
 pub(crate) async fn run<S>(shared: Arc<Shared>, mut ws: WebSocket<S>, meta: ConnectionMeta)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // Taken apart at once: the task keeps only the source slot (released
+    // when the connection ends), so its future stays small.
+    let ConnectionMeta {
+        peer,
+        header_token,
+        admission,
+        _peer_slot: peer_slot,
+    } = meta;
     let (out, mut out_rx) = outbound(
         &shared.limits,
         Arc::clone(&shared.outbound_total),
@@ -109,9 +115,9 @@ where
     let now = shared.clock.now();
     let seed =
         std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), id);
-    let mut core = Connection::new(&shared.config.limits, now, seed);
-    core.set_upgrade_token(meta.header_token.clone());
-    if let Admission::Refused { retry_after } = meta.admission {
+    let mut core = Connection::new(Arc::clone(&shared.limits), now, seed);
+    core.set_upgrade_token(header_token);
+    if let Admission::Refused { retry_after } = admission {
         core.refuse_overload(retry_after);
     }
     let mut driver = Driver {
@@ -124,15 +130,14 @@ where
         requests: RequestSet::default(),
         principal: Principal::anonymous(),
         session: Arc::from(""),
-        peer: meta.peer,
+        peer,
         flap_at: None,
-        end: None,
     };
     let end = driver.run_loop(&mut ws, &mut out_rx, control_rx).await;
     // Whatever ended it, the broker forgets this connection's subscriptions
     // (the core leaves them as it closes).
     driver.core.close(CloseCode::ABNORMAL, "connection dropped");
-    driver.carry_out(&mut ws, &out_rx);
+    let _ = driver.carry_out(&mut ws, &out_rx);
     // Nobody will read the answers of what is still running (keyed
     // executions finish, so a retry gets their outcome).
     driver.requests.abandon();
@@ -167,7 +172,8 @@ where
         .open_connections
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     shared.metrics.count_close(code);
-    shared.emit("disconnect", format!("{} closed with {code}", meta.peer));
+    shared.emit("disconnect", format!("{peer} closed with {code}"));
+    drop(peer_slot);
 }
 
 /// Move queued frames into the socket's write buffer while it holds less
@@ -202,8 +208,7 @@ impl Driver {
         let timer = tokio::time::sleep_until(self.shared.clock.to_std(self.next_deadline()).into());
         tokio::pin!(timer);
         loop {
-            self.carry_out(ws, out);
-            if let Some(end) = self.end.take() {
+            if let Some(end) = self.carry_out(ws, out) {
                 return end;
             }
             if self.faults.borrow().freeze {
@@ -235,7 +240,11 @@ impl Driver {
                     }
                     self.on_faults_changed();
                 }
-                order = control.recv() => self.on_control(order),
+                order = control.recv() => {
+                    if let Some(end) = self.on_control(order) {
+                        return end;
+                    }
+                }
                 () = timer.as_mut() => {
                     // The timer can fire a little late or early: the core
                     // re-checks `now >= deadline` itself.
@@ -301,7 +310,8 @@ impl Driver {
         }
     }
 
-    fn on_control(&mut self, order: Control) {
+    /// An order from the server; `Drop` ends the connection at once.
+    fn on_control(&mut self, order: Control) -> Option<End> {
         let now = self.now();
         match order {
             Control::Advise(advice) => self.core.advise(advice),
@@ -313,9 +323,10 @@ impl Driver {
                 self.core.drain(now, until);
             }
             Control::Close(code, reason) => self.core.close(code, &reason),
-            Control::Drop => self.end = Some(End::Abrupt),
+            Control::Drop => return Some(End::Abrupt),
             Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
         }
+        None
     }
 
     fn on_live(&mut self, item: LiveItem) {
@@ -365,5 +376,30 @@ async fn next_live(inbox: &mut Option<LiveInbox>) -> LiveItem {
     match inbox {
         Some(inbox) => inbox.next().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod task_size {
+    /// Every connection is one tokio task, and its future is most of the
+    /// task's allocation: 1,824 B before the driver drove the core, which
+    /// with tokio's header and trailer fills jemalloc's 2 KiB size class.
+    /// Past about 1,920 B the task moves to the 2.5 KiB class and every idle
+    /// connection costs 512 B more (measured: 3,385 → 3,907 B per idle
+    /// connection, `scripts/bench-regression.sh`). Debug build, as tests run.
+    #[tokio::test]
+    async fn the_connection_future_stays_in_the_2_kib_task_class() {
+        let server = crate::Server::builder().build();
+        let (a, _b) = tokio::io::duplex(64);
+        let ws = crate::ws::WebSocket::new(a, &[], 1 << 16);
+        let meta = super::ConnectionMeta {
+            peer: "127.0.0.1:1".parse().unwrap(),
+            header_token: None,
+            admission: super::Admission::Admitted,
+            _peer_slot: None,
+        };
+        let future = super::run(std::sync::Arc::clone(&server.shared), ws, meta);
+        let size = std::mem::size_of_val(&future);
+        assert!(size <= 1_920, "the connection future is {size} B");
     }
 }

@@ -17,11 +17,17 @@ use crate::requests::{self, Admit, RequestTask};
 use crate::ws::{WebSocket, HIGH_WATER};
 
 impl Driver {
-    /// Carry out every output the core has, in order.
-    pub(super) fn carry_out<S>(&mut self, ws: &mut WebSocket<S>, out: &OutboundReceiver)
+    /// Carry out every output the core has, in order; how the connection
+    /// ends, if the core decided that.
+    pub(super) fn carry_out<S>(
+        &mut self,
+        ws: &mut WebSocket<S>,
+        out: &OutboundReceiver,
+    ) -> Option<End>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
+        let mut end = None;
         while let Some(output) = self.core.poll_output() {
             let now = self.now();
             match output {
@@ -66,19 +72,20 @@ impl Driver {
                     reason,
                     discard_unsent,
                 } => {
-                    self.end.get_or_insert(End::Close {
+                    end.get_or_insert(End::Close {
                         code,
                         reason,
                         urgent: discard_unsent,
                     });
                 }
                 Output::PeerGone { code } => {
-                    self.end.get_or_insert(End::PeerGone(code));
+                    end.get_or_insert(End::PeerGone(code));
                 }
                 Output::Event(event) => self.count(event),
                 _ => {}
             }
         }
+        end
     }
 
     /// Queue a message; a full queue is the core's to judge (4009).
@@ -186,7 +193,7 @@ impl Driver {
                 Metrics::add(&metrics.connects);
                 self.shared
                     .emit("connect", format!("{} session {session}", self.peer));
-                self.session = Arc::from(session);
+                self.session = session;
                 let flapping = self.faults.borrow().flapping;
                 self.flap_at = flapping.map(|after| self.now() + after);
             }

@@ -27,6 +27,7 @@ impl<F> Connection<F> {
             _ => {}
         }
         let handshake = matches!(self.stage, Stage::Handshake { .. });
+        let authenticating = matches!(self.stage, Stage::Authenticating { .. });
         let text = match frame {
             Frame::Close(code) => return self.peer_gone(code),
             Frame::Ping(payload) => {
@@ -39,8 +40,11 @@ impl<F> Connection<F> {
                 self.liveness(now);
                 return;
             }
-            // Nothing but `connect` may come first (spec/PROTOCOL.md §2.7).
-            Frame::Binary if handshake => return self.violate(Violation::NotConnectFirst),
+            // Nothing but `connect` (and, once it is in, the messages it
+            // may pipeline) comes before `welcome` (spec/PROTOCOL.md §2.7).
+            Frame::Binary if handshake || authenticating => {
+                return self.violate(Violation::NotConnectFirst)
+            }
             Frame::Binary => {
                 self.event(Event::BadFrame);
                 if let Budget::Allowed = self.take_token(now, None) {
@@ -53,6 +57,14 @@ impl<F> Connection<F> {
         let decoded = decode_client(text);
         if handshake {
             return self.on_handshake_frame(now, decoded);
+        }
+        if authenticating {
+            // Held until the verdict (bounded by MAX_BEFORE_WELCOME), so
+            // nothing but `welcome` can be the first message.
+            return match decoded {
+                Ok(message) => self.on_message(now, message),
+                Err(_) => self.violate(Violation::NotConnectFirst),
+            };
         }
         match decoded {
             Ok(ClientMessage::Ping) => {

@@ -19,9 +19,14 @@ impl<F> Connection<F> {
         decoded: Result<ClientMessage, DecodeError>,
     ) {
         let _ = now;
-        let Stage::Handshake { deadline } = self.stage else {
+        let Stage::Handshake {
+            deadline,
+            upgrade_token,
+        } = &mut self.stage
+        else {
             return;
         };
+        let (deadline, upgrade_token) = (*deadline, upgrade_token.take());
         let connect = match decoded {
             Ok(ClientMessage::Connect(connect)) => connect,
             Ok(_) | Err(_) => return self.violate(Violation::NotConnectFirst),
@@ -30,7 +35,7 @@ impl<F> Connection<F> {
             return self.violate(Violation::UnsupportedProtocol);
         }
         let ticket = self.ticket();
-        let token = connect.token.or_else(|| self.upgrade_token.take());
+        let token = connect.token.or(upgrade_token);
         self.stage = Stage::Authenticating {
             deadline,
             ticket,
@@ -64,15 +69,15 @@ impl<F> Connection<F> {
             }
             _ => return self.close_with(CloseCode::UNAUTHORIZED, "unauthorized"),
         };
-        let session = format!("s{:016x}", self.rng.next_u64());
+        let session: std::sync::Arc<str> = format!("s{:016x}", self.rng.next_u64()).into();
         self.send(ServerMessage::Welcome(Welcome {
-            session: session.clone(),
+            session: session.to_string(),
             protocol: PROTOCOL_VERSION,
             ping_interval_ms: Some(self.limits.ping_interval_ms()),
             pacing,
         }));
         self.event(Event::Connected {
-            session: session.clone(),
+            session: std::sync::Arc::clone(&session),
         });
         self.stage = Stage::Open(Open {
             session,
@@ -80,7 +85,11 @@ impl<F> Connection<F> {
             heartbeat: self.limits.heartbeat(now),
         });
         for message in backlog {
-            self.on_message(now, message);
+            match message {
+                ClientMessage::Ping => self.send(ServerMessage::Pong),
+                ClientMessage::Pong => {}
+                message => self.on_message(now, message),
+            }
             if self.is_closed() {
                 break;
             }

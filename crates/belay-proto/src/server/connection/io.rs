@@ -45,7 +45,7 @@ pub enum TransportError {
 /// it back. Answers to tickets the connection no longer waits for (the
 /// subscribe was replaced, the connection closed) are ignored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Ticket(pub(super) u64);
+pub struct Ticket(pub(crate) u64);
 
 impl Ticket {
     /// The ticket's number (unique within one connection).
@@ -198,8 +198,8 @@ pub enum Output<F> {
 pub enum Event {
     /// The session is established (`welcome` queued).
     Connected {
-        /// Its id.
-        session: String,
+        /// Its id (shared with the connection, one allocation).
+        session: std::sync::Arc<str>,
     },
     /// The client broke a rule; its documented response is in the outputs.
     Violation(Violation),

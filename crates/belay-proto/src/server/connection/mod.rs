@@ -1,6 +1,7 @@
 //! [`Connection`]: every decision about one server-side connection, sans-IO.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
@@ -42,9 +43,18 @@ pub enum Phase {
     Closed,
 }
 
+/// A connection's subscriptions and requests.
+#[derive(Debug, Default)]
+struct Activity {
+    subscriptions: Subscriptions,
+    requests: Requests,
+}
+
 enum Stage {
     Handshake {
         deadline: Instant,
+        /// The credential the upgrade carried, for a `connect` without one.
+        upgrade_token: Option<String>,
     },
     Authenticating {
         deadline: Instant,
@@ -60,7 +70,7 @@ enum Stage {
 }
 
 struct Open {
-    session: String,
+    session: Arc<str>,
     expires_at: Option<Instant>,
     heartbeat: Heartbeat,
 }
@@ -100,7 +110,7 @@ struct Open {
 /// use belay_proto::message::ServerMessage;
 /// use belay_proto::Instant;
 ///
-/// let mut conn: Connection<Vec<u8>> = Connection::new(&Limits::default(), Instant::ZERO, 7);
+/// let mut conn: Connection<Vec<u8>> = Connection::new(Limits::default(), Instant::ZERO, 7);
 /// conn.handle_frame(Instant::ZERO, Frame::Text(r#"{"type":"connect","protocol":1}"#));
 /// let Some(Output::Authenticate { ticket, token }) = conn.poll_output() else { panic!() };
 /// assert_eq!(token, None);
@@ -108,14 +118,16 @@ struct Open {
 /// assert!(matches!(conn.poll_output(), Some(Output::Send(ServerMessage::Welcome(_)))));
 /// ```
 pub struct Connection<F> {
-    limits: Limits,
+    /// Shared by every connection of a server (one allocation per server,
+    /// not per connection).
+    limits: Arc<Limits>,
     stage: Stage,
     rate: RateLimiter,
     liveness: RateLimiter,
     rng: SplitMix64,
-    upgrade_token: Option<String>,
-    subscriptions: Subscriptions,
-    requests: Requests,
+    /// Subscriptions and requests, made at the first of either (an idle
+    /// connection keeps its state small: thousands of them are held).
+    activity: Option<Box<Activity>>,
     out: VecDeque<Output<F>>,
     next_ticket: u64,
 }
@@ -125,27 +137,28 @@ impl<F> std::fmt::Debug for Connection<F> {
         f.debug_struct("Connection")
             .field("phase", &self.phase())
             .field("session", &self.session_id())
-            .field("subscriptions", &self.subscriptions.len())
-            .field("requests_in_flight", &self.requests.len())
+            .field("subscriptions", &self.subscription_count())
+            .field("requests_in_flight", &self.requests_in_flight())
             .finish_non_exhaustive()
     }
 }
 
 impl<F> Connection<F> {
-    /// A connection accepted at `now`, under `limits`; `seed` drives the
-    /// session ids it mints (give each connection its own).
-    pub fn new(limits: &Limits, now: Instant, seed: u64) -> Self {
+    /// A connection accepted at `now`, under `limits` (a `Limits`, or the
+    /// `Arc<Limits>` a server shares between its connections); `seed`
+    /// drives the session ids it mints (give each connection its own).
+    pub fn new(limits: impl Into<Arc<Limits>>, now: Instant, seed: u64) -> Self {
+        let limits = limits.into();
         Connection {
-            limits: limits.clone(),
             stage: Stage::Handshake {
                 deadline: limits.handshake_deadline(now),
+                upgrade_token: None,
             },
             rate: limits.rate_limiter(now),
             liveness: limits.liveness_limiter(now),
             rng: SplitMix64::new(seed),
-            upgrade_token: None,
-            subscriptions: Subscriptions::default(),
-            requests: Requests::default(),
+            limits,
+            activity: None,
             out: VecDeque::new(),
             next_ticket: 1,
         }
@@ -166,17 +179,17 @@ impl<F> Connection<F> {
 
     /// The session id, once `welcome` is queued.
     pub fn session_id(&self) -> Option<&str> {
-        self.open().map(|open| open.session.as_str())
+        self.open().map(|open| &*open.session)
     }
 
     /// Requests called and not yet answered.
     pub fn requests_in_flight(&self) -> usize {
-        self.requests.running()
+        self.activity.as_ref().map_or(0, |a| a.requests.running())
     }
 
     /// Confirmed subscriptions held.
     pub fn subscription_count(&self) -> usize {
-        self.subscriptions.len()
+        self.activity.as_ref().map_or(0, |a| a.subscriptions.len())
     }
 
     /// The limits it applies.
@@ -188,14 +201,20 @@ impl<F> Connection<F> {
 
     /// The next thing to do, in order.
     pub fn poll_output(&mut self) -> Option<Output<F>> {
-        self.out.pop_front()
+        let next = self.out.pop_front();
+        if next.is_none() && self.out.capacity() > 0 {
+            // Drained: an idle connection holds no queue (thousands of idle
+            // connections would each keep a few hundred bytes).
+            self.out = VecDeque::new();
+        }
+        next
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next (`None`:
     /// closed).
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.stage {
-            Stage::Handshake { deadline } | Stage::Authenticating { deadline, .. } => {
+            Stage::Handshake { deadline, .. } | Stage::Authenticating { deadline, .. } => {
                 Some(*deadline)
             }
             Stage::Open(open) => Some(open.heartbeat.poll_timeout()),
@@ -210,7 +229,7 @@ impl<F> Connection<F> {
     /// with 4000), the end of a drain's wait.
     pub fn handle_timeout(&mut self, now: Instant) {
         match &mut self.stage {
-            Stage::Handshake { deadline } | Stage::Authenticating { deadline, .. } => {
+            Stage::Handshake { deadline, .. } | Stage::Authenticating { deadline, .. } => {
                 if now >= *deadline {
                     self.violate(Violation::HandshakeTimeout);
                 }
@@ -253,7 +272,9 @@ impl<F> Connection<F> {
     /// The credential the upgrade request carried (a header), used when
     /// `connect` has none.
     pub fn set_upgrade_token(&mut self, token: Option<String>) {
-        self.upgrade_token = token;
+        if let Stage::Handshake { upgrade_token, .. } = &mut self.stage {
+            *upgrade_token = token;
+        }
     }
 
     /// Tell the client to reconnect within the advice's window (a drain's
@@ -279,7 +300,7 @@ impl<F> Connection<F> {
         match std::mem::replace(&mut self.stage, Stage::Closed) {
             Stage::Open(open) => {
                 self.stage = Stage::Draining { open, until };
-                if self.requests.running() == 0 {
+                if self.requests_in_flight() == 0 {
                     self.finish_drain();
                 }
             }
@@ -323,7 +344,12 @@ impl<F> Connection<F> {
     /// Lose every subscription with `unsubscribed` carrying `error` (the
     /// broker is down); the client resubscribes from its positions.
     pub fn unsubscribe_all(&mut self, error: &ErrorBody) {
-        for (channel, subscription) in self.subscriptions.take_all() {
+        let held = self
+            .activity
+            .as_mut()
+            .map(|a| a.subscriptions.take_all())
+            .unwrap_or_default();
+        for (channel, subscription) in held {
             self.out.push_back(Output::Leave {
                 channel: channel.to_string(),
                 subscription,
@@ -343,6 +369,10 @@ impl<F> Connection<F> {
             Stage::Open(open) | Stage::Draining { open, .. } => Some(open),
             _ => None,
         }
+    }
+
+    fn activity(&mut self) -> &mut Activity {
+        self.activity.get_or_insert_with(Box::default)
     }
 
     fn ticket(&mut self) -> Ticket {
@@ -405,14 +435,16 @@ impl<F> Connection<F> {
 
     fn release(&mut self) {
         self.stage = Stage::Closed;
-        for (channel, subscription) in self.subscriptions.take_all() {
+        // Every question is forgotten with the activity.
+        let Some(mut activity) = self.activity.take() else {
+            return;
+        };
+        for (channel, subscription) in activity.subscriptions.take_all() {
             self.out.push_back(Output::Leave {
                 channel: channel.to_string(),
                 subscription,
             });
         }
-        self.subscriptions.forget_pending();
-        self.requests.clear();
     }
 }
 

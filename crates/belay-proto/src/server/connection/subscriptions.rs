@@ -32,7 +32,9 @@ struct Pending {
 #[derive(Debug, Default)]
 pub(super) struct Subscriptions {
     held: HashMap<Arc<str>, Held>,
-    pending: HashMap<Ticket, Pending>,
+    /// Subscribes being set up (usually none or one; a plain vector keeps
+    /// an idle connection free of allocations and hashers).
+    pending: Vec<(Ticket, Pending)>,
 }
 
 impl Subscriptions {
@@ -51,10 +53,6 @@ impl Subscriptions {
         all
     }
 
-    pub(super) fn forget_pending(&mut self) {
-        self.pending.clear();
-    }
-
     fn end(&mut self, channel: &str) -> Option<(Arc<str>, u64)> {
         let ended = self
             .held
@@ -65,12 +63,28 @@ impl Subscriptions {
         }
         // A subscribe still being set up for the channel is superseded.
         self.pending
-            .retain(|_, pending| &*pending.channel != channel);
+            .retain(|(_, pending)| &*pending.channel != channel);
         ended
     }
 
     fn joining(&self) -> usize {
-        self.pending.values().filter(|p| p.joining).count()
+        self.pending.iter().filter(|(_, p)| p.joining).count()
+    }
+
+    fn pending(&mut self, ticket: Ticket) -> Option<&mut Pending> {
+        self.pending
+            .iter_mut()
+            .find(|(t, _)| *t == ticket)
+            .map(|(_, p)| p)
+    }
+
+    fn remove_pending(&mut self, ticket: Ticket) -> Option<Pending> {
+        let index = self.pending.iter().position(|(t, _)| *t == ticket)?;
+        let (_, pending) = self.pending.swap_remove(index);
+        if self.pending.is_empty() {
+            self.pending = Vec::new();
+        }
+        Some(pending)
     }
 }
 
@@ -84,21 +98,19 @@ impl<F> Connection<F> {
         }
         self.leave(&channel);
         // Subscribes waiting for the authorizer are bounded like those held.
-        if let Err(violation) = self
-            .limits
-            .check_subscriptions(self.subscriptions.pending.len())
-        {
+        let setting_up = self.activity().subscriptions.pending.len();
+        if let Err(violation) = self.limits.check_subscriptions(setting_up) {
             return self.refuse_subscribe(&channel, violation);
         }
         let ticket = self.ticket();
-        self.subscriptions.pending.insert(
+        self.activity().subscriptions.pending.push((
             ticket,
             Pending {
                 channel: Arc::from(channel.as_str()),
                 since,
                 joining: false,
             },
-        );
+        ));
         self.out
             .push_back(Output::AuthorizeSubscribe { ticket, channel });
     }
@@ -118,7 +130,7 @@ impl<F> Connection<F> {
         verdict: Result<(), ErrorBody>,
     ) {
         let _ = now;
-        let Some(pending) = self.subscriptions.pending.get(&ticket) else {
+        let Some(pending) = self.activity().subscriptions.pending(ticket) else {
             return;
         };
         if pending.joining {
@@ -126,18 +138,16 @@ impl<F> Connection<F> {
         }
         let channel = Arc::clone(&pending.channel);
         if let Err(denied) = verdict {
-            self.subscriptions.pending.remove(&ticket);
+            self.activity().subscriptions.remove_pending(ticket);
             return self.send(unsubscribed(&channel, &denied.code, &denied.message));
         }
-        let setting_up = self.subscriptions.joining();
-        if let Err(violation) = self
-            .limits
-            .check_subscriptions(self.subscriptions.len() + setting_up)
-        {
-            self.subscriptions.pending.remove(&ticket);
+        let subscriptions = &self.activity().subscriptions;
+        let held = subscriptions.len() + subscriptions.joining();
+        if let Err(violation) = self.limits.check_subscriptions(held) {
+            self.activity().subscriptions.remove_pending(ticket);
             return self.refuse_subscribe(&channel, violation);
         }
-        let Some(pending) = self.subscriptions.pending.get_mut(&ticket) else {
+        let Some(pending) = self.activity().subscriptions.pending(ticket) else {
             return;
         };
         pending.joining = true;
@@ -154,8 +164,9 @@ impl<F> Connection<F> {
     /// longer wants (replaced, ended, closed) is left again at once.
     pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>) {
         let _ = now;
-        let pending = match self.subscriptions.pending.get(&ticket) {
-            Some(pending) if pending.joining => self.subscriptions.pending.remove(&ticket),
+        let subscriptions = &mut self.activity().subscriptions;
+        let pending = match subscriptions.pending(ticket) {
+            Some(pending) if pending.joining => subscriptions.remove_pending(ticket),
             _ => None,
         };
         let Some(pending) = pending else {
@@ -189,7 +200,7 @@ impl<F> Connection<F> {
                     after = offset;
                     self.out.push_back(Output::SendEncoded(frame));
                 }
-                self.subscriptions.held.insert(
+                self.activity().subscriptions.held.insert(
                     pending.channel,
                     Held {
                         subscription,
@@ -210,7 +221,11 @@ impl<F> Connection<F> {
     /// encoded as `frame`: sent unless the subscription was replaced or
     /// ended, or `offset` was already sent (by the replay).
     pub fn handle_live(&mut self, channel: &str, subscription: u64, offset: u64, frame: F) {
-        let Some(held) = self.subscriptions.held.get_mut(channel) else {
+        let Some(held) = self
+            .activity
+            .as_mut()
+            .and_then(|a| a.subscriptions.held.get_mut(channel))
+        else {
             return;
         };
         if held.subscription != subscription || offset <= held.after {
@@ -224,7 +239,11 @@ impl<F> Connection<F> {
     /// fell behind: the client is told (`unsubscribed` `lagged`) and
     /// resubscribes from its position, so the history replays what it missed.
     pub fn handle_lagged(&mut self, channel: &str, subscription: u64) {
-        let current = self.subscriptions.held.get(channel).map(|h| h.subscription);
+        let current = self
+            .activity
+            .as_ref()
+            .and_then(|a| a.subscriptions.held.get(channel))
+            .map(|h| h.subscription);
         if current != Some(subscription) {
             return;
         }
@@ -234,7 +253,11 @@ impl<F> Connection<F> {
 
     /// End this connection's subscription to `channel`, if any (no reply).
     fn leave(&mut self, channel: &str) {
-        if let Some((channel, subscription)) = self.subscriptions.end(channel) {
+        let ended = self
+            .activity
+            .as_mut()
+            .and_then(|a| a.subscriptions.end(channel));
+        if let Some((channel, subscription)) = ended {
             self.out.push_back(Output::Leave {
                 channel: channel.to_string(),
                 subscription,

@@ -38,7 +38,7 @@ fn text(conn: &mut Conn, now: Instant, frame: serde_json::Value) {
 
 /// A connection through `welcome`, its outputs so far drained.
 fn open() -> Conn {
-    let mut conn = Conn::new(&Limits::default(), T0, 42);
+    let mut conn = Conn::new(Limits::default(), T0, 42);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let Some(Output::Authenticate { ticket, .. }) = conn.poll_output() else {
         panic!("connect must be authenticated")
@@ -98,7 +98,7 @@ fn joined(
 
 #[test]
 fn connect_is_authenticated_then_welcomed_with_a_seeded_session_id() {
-    let mut a = Conn::new(&Limits::default(), T0, 42);
+    let mut a = Conn::new(Limits::default(), T0, 42);
     a.set_upgrade_token(Some("header".into()));
     text(&mut a, T0, json!({"type": "connect", "protocol": 1}));
     let out = drain(&mut a);
@@ -112,11 +112,11 @@ fn connect_is_authenticated_then_welcomed_with_a_seeded_session_id() {
     assert_eq!(a.phase(), Phase::Open);
     assert_eq!(a.session_id(), Some(welcome.session.as_str()));
     assert!(out.contains(&Output::Event(Event::Connected {
-        session: welcome.session.clone()
+        session: welcome.session.as_str().into()
     })));
     // Same seed, same id; another seed, another id.
     assert_eq!(open().session_id(), open().session_id());
-    let mut b = Conn::new(&Limits::default(), T0, 43);
+    let mut b = Conn::new(Limits::default(), T0, 43);
     text(&mut b, T0, json!({"type": "connect", "protocol": 1}));
     let t = ticket_of(&drain(&mut b));
     b.handle_auth(T0, t, AuthVerdict::accepted());
@@ -125,7 +125,7 @@ fn connect_is_authenticated_then_welcomed_with_a_seeded_session_id() {
 
 #[test]
 fn the_connect_token_wins_over_the_upgrade_header() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     conn.set_upgrade_token(Some("header".into()));
     text(
         &mut conn,
@@ -145,7 +145,7 @@ fn anything_but_connect_first_closes_1002() {
         Frame::Text("not json"),
         Frame::Binary,
     ] {
-        let mut conn = Conn::new(&Limits::default(), T0, 1);
+        let mut conn = Conn::new(Limits::default(), T0, 1);
         conn.handle_frame(T0, frame);
         let out = drain(&mut conn);
         assert_eq!(closed_with(&out), Some((1002, "connect expected".into())));
@@ -155,7 +155,7 @@ fn anything_but_connect_first_closes_1002() {
 
 #[test]
 fn another_protocol_version_closes_1008() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 9}));
     let out = drain(&mut conn);
     assert_eq!(closed_with(&out).map(|c| c.0), Some(1008));
@@ -163,7 +163,7 @@ fn another_protocol_version_closes_1008() {
 
 #[test]
 fn no_connect_within_the_handshake_timeout_closes_4008() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     let deadline = conn.poll_timeout().unwrap();
     assert_eq!(deadline, T0 + Limits::default().handshake_timeout());
     conn.handle_timeout(deadline - Duration::from_millis(1));
@@ -175,7 +175,7 @@ fn no_connect_within_the_handshake_timeout_closes_4008() {
 
 #[test]
 fn an_authenticator_slower_than_the_handshake_timeout_closes_4008() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let ticket = ticket_of(&drain(&mut conn));
     let deadline = conn.poll_timeout().unwrap();
@@ -197,7 +197,7 @@ fn a_refused_or_already_expired_credential_closes_4001() {
             pacing: None,
         },
     ] {
-        let mut conn = Conn::new(&Limits::default(), T0, 1);
+        let mut conn = Conn::new(Limits::default(), T0, 1);
         text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
         let ticket = ticket_of(&drain(&mut conn));
         conn.handle_auth(T0, ticket, verdict);
@@ -210,7 +210,7 @@ fn a_refused_or_already_expired_credential_closes_4001() {
 
 #[test]
 fn a_credential_that_expires_closes_4001_at_the_next_message() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let ticket = ticket_of(&drain(&mut conn));
     let verdict = AuthVerdict::Accepted {
@@ -232,7 +232,7 @@ fn a_credential_that_expires_closes_4001_at_the_next_message() {
 
 #[test]
 fn messages_pipelined_after_connect_run_after_welcome() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     text(&mut conn, T0, json!({"type": "subscribe", "channel": "a"}));
     let out = drain(&mut conn);
@@ -306,7 +306,7 @@ fn a_denied_request_gets_its_error_and_is_never_called() {
 fn requests_beyond_the_in_flight_bound_are_refused_rate_limited() {
     let mut limits = Limits::default();
     limits.set_max_in_flight(2);
-    let mut conn = Conn::new(&limits, T0, 1);
+    let mut conn = Conn::new(limits, T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let t = ticket_of(&drain(&mut conn));
     conn.handle_auth(T0, t, AuthVerdict::accepted());
@@ -491,7 +491,7 @@ fn a_denied_subscribe_is_answered_unsubscribed_and_never_joined() {
 fn invalid_names_and_limits_refuse_a_subscribe() {
     let mut limits = Limits::default();
     limits.set_max_subscriptions(1).set_max_channel_len(4);
-    let mut conn = Conn::new(&limits, T0, 1);
+    let mut conn = Conn::new(limits, T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let t = ticket_of(&drain(&mut conn));
     conn.handle_auth(T0, t, AuthVerdict::accepted());
@@ -683,7 +683,7 @@ fn a_drain_closes_1012_at_its_deadline_even_with_requests_running() {
 
 #[test]
 fn over_capacity_a_browser_is_told_when_to_return_then_closed_1013() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     conn.refuse_overload(Duration::from_millis(250));
     let out = sent(&drain(&mut conn));
     assert!(
@@ -740,14 +740,22 @@ fn transport_failures_close_with_their_documented_codes() {
 
 #[test]
 fn more_messages_than_allowed_before_welcome_close_1002() {
-    let mut conn = Conn::new(&Limits::default(), T0, 1);
+    let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     drain(&mut conn);
     for _ in 0..MAX_BEFORE_WELCOME {
-        text(&mut conn, T0, json!({"type": "unsubscribe", "channel": "a"}));
+        text(
+            &mut conn,
+            T0,
+            json!({"type": "unsubscribe", "channel": "a"}),
+        );
     }
     assert!(drain(&mut conn).is_empty(), "held until the verdict");
-    text(&mut conn, T0, json!({"type": "unsubscribe", "channel": "a"}));
+    text(
+        &mut conn,
+        T0,
+        json!({"type": "unsubscribe", "channel": "a"}),
+    );
     assert_eq!(
         closed_with(&drain(&mut conn)),
         Some((1002, "connect expected".into()))

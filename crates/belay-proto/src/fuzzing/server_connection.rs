@@ -1,0 +1,554 @@
+//! Fuzz target `server_connection`: the server core,
+//! [`crate::server::Connection`], driven in virtual time by a structured
+//! sequence of [`Step`]s — client frames built as JSON from a small model
+//! (or any text), control frames, transport failures, time moves, answers
+//! to the questions it asked (in any order, late, or for tickets it never
+//! issued), live publications and the server's commands — with its
+//! invariants checked after every step.
+//!
+//! After **every** call the driver drains every output and checks,
+//! panicking with `server_connection: invariant N (…) violated …`:
+//!
+//! 1. **Nothing after the end**: after `Close` or `PeerGone` only `Leave`
+//!    (a join answered late is left again) may come out.
+//! 2. **`welcome` first and once**: before `welcome` the client can only be
+//!    sent `reconnect` advice (then the close); `welcome` is sent at most
+//!    once, and only after an `Authenticate` that was answered accepted.
+//! 3. **One response per request**: the responses for an id never outnumber
+//!    the `request` frames with that id sent so far; a `Call` ticket is
+//!    answered with at most one response.
+//! 4. **Bounded**: calls running ≤ `max_in_flight`, subscriptions held ≤
+//!    `max_subscriptions`; a `subscribed` is sent only for a channel whose
+//!    `Join` was answered `Joined`.
+//! 5. **No busy loop; `poll_timeout` is never in the past** after
+//!    `handle_timeout` at that instant.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use arbitrary::Arbitrary;
+use serde_json::json;
+
+use crate::message::{encode_client, ClientMessage, ErrorBody, RawJson, Reply, ServerMessage};
+use crate::message::{Connect, Request, StreamPosition, Subscribe, Unsubscribe, PROTOCOL_VERSION};
+use crate::server::{
+    AuthVerdict, Connection, Frame, JoinAnswer, Limits, Output, Ticket, TransportError,
+};
+use crate::{CloseCode, Instant};
+
+/// Channel names a frame can name (the last is over the 255-byte limit).
+fn channel(index: u8) -> String {
+    match index % 4 {
+        0 => "news".into(),
+        1 => "feed".into(),
+        2 => String::new(),
+        _ => "x".repeat(300),
+    }
+}
+
+/// A client frame from the model.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum ClientFrame {
+    /// `connect` in our version (or another), with or without a token.
+    Connect {
+        /// Whether the version is ours.
+        ours: bool,
+        /// Whether a token is sent.
+        token: bool,
+    },
+    /// A `request`.
+    Request {
+        /// Its id.
+        id: u8,
+        /// With an idempotency key.
+        keyed: bool,
+    },
+    /// A `subscribe`, maybe resuming.
+    Subscribe {
+        /// Which channel.
+        channel: u8,
+        /// A resume position (epoch index, offset).
+        since: Option<(bool, u8)>,
+    },
+    /// An `unsubscribe`.
+    Unsubscribe {
+        /// Which channel.
+        channel: u8,
+    },
+    /// `ping`.
+    Ping,
+    /// `pong`.
+    Pong,
+    /// A type the server does not know.
+    Unknown,
+    /// A request whose method is not a string (its id still readable).
+    BadRequest {
+        /// Its id.
+        id: u8,
+    },
+}
+
+/// An answer to the oldest question of a kind.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum Answer {
+    /// Accept (expiring `in` seconds from now, when set), or refuse.
+    Auth {
+        /// Accepted.
+        accept: bool,
+        /// Expiry, seconds from now.
+        expires_in: Option<u8>,
+    },
+    /// Authorize a subscribe or refuse it.
+    Subscribe(bool),
+    /// The broker's answer to a join: 0 joined, 1 no room, 2 unavailable.
+    Join(u8),
+    /// Authorize a request or refuse it.
+    Request(bool),
+    /// A called request's outcome: result or error.
+    Reply(bool),
+}
+
+/// One step of the input.
+#[derive(Debug, Clone, Arbitrary)]
+pub enum Step {
+    /// A model frame.
+    Frame(ClientFrame),
+    /// Any text.
+    Text(String),
+    /// A binary frame.
+    Binary,
+    /// A WebSocket ping with a payload.
+    WsPing(Vec<u8>),
+    /// A WebSocket pong.
+    WsPong,
+    /// The peer's close frame.
+    PeerClose(Option<u16>),
+    /// A transport failure (index into the kinds).
+    TransportError(u8),
+    /// Time moves (ms), firing what is due on the way.
+    Wait(u16),
+    /// Time moves (s).
+    LongWait(u8),
+    /// Answer the oldest question of that kind.
+    Answer(Answer),
+    /// Answer a ticket the connection never issued.
+    Stray(Answer),
+    /// Answer the newest question instead of the oldest.
+    AnswerNewest(Answer),
+    /// A live publication for a joined subscription (or a stale one).
+    Live {
+        /// Which of the joined subscriptions.
+        pick: u8,
+        /// Its offset.
+        offset: u8,
+        /// Use a subscription id the connection does not hold.
+        stale: bool,
+    },
+    /// The broker lags a joined subscription.
+    Lagged(u8),
+    /// Drain advice.
+    Advise,
+    /// Close with a code.
+    Close(u16),
+    /// Drain, closing within so many seconds.
+    Drain(u8),
+    /// The outbound queue is full.
+    QueueFull,
+    /// The broker is down.
+    UnsubscribeAll,
+    /// Refused by admission.
+    RefuseOverload(u16),
+}
+
+/// A whole input: the connection's limits are the defaults with small
+/// bounds, so they are reached.
+#[derive(Debug, Clone, Arbitrary)]
+pub struct ConnectionInput {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Auth,
+    Subscribe,
+    Join,
+    Request,
+    Call,
+}
+
+struct Harness {
+    conn: Connection<String>,
+    limits: Limits,
+    now: Instant,
+    pending: VecDeque<(Ticket, Asked, String)>,
+    /// Joined subscriptions: (channel, subscription id).
+    joined: Vec<(String, u64)>,
+    next_subscription: u64,
+    ended: bool,
+    welcomed: bool,
+    auth_accepted: bool,
+    requests_sent: BTreeMap<u64, usize>,
+    responses: BTreeMap<u64, usize>,
+    calls_answered: BTreeSet<Ticket>,
+    joins_granted: BTreeSet<String>,
+}
+
+fn violated(n: u32, what: &str, detail: impl std::fmt::Debug) -> ! {
+    panic!("server_connection: invariant {n} ({what}) violated: {detail:?}")
+}
+
+impl Harness {
+    fn new() -> Self {
+        let mut limits = Limits::default();
+        limits
+            .set_max_in_flight(3)
+            .set_max_subscriptions(3)
+            .set_burst(40)
+            .set_liveness_burst(40);
+        Harness {
+            conn: Connection::new(limits.clone(), Instant::ZERO, 1),
+            limits,
+            now: Instant::ZERO,
+            pending: VecDeque::new(),
+            joined: Vec::new(),
+            next_subscription: 1,
+            ended: false,
+            welcomed: false,
+            auth_accepted: false,
+            requests_sent: BTreeMap::new(),
+            responses: BTreeMap::new(),
+            calls_answered: BTreeSet::new(),
+            joins_granted: BTreeSet::new(),
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.conn.poll_output() {
+            self.check(&output);
+            match output {
+                Output::Authenticate { ticket, .. } => {
+                    self.pending.push_back((ticket, Asked::Auth, String::new()))
+                }
+                Output::AuthorizeSubscribe { ticket, channel } => {
+                    self.pending.push_back((ticket, Asked::Subscribe, channel))
+                }
+                Output::Join {
+                    ticket, channel, ..
+                } => self.pending.push_back((ticket, Asked::Join, channel)),
+                Output::AuthorizeRequest { ticket, .. } => {
+                    self.pending
+                        .push_back((ticket, Asked::Request, String::new()))
+                }
+                Output::Call { ticket, .. } => {
+                    self.pending.push_back((ticket, Asked::Call, String::new()))
+                }
+                Output::Leave { subscription, .. } => {
+                    self.joined.retain(|(_, s)| *s != subscription)
+                }
+                Output::Close { .. } | Output::PeerGone { .. } => self.ended = true,
+                _ => {}
+            }
+        }
+        let running = self.conn.requests_in_flight();
+        if running > self.limits.max_in_flight() {
+            violated(4, "bounded", ("in flight", running));
+        }
+        let held = self.conn.subscription_count();
+        if held > self.limits.max_subscriptions() {
+            violated(4, "bounded", ("subscriptions", held));
+        }
+    }
+
+    fn check(&mut self, output: &Output<String>) {
+        if self.ended && !matches!(output, Output::Leave { .. }) {
+            violated(1, "nothing after the end", output);
+        }
+        let Output::Send(message) = output else {
+            return;
+        };
+        match message {
+            ServerMessage::Welcome(_) => {
+                if self.welcomed || !self.auth_accepted {
+                    violated(2, "welcome first and once", message);
+                }
+                self.welcomed = true;
+            }
+            ServerMessage::Reconnect(_) => {}
+            _ if !self.welcomed => violated(2, "welcome first and once", message),
+            ServerMessage::Response(response) => {
+                let count = self.responses.entry(response.id).or_default();
+                *count += 1;
+                let sent = self.requests_sent.get(&response.id).copied().unwrap_or(0);
+                if *count > sent {
+                    violated(3, "one response per request", (response.id, *count, sent));
+                }
+            }
+            ServerMessage::Subscribed(subscribed) => {
+                if !self.joins_granted.remove(&subscribed.channel) {
+                    violated(4, "subscribed only after a join", &subscribed.channel);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn take(&mut self, kind: Asked, newest: bool) -> Option<(Ticket, String)> {
+        let position = if newest {
+            self.pending.iter().rposition(|(_, k, _)| *k == kind)
+        } else {
+            self.pending.iter().position(|(_, k, _)| *k == kind)
+        }?;
+        self.pending.remove(position).map(|(t, _, c)| (t, c))
+    }
+
+    fn answer(&mut self, answer: Answer, ticket: Option<(Ticket, String)>) {
+        let now = self.now;
+        match answer {
+            Answer::Auth { accept, expires_in } => {
+                let Some((ticket, _)) = ticket else { return };
+                let verdict = if accept {
+                    self.auth_accepted = true;
+                    AuthVerdict::Accepted {
+                        expires_at: expires_in
+                            .map(|s| now.saturating_add(Duration::from_secs(u64::from(s)))),
+                        pacing: None,
+                    }
+                } else {
+                    AuthVerdict::Refused
+                };
+                self.conn.handle_auth(now, ticket, verdict);
+            }
+            Answer::Subscribe(ok) => {
+                let Some((ticket, _)) = ticket else { return };
+                let verdict = if ok {
+                    Ok(())
+                } else {
+                    Err(ErrorBody::new("forbidden", "no"))
+                };
+                self.conn.handle_subscribe_authorized(now, ticket, verdict);
+            }
+            Answer::Join(kind) => {
+                let Some((ticket, channel)) = ticket else {
+                    return;
+                };
+                let answer = match kind % 3 {
+                    0 => {
+                        let subscription = self.next_subscription;
+                        self.next_subscription += 1;
+                        self.joined.push((channel.clone(), subscription));
+                        self.joins_granted.insert(channel.clone());
+                        JoinAnswer::Joined {
+                            subscribed: crate::message::Subscribed {
+                                channel,
+                                epoch: "a".into(),
+                                offset: 0,
+                                recovered: false,
+                            },
+                            subscription,
+                            replay: vec![(1, "replayed".to_owned())],
+                        }
+                    }
+                    1 => JoinAnswer::NoRoom,
+                    _ => JoinAnswer::Unavailable(ErrorBody::new("unavailable", "down")),
+                };
+                self.conn.handle_joined(now, ticket, answer);
+                // A join the connection no longer wanted is left at once;
+                // it must not count as granted.
+                self.drain();
+                self.joins_granted.clear();
+            }
+            Answer::Request(ok) => {
+                let Some((ticket, _)) = ticket else { return };
+                let verdict = if ok {
+                    Ok(())
+                } else {
+                    Err(ErrorBody::new("forbidden", "no"))
+                };
+                self.conn.handle_request_authorized(now, ticket, verdict);
+            }
+            Answer::Reply(ok) => {
+                let Some((ticket, _)) = ticket else { return };
+                let reply = if ok {
+                    Reply::Result(RawJson::null())
+                } else {
+                    Reply::Error(ErrorBody::new("internal", "boom"))
+                };
+                let first = self.calls_answered.insert(ticket);
+                let before: usize = self.responses.values().sum();
+                self.conn.handle_reply(now, ticket, reply);
+                self.drain();
+                let after: usize = self.responses.values().sum();
+                if !first && after > before {
+                    violated(3, "one response per request", ticket);
+                }
+            }
+        }
+    }
+
+    fn frame(&mut self, frame: &ClientFrame) {
+        let message = match frame {
+            ClientFrame::Connect { ours, token } => ClientMessage::Connect(Connect {
+                protocol: if *ours { PROTOCOL_VERSION } else { 99 },
+                token: token.then(|| "t".to_owned()),
+                session: None,
+            }),
+            ClientFrame::Request { id, keyed } => {
+                *self.requests_sent.entry(u64::from(*id)).or_default() += 1;
+                ClientMessage::Request(Request {
+                    id: u64::from(*id),
+                    method: "echo".into(),
+                    params: json!(1),
+                    idem: keyed.then(|| "k".to_owned()),
+                    timeout_ms: None,
+                })
+            }
+            ClientFrame::Subscribe { channel: c, since } => ClientMessage::Subscribe(Subscribe {
+                channel: channel(*c),
+                since: since.map(|(first, offset)| StreamPosition {
+                    epoch: if first { "a" } else { "b" }.into(),
+                    offset: u64::from(offset),
+                }),
+            }),
+            ClientFrame::Unsubscribe { channel: c } => ClientMessage::Unsubscribe(Unsubscribe {
+                channel: channel(*c),
+            }),
+            ClientFrame::Ping => ClientMessage::Ping,
+            ClientFrame::Pong => ClientMessage::Pong,
+            ClientFrame::Unknown => {
+                return self.text(r#"{"type":"frobnicate"}"#);
+            }
+            ClientFrame::BadRequest { id } => {
+                *self.requests_sent.entry(u64::from(*id)).or_default() += 1;
+                return self.text(&format!(r#"{{"type":"request","id":{id},"method":5}}"#));
+            }
+        };
+        self.text(&encode_client(&message));
+    }
+
+    fn text(&mut self, text: &str) {
+        self.conn.handle_frame(self.now, Frame::Text(text));
+    }
+
+    /// Move time to `until`, firing every deadline on the way.
+    fn wait(&mut self, by: Duration) {
+        let until = self.now.saturating_add(by);
+        for _ in 0..10_000 {
+            self.drain();
+            match self.conn.poll_timeout() {
+                Some(at) if at <= until => {
+                    self.now = self.now.max(at);
+                    self.conn.handle_timeout(self.now);
+                    self.drain();
+                    if self.conn.poll_timeout().is_some_and(|next| next < self.now) {
+                        violated(5, "poll_timeout never in the past", self.now);
+                    }
+                }
+                _ => {
+                    self.now = until;
+                    return;
+                }
+            }
+        }
+        violated(5, "no busy loop", self.now);
+    }
+
+    fn step(&mut self, step: &Step) {
+        let now = self.now;
+        match step {
+            Step::Frame(frame) => self.frame(frame),
+            Step::Text(text) => self.text(text),
+            Step::Binary => self.conn.handle_frame(now, Frame::Binary),
+            Step::WsPing(payload) => {
+                let payload = &payload[..payload.len().min(125)];
+                self.conn.handle_frame(now, Frame::Ping(payload));
+            }
+            Step::WsPong => self.conn.handle_frame(now, Frame::Pong),
+            Step::PeerClose(code) => self.conn.handle_frame(now, Frame::Close(*code)),
+            Step::TransportError(kind) => {
+                let error = match kind % 4 {
+                    0 => TransportError::TooLarge,
+                    1 => TransportError::InvalidUtf8,
+                    2 => TransportError::Protocol,
+                    _ => TransportError::Gone,
+                };
+                self.conn.handle_transport_error(now, error);
+            }
+            Step::Wait(ms) => self.wait(Duration::from_millis(u64::from(*ms))),
+            Step::LongWait(s) => self.wait(Duration::from_secs(u64::from(*s))),
+            Step::Answer(answer) | Step::AnswerNewest(answer) => {
+                let newest = matches!(step, Step::AnswerNewest(_));
+                let kind = match answer {
+                    Answer::Auth { .. } => Asked::Auth,
+                    Answer::Subscribe(_) => Asked::Subscribe,
+                    Answer::Join(_) => Asked::Join,
+                    Answer::Request(_) => Asked::Request,
+                    Answer::Reply(_) => Asked::Call,
+                };
+                let ticket = self.take(kind, newest);
+                self.answer(*answer, ticket);
+            }
+            Step::Stray(answer) => {
+                // A ticket number far beyond any the connection issued.
+                self.answer(*answer, Some((Ticket(u64::MAX - 7), "news".into())));
+            }
+            Step::Live {
+                pick,
+                offset,
+                stale,
+            } => {
+                if let Some((channel, subscription)) = self.pick(*pick) {
+                    let id = if *stale {
+                        subscription + 1_000
+                    } else {
+                        subscription
+                    };
+                    let frame = format!("live {offset}");
+                    self.conn
+                        .handle_live(&channel, id, u64::from(*offset), frame);
+                }
+            }
+            Step::Lagged(pick) => {
+                if let Some((channel, subscription)) = self.pick(*pick) {
+                    self.conn.handle_lagged(&channel, subscription);
+                }
+            }
+            Step::Advise => self.conn.advise(crate::message::ReconnectAdvice {
+                reason: "restart".into(),
+                min_delay_ms: 0,
+                max_delay_ms: 100,
+                message: None,
+            }),
+            Step::Close(code) => self.conn.close(CloseCode(*code), "bye"),
+            Step::Drain(s) => {
+                let until = now.saturating_add(Duration::from_secs(u64::from(*s)));
+                self.conn.drain(now, until);
+            }
+            Step::QueueFull => self.conn.handle_queue_full(),
+            Step::UnsubscribeAll => self
+                .conn
+                .unsubscribe_all(&ErrorBody::new("unavailable", "down")),
+            Step::RefuseOverload(ms) => self
+                .conn
+                .refuse_overload(Duration::from_millis(u64::from(*ms))),
+        }
+        self.drain();
+    }
+
+    fn pick(&self, pick: u8) -> Option<(String, u64)> {
+        if self.joined.is_empty() {
+            return None;
+        }
+        let (channel, id) = &self.joined[usize::from(pick) % self.joined.len()];
+        Some((channel.clone(), *id))
+    }
+}
+
+/// Run one input, panicking on the first invariant it breaks.
+pub fn run(input: &ConnectionInput) {
+    let mut harness = Harness::new();
+    for step in input.steps.iter().take(2_000) {
+        harness.step(step);
+    }
+    harness.wait(Duration::from_secs(600));
+}
