@@ -32,7 +32,7 @@ if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
 fi
 seconds=$1
 shift
-all_targets=(ws_frames client_decode connection client_session)
+all_targets=(ws_frames client_decode connection client_session server_connection)
 targets=("${@:-${all_targets[@]}}")
 sanitizer=${FUZZ_SANITIZER:-none}
 max_len=${FUZZ_MAX_LEN:-8192}
@@ -135,6 +135,7 @@ if [[ ${FUZZ_COVERAGE:-0} == 1 ]]; then
       ws_frames) focus='belay-server/src/ws\.rs' ;;
       client_decode) focus='belay-proto/src/message/' ;;
       client_session) focus='belay-proto/src/(session/|subscriptions|registry|heartbeat|readiness|backoff/)' ;;
+      server_connection) focus='belay-proto/src/server/(connection/|rate|limits|violation)' ;;
       *) focus='belay-server/src/(connection|ws|requests|outbound|mailbox|fanout|rpc|demo|broker/)|belay-proto/src/(server/(rate|limits|violation|idempotency|channel)|heartbeat|message/)' ;;
     esac
     grep -E "$focus" "work/$target.coverage.txt" | awk -v t="$target" '

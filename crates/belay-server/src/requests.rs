@@ -91,9 +91,6 @@ pub(crate) struct RequestTask {
     pub(crate) ticket: Ticket,
     /// The slow-replies fault: wait this long before running.
     pub(crate) delay: Option<Duration>,
-    /// The service-down fault: never answer, as a hung backend would (the
-    /// client's deadline settles it).
-    pub(crate) unanswered: bool,
     pub(crate) principal: Principal,
     pub(crate) session: Arc<str>,
     pub(crate) request: Request,
@@ -143,10 +140,6 @@ impl Drop for KeyOwner {
 /// Run `task` to its one response (`start` is [`Admit::Run`] or
 /// [`Admit::Wait`]; an [`Admit::Answer`] is sent as it is).
 pub(crate) async fn run(task: RequestTask, start: Admit) {
-    if task.unanswered {
-        task.shared.metrics.count_request("unanswered");
-        return std::future::pending().await;
-    }
     let reply = match start {
         Admit::Answer(reply) => reply,
         Admit::Wait(mut rx) => rx.recv().await.unwrap_or_else(|_| {

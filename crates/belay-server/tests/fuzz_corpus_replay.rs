@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
-use belay_proto::fuzzing::client_session;
+use belay_proto::fuzzing::{client_session, server_connection};
 
 use belay_server::fuzzing::{
     self, client_decode, connection, decode_frames, encode_frames, masked_frame, ws_frames,
@@ -78,6 +78,18 @@ fn client_session_corpus_replays() {
         let input = Unstructured::new(bytes);
         if let Ok(session) = client_session::SessionInput::arbitrary_take_rest(input) {
             client_session::run(&session);
+        }
+    });
+    assert!(replayed >= 10);
+}
+
+/// The server core's target (`belay_proto::fuzzing::server_connection`).
+#[test]
+fn server_connection_corpus_replays() {
+    let replayed = replay("server_connection", |bytes| {
+        let input = Unstructured::new(bytes);
+        if let Ok(input) = server_connection::ConnectionInput::arbitrary_take_rest(input) {
+            server_connection::run(&input);
         }
     });
     assert!(replayed >= 10);

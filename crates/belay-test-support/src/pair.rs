@@ -274,7 +274,8 @@ impl Pair {
         let now = self.now;
         match delivery {
             Delivery::Accept(id) => {
-                let conn = Connection::new(std::sync::Arc::clone(&self.limits), now, self.seed ^ id.0);
+                let conn =
+                    Connection::new(std::sync::Arc::clone(&self.limits), now, self.seed ^ id.0);
                 self.server_log.push(ServerRecord::Accepted { at: now, id });
                 self.servers.insert(id, conn);
             }

@@ -284,10 +284,10 @@ impl Harness {
                     violated(3, "one response per request", (response.id, *count, sent));
                 }
             }
-            ServerMessage::Subscribed(subscribed) => {
-                if !self.joins_granted.remove(&subscribed.channel) {
-                    violated(4, "subscribed only after a join", &subscribed.channel);
-                }
+            ServerMessage::Subscribed(subscribed)
+                if !self.joins_granted.remove(&subscribed.channel) =>
+            {
+                violated(4, "subscribed only after a join", &subscribed.channel)
             }
             _ => {}
         }

@@ -164,19 +164,25 @@ impl Driver {
     /// its idempotency key) answers at once; otherwise a task runs it and
     /// reports back through the mailbox.
     fn call(&mut self, now: Instant, ticket: Ticket, request: belay_proto::message::Request) {
+        if self.faults.borrow().service_down {
+            // The service is down: the request is never answered, as a hung
+            // backend would; the client's deadline settles it.
+            self.shared.metrics.count_request("unanswered");
+            self.core.abandon_call(ticket);
+            return;
+        }
         let start = requests::admit(&self.shared, &self.principal, &request);
         if let Admit::Answer(reply) = start {
             self.core.handle_reply(now, ticket, reply);
             return;
         }
         let keyed = matches!(start, Admit::Run(Some(_)));
-        let faults = self.faults.borrow().clone();
+        let slow_replies = self.faults.borrow().slow_replies;
         let task = RequestTask {
             shared: Arc::clone(&self.shared),
             control: self.control.clone(),
             ticket,
-            delay: faults.slow_replies,
-            unanswered: faults.service_down,
+            delay: slow_replies,
             principal: self.principal.clone(),
             session: Arc::clone(&self.session),
             request,

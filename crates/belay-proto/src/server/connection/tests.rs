@@ -761,3 +761,21 @@ fn more_messages_than_allowed_before_welcome_close_1002() {
         Some((1002, "connect expected".into()))
     );
 }
+
+#[test]
+fn an_abandoned_call_frees_its_slot_and_gets_no_response() {
+    let mut conn = open();
+    text(
+        &mut conn,
+        T0,
+        json!({"type": "request", "id": 1, "method": "hung"}),
+    );
+    let ask = ticket_of(&drain(&mut conn));
+    conn.handle_request_authorized(T0, ask, Ok(()));
+    let call = ticket_of(&drain(&mut conn));
+    assert_eq!(conn.requests_in_flight(), 1);
+    conn.abandon_call(call);
+    conn.handle_reply(T0, call, Reply::Result(RawJson::null()));
+    assert_eq!(conn.requests_in_flight(), 0);
+    assert!(sent(&drain(&mut conn)).is_empty());
+}
