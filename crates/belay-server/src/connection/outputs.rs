@@ -40,7 +40,7 @@ impl Driver {
                         .shared
                         .auth
                         .authorize_subscribe(&self.principal, &channel)
-                        .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()));
+                        .map_err(|denied| refusal(&denied));
                     self.core.handle_subscribe_authorized(now, ticket, verdict);
                 }
                 Output::Join {
@@ -63,7 +63,7 @@ impl Driver {
                         .shared
                         .auth
                         .authorize_request(&self.principal, &method)
-                        .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()));
+                        .map_err(|denied| refusal(&denied));
                     self.core.handle_request_authorized(now, ticket, verdict);
                 }
                 Output::Call { ticket, request } => self.call(now, ticket, request),
@@ -221,4 +221,9 @@ impl Driver {
             _ => {}
         }
     }
+}
+
+/// The error a denied subscribe or request gets.
+fn refusal(denied: &crate::auth::AuthError) -> ErrorBody {
+    ErrorBody::new(denied.code(), denied.to_string())
 }

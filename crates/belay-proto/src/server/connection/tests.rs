@@ -38,7 +38,12 @@ fn text(conn: &mut Conn, now: Instant, frame: serde_json::Value) {
 
 /// A connection through `welcome`, its outputs so far drained.
 fn open() -> Conn {
-    let mut conn = Conn::new(Limits::default(), T0, 42);
+    open_with(Limits::default())
+}
+
+/// The same under `limits`.
+fn open_with(limits: Limits) -> Conn {
+    let mut conn = Conn::new(limits, T0, 42);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let Some(Output::Authenticate { ticket, .. }) = conn.poll_output() else {
         panic!("connect must be authenticated")
@@ -67,6 +72,18 @@ fn ticket_of(outputs: &[Output<&'static str>]) -> Ticket {
             _ => None,
         })
         .expect("a question")
+}
+
+/// Send request `id` for `method`, authorize it: the `Call`'s ticket.
+fn called(conn: &mut Conn, id: u64, method: &str) -> Ticket {
+    text(
+        conn,
+        T0,
+        json!({"type": "request", "id": id, "method": method}),
+    );
+    let ask = ticket_of(&drain(conn));
+    conn.handle_request_authorized(T0, ask, Ok(()));
+    ticket_of(&drain(conn))
 }
 
 fn subscribe(conn: &mut Conn, now: Instant, channel: &str, subscription: u64, top: u64) {
@@ -306,11 +323,7 @@ fn a_denied_request_gets_its_error_and_is_never_called() {
 fn requests_beyond_the_in_flight_bound_are_refused_rate_limited() {
     let mut limits = Limits::default();
     limits.set_max_in_flight(2);
-    let mut conn = Conn::new(limits, T0, 1);
-    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
-    let t = ticket_of(&drain(&mut conn));
-    conn.handle_auth(T0, t, AuthVerdict::accepted());
-    drain(&mut conn);
+    let mut conn = open_with(limits);
     let mut out = Vec::new();
     for id in 1..=3 {
         text(
@@ -491,11 +504,7 @@ fn a_denied_subscribe_is_answered_unsubscribed_and_never_joined() {
 fn invalid_names_and_limits_refuse_a_subscribe() {
     let mut limits = Limits::default();
     limits.set_max_subscriptions(1).set_max_channel_len(4);
-    let mut conn = Conn::new(limits, T0, 1);
-    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
-    let t = ticket_of(&drain(&mut conn));
-    conn.handle_auth(T0, t, AuthVerdict::accepted());
-    drain(&mut conn);
+    let mut conn = open_with(limits);
     text(
         &mut conn,
         T0,
@@ -627,14 +636,7 @@ fn the_peers_close_ends_the_connection() {
 #[test]
 fn a_drain_closes_1012_once_the_requests_in_flight_are_answered() {
     let mut conn = open();
-    text(
-        &mut conn,
-        T0,
-        json!({"type": "request", "id": 1, "method": "slow"}),
-    );
-    let ask = ticket_of(&drain(&mut conn));
-    conn.handle_request_authorized(T0, ask, Ok(()));
-    let call = ticket_of(&drain(&mut conn));
+    let call = called(&mut conn, 1, "slow");
     conn.advise(ReconnectAdvice {
         reason: "restart".into(),
         min_delay_ms: 0,
@@ -664,14 +666,7 @@ fn a_drain_closes_1012_once_the_requests_in_flight_are_answered() {
 #[test]
 fn a_drain_closes_1012_at_its_deadline_even_with_requests_running() {
     let mut conn = open();
-    text(
-        &mut conn,
-        T0,
-        json!({"type": "request", "id": 1, "method": "slow"}),
-    );
-    let ask = ticket_of(&drain(&mut conn));
-    conn.handle_request_authorized(T0, ask, Ok(()));
-    drain(&mut conn);
+    called(&mut conn, 1, "slow");
     conn.drain(T0, at(2_000));
     assert_eq!(conn.poll_timeout(), Some(at(2_000)));
     conn.handle_timeout(at(2_000));
@@ -765,14 +760,7 @@ fn more_messages_than_allowed_before_welcome_close_1002() {
 #[test]
 fn an_abandoned_call_frees_its_slot_and_gets_no_response() {
     let mut conn = open();
-    text(
-        &mut conn,
-        T0,
-        json!({"type": "request", "id": 1, "method": "hung"}),
-    );
-    let ask = ticket_of(&drain(&mut conn));
-    conn.handle_request_authorized(T0, ask, Ok(()));
-    let call = ticket_of(&drain(&mut conn));
+    let call = called(&mut conn, 1, "hung");
     assert_eq!(conn.requests_in_flight(), 1);
     conn.abandon_call(call);
     conn.handle_reply(T0, call, Reply::Result(RawJson::null()));
