@@ -129,6 +129,8 @@ pub struct Connection<F> {
     /// connection keeps its state small: thousands of them are held).
     activity: Option<Box<Activity>>,
     out: VecDeque<Output<F>>,
+    /// The last output taken was a live frame (see `poll_output`).
+    streaming: bool,
     next_ticket: u64,
 }
 
@@ -160,6 +162,7 @@ impl<F> Connection<F> {
             limits,
             activity: None,
             out: VecDeque::new(),
+            streaming: false,
             next_ticket: 1,
         }
     }
@@ -202,10 +205,15 @@ impl<F> Connection<F> {
     /// The next thing to do, in order.
     pub fn poll_output(&mut self) -> Option<Output<F>> {
         let next = self.out.pop_front();
-        if next.is_none() && self.out.capacity() > 0 {
+        match &next {
+            Some(output) => self.streaming = matches!(output, Output::SendEncoded(_)),
             // Drained: an idle connection holds no queue (thousands of idle
-            // connections would each keep a few hundred bytes).
-            self.out = VecDeque::new();
+            // connections would each keep a few hundred bytes), but one that
+            // is receiving a stream keeps it, so live delivery does not
+            // allocate and free it for every publication. Its next other
+            // output (a heartbeat `ping` at the latest) releases it.
+            None if !self.streaming && self.out.capacity() > 0 => self.out = VecDeque::new(),
+            None => {}
         }
         next
     }
