@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use belay_proto::server::DrainPlan;
-use belay_proto::CloseCode;
 
 use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
@@ -57,10 +56,7 @@ async fn run(shared: Arc<Shared>) {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             sleep_until(&shared, close_at).await;
-            let _ = control.send(Control::Close(
-                CloseCode::SERVICE_RESTART,
-                "server restarting".into(),
-            ));
+            let _ = control.send(Control::Drain);
         });
     }
     // Wait until every connection is gone, or the deadline.

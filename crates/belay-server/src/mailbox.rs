@@ -15,7 +15,6 @@ use tokio::sync::Notify;
 
 use belay_proto::message::{ReconnectAdvice, Reply};
 use belay_proto::server::Ticket;
-use belay_proto::CloseCode;
 
 use crate::metrics::lock;
 
@@ -24,9 +23,9 @@ use crate::metrics::lock;
 pub(crate) enum Control {
     /// Send reconnect advice (a drain).
     Advise(ReconnectAdvice),
-    /// Close with this code and reason (1012: once requests in flight are
-    /// answered, within the drain's deadline).
-    Close(CloseCode, String),
+    /// Close 1012 once the requests in flight are answered, within the
+    /// drain's deadline (the connection's core decides when).
+    Drain,
     /// Drop the socket without a close frame (a restart fault).
     Drop,
     /// A request the connection called finished with this outcome.
@@ -93,13 +92,9 @@ mod tests {
     async fn orders_arrive_in_order_and_a_closed_mailbox_refuses() {
         let (tx, mut rx) = mailbox();
         tx.send(Control::Drop).unwrap();
-        tx.send(Control::Close(CloseCode::NORMAL, "bye".into()))
-            .unwrap();
+        tx.send(Control::Drain).unwrap();
         assert!(matches!(rx.recv().await, Control::Drop));
-        assert!(matches!(
-            rx.recv().await,
-            Control::Close(CloseCode::NORMAL, _)
-        ));
+        assert!(matches!(rx.recv().await, Control::Drain));
         drop(rx);
         assert!(tx.send(Control::Drop).is_err());
     }

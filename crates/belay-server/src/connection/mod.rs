@@ -318,11 +318,10 @@ impl Driver {
             // A drain: requests in flight are answered before the close
             // (within the drain's deadline, after which the server exits
             // anyway).
-            Control::Close(code, _) if code == CloseCode::SERVICE_RESTART => {
+            Control::Drain => {
                 let until = now.saturating_add(self.shared.config.drain.deadline());
                 self.core.drain(now, until);
             }
-            Control::Close(code, reason) => self.core.close(code, &reason),
             Control::Drop => return Some(End::Abrupt),
             Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
         }
