@@ -24,7 +24,7 @@
 // The page is the server's /healthz document (so it is on the server's
 // origin); its scripts, injected through request interception so any Belay
 // server works, are the demo server's own assets,
-// crates/belay-server/assets/{modes.js,belay.js}: the same code the demo page
+// crates/belay-demo/assets/{modes.js,belay.js}: the same code the demo page
 // and the Chromium e2e table run. Needs `npm ci` in clients/js (for
 // playwright-core) and Debian's chromium; no build step.
 import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
@@ -32,7 +32,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const ASSETS = fileURLToPath(new URL("../../../crates/belay-server/assets/", import.meta.url));
+const ASSETS = fileURLToPath(new URL("../../../crates/belay-demo/assets/", import.meta.url));
 export const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_server::{demo, Server, ServerConfig};
+use belay_demo::Demo;
+use belay_server::{Server, ServerConfig};
 
 /// Arguments of `belay serve`.
 #[derive(Debug, clap::Args)]
@@ -254,22 +255,23 @@ async fn serve(args: &Args) -> Result<(), String> {
         .drain
         .set_lb_delay(Duration::from_secs(args.lb_delay_secs))
         .set_reconnect_spread(Duration::from_millis(args.drain_spread_ms));
-    let mut builder = Server::builder().config(config);
-    if args.demo {
-        builder = builder.methods(demo::methods());
-    }
-    let server = builder.build();
+    let demo = args.demo.then(Demo::new);
+    let server = match &demo {
+        Some(demo) => demo.builder(config).build(),
+        None => Server::builder().config(config).build(),
+    };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let local = listener
         .local_addr()
         .map_err(|e| format!("no local address: {e}"))?;
-    let router = if args.demo {
-        demo::spawn_feed(&server, Duration::from_millis(args.feed_every_ms.max(1)));
-        demo::router(&server)
-    } else {
-        server.router().merge(server.admin_router())
+    let router = match &demo {
+        Some(demo) => {
+            belay_demo::spawn_feed(&server, Duration::from_millis(args.feed_every_ms.max(1)));
+            demo.router(&server)
+        }
+        None => server.router().merge(server.admin_router()),
     };
     let (http, ws) = if tls.is_some() {
         ("https", "wss")

@@ -211,14 +211,17 @@ async fn reconnect_now_during_backoff_dials_at_once_without_a_second_connection(
         .connect();
     client.ready().await.expect("ready");
     let mut status = client.status();
-    server.restart(Duration::from_millis(300));
+    server
+        .demo
+        .faults()
+        .restart(&server, Duration::from_millis(300));
     let waiting = status_where(&mut status, "waiting", |s| {
         s.state == ConnectionState::Waiting
     })
     .await;
     assert!(waiting.next_attempt.is_some());
     // The server accepts again once its restart window is over.
-    if let Some(until) = server.faults().refuse_until {
+    if let Some(until) = server.demo.faults().faults().refuse_until {
         tokio::time::sleep_until(until.into()).await;
     }
     let mut events = client.events();
@@ -274,7 +277,10 @@ async fn no_publication_is_lost_or_duplicated_through_a_restart() {
             for n in 0..80u64 {
                 every.tick().await;
                 if n == 20 {
-                    server.restart(Duration::from_millis(700));
+                    server
+                        .demo
+                        .faults()
+                        .restart(&server, Duration::from_millis(700));
                 }
                 last = Some(server.publish("ticks", json!(n)).expect("published").offset);
             }
@@ -315,7 +321,10 @@ async fn after_close_no_new_connection_appears() {
     client.ready().await.expect("ready");
     let mut status = client.status();
     // Lose the connection so that a redial is pending, then close.
-    server.restart(Duration::from_millis(100));
+    server
+        .demo
+        .faults()
+        .restart(&server, Duration::from_millis(100));
     status_where(&mut status, "waiting", |s| {
         matches!(
             s.state,

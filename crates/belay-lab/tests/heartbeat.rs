@@ -6,10 +6,11 @@ mod common;
 
 use std::time::Duration;
 
+use belay_demo as demo;
 use belay_lab::Fault;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
 use belay_proto::server::Limits;
-use belay_server::{demo, Server, ServerConfig};
+use belay_server::{Server, ServerConfig};
 use common::ws::{Next, Session};
 use common::*;
 use serde_json::json;

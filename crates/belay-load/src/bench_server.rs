@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use belay_server::rpc::{CallContext, RpcError};
-use belay_server::{demo, Server, ServerConfig};
+use belay_server::{Server, ServerConfig};
 use serde_json::{json, Value};
 
 use crate::client::wall_micros;
@@ -24,7 +24,7 @@ pub fn build(ping_interval: Duration) -> Server {
         .set_messages_per_sec(1_000_000.0)
         .set_burst(1_000_000)
         .set_handshake_timeout(Duration::from_secs(60));
-    let mut methods = demo::methods();
+    let mut methods = belay_demo::methods();
     methods.register("bench.publish", move |ctx: CallContext, params: Value| {
         async move {
             let server = ctx.server;

@@ -43,7 +43,7 @@ async fn echo(request: Request) -> Response {
         Ok(handshake) => handshake,
         Err(refused) => return refused.into_response(),
     };
-    handshake.accept(request, ECHO_MAX_PAYLOAD, |mut ws| async move {
+    handshake.accept(request, ECHO_MAX_PAYLOAD, None, |mut ws| async move {
         // Every ping is answered; the codec validates UTF-8 and
         // fragmentation and answers the peer's close; a broken rule closes
         // with its code.

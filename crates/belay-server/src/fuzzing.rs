@@ -700,7 +700,7 @@ impl<'a> Arbitrary<'a> for FuzzBytes {
     }
 }
 
-/// A method to call: the demo's three, or any other name.
+/// A method to call: one of [`fuzz_methods`], or any other name.
 #[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
 pub enum FuzzMethod {
     /// `echo`: answers its params.
@@ -900,8 +900,30 @@ fn fuzz_server() -> Server {
         .set_handshake_timeout(Duration::from_secs(2));
     Server::builder()
         .config(ServerConfig::default().with_limits(limits))
-        .methods(crate::demo::methods())
+        .methods(fuzz_methods())
         .build()
+}
+
+/// The methods a fuzzed session may call ([`FuzzMethod`]): `echo` answers
+/// its params, `order.create` numbers each execution (so a replayed key
+/// shows), `slow` answers after the given milliseconds (at most 30 s).
+fn fuzz_methods() -> crate::rpc::Methods {
+    use crate::rpc::RpcError;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let executions = Arc::new(AtomicU64::new(0));
+    let mut methods = crate::rpc::Methods::new();
+    methods.register("echo", |_ctx, value: serde_json::Value| async move {
+        Ok::<_, RpcError>(value)
+    });
+    methods.register("order.create", move |ctx, item: serde_json::Value| {
+        let n = executions.fetch_add(1, Ordering::Relaxed) + 1;
+        async move { Ok::<_, RpcError>(json!({ "order": n, "item": item, "key": ctx.idempotency_key })) }
+    });
+    methods.register("slow", |_ctx, ms: u64| async move {
+        tokio::time::sleep(Duration::from_millis(ms.min(30_000))).await;
+        Ok::<_, RpcError>(ms)
+    });
+    methods
 }
 
 /// The one place that knows how the `/ws` upgrade hands a socket to the

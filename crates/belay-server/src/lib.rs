@@ -41,10 +41,8 @@ mod clock;
 pub mod config;
 pub mod conformance;
 mod connection;
-pub mod demo;
 mod drain;
 pub mod events;
-pub mod faults;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -56,6 +54,7 @@ mod peer_limits;
 mod requests;
 pub mod rpc;
 mod server;
+pub mod stream;
 pub mod tls;
 mod upgrade;
 mod ws;

@@ -1,6 +1,6 @@
 //! A connection's mailbox for orders from the rest of the server.
 //!
-//! Orders (a drain, a restart fault, the outcome of a request the
+//! Orders (reconnect advice, a drain, the outcome of a request the
 //! connection called) come one by one, and every connection needs somewhere
 //! to receive them, and a tokio channel
 //! allocates its first block of slots up front: about 3 KB per idle
@@ -26,8 +26,6 @@ pub(crate) enum Control {
     /// Close 1012 once the requests in flight are answered, within the
     /// drain's deadline (the connection's core decides when).
     Drain,
-    /// Drop the socket without a close frame (a restart fault).
-    Drop,
     /// A request the connection called finished with this outcome.
     Reply(Ticket, Reply),
 }
@@ -91,12 +89,18 @@ mod tests {
     #[tokio::test]
     async fn orders_arrive_in_order_and_a_closed_mailbox_refuses() {
         let (tx, mut rx) = mailbox();
-        tx.send(Control::Drop).unwrap();
         tx.send(Control::Drain).unwrap();
-        assert!(matches!(rx.recv().await, Control::Drop));
+        tx.send(Control::Advise(ReconnectAdvice {
+            reason: "deploy".into(),
+            min_delay_ms: 0,
+            max_delay_ms: 0,
+            message: None,
+        }))
+        .unwrap();
         assert!(matches!(rx.recv().await, Control::Drain));
+        assert!(matches!(rx.recv().await, Control::Advise(_)));
         drop(rx);
-        assert!(tx.send(Control::Drop).is_err());
+        assert!(tx.send(Control::Drain).is_err());
     }
 
     #[tokio::test]
@@ -104,7 +108,7 @@ mod tests {
         let (tx, mut rx) = mailbox();
         let waiter = tokio::spawn(async move { rx.recv().await });
         tokio::task::yield_now().await;
-        tx.send(Control::Drop).unwrap();
-        assert!(matches!(waiter.await.unwrap(), Control::Drop));
+        tx.send(Control::Drain).unwrap();
+        assert!(matches!(waiter.await.unwrap(), Control::Drain));
     }
 }

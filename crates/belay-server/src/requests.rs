@@ -17,7 +17,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use belay_proto::message::{ErrorBody, Reply, Request};
 use belay_proto::server::{params_digest, Begin, Ticket, Violation};
@@ -89,8 +88,6 @@ pub(crate) struct RequestTask {
     pub(crate) shared: Arc<Shared>,
     pub(crate) control: ControlSender,
     pub(crate) ticket: Ticket,
-    /// The slow-replies fault: wait this long before running.
-    pub(crate) delay: Option<Duration>,
     pub(crate) principal: Principal,
     pub(crate) session: Arc<str>,
     pub(crate) request: Request,
@@ -146,9 +143,6 @@ pub(crate) async fn run(task: RequestTask, start: Admit) {
             Reply::Error(ErrorBody::new("unavailable", "the first attempt was lost"))
         }),
         Admit::Run(owner) => {
-            if let Some(delay) = task.delay {
-                tokio::time::sleep(delay).await;
-            }
             let reply = call(&task).await;
             if let Some(owner) = owner {
                 owner.complete(&reply);

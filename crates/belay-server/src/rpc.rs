@@ -8,6 +8,27 @@
 //! methods.register("sum", |_ctx, p: Sum| async move { Ok::<_, RpcError>(p.a + p.b) });
 //! assert!(methods.contains("sum"));
 //! ```
+//!
+//! **Layers** run around every call, in the order they were added (the
+//! first sees the call first): to time calls, shed load, or delay answers.
+//! A layer gets the method's name, the context and the params, and the
+//! [`Next`] step, which it may call, call later, or not call at all (then
+//! its own result is the answer).
+//!
+//! ```
+//! # use belay_server::rpc::{Methods, RpcError};
+//! let mut methods = Methods::new();
+//! methods.register("echo", |_ctx, v: serde_json::Value| async move { Ok::<_, RpcError>(v) });
+//! methods.layer(|method, ctx, params, next| {
+//!     let shed = method.starts_with("report.");
+//!     async move {
+//!         if shed {
+//!             return Err(RpcError::unavailable("reports are paused"));
+//!         }
+//!         next.run(ctx, params).await
+//!     }
+//! });
+//! ```
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -81,13 +102,57 @@ pub struct CallContext {
     pub server: crate::Server,
 }
 
-type BoxFuture = Pin<Box<dyn Future<Output = Result<Payload, RpcError>> + Send>>;
+/// A call in progress: what a method (or a layer) is turned into.
+pub type MethodFuture = Pin<Box<dyn Future<Output = Result<Payload, RpcError>> + Send>>;
+type BoxFuture = MethodFuture;
 type Handler = dyn Fn(CallContext, Payload) -> BoxFuture + Send + Sync;
+type LayerFn = dyn Fn(&str, CallContext, Payload, Next) -> BoxFuture + Send + Sync;
 
 /// The registered methods.
 #[derive(Clone, Default)]
 pub struct Methods {
     table: HashMap<String, Arc<Handler>>,
+    layers: Arc<[Arc<LayerFn>]>,
+}
+
+/// The rest of a call's chain, as a [`Methods::layer`] sees it: the layers
+/// added after it, then the method.
+pub struct Next {
+    method: Arc<str>,
+    handler: Arc<Handler>,
+    layers: Arc<[Arc<LayerFn>]>,
+    index: usize,
+}
+
+impl std::fmt::Debug for Next {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Next")
+            .field("method", &self.method)
+            .field("layers_left", &(self.layers.len() - self.index))
+            .finish()
+    }
+}
+
+impl Next {
+    /// The method called.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// Go on: the next layer, or the method itself.
+    pub fn run(self, ctx: CallContext, params: Payload) -> MethodFuture {
+        match self.layers.get(self.index).cloned() {
+            Some(layer) => {
+                let method = Arc::clone(&self.method);
+                let next = Next {
+                    index: self.index + 1,
+                    ..self
+                };
+                layer(&method, ctx, params, next)
+            }
+            None => (self.handler)(ctx, params),
+        }
+    }
 }
 
 impl std::fmt::Debug for Methods {
@@ -126,20 +191,51 @@ impl Methods {
         self
     }
 
+    /// Run every call (of a registered method or not) through `layer`,
+    /// after the layers added before it. See the module docs.
+    pub fn layer<F, Fut>(&mut self, layer: F) -> &mut Self
+    where
+        F: Fn(&str, CallContext, Payload, Next) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Payload, RpcError>> + Send + 'static,
+    {
+        let layer: Arc<LayerFn> = Arc::new(
+            move |method: &str, ctx: CallContext, params: Payload, next: Next| -> BoxFuture {
+                Box::pin(layer(method, ctx, params, next))
+            },
+        );
+        let mut layers = self.layers.to_vec();
+        layers.push(layer);
+        self.layers = layers.into();
+        self
+    }
+
     /// Whether `name` is registered.
     pub fn contains(&self, name: &str) -> bool {
         self.table.contains_key(name)
     }
 
-    /// Call `name`; `unknown_method` if it is not registered.
+    /// Call `name` through the layers; `unknown_method` if it is not
+    /// registered.
     pub(crate) fn call(&self, name: &str, ctx: CallContext, params: Payload) -> BoxFuture {
-        match self.table.get(name) {
-            Some(handler) => handler(ctx, params),
+        let handler = match self.table.get(name) {
+            Some(handler) if self.layers.is_empty() => return handler(ctx, params),
+            Some(handler) => Arc::clone(handler),
             None => {
                 let message = format!("no method {name:?}");
-                Box::pin(async move { Err(RpcError::new("unknown_method", message)) })
+                let unknown: Arc<Handler> = Arc::new(move |_ctx, _params| -> BoxFuture {
+                    let message = message.clone();
+                    Box::pin(async move { Err(RpcError::new("unknown_method", message)) })
+                });
+                unknown
             }
+        };
+        Next {
+            method: Arc::from(name),
+            handler,
+            layers: Arc::clone(&self.layers),
+            index: 0,
         }
+        .run(ctx, params)
     }
 }
 
@@ -178,5 +274,36 @@ mod tests {
         assert_eq!(err.code, "bad_request");
         let err = m.call("nope", ctx(), json!(null)).await.unwrap_err();
         assert_eq!(err.code, "unknown_method");
+    }
+
+    #[tokio::test]
+    async fn layers_run_in_the_order_added_around_every_call() {
+        let mut m = Methods::new();
+        m.register("echo", |_c, v: Payload| async move { Ok::<_, RpcError>(v) });
+        m.layer(|method, ctx, params, next| {
+            let seen = format!("outer saw {method}");
+            async move {
+                let inner = next.run(ctx, params).await?;
+                Ok(json!([seen, inner]))
+            }
+        });
+        m.layer(|method, ctx, params, next| {
+            let known = method == "echo";
+            async move {
+                if !known {
+                    return Err(RpcError::unavailable("inner refused"));
+                }
+                next.run(ctx, json!({"inner": params})).await
+            }
+        });
+        assert_eq!(
+            m.call("echo", ctx(), json!(1)).await,
+            Ok(json!(["outer saw echo", {"inner": 1}]))
+        );
+        let refused = m.call("nope", ctx(), json!(1)).await.unwrap_err();
+        assert_eq!(
+            refused.message, "inner refused",
+            "unknown methods pass the layers too"
+        );
     }
 }

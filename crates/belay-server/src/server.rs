@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -21,10 +20,9 @@ use crate::auth::{AllowAll, Authenticator};
 use crate::broker::{Broker, MemoryBroker, PublishError};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
-use crate::faults::Faults;
-use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
 use crate::rpc::Methods;
+use crate::stream::StreamLayer;
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -32,6 +30,7 @@ pub struct ServerBuilder {
     methods: Methods,
     auth: Arc<dyn Authenticator>,
     broker: Option<Arc<dyn Broker>>,
+    stream_layer: Option<Arc<dyn StreamLayer>>,
 }
 
 impl Default for ServerBuilder {
@@ -49,6 +48,7 @@ impl ServerBuilder {
             methods: Methods::new(),
             auth: Arc::new(AllowAll),
             broker: None,
+            stream_layer: None,
         }
     }
 
@@ -76,6 +76,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Pass every WebSocket session's byte stream through `layer` once it
+    /// is upgraded (see [`StreamLayer`]): to count or shape its bytes, or
+    /// to inject network faults in a test bench.
+    pub fn stream_layer(mut self, layer: impl StreamLayer) -> Self {
+        self.stream_layer = Some(Arc::new(layer));
+        self
+    }
+
     /// The server, not yet listening.
     pub fn build(self) -> Server {
         let clock = Clock::new();
@@ -84,7 +92,6 @@ impl ServerBuilder {
             .broker
             .unwrap_or_else(|| Arc::new(MemoryBroker::new(self.config.history)));
         let rate = self.config.accept_rate;
-        let (faults, _) = watch::channel(Faults::default());
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
         let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
         idempotency.set_max_bytes(self.config.idempotency_max_bytes);
@@ -108,7 +115,7 @@ impl ServerBuilder {
             metrics: Metrics::default(),
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
-            faults,
+            stream_layer: self.stream_layer,
             lifecycle,
             idempotent_waiters: Mutex::new(HashMap::new()),
             events: broadcast::channel(1_024).0,
@@ -151,10 +158,11 @@ pub(crate) struct Shared {
     pub(crate) keyed_running: AtomicUsize,
     pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
     pub(crate) next_connection: AtomicU64,
-    pub(crate) faults: watch::Sender<Faults>,
+    pub(crate) stream_layer: Option<Arc<dyn StreamLayer>>,
     pub(crate) lifecycle: watch::Sender<Lifecycle>,
     pub(crate) idempotency: Mutex<IdempotencyCache>,
-    /// Live feed of server events (connects, closes, faults, drain).
+    /// Live feed of server events (connects, closes, drain, and what
+    /// extensions announce).
     pub(crate) events: broadcast::Sender<crate::events::ServerEvent>,
     /// Retries of an idempotent request that is still running wait here.
     pub(crate) idempotent_waiters: Mutex<HashMap<(String, String), broadcast::Sender<Reply>>>,
@@ -180,14 +188,6 @@ impl Shared {
             connections: self.metrics.open_connections(),
         };
         let _ = self.events.send(event);
-    }
-
-    /// Send `control` to every connection; returns how many got it.
-    pub(crate) fn broadcast_control(&self, control: impl Fn() -> Control) -> usize {
-        lock(&self.connections)
-            .values()
-            .filter(|tx| tx.send(control()).is_ok())
-            .count()
     }
 }
 
@@ -254,47 +254,21 @@ impl Server {
         &self.shared.metrics
     }
 
-    /// The faults in force.
-    pub fn faults(&self) -> Faults {
-        self.shared.faults.borrow().clone()
-    }
-
     /// Live server events.
     pub fn events(&self) -> broadcast::Receiver<crate::events::ServerEvent> {
         self.shared.events.subscribe()
     }
 
-    /// Change the faults in force; connections react at once. `detail`
-    /// is what the event feed says (e.g. "service_down on"). A restart
-    /// window that is over is forgotten first.
-    pub fn set_faults(
-        &self,
-        detail: impl Into<String>,
-        change: impl FnOnce(&mut Faults),
-    ) -> Faults {
-        let now = std::time::Instant::now();
-        self.shared.faults.send_modify(|faults| {
-            if !faults.refusing(now) {
-                faults.refuse_until = None;
-            }
-            change(faults);
-        });
-        self.shared.emit("fault", detail.into());
-        self.faults()
+    /// Add an event to the live feed ([`Server::events`]): an extension
+    /// (a fault bench, an operator action) says what it did, in order with
+    /// the server's own events. `kind` is a short fixed name (`"fault"`).
+    pub fn announce(&self, kind: &'static str, detail: impl Into<String>) {
+        self.shared.emit(kind, detail.into());
     }
 
-    /// Emulate a restart: every session is dropped at once without a close
-    /// frame, and upgrades are refused for `down`.
-    pub fn restart(&self, down: Duration) {
-        let until = std::time::Instant::now() + down;
-        self.set_faults(
-            format!(
-                "restart: sessions dropped, upgrades refused for {} ms",
-                down.as_millis()
-            ),
-            |f| f.refuse_until = Some(until),
-        );
-        self.shared.broadcast_control(|| Control::Drop);
+    /// How long the server has been up (since it was built).
+    pub fn uptime(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.shared.clock.now().as_millis())
     }
 
     /// Where the server is in its life.

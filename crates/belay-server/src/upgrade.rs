@@ -6,7 +6,7 @@
 //! | not a GET, not HTTP/1.1 or later, or not a valid WebSocket upgrade (RFC 6455 §4.2.1: `Upgrade`, `Connection`, version 13, a `Sec-WebSocket-Key` that is base64 of 16 bytes) | HTTP 400 (405 for another method) |
 //! | `Origin` not in the allow-list | HTTP 403 |
 //! | too many connections from this IP (counted from the TCP accept, or from `X-Forwarded-For`/`Forwarded` behind a trusted proxy) | HTTP 429 + `Retry-After` |
-//! | restarting (fault) or draining | HTTP 503 + `Retry-After` |
+//! | draining | HTTP 503 + `Retry-After` |
 //! | over the source's share of the accept rate, or over the accept rate, native client (no `Origin`) | HTTP 503 + `Retry-After` |
 //! | the same, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
 
@@ -22,6 +22,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use bytes::Bytes;
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -34,6 +35,7 @@ use crate::connection::{self, Admission, ConnectionMeta};
 use crate::metrics::{lock, Metrics};
 use crate::peer_limits::{PeerSlot, SlotCell};
 use crate::server::{Lifecycle, Server, Shared};
+use crate::stream::{BoxedStream, StreamLayer};
 use crate::ws::WebSocket;
 
 const WS_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -64,13 +66,6 @@ pub(crate) async fn handle(
             "draining",
         );
     }
-    if shared.faults.borrow().refusing(std::time::Instant::now()) {
-        return retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(1),
-            "restarting",
-        );
-    }
     let mut slot = match source_slot(&shared, &request, peer) {
         Ok(slot) => slot,
         Err(violation) => return reject(violation),
@@ -93,15 +88,21 @@ pub(crate) async fn handle(
     };
     let token = bearer(&headers);
     slot.upgraded();
-    handshake.accept(request, limits.max_frame_len(), move |ws| async move {
-        let meta = ConnectionMeta {
-            peer,
-            header_token: token,
-            admission,
-            _peer_slot: Some(slot),
-        };
-        connection::run(shared, ws, meta).await;
-    })
+    let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
+    handshake.accept(
+        request,
+        limits.max_frame_len(),
+        layer,
+        move |ws| async move {
+            let meta = ConnectionMeta {
+                peer,
+                header_token: token,
+                admission,
+                _peer_slot: Some(slot),
+            };
+            connection::run(shared, ws, meta).await;
+        },
+    )
 }
 
 /// The slot counting this connection against its source: the one the
@@ -175,8 +176,15 @@ impl Handshake {
     /// limited to `max_payload` bytes. hyper's connection state (its read
     /// and write buffers) is released first: the socket is taken back out of
     /// the upgrade when the server's own accept loop served it. `session` is
-    /// dropped unrun if the upgrade never completes.
-    pub(crate) fn accept<F, Fut>(self, request: Request, max_payload: usize, session: F) -> Response
+    /// dropped unrun if the upgrade never completes. With a `layer`, the
+    /// session runs on the stream the layer makes of the socket.
+    pub(crate) fn accept<F, Fut>(
+        self,
+        request: Request,
+        max_payload: usize,
+        layer: Option<(Arc<dyn StreamLayer>, SocketAddr)>,
+        session: F,
+    ) -> Response
     where
         F: FnOnce(WebSocket<WsIo>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -186,8 +194,12 @@ impl Handshake {
             let Ok(upgraded) = on_upgrade.await else {
                 return;
             };
-            let ws = WsIo::take(upgraded, max_payload);
-            session(ws).await;
+            let (io, read_buf) = WsIo::take(upgraded);
+            let io = match layer {
+                Some((layer, peer)) => WsIo::Layered(layer.wrap(Box::new(io), peer)),
+                None => io,
+            };
+            session(WebSocket::new(io, &read_buf, max_payload)).await;
         });
         Response::builder()
             .status(StatusCode::SWITCHING_PROTOCOLS)
@@ -202,7 +214,6 @@ impl Handshake {
 /// The socket under a WebSocket session: the bare TCP stream or TLS stream
 /// when the server's accept loop served the upgrade (the usual case), or
 /// hyper's boxed upgrade when the router was served some other way.
-#[derive(Debug)]
 pub(crate) enum WsIo {
     /// Plain TCP.
     Tcp(TcpStream),
@@ -210,27 +221,21 @@ pub(crate) enum WsIo {
     Tls(Box<TlsStream<TcpStream>>),
     /// Anything else hyper upgraded.
     Upgraded(TokioIo<Upgraded>),
+    /// What a [`StreamLayer`] made of one of the above.
+    Layered(BoxedStream),
 }
 
 impl WsIo {
-    /// Take the socket out of hyper's upgrade, keeping only the bytes that
-    /// arrived after the request (normally none).
-    fn take(upgraded: Upgraded, max_payload: usize) -> WebSocket<WsIo> {
+    /// Take the socket out of hyper's upgrade, with the bytes that arrived
+    /// after the request (normally none).
+    fn take(upgraded: Upgraded) -> (WsIo, Bytes) {
         let upgraded = match upgraded.downcast::<TokioIo<TcpStream>>() {
-            Ok(parts) => {
-                let io = WsIo::Tcp(parts.io.into_inner());
-                return WebSocket::new(io, &parts.read_buf, max_payload);
-            }
+            Ok(parts) => return (WsIo::Tcp(parts.io.into_inner()), parts.read_buf),
             Err(upgraded) => upgraded,
         };
         match upgraded.downcast::<TokioIo<TlsStream<TcpStream>>>() {
-            Ok(parts) => {
-                let io = WsIo::Tls(Box::new(parts.io.into_inner()));
-                WebSocket::new(io, &parts.read_buf, max_payload)
-            }
-            Err(upgraded) => {
-                WebSocket::new(WsIo::Upgraded(TokioIo::new(upgraded)), &[], max_payload)
-            }
+            Ok(parts) => (WsIo::Tls(Box::new(parts.io.into_inner())), parts.read_buf),
+            Err(upgraded) => (WsIo::Upgraded(TokioIo::new(upgraded)), Bytes::new()),
         }
     }
 }
@@ -248,6 +253,10 @@ macro_rules! delegate {
             }
             WsIo::Upgraded($io) => {
                 let $io = Pin::new($io);
+                $call
+            }
+            WsIo::Layered($io) => {
+                let $io = Pin::new($io.as_mut());
                 $call
             }
         }

@@ -6,10 +6,11 @@ mod common;
 
 use std::time::Duration;
 
+use belay_demo as demo;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};
 use belay_proto::server::DrainConfig;
 use belay_proto::server::Limits;
-use belay_server::{demo, Lifecycle, Server, ServerConfig};
+use belay_server::{Lifecycle, Server, ServerConfig};
 use common::{Closed, Raw, SOON};
 use futures_util::SinkExt;
 use serde_json::json;

@@ -7,6 +7,9 @@
 //! clock jumps to the next thing due, so minutes of protocol take
 //! milliseconds. Modelled on quinn-proto's `Pair`.
 //!
+//! With the `sockets` feature, [`sockets`] holds the raw protocol client
+//! and the HTTP helpers that every crate's socket-level tests use.
+//!
 //! ```
 //! use std::time::Duration;
 //! use belay_proto::Config;
@@ -23,6 +26,8 @@
 mod broker;
 mod link;
 mod pair;
+#[cfg(feature = "sockets")]
+pub mod sockets;
 
 pub use broker::{ModelBroker, Subscriber};
 pub use link::{Direction, Link};

@@ -7,51 +7,60 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use belay_client::{Client, ClientBuilder, ClientEvent, Status};
+use belay_demo::Demo;
 use belay_proto::backoff::BackoffPolicy;
 use belay_proto::server::Limits;
 use belay_server::events::ServerEvent;
-use belay_server::{demo, Server, ServerConfig};
+use belay_server::{Server, ServerConfig};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{broadcast, watch};
 
 /// A generous bound for anything that should happen "soon".
 pub const SOON: Duration = Duration::from_secs(10);
 
+/// A demo server (belay-demo: its methods and fault bench) and its demo;
+/// derefs to the server.
+#[derive(Clone)]
+pub struct DemoServer {
+    pub demo: Demo,
+    server: Server,
+}
+
+impl std::ops::Deref for DemoServer {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
 /// A demo server with a 1 s ping (and 1 s pong timeout).
-pub fn demo_server() -> Server {
-    let mut limits = Limits::default();
-    limits
-        .set_ping_interval(Duration::from_secs(1))
-        .set_pong_timeout(Duration::from_secs(1));
-    Server::builder()
-        .config(ServerConfig::default().with_limits(limits))
-        .methods(demo::methods())
-        .build()
+pub fn demo_server() -> DemoServer {
+    demo_server_with_history(belay_server::broker::HistoryLimits::default())
 }
 
 /// A demo server like [`demo_server`] with other channel history bounds.
-pub fn demo_server_with_history(history: belay_server::broker::HistoryLimits) -> Server {
+pub fn demo_server_with_history(history: belay_server::broker::HistoryLimits) -> DemoServer {
     let mut limits = Limits::default();
     limits
         .set_ping_interval(Duration::from_secs(1))
         .set_pong_timeout(Duration::from_secs(1));
-    Server::builder()
-        .config(
-            ServerConfig::default()
-                .with_limits(limits)
-                .with_history(history),
-        )
-        .methods(demo::methods())
-        .build()
+    let demo = Demo::new();
+    let config = ServerConfig::default()
+        .with_limits(limits)
+        .with_history(history);
+    let server = demo.builder(config).build();
+    DemoServer { demo, server }
 }
 
 /// Serve the demo router on 127.0.0.1 with a port of the OS's choosing.
-pub async fn start(server: &Server) -> SocketAddr {
+pub async fn start(server: &DemoServer) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let serving = server.clone();
+    let serving = server.server.clone();
+    let router = server.demo.router(&serving);
     tokio::spawn(async move {
-        let _ = serving.serve(listener, demo::router(&serving)).await;
+        let _ = serving.serve(listener, router).await;
     });
     addr
 }

@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use belay_proto::message::ErrorBody;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
@@ -72,14 +73,21 @@ pub(crate) enum LiveItem {
         channel: Arc<str>,
         subscriber: SubscriberId,
     },
+    /// The broker ended the subscription ([`LiveSender::end`]).
+    Ended {
+        channel: Arc<str>,
+        subscriber: SubscriberId,
+        error: ErrorBody,
+    },
 }
 
 #[derive(Debug, Default)]
 struct State {
     items: VecDeque<LiveItem>,
     bytes: usize,
-    /// Subscriptions marked lagged whose notice is queued.
-    lagged: Vec<SubscriberId>,
+    /// Subscriptions marked lagged or ended whose notice is queued: they
+    /// get no more frames.
+    stopped: Vec<SubscriberId>,
 }
 
 #[derive(Debug)]
@@ -123,7 +131,7 @@ impl LiveSender {
             return Delivered::Gone;
         }
         let mut state = lock(&self.inbox.state);
-        if state.lagged.contains(&self.id) {
+        if state.stopped.contains(&self.id) {
             return Delivered::Lagged;
         }
         let fits = state.items.is_empty()
@@ -138,7 +146,7 @@ impl LiveSender {
                 frame: frame.clone(),
             }
         } else {
-            state.lagged.push(self.id);
+            state.stopped.push(self.id);
             LiveItem::Lagged {
                 channel: Arc::clone(&self.channel),
                 subscriber: self.id,
@@ -152,6 +160,30 @@ impl LiveSender {
         } else {
             Delivered::Lagged
         }
+    }
+
+    /// End this subscription from the broker's side: it gets no more
+    /// frames, and the connection tells its client `unsubscribed` with
+    /// `error` (for example `unavailable` when the store behind the channel
+    /// is lost), after the frames already queued. The broker should also
+    /// forget the sender. Ending a subscription twice, or one that lagged,
+    /// does nothing more.
+    pub fn end(&self, error: ErrorBody) {
+        if self.is_gone() {
+            return;
+        }
+        let mut state = lock(&self.inbox.state);
+        if state.stopped.contains(&self.id) {
+            return;
+        }
+        state.stopped.push(self.id);
+        state.items.push_back(LiveItem::Ended {
+            channel: Arc::clone(&self.channel),
+            subscriber: self.id,
+            error,
+        });
+        drop(state);
+        self.inbox.notify.notify_one();
     }
 }
 
@@ -187,7 +219,9 @@ impl LiveInbox {
         let item = state.items.pop_front()?;
         match &item {
             LiveItem::Frame { frame, .. } => state.bytes -= frame.len(),
-            LiveItem::Lagged { subscriber, .. } => state.lagged.retain(|id| id != subscriber),
+            LiveItem::Lagged { subscriber, .. } | LiveItem::Ended { subscriber, .. } => {
+                state.stopped.retain(|id| id != subscriber);
+            }
         }
         if state.items.is_empty() && state.items.capacity() > 64 {
             // A burst is over: give the ring back.
@@ -262,6 +296,29 @@ mod tests {
         assert_eq!(a.deliver(1, &frame(50)), Delivered::Queued);
         assert_eq!(a.deliver(2, &frame(1)), Delivered::Lagged);
         assert!(inbox.try_next().is_some());
+    }
+
+    #[test]
+    fn an_ended_subscription_gets_its_notice_after_what_is_queued_and_nothing_more() {
+        let mut inbox = LiveInbox::new(10, 1_000);
+        let a = inbox.sender(Arc::from("a"));
+        assert_eq!(a.deliver(1, &frame(1)), Delivered::Queued);
+        a.end(ErrorBody::new("unavailable", "down"));
+        a.end(ErrorBody::new("unavailable", "twice"));
+        assert_eq!(a.deliver(2, &frame(1)), Delivered::Lagged);
+        assert!(matches!(
+            inbox.try_next(),
+            Some(LiveItem::Frame { offset: 1, .. })
+        ));
+        match inbox.try_next() {
+            Some(LiveItem::Ended {
+                error, subscriber, ..
+            }) => {
+                assert_eq!((error.message.as_str(), subscriber), ("down", a.id()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(inbox.try_next().is_none());
     }
 
     #[test]

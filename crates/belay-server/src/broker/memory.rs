@@ -411,7 +411,7 @@ mod tests {
             let offsets: Vec<u64> = std::iter::from_fn(|| conn.try_next())
                 .map(|item| match item {
                     LiveItem::Frame { offset, .. } => offset,
-                    LiveItem::Lagged { .. } => panic!("lagged"),
+                    other => panic!("{other:?}"),
                 })
                 .collect();
             assert_eq!(offsets, [1, 2, 3]);

@@ -54,13 +54,19 @@ pub struct Subscription {
 }
 
 /// Why a subscription was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubscribeError {
     /// The channel does not exist and the broker holds as many channels as
     /// it may.
     #[error("too many channels")]
     TooManyChannels,
+    /// The broker cannot take subscriptions now (its backing store is
+    /// unreachable, the service behind the channel is down): the client
+    /// gets `unsubscribed` `unavailable` with this reason and tries again
+    /// later.
+    #[error("broker unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Why a publication was refused. Nothing was published: no offset was
@@ -103,8 +109,10 @@ pub trait Broker: Send + Sync + 'static {
     fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError>;
 
     /// Subscribe `live` to `channel`, resuming after `since` if given;
-    /// refused when the channel would be one too many. From now on the
-    /// channel's publications after the returned position go to `live`.
+    /// refused when the channel would be one too many or the broker cannot
+    /// serve it now. From now on the channel's publications after the
+    /// returned position go to `live`, until it is unsubscribed or the
+    /// broker ends it ([`LiveSender::end`]).
     fn subscribe(
         &self,
         channel: &str,

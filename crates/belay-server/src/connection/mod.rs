@@ -19,11 +19,9 @@ use belay_proto::server::{Connection, Frame, TransportError};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::watch;
 
 use crate::auth::Principal;
 use crate::broker::{LiveInbox, LiveItem};
-use crate::faults::Faults;
 use crate::mailbox::{mailbox, Control, ControlReceiver, ControlSender};
 use crate::outbound::{outbound, Outbound, OutboundReceiver};
 use crate::requests::RequestSet;
@@ -67,8 +65,6 @@ enum End {
     },
     /// The peer closed (with this code, if it sent one) or vanished.
     PeerGone(Option<u16>),
-    /// Drop without a close frame.
-    Abrupt,
 }
 
 struct Driver {
@@ -76,7 +72,6 @@ struct Driver {
     core: Connection<Bytes>,
     out: Outbound,
     control: ControlSender,
-    faults: watch::Receiver<Faults>,
     /// Made at the first subscribe (an idle connection holds none).
     inbox: Option<LiveInbox>,
     requests: RequestSet,
@@ -85,8 +80,6 @@ struct Driver {
     /// The session id, once welcomed.
     session: Arc<str>,
     peer: SocketAddr,
-    /// When the flapping fault drops this session.
-    flap_at: Option<Instant>,
 }
 
 pub(crate) async fn run<S>(shared: Arc<Shared>, mut ws: WebSocket<S>, meta: ConnectionMeta)
@@ -121,7 +114,6 @@ where
         core.refuse_overload(retry_after);
     }
     let mut driver = Driver {
-        faults: shared.faults.subscribe(),
         shared: Arc::clone(&shared),
         core,
         out,
@@ -131,7 +123,6 @@ where
         principal: Principal::anonymous(),
         session: Arc::from(""),
         peer,
-        flap_at: None,
     };
     let end = driver.run_loop(&mut ws, &mut out_rx, control_rx).await;
     // Whatever ended it, the broker forgets this connection's subscriptions
@@ -163,7 +154,6 @@ where
             ws.close(None, "", CLOSE_LINGER).await;
             code.unwrap_or(CloseCode::ABNORMAL.0)
         }
-        End::Abrupt => CloseCode::ABNORMAL.0,
     };
     drop(ws);
     shared.unregister(id);
@@ -211,48 +201,23 @@ impl Driver {
             if let Some(end) = self.carry_out(ws, out) {
                 return end;
             }
-            if self.faults.borrow().freeze {
-                // Frozen: nothing read, nothing written, no timers. Only a
-                // change of faults or a restart/drain order wakes us.
-                tokio::select! {
-                    changed = self.faults.changed() => if changed.is_err() { return End::Abrupt },
-                    order = control.recv() => if matches!(order, Control::Drop) {
-                        return End::Abrupt;
-                    },
-                }
-                continue;
-            }
             let deadline =
                 tokio::time::Instant::from_std(self.shared.clock.to_std(self.next_deadline()));
             if timer.deadline() != deadline {
                 timer.as_mut().reset(deadline);
             }
             let room = ws.buffered() < HIGH_WATER;
-            // Biased: a fault change (a freeze must stop the very next frame)
-            // and orders come first, then a due timer (so a peer that keeps
-            // sending cannot postpone it), then the peer's frames (reading
-            // also writes what is buffered), then queued frames to send.
+            // Biased: orders come first, then a due timer (so a peer that
+            // keeps sending cannot postpone it), then the peer's frames
+            // (reading also writes what is buffered), then queued frames to
+            // send.
             tokio::select! {
                 biased;
-                changed = self.faults.changed() => {
-                    if changed.is_err() {
-                        return End::Abrupt;
-                    }
-                    self.on_faults_changed();
-                }
-                order = control.recv() => {
-                    if let Some(end) = self.on_control(order) {
-                        return end;
-                    }
-                }
+                order = control.recv() => self.on_control(order),
                 () = timer.as_mut() => {
                     // The timer can fire a little late or early: the core
                     // re-checks `now >= deadline` itself.
-                    let now = self.now();
-                    if self.flap_at.is_some_and(|at| now >= at) {
-                        return End::Abrupt;
-                    }
-                    self.core.handle_timeout(now);
+                    self.core.handle_timeout(self.now());
                 }
                 event = ws.next_event() => self.on_socket_event(event),
                 item = next_live(&mut self.inbox), if self.inbox.is_some() => {
@@ -264,8 +229,6 @@ impl Driver {
                     }
                 }
                 frame = out.recv(), if room => {
-                    // A freeze stops the next frame, not the one after it:
-                    // the loop re-checks faults before anything is written.
                     ws.queue_text(&frame);
                     pump(ws, out, HIGH_WATER);
                 }
@@ -274,8 +237,7 @@ impl Driver {
     }
 
     fn next_deadline(&self) -> Instant {
-        let core = self.core.poll_timeout().unwrap_or(Instant::MAX);
-        self.flap_at.map_or(core, |flap| flap.min(core))
+        self.core.poll_timeout().unwrap_or(Instant::MAX)
     }
 
     fn on_socket_event(&mut self, event: Event) {
@@ -310,8 +272,8 @@ impl Driver {
         }
     }
 
-    /// An order from the server; `Drop` ends the connection at once.
-    fn on_control(&mut self, order: Control) -> Option<End> {
+    /// An order from the server.
+    fn on_control(&mut self, order: Control) {
         let now = self.now();
         match order {
             Control::Advise(advice) => self.core.advise(advice),
@@ -322,10 +284,8 @@ impl Driver {
                 let until = now.saturating_add(self.shared.config.drain.deadline());
                 self.core.drain(now, until);
             }
-            Control::Drop => return Some(End::Abrupt),
             Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
         }
-        None
     }
 
     fn on_live(&mut self, item: LiveItem) {
@@ -342,30 +302,14 @@ impl Driver {
                 channel,
                 subscriber,
             } => self.core.handle_lagged(&channel, subscriber.get()),
+            LiveItem::Ended {
+                channel,
+                subscriber,
+                error,
+            } => self
+                .core
+                .handle_subscription_ended(&channel, subscriber.get(), &error),
         }
-    }
-
-    /// The demo's faults changed: service down loses every subscription;
-    /// flapping switched on drops this session too, after its delay;
-    /// switched off, it spares it.
-    fn on_faults_changed(&mut self) {
-        let (service_down, flapping) = {
-            let faults = self.faults.borrow();
-            (faults.service_down, faults.flapping)
-        };
-        if service_down {
-            let error = belay_proto::message::ErrorBody::new("unavailable", "service down");
-            self.core.unsubscribe_all(&error);
-        }
-        if self.session.is_empty() {
-            return;
-        }
-        let now = self.now();
-        self.flap_at = match (flapping, self.flap_at) {
-            (Some(_), Some(at)) => Some(at),
-            (Some(after), None) => Some(now + after),
-            (None, _) => None,
-        };
     }
 }
 

@@ -131,15 +131,12 @@ impl Driver {
         self.core.handle_auth(now, ticket, verdict);
     }
 
-    /// Ask the broker for a subscription (the service-down fault refuses).
+    /// Ask the broker for a subscription.
     fn join(
         &mut self,
         channel: &str,
         since: Option<&belay_proto::message::StreamPosition>,
     ) -> JoinAnswer<Bytes> {
-        if self.faults.borrow().service_down {
-            return JoinAnswer::Unavailable(ErrorBody::new("unavailable", "service down"));
-        }
         let history = &self.shared.config.history;
         let live = self
             .inbox
@@ -157,6 +154,9 @@ impl Driver {
                     .collect(),
             },
             Err(SubscribeError::TooManyChannels) => JoinAnswer::NoRoom,
+            Err(SubscribeError::Unavailable(reason)) => {
+                JoinAnswer::Unavailable(ErrorBody::new("unavailable", reason))
+            }
         }
     }
 
@@ -164,25 +164,16 @@ impl Driver {
     /// its idempotency key) answers at once; otherwise a task runs it and
     /// reports back through the mailbox.
     fn call(&mut self, now: Instant, ticket: Ticket, request: belay_proto::message::Request) {
-        if self.faults.borrow().service_down {
-            // The service is down: the request is never answered, as a hung
-            // backend would; the client's deadline settles it.
-            self.shared.metrics.count_request("unanswered");
-            self.core.abandon_call(ticket);
-            return;
-        }
         let start = requests::admit(&self.shared, &self.principal, &request);
         if let Admit::Answer(reply) = start {
             self.core.handle_reply(now, ticket, reply);
             return;
         }
         let keyed = matches!(start, Admit::Run(Some(_)));
-        let slow_replies = self.faults.borrow().slow_replies;
         let task = RequestTask {
             shared: Arc::clone(&self.shared),
             control: self.control.clone(),
             ticket,
-            delay: slow_replies,
             principal: self.principal.clone(),
             session: Arc::clone(&self.session),
             request,
@@ -200,8 +191,6 @@ impl Driver {
                 self.shared
                     .emit("connect", format!("{} session {session}", self.peer));
                 self.session = session;
-                let flapping = self.faults.borrow().flapping;
-                self.flap_at = flapping.map(|after| self.now() + after);
             }
             Event::Violation(violation) => metrics.count_violation(violation.name()),
             Event::BadFrame => Metrics::add(&metrics.bad_frames),

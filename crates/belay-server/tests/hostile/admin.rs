@@ -2,7 +2,7 @@
 //! that refuses other origins, and non-loopback peers without a token.
 
 use crate::common::{self, http_call};
-use belay_server::{demo, Lifecycle, ServerConfig};
+use belay_server::{Lifecycle, ServerConfig};
 use tokio::net::TcpStream;
 
 async fn post_drain(addr: std::net::SocketAddr, headers: &str) -> u16 {
@@ -30,8 +30,9 @@ async fn the_public_router_has_no_admin_route() {
 
 #[tokio::test]
 async fn a_page_on_another_origin_cannot_drain_the_server() {
-    let server = crate::server(ServerConfig::default());
-    let addr = common::start_with(&server, demo::router(&server)).await;
+    let demo = belay_demo::Demo::new();
+    let server = demo.builder(ServerConfig::default()).build();
+    let addr = common::start_with(&server, demo.router(&server)).await;
     assert_eq!(
         post_drain(addr, "Origin: https://evil.example\r\n").await,
         403
@@ -45,7 +46,7 @@ async fn a_page_on_another_origin_cannot_drain_the_server() {
     );
     let answer = common::exchange(&mut tcp, fault.as_bytes()).await.unwrap();
     assert_eq!(answer.status, 403);
-    assert!(!server.faults().freeze);
+    assert!(!demo.faults().faults().freeze);
     // The demo page itself (same origin, loopback) still works.
     assert_eq!(
         post_drain(addr, &format!("Origin: http://{addr}\r\n")).await,

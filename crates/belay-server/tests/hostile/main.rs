@@ -15,8 +15,9 @@ mod in_flight;
 mod publish;
 mod sources;
 
+use belay_demo as demo;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};
-use belay_server::{demo, Server, ServerConfig};
+use belay_server::{Server, ServerConfig};
 use common::Raw;
 use serde_json::{json, Value};
 

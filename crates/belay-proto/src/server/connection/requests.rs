@@ -89,19 +89,6 @@ impl<F> Connection<F> {
         }
     }
 
-    /// The driver will never answer `ticket`'s call (a backend that is
-    /// known to be down): it stops counting against the in-flight bound
-    /// and the client gets no `response`; its own deadline settles the
-    /// request.
-    pub fn abandon_call(&mut self, ticket: Ticket) {
-        if let Some(activity) = self.activity.as_mut() {
-            take(&mut activity.requests.running, ticket);
-        }
-        if matches!(self.stage, Stage::Draining { .. }) && self.requests_in_flight() == 0 {
-            self.finish_drain();
-        }
-    }
-
     /// Whether the connection still waits for an answer to `ticket`'s
     /// request (an idempotent execution may still be worth finishing when
     /// it does not).

@@ -239,6 +239,22 @@ impl<F> Connection<F> {
     /// fell behind: the client is told (`unsubscribed` `lagged`) and
     /// resubscribes from its position, so the history replays what it missed.
     pub fn handle_lagged(&mut self, channel: &str, subscription: u64) {
+        let lagged = ErrorBody::new("lagged", "subscriber fell behind");
+        self.handle_subscription_ended(channel, subscription, &lagged);
+    }
+
+    /// The broker ended `subscription` for a reason of its own (its backing
+    /// store went away, the service behind the channel is down): the client
+    /// is told with `unsubscribed` carrying `error`, and decides from the
+    /// code whether and when to subscribe again (spec §5.3). A stale
+    /// `subscription` (the channel was left or subscribed again since) is
+    /// ignored.
+    pub fn handle_subscription_ended(
+        &mut self,
+        channel: &str,
+        subscription: u64,
+        error: &ErrorBody,
+    ) {
         let current = self
             .activity
             .as_ref()
@@ -248,7 +264,7 @@ impl<F> Connection<F> {
             return;
         }
         self.leave(channel);
-        self.send(unsubscribed(channel, "lagged", "subscriber fell behind"));
+        self.send(unsubscribed(channel, &error.code, &error.message));
     }
 
     /// End this connection's subscription to `channel`, if any (no reply).

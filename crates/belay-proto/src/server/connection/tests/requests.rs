@@ -82,14 +82,3 @@ fn a_malformed_request_with_a_readable_id_gets_its_one_response() {
     let out = sent(&drain(&mut conn));
     assert!(out[0].starts_with(r#"{"type":"response","id":9,"error":{"code":"bad_request""#));
 }
-
-#[test]
-fn an_abandoned_call_frees_its_slot_and_gets_no_response() {
-    let mut conn = open();
-    let call = called(&mut conn, 1, "hung");
-    assert_eq!(conn.requests_in_flight(), 1);
-    conn.abandon_call(call);
-    conn.handle_reply(T0, call, Reply::Result(RawJson::null()));
-    assert_eq!(conn.requests_in_flight(), 0);
-    assert!(sent(&drain(&mut conn)).is_empty());
-}

@@ -182,3 +182,24 @@ fn a_lost_broker_ends_every_subscription_with_its_error() {
     );
     assert_eq!(conn.subscription_count(), 0);
 }
+
+#[test]
+fn a_subscription_the_broker_ends_is_left_with_the_brokers_error() {
+    let mut conn = open();
+    subscribe(&mut conn, T0, "a", 1, 0);
+    subscribe(&mut conn, T0, "b", 2, 0);
+    let down = ErrorBody::new("unavailable", "service down");
+    conn.handle_subscription_ended("a", 7, &down);
+    assert!(drain(&mut conn).is_empty(), "a stale subscription's end");
+    conn.handle_subscription_ended("a", 1, &down);
+    let out = drain(&mut conn);
+    assert!(out.contains(&Output::Leave {
+        channel: "a".into(),
+        subscription: 1
+    }));
+    assert_eq!(
+        sent(&out),
+        [r#"{"type":"unsubscribed","channel":"a","code":"unavailable","reason":"service down"}"#]
+    );
+    assert_eq!(conn.subscription_count(), 1, "b is untouched");
+}

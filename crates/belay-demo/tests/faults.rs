@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use belay_proto::message::{
@@ -16,32 +15,21 @@ use belay_proto::message::{
 };
 use belay_proto::server::{DrainConfig, Limits};
 use belay_server::events::ServerEvent;
-use belay_server::{demo, Lifecycle, Server, ServerConfig};
-use common::{fault, http_call, upgrade_head, Closed, Next, Raw, SOON};
+use belay_server::{Lifecycle, ServerConfig};
+use common::{demo_server, fault, http_call, start, upgrade_head, Closed, Next, Raw, SOON};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 /// Long enough that a frame the server meant to send would have arrived.
 const QUIET: Duration = Duration::from_millis(1_500);
 
-/// A demo server whose heartbeat is fast enough to matter in a test.
-fn demo_server(config: ServerConfig) -> Server {
-    Server::builder()
-        .config(config)
-        .methods(demo::methods())
-        .build()
-}
-
+/// A heartbeat fast enough to matter in a test.
 fn fast_heartbeat() -> ServerConfig {
     let mut limits = Limits::default();
     limits
         .set_ping_interval(Duration::from_secs(1))
         .set_pong_timeout(Duration::from_secs(1));
     ServerConfig::default().with_limits(limits)
-}
-
-async fn start(server: &Server) -> SocketAddr {
-    common::start_with(server, demo::router(server)).await
 }
 
 fn request(id: u64, method: &str, params: Value) -> ClientMessage {
@@ -100,8 +88,8 @@ async fn event(
 
 #[tokio::test]
 async fn freeze_keeps_sockets_open_but_silent_and_abandoned_connections_go_after_it() {
-    let server = demo_server(fast_heartbeat());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
     let (mut frozen, _) = Raw::connected(addr, None).await;
     frozen.send(&subscribe("feed", None)).await;
     assert!(matches!(
@@ -151,9 +139,30 @@ async fn freeze_keeps_sockets_open_but_silent_and_abandoned_connections_go_after
 }
 
 #[tokio::test]
+async fn a_frozen_session_the_server_gives_up_on_gets_its_close_and_fin_only_after_the_freeze() {
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
+    let (mut frozen, _) = Raw::connected(addr, None).await;
+    let mut events = server.events();
+    fault(addr, "freeze", r#"{"on":true}"#).await;
+    // The server's heartbeat runs on: its ping goes unanswered (nothing
+    // reaches the client), it reaps the session and lets the socket go...
+    event(&mut events, "reap", "").await;
+    event(&mut events, "disconnect", &frozen.local_addr().to_string()).await;
+    // ...but the client sees neither the close frame nor the FIN.
+    assert!(matches!(
+        frozen.next_within(Duration::from_millis(300)).await,
+        Next::Silent
+    ));
+    // Once the freeze ends, the socket the server let go of closes.
+    fault(addr, "freeze", r#"{"on":false}"#).await;
+    assert_eq!(frozen.closed_within(SOON).await, Closed::NoFrame);
+}
+
+#[tokio::test]
 async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
-    let server = demo_server(fast_heartbeat());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     raw.send(&subscribe("news", None)).await;
     let ServerMessage::Subscribed(confirmed) = expect_next(&mut raw).await else {
@@ -179,8 +188,8 @@ async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
     server.publish("news", json!(2)).expect("published");
     server.publish("news", json!(3)).expect("published");
 
-    // Pings are still answered; a subscribe is refused; a request is never
-    // answered (it is dropped before the ping that follows is processed).
+    // Pings are still answered; a subscribe is refused; a request is held
+    // unanswered, as a hung backend holds it.
     raw.send(&subscribe("news", None)).await;
     let ServerMessage::Unsubscribed(refused) = expect_next(&mut raw).await else {
         panic!("the subscribe is refused")
@@ -189,10 +198,7 @@ async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
     raw.send(&request(7, "echo", json!("lost"))).await;
     raw.send(&ClientMessage::Ping).await;
     assert_eq!(expect_next(&mut raw).await, ServerMessage::Pong);
-    assert_eq!(
-        server.metrics().requests_by_outcome().get("unanswered"),
-        Some(&1)
-    );
+    assert_eq!(server.metrics().requests_by_outcome().get("ok"), None);
 
     fault(addr, "service_down", r#"{"on":false}"#).await;
     // Resubscribing from the last position recovers what was missed, in
@@ -237,16 +243,53 @@ async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
         panic!("live again")
     };
     assert_eq!(live.offset, first.offset + 3);
-    assert_eq!(
-        server.metrics().requests_by_outcome().get("unanswered"),
-        Some(&1)
-    );
+    assert_eq!(server.metrics().requests_by_outcome().get("ok"), None);
+}
+
+#[tokio::test]
+async fn a_keyed_call_held_while_the_service_is_down_runs_once_it_is_back() {
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    fault(addr, "service_down", r#"{"on":true}"#).await;
+    let keyed = |id| {
+        ClientMessage::Request(Request {
+            id,
+            method: "order.create".into(),
+            params: json!("tea"),
+            idem: Some("order-1".into()),
+            timeout_ms: None,
+        })
+    };
+    raw.send(&keyed(1)).await;
+    raw.send(&ClientMessage::Ping).await;
+    assert_eq!(expect_next(&mut raw).await, ServerMessage::Pong);
+    // Held: nothing but the server's pings comes while the service is down.
+    let quiet_until = Instant::now() + QUIET;
+    while let Some(left) = quiet_until.checked_duration_since(Instant::now()) {
+        match raw.next_within(left).await {
+            Next::Silent => break,
+            Next::Message(ServerMessage::Ping) => raw.send(&ClientMessage::Pong).await,
+            other => panic!("while down: {other:?}"),
+        }
+    }
+    fault(addr, "service_down", r#"{"on":false}"#).await;
+    let ServerMessage::Response(first) = expect_next(&mut raw).await else {
+        panic!("the held call is answered once the service is back")
+    };
+    assert_eq!(first.id, 1);
+    // The client's retry with the same key gets that one outcome.
+    raw.send(&keyed(2)).await;
+    let ServerMessage::Response(retry) = expect_next(&mut raw).await else {
+        panic!("the retry's answer")
+    };
+    assert_eq!((retry.id, &retry.reply), (2, &first.reply));
 }
 
 #[tokio::test]
 async fn slow_replies_answer_after_the_delay_and_pings_still_flow() {
-    let server = demo_server(fast_heartbeat());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     let state = fault(addr, "slow_replies", r#"{"on":true,"delay_ms":400}"#).await;
     assert_eq!(state["faults"]["slow_replies"], true);
@@ -276,8 +319,8 @@ async fn slow_replies_answer_after_the_delay_and_pings_still_flow() {
 
 #[tokio::test]
 async fn flapping_drops_each_session_without_a_close_frame_after_the_delay() {
-    let server = demo_server(fast_heartbeat());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
     let state = fault(addr, "flapping", r#"{"on":true,"after_ms":300}"#).await;
     assert_eq!(state["faults"]["flapping_ms"], 300);
     for _ in 0..2 {
@@ -305,8 +348,8 @@ async fn flapping_drops_each_session_without_a_close_frame_after_the_delay() {
 
 #[tokio::test]
 async fn restart_drops_every_session_then_refuses_upgrades_for_the_window() {
-    let server = demo_server(fast_heartbeat());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
     let (mut a, _) = Raw::connected(addr, None).await;
     let (mut b, _) = Raw::connected(addr, None).await;
 
@@ -360,8 +403,8 @@ async fn drain_through_the_admin_api_flips_readiness_advises_and_closes_1012() {
         .set_lb_delay(Duration::from_millis(300))
         .set_linger(Duration::from_millis(100))
         .set_deadline(Duration::from_secs(10));
-    let server = demo_server(fast_heartbeat().with_drain(drain));
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat().with_drain(drain));
+    let addr = start(&demo, &server).await;
     let (mut a, _) = Raw::connected(addr, None).await;
     let (mut b, _) = Raw::connected(addr, None).await;
     assert_eq!(http_call(addr, "GET", "/readyz", None).await.status, 200);
@@ -398,8 +441,8 @@ async fn drain_through_the_admin_api_flips_readiness_advises_and_closes_1012() {
 #[tokio::test]
 async fn the_admin_state_and_event_stream_have_their_documented_shapes() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let server = demo_server(fast_heartbeat());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat());
+    let addr = start(&demo, &server).await;
 
     let state = http_call(addr, "GET", "/admin/state", None).await;
     assert_eq!(state.status, 200);
@@ -505,8 +548,8 @@ fn sample(text: &str, name: &str) -> Option<f64> {
 
 #[tokio::test]
 async fn metrics_expose_the_documented_families_with_plausible_values() {
-    let server = demo_server(fast_heartbeat().with_accept_rate(1.0));
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat().with_accept_rate(1.0));
+    let addr = start(&demo, &server).await;
     let mut events = server.events();
     let (mut raw, _) = Raw::connected(addr, None).await;
     // Over the accept rate (one per second): a native client is refused.
@@ -610,8 +653,8 @@ async fn a_drain_answers_a_request_that_outlives_the_linger_before_closing() {
         .set_lb_delay(Duration::from_millis(10))
         .set_linger(Duration::from_millis(50))
         .set_deadline(Duration::from_secs(10));
-    let server = demo_server(fast_heartbeat().with_drain(drain));
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(fast_heartbeat().with_drain(drain));
+    let addr = start(&demo, &server).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     // The demo's slow method: longer than the linger.
     raw.send(&request(9, "slow", json!(600))).await;
@@ -640,8 +683,8 @@ async fn a_drain_answers_a_request_that_outlives_the_linger_before_closing() {
 async fn a_request_the_server_refuses_still_gets_a_response_with_its_id() {
     let mut limits = Limits::default();
     limits.set_messages_per_sec(1.0).set_burst(3);
-    let server = demo_server(ServerConfig::default().with_limits(limits));
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(ServerConfig::default().with_limits(limits));
+    let addr = start(&demo, &server).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     // Invalid params shape for a request whose id is readable.
     raw.send_text(r#"{"type":"request","id":5,"method":7}"#)
@@ -678,8 +721,8 @@ async fn a_request_the_server_refuses_still_gets_a_response_with_its_id() {
 
 #[tokio::test]
 async fn flapping_switched_on_also_drops_a_session_that_was_already_open() {
-    let server = demo_server(ServerConfig::default());
-    let addr = start(&server).await;
+    let (demo, server) = demo_server(ServerConfig::default());
+    let addr = start(&demo, &server).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     let switched_on = std::time::Instant::now();
     common::fault(addr, "flapping", r#"{"on":true,"after_ms":300}"#).await;

@@ -1,0 +1,87 @@
+//! Service down as a broker wrapper: subscribes are refused while it lasts,
+//! and the subscriptions granted before it are ended when it starts.
+
+use std::sync::Arc;
+
+use belay_proto::message::{ErrorBody, Publication, RawJson, StreamPosition};
+use belay_server::broker::{
+    Broker, LiveSender, PublishError, SubscribeError, SubscriberId, Subscription,
+};
+
+use super::{lock, Bench, FaultBench};
+
+/// A [`Broker`] that goes down with the bench's service: while it is down,
+/// `subscribe` is refused (`unavailable`, "service down"); when it goes
+/// down, every subscription it granted is ended the same way
+/// ([`LiveSender::end`]), so clients resubscribe once it is back, from
+/// their position. Publishing goes on (the history keeps what clients
+/// will ask for).
+pub struct ServiceBroker {
+    inner: Arc<dyn Broker>,
+    bench: Arc<Bench>,
+}
+
+impl std::fmt::Debug for ServiceBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceBroker").finish_non_exhaustive()
+    }
+}
+
+impl FaultBench {
+    /// `inner`, going down with this bench's service.
+    pub fn wrap_broker(&self, inner: Arc<dyn Broker>) -> ServiceBroker {
+        ServiceBroker {
+            inner,
+            bench: Arc::clone(&self.bench),
+        }
+    }
+
+    /// The service went down: end every subscription granted before.
+    pub(super) fn end_subscriptions(&self) {
+        let ended = std::mem::take(&mut *lock(&self.bench.subscriptions));
+        for live in ended.into_values() {
+            live.end(ErrorBody::new("unavailable", "service down"));
+        }
+    }
+}
+
+impl Broker for ServiceBroker {
+    fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
+        self.inner.publish(channel, data)
+    }
+
+    fn subscribe(
+        &self,
+        channel: &str,
+        since: Option<&StreamPosition>,
+        live: LiveSender,
+    ) -> Result<Subscription, SubscribeError> {
+        // Held across the subscribe, so the service cannot go down between
+        // the check and the tracking.
+        let mut tracked = lock(&self.bench.subscriptions);
+        if *self.bench.service_down.borrow() {
+            return Err(SubscribeError::Unavailable("service down".into()));
+        }
+        let id = live.id();
+        let kept = live.clone();
+        let granted = self.inner.subscribe(channel, since, live)?;
+        tracked.insert(id, kept);
+        Ok(granted)
+    }
+
+    fn unsubscribe(&self, channel: &str, subscriber: SubscriberId) {
+        {
+            let mut tracked = lock(&self.bench.subscriptions);
+            tracked.remove(&subscriber);
+            // After a storm of subscriptions the map gives its room back.
+            if tracked.capacity() > 64 && tracked.len() < tracked.capacity() / 4 {
+                tracked.shrink_to_fit();
+            }
+        }
+        self.inner.unsubscribe(channel, subscriber);
+    }
+
+    fn channels(&self) -> Option<usize> {
+        self.inner.channels()
+    }
+}

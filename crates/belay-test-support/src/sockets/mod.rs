@@ -1,0 +1,18 @@
+//! Socket-level test helpers (feature `sockets`), shared by every crate's
+//! tests against a real server on a loopback port: a raw protocol client
+//! ([`Raw`]) and plain HTTP ([`http_call`], [`upgrade_head`], [`exchange`],
+//! `/metrics` readers).
+
+use std::time::Duration;
+
+mod http;
+mod raw;
+
+pub use http::{
+    exchange, fault, http_call, metric, metric_until, tcp_from, upgrade_head, upgrade_request,
+    HttpResponse,
+};
+pub use raw::{Closed, Next, Raw};
+
+/// A generous bound for anything that should happen "at once".
+pub const SOON: Duration = Duration::from_secs(5);
