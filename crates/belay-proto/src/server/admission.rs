@@ -100,6 +100,20 @@ impl TokenBucket {
         self.tokens = self.tokens.min(self.capacity);
     }
 
+    /// Set the tokens held at `now`, clamped to `[0, capacity]` (NaN counts
+    /// as zero). Tokens earned until `now` are replaced, not added to: a
+    /// bucket that should start with part of its burst (neither full nor
+    /// empty), or a model that charges a refused attempt some of the bucket
+    /// (`set_tokens(now, available(now) - cost)`), sets its state here.
+    pub fn set_tokens(&mut self, now: Instant, tokens: f64) {
+        self.refill(now);
+        self.tokens = if tokens.is_nan() {
+            0.0
+        } else {
+            tokens.clamp(0.0, self.capacity)
+        };
+    }
+
     /// The (sanitized) refill rate in tokens per second.
     pub fn rate_per_sec(&self) -> f64 {
         self.rate_per_sec
@@ -266,6 +280,30 @@ mod tests {
         bucket.set_capacity(ms(0), 2.0);
         assert_eq!(bucket.available(ms(0)), 2.0);
         assert_eq!(bucket.capacity(), 2.0);
+    }
+
+    #[test]
+    fn set_tokens_replaces_what_was_earned_and_stays_within_capacity() {
+        let mut bucket = TokenBucket::new(10.0, 5.0, ms(0), false);
+        bucket.set_tokens(ms(0), 2.5);
+        assert_eq!(bucket.available(ms(0)), 2.5);
+        // 1 s at 10/s would fill it; setting at 1 s replaces that.
+        bucket.set_tokens(ms(1_000), 0.25);
+        assert_eq!(bucket.available(ms(1_000)), 0.25);
+        assert_eq!(bucket.try_take(ms(1_000)), Err(Duration::from_millis(75)));
+        assert_eq!(bucket.try_take(ms(1_075)), Ok(()));
+        for (tokens, held) in [
+            (9.0, 5.0),
+            (-1.0, 0.0),
+            (f64::NAN, 0.0),
+            (f64::INFINITY, 5.0),
+        ] {
+            bucket.set_tokens(ms(2_000), tokens);
+            assert_eq!(bucket.available(ms(2_000)), held, "set to {tokens}");
+        }
+        // A stale `now` sets the tokens at the latest instant seen.
+        bucket.set_tokens(ms(1_000), 1.0);
+        assert_eq!(bucket.available(ms(2_000)), 1.0);
     }
 
     #[test]
