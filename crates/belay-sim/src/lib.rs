@@ -3,15 +3,17 @@
 //! Every simulated client is a [`belay_proto::Session`], the decision code
 //! the real clients run, with its own seed. The simulator owns one virtual
 //! clock, an agenda of wake-ups, and a model of the server (down for a
-//! while, then admitting through a token bucket, optionally sending pacing
-//! hints and restart advice); it feeds the sessions transport facts and
-//! answers what they ask for. Nothing here re-implements a policy.
+//! while, then admitting through the core's own accept bucket,
+//! [`belay_proto::server::TokenBucket`], optionally sending pacing hints
+//! and restart advice); it feeds the sessions transport facts and answers
+//! what they ask for. Nothing here re-implements a policy or the server's
+//! admission.
 //!
 //! ```text
 //!  scenario ──▶ Fleet (agenda: timers + deliveries) ──▶ Session × N  (belay-proto)
 //!                 │  ▲                                     │
 //!                 ▼  │ admit / refuse, welcome, pong        ▼ OpenTransport, connect, ping
-//!               ServerModel (down, token bucket, FleetPacing) ◀──────┘
+//!               ServerModel (down, TokenBucket, FleetPacing) ◀───────┘
 //!                 │
 //!                 ▼
 //!               Recorder ──▶ metrics ──▶ report (markdown, CSV) / plot (SVG)

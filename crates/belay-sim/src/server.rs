@@ -4,15 +4,25 @@
 //!   interval is refused at once. An attempt at exactly `up_at` finds the
 //!   server up (with an empty bucket, so it is still refused unless
 //!   `initial_tokens ≥ 1`).
-//! * **Admission.** From `up_at` on, a token bucket of capacity `rate`
-//!   tokens (or `capacity` if set), starting with `initial_tokens` (0 by
-//!   default: empty), credited continuously at `rate` tokens per second. An attempt that finds one
-//!   whole token takes it and is admitted; otherwise it is refused at once.
-//!   Credit is kept in integer millionths of a token, so runs are exact and
-//!   reproducible. Before the outage (the setup) admission is unlimited.
-//! * **Rejection cost** (off by default, as in the seed): a refused attempt
-//!   still burns `reject_cost` tokens of credit (saturating at zero), the
-//!   TLS and handshake work the server did for nothing.
+//! * **Admission** is the core's: from `up_at` on, every attempt goes
+//!   through one [`belay_proto::server::TokenBucket`] and its `try_take`,
+//!   the bucket and the call belay-server's upgrade makes. It is built from
+//!   the same value the real server builds its bucket from
+//!   (`ServerConfig::accept_rate`, here `rate`): `rate` tokens per second,
+//!   a capacity of one second's worth. An attempt that finds one whole token
+//!   takes it and is admitted; otherwise it is refused at once. Before the
+//!   outage (the setup) admission is unlimited.
+//! * **Where the model departs from a fresh belay-server**, on purpose and
+//!   only through the bucket's own constructor and setters: it starts with
+//!   `initial_tokens` (0 by default, the model; a new belay-server
+//!   process starts full, which is `initial_tokens = rate`), `capacity` can
+//!   replace one second's worth, and a refused attempt can burn
+//!   `reject_cost` tokens (the TLS and handshake work the server did for
+//!   nothing; the real bucket charges refusals nothing, and neither does the
+//!   model by default). The per-source buckets of
+//!   [`SourceTable`](belay_proto::server::SourceTable) are not modelled:
+//!   every simulated client is its own source with at most one attempt in
+//!   flight, far below a source's share of the accept rate.
 //! * **Pacing.** While up, every `welcome` can carry
 //!   `FleetPacing::new(rate, origin).assign(now, open_connections)`. The
 //!   server that comes back is a new process with a new plan (its origin is
@@ -23,23 +33,27 @@ use std::time::Duration;
 
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Pacing, ReconnectAdvice};
+use belay_proto::server::TokenBucket;
 use belay_proto::Instant;
-
-/// Millionths of a token per token.
-const UNIT: u64 = 1_000_000;
 
 /// What the server model is told to be.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ServerOptions {
-    /// Admissions per second once the server is back (the bucket's rate and
-    /// capacity). Also the rate the pacing plans are computed for.
+    /// Admissions per second once the server is back: belay-server's
+    /// `ServerConfig::accept_rate`, the bucket's rate and (by default) its
+    /// capacity. Also the rate the pacing plans are computed for.
     pub rate: u64,
-    /// Tokens in the bucket at the moment the server comes back. Default 0.
+    /// Tokens in the bucket at the moment the server comes back (clamped to
+    /// the capacity; NaN and negative values are 0). Default 0, an empty
+    /// bucket; a freshly started belay-server's is full (`rate`).
     pub initial_tokens: f64,
-    /// The bucket's capacity in tokens; `None` (the default) means `rate`.
+    /// The bucket's capacity in tokens; `None` (the default) means `rate`
+    /// (at least one token), as in belay-server.
     pub capacity: Option<f64>,
-    /// Tokens a refused attempt burns while the server is up. Default 0.
+    /// Tokens a refused attempt burns while the server is up (saturating at
+    /// an empty bucket; NaN and non-positive values burn nothing). Default 0,
+    /// as in belay-server.
     pub reject_cost: f64,
     /// Whether `welcome` carries pacing hints.
     pub pacing: bool,
@@ -72,51 +86,17 @@ pub(crate) enum Verdict {
     Refuse,
 }
 
-/// A token bucket in integer millionths of a token.
-#[derive(Debug, Clone)]
-struct TokenBucket {
-    credit: u64,
-    capacity: u64,
-    per_micro: u64,
-    last: u64,
-    reject_cost: u64,
-}
-
-impl TokenBucket {
-    fn new(options: &ServerOptions, at: Instant) -> Self {
-        let rate = options.rate;
-        let capacity = options.capacity.map_or(rate.saturating_mul(UNIT), to_units);
-        TokenBucket {
-            credit: to_units(options.initial_tokens).min(capacity),
-            capacity,
-            // `rate` tokens per 1e6 µs is `rate` millionths per µs.
-            per_micro: rate,
-            last: at.as_micros(),
-            reject_cost: to_units(options.reject_cost),
-        }
-    }
-
-    fn take(&mut self, now: Instant) -> bool {
-        let now = now.as_micros().max(self.last);
-        let earned = (now - self.last).saturating_mul(self.per_micro);
-        self.credit = self.credit.saturating_add(earned).min(self.capacity);
-        self.last = now;
-        if self.credit >= UNIT {
-            self.credit -= UNIT;
-            true
-        } else {
-            self.credit = self.credit.saturating_sub(self.reject_cost);
-            false
-        }
-    }
-}
-
-fn to_units(tokens: f64) -> u64 {
-    if tokens.is_finite() && tokens > 0.0 {
-        (tokens * UNIT as f64).round() as u64
-    } else {
-        0
-    }
+/// The accept bucket of a server that comes back at `at`, built as
+/// belay-server builds its own from `ServerConfig::accept_rate`
+/// (`TokenBucket::new(rate, rate.max(1.0), now, true)` in
+/// `crates/belay-server/src/server.rs`), except that it starts with
+/// `initial_tokens` instead of full and may have another `capacity`.
+fn accept_bucket(options: &ServerOptions, at: Instant) -> TokenBucket {
+    let rate = options.rate as f64;
+    let capacity = options.capacity.unwrap_or(rate.max(1.0));
+    let mut bucket = TokenBucket::new(rate, capacity, at, false);
+    bucket.set_tokens(at, options.initial_tokens);
+    bucket
 }
 
 /// One simulated server (across its restart).
@@ -146,7 +126,7 @@ impl ServerModel {
             plan
         };
         ServerModel {
-            bucket: TokenBucket::new(&options, up_at),
+            bucket: accept_bucket(&options, up_at),
             before: plan(Instant::ZERO),
             after: plan(up_at),
             options,
@@ -161,10 +141,20 @@ impl ServerModel {
         if now < self.down_from {
             return Verdict::Admit;
         }
-        if now < self.up_at || !self.bucket.take(now) {
+        if now < self.up_at {
             return Verdict::Refuse;
         }
-        Verdict::Admit
+        match self.bucket.try_take(now) {
+            Ok(()) => Verdict::Admit,
+            Err(_retry_after) => {
+                let cost = self.options.reject_cost;
+                if cost > 0.0 {
+                    let left = self.bucket.available(now) - cost;
+                    self.bucket.set_tokens(now, left);
+                }
+                Verdict::Refuse
+            }
+        }
     }
 
     /// The pacing for a `welcome` sent at `now`, if the server sends any.
@@ -201,6 +191,8 @@ impl ServerModel {
 
 #[cfg(test)]
 mod tests {
+    use belay_proto::rng::SplitMix64;
+
     use super::*;
 
     fn at_ms(ms: u64) -> Instant {
@@ -286,6 +278,82 @@ mod tests {
             .filter(|i| s.admit(Instant::from_micros(11_000_000 + i * 1500)) == Verdict::Admit)
             .count();
         assert_eq!(admitted, 0);
+    }
+
+    /// Attempt instants from `up_at` on for a bucket refilling at `rate`:
+    /// bursts at one instant, runs a fraction of a token apart, and now and
+    /// then a pause of up to 2 s that refills part or all of the bucket.
+    /// About 0.7 tokens are earned per attempt, so the bucket keeps running
+    /// dry.
+    fn attempt_instants(up_at: Instant, rate: u64, count: usize) -> Vec<Instant> {
+        let mut rng = SplitMix64::new(rate);
+        let token = 1_000_000 / rate.max(1);
+        let mut now = up_at.as_micros();
+        (0..count)
+            .map(|_| {
+                now += if rng.next_u64() % (4 * rate.max(1)) == 0 {
+                    rng.next_u64() % 2_000_000
+                } else if rng.next_u64() % 20 < 11 {
+                    0
+                } else {
+                    rng.next_u64() % (2 * token)
+                };
+                Instant::from_micros(now)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn admission_is_the_cores_token_bucket_built_like_belay_servers() {
+        let up_at = at_ms(11_000);
+        for rate in [1, 3, 7, 500, 5_000] {
+            let instants = attempt_instants(up_at, rate, 20_000);
+            let mut s = server(ServerOptions::new(rate));
+            // What belay-server builds from `accept_rate` (there: full, at
+            // process start); the model's returning server starts empty.
+            let rate = rate as f64;
+            let mut core = TokenBucket::new(rate, rate.max(1.0), up_at, false);
+            let (mut admitted, mut refused) = (0, 0);
+            for now in instants {
+                let want = match core.try_take(now) {
+                    Ok(()) => Verdict::Admit,
+                    Err(_) => Verdict::Refuse,
+                };
+                assert_eq!(s.admit(now), want, "rate {rate} at {now:?}");
+                admitted += usize::from(want == Verdict::Admit);
+                refused += usize::from(want == Verdict::Refuse);
+            }
+            // Both answers occur often: the bucket runs dry and refills.
+            assert!(
+                admitted > 1_000 && refused > 1_000,
+                "rate {rate}: {admitted}/{refused}"
+            );
+            // Not just the same answers: the same bucket, in the same state.
+            assert_eq!(s.bucket, core, "rate {rate}");
+        }
+    }
+
+    #[test]
+    fn initial_tokens_capacity_and_reject_cost_go_through_the_cores_setters() {
+        let up_at = at_ms(11_000);
+        let mut options = ServerOptions::new(500);
+        options.initial_tokens = 20.0;
+        options.capacity = Some(40.0);
+        options.reject_cost = 0.5;
+        let mut s = server(options);
+        let mut core = TokenBucket::new(500.0, 40.0, up_at, false);
+        core.set_tokens(up_at, 20.0);
+        for now in attempt_instants(up_at, 500, 20_000) {
+            let want = match core.try_take(now) {
+                Ok(()) => Verdict::Admit,
+                Err(_) => {
+                    core.set_tokens(now, core.available(now) - 0.5);
+                    Verdict::Refuse
+                }
+            };
+            assert_eq!(s.admit(now), want, "at {now:?}");
+        }
+        assert_eq!(s.bucket, core);
     }
 
     #[test]
