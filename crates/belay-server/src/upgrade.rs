@@ -1,12 +1,15 @@
 //! The WebSocket upgrade: everything that can be refused before a socket
-//! exists is refused here, cheaply.
+//! exists is refused here, cheaply. The checks after the handshake's own
+//! are the core's decision ([`belay_proto::server::UpgradeDecision`]), in
+//! this order; this module counts the source and takes the admission
+//! token between its steps and turns the verdict into HTTP.
 //!
 //! | check | response |
 //! |---|---|
 //! | not a GET, not HTTP/1.1 or later, or not a valid WebSocket upgrade (RFC 6455 §4.2.1: `Upgrade`, `Connection`, version 13, a `Sec-WebSocket-Key` that is base64 of 16 bytes) | HTTP 400 (405 for another method) |
 //! | `Origin` not in the allow-list | HTTP 403 |
+//! | draining | HTTP 503 + `Retry-After: 5` |
 //! | too many connections from this IP (counted from the TCP accept, or from `X-Forwarded-For`/`Forwarded` behind a trusted proxy) | HTTP 429 + `Retry-After` |
-//! | draining | HTTP 503 + `Retry-After` |
 //! | over the source's share of the accept rate, or over the accept rate, native client (no `Origin`) | HTTP 503 + `Retry-After` |
 //! | the same, browser (`Origin` present) | upgrade, then `reconnect` advice and close 1013 with the hint in the reason (a browser cannot read an HTTP status of a failed upgrade) |
 
@@ -16,7 +19,6 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -29,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
-use belay_proto::server::{Violation, ViolationResponse};
+use belay_proto::server::{UpgradeDecision, UpgradeVerdict, Violation};
 
 use crate::connection::{self, Admission, ConnectionMeta};
 use crate::metrics::{lock, Metrics};
@@ -56,35 +58,31 @@ pub(crate) async fn handle(
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Err(violation) = limits.check_origin(origin.as_deref()) {
-        return reject(violation);
-    }
-    if *shared.lifecycle.borrow() != Lifecycle::Serving {
-        return retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(5),
-            "draining",
-        );
-    }
-    let mut slot = match source_slot(&shared, &request, peer) {
-        Ok(slot) => slot,
-        Err(violation) => return reject(violation),
+    // The decisions are the core's (`UpgradeDecision`); counting the source
+    // and taking an admission token happen here, between its steps.
+    let draining = *shared.lifecycle.borrow() != Lifecycle::Serving;
+    let decision = match UpgradeDecision::new(limits, origin.as_deref(), draining) {
+        Ok(decision) => decision,
+        Err(refused) => return answer(refused),
+    };
+    let (decision, mut slot) = match decision.source_counted(source_slot(&shared, &request, peer)) {
+        Ok(counted) => counted,
+        Err(refused) => return answer(refused),
     };
     let now = shared.clock.now();
     let source_share = match slot.key() {
         Some(key) => lock(&shared.sources).admit(now, key),
         None => Ok(()),
     };
-    let admission = match source_share.and_then(|()| lock(&shared.admission).try_take(now)) {
-        Ok(()) => Admission::Admitted,
-        Err(wait) => {
-            Metrics::add(&shared.metrics.admission_refusals);
-            shared.emit("admission_refused", format!("{peer}: retry after {wait:?}"));
-            if origin.is_none() {
-                return retry_later(StatusCode::SERVICE_UNAVAILABLE, wait, "over capacity");
-            }
-            Admission::Refused { retry_after: wait }
-        }
+    let admitted = source_share.and_then(|()| lock(&shared.admission).try_take(now));
+    if let Err(wait) = admitted {
+        Metrics::add(&shared.metrics.admission_refusals);
+        shared.emit("admission_refused", format!("{peer}: retry after {wait:?}"));
+    }
+    let admission = match decision.admitted(admitted) {
+        UpgradeVerdict::Upgrade => Admission::Admitted,
+        UpgradeVerdict::UpgradeThenRefuse { retry_after } => Admission::Refused { retry_after },
+        refused => return answer(refused),
     };
     let token = bearer(&headers);
     slot.upgraded();
@@ -317,28 +315,22 @@ impl IntoResponse for NotAnUpgrade {
     }
 }
 
-/// The documented HTTP answer to a violation found before the upgrade.
-fn reject(violation: Violation) -> Response {
-    match violation.response() {
-        ViolationResponse::RejectUpgrade {
-            status,
-            retry_after_secs,
-        } => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-            match retry_after_secs {
-                Some(secs) => retry_later(status, Duration::from_secs(secs), violation.name()),
-                None => (status, violation.name()).into_response(),
-            }
+/// The HTTP answer to an upgrade the core refused.
+fn answer(verdict: UpgradeVerdict) -> Response {
+    let UpgradeVerdict::Refuse {
+        status,
+        retry_after_secs,
+        reason,
+    } = verdict
+    else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut response = (status, reason).into_response();
+    if let Some(secs) = retry_after_secs {
+        if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
         }
-        _ => (StatusCode::BAD_REQUEST, violation.name()).into_response(),
-    }
-}
-
-fn retry_later(status: StatusCode, after: Duration, why: &'static str) -> Response {
-    let secs = after.as_secs_f64().ceil().max(1.0) as u64;
-    let mut response = (status, why).into_response();
-    if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
     }
     response
 }

@@ -7,8 +7,8 @@
 //!
 //! ```text
 //!  TCP accept      ──▶ SourceTable (per source, pending upgrades)         (HTTP 429 / 503)
-//!  upgrade request ──▶ Limits::check_origin, SourceTable::admit           (HTTP 403 / 503)
-//!                      TokenBucket (accept rate)                          (admission)
+//!  upgrade request ──▶ UpgradeDecision: origin, draining, source, admission (HTTP 403 / 429 / 503, or 1013 in-band)
+//!                      (SourceTable::admit, TokenBucket: the accept rate)
 //!  connection      ──▶ Limits::handshake_deadline                         (4008)
 //!                      Limits::check_frame_len, RateLimiter               (1009, rate_limited, 4029)
 //!                      Limits::heartbeat (reaps the silent)               (4000)
@@ -32,9 +32,11 @@ mod idempotency;
 mod limits;
 mod rate;
 mod sources;
+mod upgrade;
 mod violation;
 
 pub use admission::TokenBucket;
+pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use channel::{
     check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
 };
