@@ -1,6 +1,5 @@
 import { fixed } from "../src/policies.js";
 import { describe, expect, it } from "vitest";
-import { decodeServer } from "../src/core/codec.js";
 import { makeConfig } from "../src/core/config.js";
 import { Session, type Output } from "../src/core/session.js";
 import { compareNames } from "../src/core/subscriptions.js";
@@ -21,29 +20,6 @@ function openSession(): Session {
   drain(s);
   return s;
 }
-
-describe("codec", () => {
-  it("classifies bad frames like the Rust decoder", () => {
-    expect(decodeServer("not json")).toMatchObject({ error: "not_json" });
-    expect(decodeServer("[1]")).toMatchObject({ error: "not_json" });
-    expect(decodeServer(' {"type":"ping"} ')).toEqual({ type: "ping" });
-    expect(decodeServer('{"id":1}')).toEqual({ error: "missing_type" });
-    expect(decodeServer('{"type":5}')).toEqual({ error: "missing_type" });
-    expect(decodeServer('{"type":"hologram"}')).toEqual({ error: "unknown_type", ty: "hologram" });
-    expect(decodeServer('{"type":"subscribe","channel":"a"}')).toMatchObject({ error: "invalid", kind: "subscribe" });
-    expect(decodeServer('{"type":"welcome","session":1}')).toMatchObject({ error: "invalid", kind: "welcome" });
-    expect(decodeServer('{"type":"response","id":9}')).toMatchObject({ error: "invalid", kind: "response" });
-    expect(decodeServer('{"type":"response","id":9,"result":1,"error":{"code":"x"}}')).toMatchObject({ error: "invalid" });
-    expect(decodeServer('{"type":"response","id":9,"result":null}')).toEqual({ type: "response", id: 9, result: null });
-    expect(decodeServer('{"type":"response","id":9,"result":1,"error":null}')).toEqual({ type: "response", id: 9, result: 1 });
-    expect(decodeServer('{"type":"publication","channel":"c","epoch":"e","offset":-1}')).toMatchObject({ error: "invalid" });
-  });
-
-  it("rejects frames over 1 MiB of UTF-8 before parsing", () => {
-    expect(decodeServer("é".repeat(1 << 19) + "x")).toMatchObject({ error: "too_large", len: (1 << 20) + 1 });
-    expect(decodeServer(JSON.stringify({ type: "ping", pad: "x".repeat((1 << 20) - 30) }))).toEqual({ type: "ping" });
-  });
-});
 
 describe("session", () => {
   it("drops everything from a replaced transport", () => {

@@ -74,7 +74,11 @@ pub struct Subscribe {
     /// Channel name.
     pub channel: String,
     /// Resume after this position; absent on a first subscribe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::decode::object"
+    )]
     pub since: Option<StreamPosition>,
 }
 

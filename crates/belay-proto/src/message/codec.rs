@@ -1,7 +1,6 @@
 //! The JSON text codec.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{ClientMessage, MessageKind, ServerMessage};
 
@@ -113,27 +112,19 @@ pub fn encode_server(message: &ServerMessage) -> String {
 /// Decode a frame the client received.
 pub fn decode_server(text: &str) -> Result<ServerMessage, DecodeError> {
     check_frame(text)?;
-    super::server_decode::decode(text)
+    super::decode::server(text)
 }
 
 /// Decode a frame the server received.
 pub fn decode_client(text: &str) -> Result<ClientMessage, DecodeError> {
-    decode(text)
+    check_frame(text)?;
+    super::decode::client(text)
 }
 
 fn encode<T: Serialize>(message: &T) -> String {
     // Serializing these types cannot fail: every map key is a string and no
     // custom Serialize impl returns an error.
     serde_json::to_string(message).unwrap_or_else(|_| String::from("{}"))
-}
-
-fn decode<T: DeserializeOwned>(text: &str) -> Result<T, DecodeError> {
-    check_frame(text)?;
-    // Fast path: one parse for a well-formed frame.
-    match serde_json::from_str::<T>(text) {
-        Ok(message) => Ok(message),
-        Err(error) => Err(classify(text, error)),
-    }
 }
 
 /// Within the frame limit, and one JSON object.
@@ -152,33 +143,6 @@ fn check_frame(text: &str) -> Result<(), DecodeError> {
         });
     }
     Ok(())
-}
-
-/// Work out why a frame failed to decode, for a precise error.
-fn classify(text: &str, error: serde_json::Error) -> DecodeError {
-    #[derive(Deserialize)]
-    struct TypeOnly {
-        #[serde(rename = "type")]
-        ty: Option<serde_json::Value>,
-    }
-    let probe = match serde_json::from_str::<TypeOnly>(text) {
-        Ok(probe) => probe,
-        Err(_) => {
-            return DecodeError::NotJson {
-                detail: error.to_string(),
-            }
-        }
-    };
-    match probe.ty {
-        Some(serde_json::Value::String(ty)) => match MessageKind::from_name(&ty) {
-            Some(kind) => DecodeError::Invalid {
-                kind,
-                detail: error.to_string(),
-            },
-            None => DecodeError::UnknownType { ty },
-        },
-        _ => DecodeError::MissingType,
-    }
 }
 
 #[cfg(test)]

@@ -14,10 +14,10 @@
 
 mod client;
 mod codec;
+mod decode;
 mod kind;
 mod raw_json;
 mod server;
-mod server_decode;
 
 pub use client::{ClientMessage, Connect, Request, Subscribe, Unsubscribe};
 pub(crate) use codec::encoded_len_bound;

@@ -60,7 +60,11 @@ pub struct Welcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ping_interval_ms: Option<u64>,
     /// If present, the reconnect slot grid this client should use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::decode::object"
+    )]
     pub pacing: Option<Pacing>,
 }
 
@@ -93,7 +97,7 @@ struct RawResponse {
     id: u64,
     #[serde(default, deserialize_with = "present")]
     result: Option<RawJson>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::decode::object")]
     error: Option<ErrorBody>,
 }
 
