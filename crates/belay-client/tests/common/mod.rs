@@ -12,7 +12,7 @@ use belay_proto::backoff::BackoffPolicy;
 use belay_proto::server::Limits;
 use belay_server::events::ServerEvent;
 use belay_server::{Server, ServerConfig};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 
 /// A generous bound for anything that should happen "soon".
@@ -78,23 +78,9 @@ pub fn builder(addr: SocketAddr) -> ClientBuilder {
     })
 }
 
-/// `POST /admin/fault/{name}` with a JSON body.
+/// `POST /admin/fault/{name}` with a JSON body (belay-demo's fault panel).
 pub async fn fault(addr: SocketAddr, name: &str, body: &str) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST /admin/fault/{name} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    tcp.write_all(request.as_bytes()).await.expect("write");
-    let mut answer = Vec::new();
-    tokio::time::timeout(SOON, tcp.read_to_end(&mut answer))
-        .await
-        .expect("an answer")
-        .expect("read");
-    let text = String::from_utf8_lossy(&answer);
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    belay_test_support::sockets::fault(addr, name, body).await;
 }
 
 /// Wait until the status satisfies `pred`; returns it.

@@ -125,26 +125,9 @@ pub async fn counters_reach(proxy: &Proxy, check: impl Fn(&CountersSnapshot) -> 
 
 /// A plain HTTP/1.1 request; the status and the body.
 pub async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut tcp = TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    tcp.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    tokio::time::timeout(SOON, tcp.read_to_end(&mut raw))
-        .await
-        .expect("an answer within the bound")
-        .expect("read");
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").expect("a complete head");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    (status, body.to_owned())
+    let body = (!body.is_empty()).then_some(body);
+    let answer = belay_test_support::sockets::http_call(addr, method, path, body).await;
+    (answer.status, answer.body)
 }
 
 /// Everything `tcp` yields until EOF (within [`SOON`]): the bytes, in the
