@@ -11,7 +11,7 @@ use belay_proto::server::DrainPlan;
 
 use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
-use crate::server::{Lifecycle, Shared};
+use crate::shared::{Lifecycle, Shared};
 
 /// Start the drain once; later calls do nothing.
 pub(crate) fn start(shared: Arc<Shared>) {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::metrics::lock;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// The longest sleep: a key stored meanwhile has a later deadline than any
 /// held now, so waking this often only bounds how late a new first key is

@@ -54,10 +54,12 @@ mod peer_limits;
 mod requests;
 pub mod rpc;
 mod server;
+mod shared;
 pub mod stream;
 pub mod tls;
 mod upgrade;
 mod ws;
 
 pub use config::ServerConfig;
-pub use server::{Lifecycle, Server, ServerBuilder};
+pub use server::ServerBuilder;
+pub use shared::{Lifecycle, Server};

@@ -20,7 +20,7 @@ use belay_proto::server::{SourceKey, Violation, ViolationResponse};
 use tower_service::Service;
 
 use crate::metrics::lock;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// One TCP connection counted against its source (`None`: a trusted proxy,
 /// counted only in the global pending total). Released on drop.

@@ -27,7 +27,7 @@ use crate::auth::Principal;
 use crate::mailbox::{Control, ControlSender};
 use crate::metrics::lock;
 use crate::rpc::CallContext;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// A request's key as the cache and the waiters know it: (scope, key).
 type KeyId = (String, String);

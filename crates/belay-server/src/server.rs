@@ -1,4 +1,5 @@
-//! The server: builder, shared state, HTTP routes.
+//! The server: its builder, the public API of the [`Server`] handle, and
+//! its HTTP routes (the state they share is in `shared.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -10,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
-use belay_proto::message::{Payload, Publication, RawJson, Reply};
+use belay_proto::message::{Payload, Publication, RawJson};
 use belay_proto::server::{check_channel_name, payload_depth, IdempotencyCache, MAX_PAYLOAD_DEPTH};
 use belay_proto::server::{SourceTable, TokenBucket};
 use tokio::net::TcpListener;
@@ -22,6 +23,7 @@ use crate::clock::Clock;
 use crate::config::ServerConfig;
 use crate::metrics::{lock, Metrics};
 use crate::rpc::Methods;
+use crate::shared::{Lifecycle, Server, Shared};
 use crate::stream::StreamLayer;
 
 /// Builds a [`Server`].
@@ -123,85 +125,6 @@ impl ServerBuilder {
         Server {
             shared: Arc::new(shared),
         }
-    }
-}
-
-/// Where the server is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Lifecycle {
-    /// Accepting sessions.
-    Serving,
-    /// Draining: `/readyz` answers 503, new sessions are refused.
-    Draining,
-    /// Every connection is gone (or the drain deadline passed).
-    Drained,
-}
-
-/// What every connection task shares.
-pub(crate) struct Shared {
-    pub(crate) config: ServerConfig,
-    pub(crate) clock: Clock,
-    pub(crate) methods: Methods,
-    pub(crate) auth: Arc<dyn Authenticator>,
-    pub(crate) broker: Arc<dyn Broker>,
-    pub(crate) metrics: Metrics,
-    pub(crate) admission: Mutex<TokenBucket>,
-    pub(crate) pacing: Mutex<FleetPacing>,
-    /// Connections, pending upgrades and admissions per source.
-    pub(crate) sources: Mutex<SourceTable>,
-    /// Bytes queued for writing over all connections.
-    pub(crate) outbound_total: Arc<AtomicUsize>,
-    /// `config.limits`, shared by every connection's outbound queue.
-    pub(crate) limits: Arc<belay_proto::server::Limits>,
-    /// Keyed executions running now.
-    pub(crate) keyed_running: AtomicUsize,
-    pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
-    pub(crate) next_connection: AtomicU64,
-    pub(crate) stream_layer: Option<Arc<dyn StreamLayer>>,
-    pub(crate) lifecycle: watch::Sender<Lifecycle>,
-    pub(crate) idempotency: Mutex<IdempotencyCache>,
-    /// Live feed of server events (connects, closes, drain, and what
-    /// extensions announce).
-    pub(crate) events: broadcast::Sender<crate::events::ServerEvent>,
-    /// Retries of an idempotent request that is still running wait here.
-    pub(crate) idempotent_waiters: Mutex<HashMap<(String, String), broadcast::Sender<Reply>>>,
-}
-
-impl Shared {
-    pub(crate) fn register(&self, control: crate::mailbox::ControlSender) -> u64 {
-        let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
-        lock(&self.connections).insert(id, control);
-        id
-    }
-
-    pub(crate) fn unregister(&self, id: u64) {
-        lock(&self.connections).remove(&id);
-    }
-
-    /// Publish a server event (dropped if nobody listens).
-    pub(crate) fn emit(&self, kind: &'static str, detail: String) {
-        let event = crate::events::ServerEvent {
-            at_ms: self.clock.now().as_millis(),
-            kind,
-            detail,
-            connections: self.metrics.open_connections(),
-        };
-        let _ = self.events.send(event);
-    }
-}
-
-/// A Belay server. Cheap to clone; all clones are the same server.
-#[derive(Clone)]
-pub struct Server {
-    pub(crate) shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("connections", &self.shared.metrics.open_connections())
-            .finish_non_exhaustive()
     }
 }
 

@@ -36,7 +36,7 @@ use belay_proto::server::{UpgradeDecision, UpgradeVerdict, Violation};
 use crate::connection::{self, Admission, ConnectionMeta};
 use crate::metrics::{lock, Metrics};
 use crate::peer_limits::{PeerSlot, SlotCell};
-use crate::server::{Lifecycle, Server, Shared};
+use crate::shared::{Lifecycle, Server, Shared};
 use crate::stream::{BoxedStream, StreamLayer};
 use crate::ws::WebSocket;
 

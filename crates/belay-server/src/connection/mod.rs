@@ -25,7 +25,7 @@ use crate::broker::{LiveInbox, LiveItem};
 use crate::mailbox::{mailbox, Control, ControlReceiver, ControlSender};
 use crate::outbound::{outbound, Outbound, OutboundReceiver};
 use crate::requests::RequestSet;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
 
 mod outputs;

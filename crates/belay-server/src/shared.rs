@@ -1,0 +1,101 @@
+//! What every part of a running server shares: the state behind the
+//! [`Server`] handle. The connection driver, the upgrade, requests, the
+//! drain and the per-source limits all use this module, and it uses none
+//! of them, so the server's parts do not import each other in a loop
+//! (`server.rs` builds the state and puts the public API on the handle).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use belay_proto::fleet::FleetPacing;
+use belay_proto::message::Reply;
+use belay_proto::server::{IdempotencyCache, SourceTable, TokenBucket};
+use tokio::sync::{broadcast, watch};
+
+use crate::auth::Authenticator;
+use crate::broker::Broker;
+use crate::clock::Clock;
+use crate::config::ServerConfig;
+use crate::metrics::{lock, Metrics};
+use crate::rpc::Methods;
+use crate::stream::StreamLayer;
+
+/// Where the server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Accepting sessions.
+    Serving,
+    /// Draining: `/readyz` answers 503, new sessions are refused.
+    Draining,
+    /// Every connection is gone (or the drain deadline passed).
+    Drained,
+}
+
+/// What every connection task shares.
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    pub(crate) clock: Clock,
+    pub(crate) methods: Methods,
+    pub(crate) auth: Arc<dyn Authenticator>,
+    pub(crate) broker: Arc<dyn Broker>,
+    pub(crate) metrics: Metrics,
+    pub(crate) admission: Mutex<TokenBucket>,
+    pub(crate) pacing: Mutex<FleetPacing>,
+    /// Connections, pending upgrades and admissions per source.
+    pub(crate) sources: Mutex<SourceTable>,
+    /// Bytes queued for writing over all connections.
+    pub(crate) outbound_total: Arc<AtomicUsize>,
+    /// `config.limits`, shared by every connection's outbound queue.
+    pub(crate) limits: Arc<belay_proto::server::Limits>,
+    /// Keyed executions running now.
+    pub(crate) keyed_running: AtomicUsize,
+    pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
+    pub(crate) next_connection: AtomicU64,
+    pub(crate) stream_layer: Option<Arc<dyn StreamLayer>>,
+    pub(crate) lifecycle: watch::Sender<Lifecycle>,
+    pub(crate) idempotency: Mutex<IdempotencyCache>,
+    /// Live feed of server events (connects, closes, drain, and what
+    /// extensions announce).
+    pub(crate) events: broadcast::Sender<crate::events::ServerEvent>,
+    /// Retries of an idempotent request that is still running wait here.
+    pub(crate) idempotent_waiters: Mutex<HashMap<(String, String), broadcast::Sender<Reply>>>,
+}
+
+impl Shared {
+    pub(crate) fn register(&self, control: crate::mailbox::ControlSender) -> u64 {
+        let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        lock(&self.connections).insert(id, control);
+        id
+    }
+
+    pub(crate) fn unregister(&self, id: u64) {
+        lock(&self.connections).remove(&id);
+    }
+
+    /// Publish a server event (dropped if nobody listens).
+    pub(crate) fn emit(&self, kind: &'static str, detail: String) {
+        let event = crate::events::ServerEvent {
+            at_ms: self.clock.now().as_millis(),
+            kind,
+            detail,
+            connections: self.metrics.open_connections(),
+        };
+        let _ = self.events.send(event);
+    }
+}
+
+/// A Belay server. Cheap to clone; all clones are the same server.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("connections", &self.shared.metrics.open_connections())
+            .finish_non_exhaustive()
+    }
+}
