@@ -86,33 +86,10 @@ pub async fn fault(addr: SocketAddr, name: &str, body: &str) -> serde_json::Valu
 
 /// A raw WebSocket upgrade request; the status line and headers of the answer.
 pub async fn upgrade_head(addr: SocketAddr) -> HttpResponse {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut tcp = TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "GET /ws HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-    );
-    tcp.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !raw.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = tokio::time::timeout(SOON, tcp.read(&mut buf))
-            .await
-            .expect("an answer within the bound")
-            .expect("read");
-        if n == 0 {
-            break;
-        }
-        raw.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let head = text.split("\r\n\r\n").next().unwrap_or_default();
-    let (status, headers) = parse_head(head);
-    HttpResponse {
-        status,
-        headers,
-        body: String::new(),
-    }
+    exchange(&mut tcp, upgrade_request(addr, "").as_bytes())
+        .await
+        .expect("an answer within the bound")
 }
 
 /// A TCP connection to `addr` from the loopback address `source` (any
