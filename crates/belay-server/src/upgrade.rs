@@ -197,7 +197,11 @@ impl Handshake {
                 Some((layer, peer)) => WsIo::Layered(layer.wrap(Box::new(io), peer)),
                 None => io,
             };
-            session(WebSocket::new(io, &read_buf, max_payload)).await;
+            let ws = WebSocket::new(io, &read_buf, max_payload);
+            // Not held across the session: it can pin hyper's whole read
+            // buffer (kilobytes per idle connection).
+            drop(read_buf);
+            session(ws).await;
         });
         Response::builder()
             .status(StatusCode::SWITCHING_PROTOCOLS)
