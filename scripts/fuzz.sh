@@ -134,7 +134,7 @@ if [[ ${FUZZ_COVERAGE:-0} == 1 ]]; then
     case $target in
       ws_frames) focus='belay-server/src/ws\.rs' ;;
       client_decode) focus='belay-proto/src/message/' ;;
-      client_session) focus='belay-proto/src/(session/|subscriptions|registry|heartbeat|readiness|backoff/)' ;;
+      client_session) focus='belay-proto/src/(client/(session/|subscriptions|registry|readiness)|heartbeat|backoff/)' ;;
       server_connection) focus='belay-proto/src/server/(connection/|rate|limits|violation)' ;;
       *) focus='belay-server/src/(connection|ws|requests|outbound|mailbox|fanout|rpc|demo|broker/)|belay-proto/src/(server/(rate|limits|violation|idempotency|channel)|heartbeat|message/)' ;;
     esac

@@ -54,6 +54,8 @@ fn action_code(action: HeartbeatAction) -> u64 {
         HeartbeatAction::Wait => 1,
         HeartbeatAction::Probe => 2,
         HeartbeatAction::Close => 3,
+        // The enum is non-exhaustive; an action added later counts as 0.
+        _ => 0,
     }
 }
 

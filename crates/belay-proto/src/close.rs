@@ -26,6 +26,8 @@ use serde::{Deserialize, Serialize};
 /// A WebSocket close code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
+// A value: the u16 is the whole close code (the constants below, or any code a peer sends).
+#[allow(clippy::exhaustive_structs)]
 pub struct CloseCode(pub u16);
 
 impl CloseCode {
@@ -99,6 +101,7 @@ pub enum CloseDisposition {
 
 /// What the driver observed when a transport closed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CloseInfo {
     /// The code from the peer's close frame; `None` when no close frame
     /// arrived (what browsers report as 1006).

@@ -25,6 +25,7 @@ use crate::time::Instant;
 /// What the probe policy says to do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum HeartbeatAction {
     /// Nothing to do yet.
     Wait,

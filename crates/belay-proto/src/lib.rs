@@ -9,6 +9,12 @@
 //! reads a clock and never touches a global random source, so the real
 //! clients, the fleet simulator and the tests all run the same decisions.
 //!
+//! The crate is laid out by side: [`client`] holds the [`Session`] and the
+//! machines it composes, [`server`] the server's decisions (the
+//! [`server::Connection`] machine, upgrade and admission, history, drain,
+//! fleet pacing), and the root what both sides share: [`message`], [`close`]
+//! codes, [`time`], [`rng`], [`heartbeat`] and [`backoff`].
+//!
 //! ```text
 //!  ┌────────── driver (tokio client, browser, simulator, test) ──────────┐
 //!  │ sockets, timers, clock                                              │
@@ -71,24 +77,33 @@
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Public enums and config structs are `#[non_exhaustive]` (as rustls does); the
+// exceptions, types users build with a literal, say why where they are allowed.
+#![warn(clippy::exhaustive_enums, clippy::exhaustive_structs)]
 
+// The client's side: Session and the machines it composes.
+pub mod client;
+// The server's side: Connection, upgrade, admission, history, drain, fleet pacing…
+pub mod server;
+// Shared by both sides.
 pub mod backoff;
 pub mod close;
-pub mod config;
-pub mod event;
-pub mod fleet;
-#[cfg(feature = "fuzzing")]
-pub mod fuzzing;
 pub mod heartbeat;
 pub mod message;
-pub mod readiness;
-pub mod registry;
 pub mod rng;
-pub mod server;
-pub mod session;
-pub mod subscriptions;
 pub mod time;
-pub mod transport;
+// The harnesses of the fuzz targets (both sides).
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+
+// The client's modules, at the paths they had before the crate was split by side.
+pub use client::{config, event, readiness, registry, session, subscriptions, transport};
+
+/// Reconnect pacing for a fleet: [`server::FleetPacing`], at the path it had
+/// before the crate was split by side.
+pub mod fleet {
+    pub use crate::server::FleetPacing;
+}
 
 pub use close::{CloseCode, CloseInfo};
 pub use config::Config;

@@ -1,4 +1,4 @@
-/** Session configuration (`config.rs`); every field optional, defaults as in Rust. */
+/** Session configuration (`client/config.rs`); every field optional, defaults as in Rust. */
 import { defaultPolicy, type BackoffPolicy } from "./backoff/policy.js";
 
 export interface Config {

@@ -1,4 +1,4 @@
-/** What the session tells the application (`event.rs`), in its serde JSON form. */
+/** What the session tells the application (`client/event.rs`), in its serde JSON form. */
 import type { CloseInfo } from "./close.js";
 import type { DecodeError } from "./codec.js";
 import type { LivenessFailure } from "./heartbeat.js";

@@ -1,5 +1,5 @@
 /**
- * The reconnect controller's state (`session/phase.rs`). Only connecting,
+ * The reconnect controller's state (`client/session/phase.rs`). Only connecting,
  * handshaking and open own a transport: at most one exists, by construction
  * (the session keeps the id only in those states).
  */

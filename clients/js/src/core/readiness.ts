@@ -1,5 +1,5 @@
 /**
- * Readiness (`readiness.rs`): three levels with one-way dependencies —
+ * Readiness (`client/readiness.rs`): three levels with one-way dependencies —
  * transport ▶ protocol ▶ service — and one aggregate, `ready`. Inside the
  * session the levels are one number, how many are up (0–3): a level is up
  * only if the one below is, by construction.

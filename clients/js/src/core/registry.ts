@@ -1,5 +1,5 @@
 /**
- * The request registry (`registry.rs`): ids grow for the whole session and
+ * The request registry (`client/registry.rs`): ids grow for the whole session and
  * are never reused; each request has a deadline; a lost transport settles
  * them all with `connection_closed`, in id order. Settling calls `settle`.
  */

@@ -1,5 +1,5 @@
 /**
- * The session (`session/mod.rs`): one sans-IO facade over the small machines.
+ * The session (`client/session/`): one sans-IO facade over the small machines.
  *
  *   driver ── handleInput(now, input) / handleTimeout(now) / commands ──▶ Session
  *   driver ◀── pollOutput(): Output        pollTimeout(): ms | undefined ──

@@ -1,5 +1,5 @@
 /**
- * Subscriptions (`subscriptions.rs`): a channel counts only once confirmed;
+ * Subscriptions (`client/subscriptions.rs`): a channel counts only once confirmed;
  * an unconfirmed subscribe is repeated on the same transport; `unsubscribed`
  * schedules a resubscribe; publications are delivered in offset order with no
  * duplicate, and a gap or epoch change resubscribes from the last position.

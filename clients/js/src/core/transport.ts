@@ -1,4 +1,4 @@
-/** Transport identity and the failures a driver reports (`transport.rs`). */
+/** Transport identity and the failures a driver reports (`client/transport.rs`). */
 
 /** Ids grow monotonically and are never reused: a stale transport is always told apart. */
 export type TransportId = number;

@@ -50,6 +50,8 @@ impl ServerMessage {
 
 /// `welcome`: session id, heartbeat and pacing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct Welcome {
     /// Session id assigned by the server.
     pub session: String,
@@ -71,6 +73,8 @@ pub struct Welcome {
 /// Reconnect pacing advertised while healthy: reconnect attempts land on the
 /// grid `welcome received + phase + k × period`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct Pacing {
     /// Grid period in ms.
     pub period_ms: u64,
@@ -82,6 +86,8 @@ pub struct Pacing {
 /// neither is rejected as invalid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawResponse")]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct Response {
     /// Id of the request this answers.
     pub id: u64,
@@ -122,6 +128,8 @@ impl TryFrom<RawResponse> for Response {
 /// The body of a response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+// Exactly one of result or error (spec/PROTOCOL.md); belay-server and its tests match both arms.
+#[allow(clippy::exhaustive_enums)]
 pub enum Reply {
     /// The method succeeded; the result as the server sent it.
     Result(RawJson),
@@ -132,6 +140,8 @@ pub enum Reply {
 /// An error reported by the server. `code` is a short machine-readable
 /// string (see spec/PROTOCOL.md for the registered codes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct ErrorBody {
     /// Machine-readable code, e.g. `unavailable`.
     pub code: String,
@@ -156,6 +166,8 @@ impl ErrorBody {
 
 /// `subscribed`: the subscription is confirmed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct Subscribed {
     /// Channel name.
     pub channel: String,
@@ -172,6 +184,8 @@ pub struct Subscribed {
 
 /// `unsubscribed`: the subscription is gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct Unsubscribed {
     /// Channel name.
     pub channel: String,
@@ -195,6 +209,8 @@ impl Unsubscribed {
 
 /// `publication`: one message on a channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct Publication {
     /// Channel name.
     pub channel: String,
@@ -209,6 +225,8 @@ pub struct Publication {
 
 /// `reconnect`: the server is about to close this connection on purpose.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
 pub struct ReconnectAdvice {
     /// Why: `deploy`, `restart`, `overload`, `maintenance`, or another string.
     pub reason: String,

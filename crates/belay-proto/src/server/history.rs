@@ -15,6 +15,7 @@ pub const MAX_OFFSET: u64 = (1 << 53) - 1;
 /// The answer to a `subscribe`: the `subscribed` message, then the
 /// publications to replay, in offset order, before any live one.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Recovery {
     /// The confirmation to send first.
     pub subscribed: Subscribed,

@@ -17,6 +17,7 @@
 //!  subscribe       ──▶ ChannelLog::recover                                (subscribed + replay)
 //!  publish         ──▶ ChannelLog::publish                                (offsets, bounded history)
 //!  deploy          ──▶ DrainPlan                                          (503, advice, 1012)
+//!  every welcome   ──▶ FleetPacing: slot grid, restart advice             (pacing, reconnect)
 //! ```
 //!
 //! Every breach is a [`Violation`], and [`Violation::response`] is the one
@@ -26,6 +27,7 @@ mod admission;
 mod channel;
 mod connection;
 mod drain;
+mod fleet;
 mod forwarded;
 mod history;
 mod idempotency;
@@ -36,7 +38,6 @@ mod upgrade;
 mod violation;
 
 pub use admission::TokenBucket;
-pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use channel::{
     check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
 };
@@ -45,6 +46,7 @@ pub use connection::{
     MAX_BEFORE_WELCOME,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
+pub use fleet::FleetPacing;
 pub use forwarded::{
     parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,
 };
@@ -56,4 +58,5 @@ pub use idempotency::{
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use rate::{RateDecision, RateLimiter};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
+pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use violation::{Violation, ViolationResponse};

@@ -8,7 +8,7 @@ use super::{
     ServerFrame, SessionInput, Setup, Stale, Step,
 };
 
-/// The bytes [`decode_session`] turns into `input`: the inverse of the
+/// The bytes [`decode_session`](super::decode_session) turns into `input`: the inverse of the
 /// derived `Arbitrary` decoding. Texts longer than 65,535 bytes are cut.
 pub fn encode_session(input: &SessionInput) -> Vec<u8> {
     let mut out = Vec::new();

@@ -29,6 +29,7 @@ pub enum Level {
 
 /// A snapshot of the three levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Readiness {
     /// Transport level.
     pub transport: bool,

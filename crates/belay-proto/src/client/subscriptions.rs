@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::backoff::{Backoff, BackoffPolicy};
-use crate::event::Event;
+use crate::client::event::Event;
 use crate::message::{
     ClientMessage, Publication, StreamPosition, Subscribe, Subscribed, Unsubscribe, Unsubscribed,
 };
@@ -33,6 +33,7 @@ pub const MIN_CONFIRM_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// What the subscription machine wants done.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum SubscriptionOutput {
     /// Send this on the current transport.
     Send(ClientMessage),

@@ -4,12 +4,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::client::readiness::Readiness;
+use crate::client::registry::{RequestId, RequestOutcome};
+use crate::client::transport::Failure;
 use crate::close::CloseInfo;
 use crate::heartbeat::LivenessFailure;
 use crate::message::{DecodeError, ErrorBody, Publication};
-use crate::readiness::Readiness;
-use crate::registry::{RequestId, RequestOutcome};
-use crate::transport::Failure;
 
 /// Something the application should know about.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -130,7 +130,10 @@ pub enum RetryPlan {
     /// It will dial again after this delay.
     After {
         /// The delay.
-        #[serde(rename = "delay_ms", serialize_with = "crate::event::duration_ms")]
+        #[serde(
+            rename = "delay_ms",
+            serialize_with = "crate::client::event::duration_ms"
+        )]
         delay: Duration,
     },
     /// It will dial again when the device is back online.

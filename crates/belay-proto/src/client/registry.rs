@@ -16,6 +16,8 @@ use crate::time::Instant;
 /// Identifies a request within its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
+// A value: the u64 is the whole id, the one the request carries on the wire.
+#[allow(clippy::exhaustive_structs)]
 pub struct RequestId(pub u64);
 
 /// How a request ended. A caller that got `Timeout` or `ConnectionClosed`

@@ -2,10 +2,10 @@
 
 use serde::Serialize;
 
+use crate::client::event::Event;
+use crate::client::transport::{Failure, TransportId};
 use crate::close::{CloseCode, CloseInfo};
-use crate::event::Event;
 use crate::message::{ClientMessage, Payload, ServerMessage};
-use crate::transport::{Failure, TransportId};
 
 /// A fact reported by the driver. Every transport fact names the transport it
 /// came from; facts about a transport that is no longer current are dropped.
@@ -141,4 +141,5 @@ pub enum SubscribeError {
 /// A command after `stop()`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[error("the session is stopped")]
+#[non_exhaustive]
 pub struct Stopped;

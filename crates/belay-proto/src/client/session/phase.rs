@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
+use crate::client::transport::TransportId;
 use crate::heartbeat::Heartbeat;
 use crate::time::Instant;
-use crate::transport::TransportId;
 
 /// The connection's state, as the application may want to show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

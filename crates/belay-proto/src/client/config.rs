@@ -116,7 +116,7 @@ impl Config {
     setting!(
         /// How long to wait for `subscribed` before repeating the subscribe
         /// on the same transport. Default: 5 s; at least 100 ms
-        /// ([`MIN_CONFIRM_TIMEOUT`](crate::subscriptions::MIN_CONFIRM_TIMEOUT)).
+        /// ([`MIN_CONFIRM_TIMEOUT`](crate::client::subscriptions::MIN_CONFIRM_TIMEOUT)).
         subscribe_timeout, set_subscribe_timeout, Duration
     );
     setting!(

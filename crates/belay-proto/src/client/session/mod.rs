@@ -20,9 +20,18 @@
 //! The stale-event rule lives in exactly one place, [`Session::handle_input`]:
 //! a transport fact whose id is not the current transport's is counted and
 //! dropped before it can touch any state.
+//!
+//! The code is split by concern: this file holds the facade (getters,
+//! commands, `handle_input`, `handle_timeout`); `reconnect` the reconnect
+//! controller (transport facts, what happens after a transport is lost,
+//! dialing); `messages` what each server message does; `outputs` the output
+//! queue and readiness changes; `io` and `phase` the types.
 
 mod io;
+mod messages;
+mod outputs;
 mod phase;
+mod reconnect;
 
 pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
 pub use phase::ConnectionState;
@@ -30,21 +39,21 @@ pub use phase::ConnectionState;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::backoff::{Backoff, PacingSlots, RetryWindow};
-use crate::close::{CloseCode, CloseDisposition, CloseInfo};
-use crate::config::Config;
-use crate::event::{DisconnectReason, Event, HaltReason, RetryPlan};
-use crate::heartbeat::{Heartbeat, HeartbeatAction, LivenessFailure};
+use crate::backoff::Backoff;
+use crate::client::config::Config;
+use crate::client::event::{DisconnectReason, Event, RetryPlan};
+use crate::client::readiness::Readiness;
+use crate::client::registry::{RequestId, RequestRegistry};
+use crate::client::subscriptions::Subscriptions;
+use crate::client::transport::TransportId;
+use crate::close::CloseCode;
+use crate::heartbeat::{HeartbeatAction, LivenessFailure};
 use crate::message::{
-    decode_server, encoded_len, encoded_len_bound, ClientMessage, Connect, DecodeError,
-    MessageKind, ReconnectAdvice, Request, ServerMessage, Welcome, MAX_FRAME_LEN, PROTOCOL_VERSION,
+    decode_server, encoded_len, encoded_len_bound, ClientMessage, DecodeError, ReconnectAdvice,
+    Request, MAX_FRAME_LEN,
 };
-use crate::readiness::{Level, Readiness};
-use crate::registry::{RequestId, RequestOutcome, RequestRegistry};
-use crate::rng::{RandomSource, SplitMix64};
-use crate::subscriptions::{SubscriptionOutput, Subscriptions};
+use crate::rng::SplitMix64;
 use crate::time::Instant;
-use crate::transport::{Failure, TransportId};
 use phase::Phase;
 
 /// The shortest server ping interval the client accepts; shorter (non-zero)
@@ -363,6 +372,8 @@ impl Session {
 
     /// Replace the credentials sent in `connect` from the next transport on
     /// (after [`HaltReason::AuthFailed`], refresh them, then `start`).
+    ///
+    /// [`HaltReason::AuthFailed`]: crate::client::event::HaltReason::AuthFailed
     pub fn set_token(&mut self, token: Option<String>) {
         self.config.set_token(token);
     }
@@ -497,468 +508,7 @@ impl Session {
         }
     }
 
-    // ----- transport facts -----
-
-    fn on_opened(&mut self, now: Instant, id: TransportId) {
-        if !matches!(self.phase, Phase::Connecting { .. }) {
-            return;
-        }
-        self.phase = Phase::Handshaking {
-            id,
-            deadline: now + self.config.connect_timeout(),
-        };
-        self.advice = None;
-        self.local_backoff.reset();
-        self.push(Output::Transmit {
-            id,
-            message: ClientMessage::Connect(Connect {
-                protocol: PROTOCOL_VERSION,
-                token: self.config.token(),
-                session: self.session_id.clone(),
-            }),
-        });
-        self.refresh_readiness(now);
-    }
-
-    fn on_failed(&mut self, now: Instant, failure: Failure) {
-        let halt = match &failure {
-            Failure::InvalidConfig { detail } => Some(HaltReason::InvalidConfig {
-                detail: detail.clone(),
-            }),
-            Failure::Rejected {
-                status: 401 | 403, ..
-            } => Some(HaltReason::AuthFailed),
-            _ => None,
-        };
-        if let Failure::Rejected {
-            retry_after_ms: Some(after),
-            ..
-        } = failure
-        {
-            // `Retry-After: R` from the server's admission control: advice
-            // like a `reconnect` message, spread over [R, 2R) so a fleet
-            // told the same R does not come back in one wave.
-            self.advice.get_or_insert(ReconnectAdvice {
-                reason: "retry_after".to_owned(),
-                min_delay_ms: after,
-                max_delay_ms: after.saturating_mul(2),
-                message: None,
-            });
-        }
-        self.lose_transport(now, DisconnectReason::TransportFailed { failure }, halt);
-    }
-
-    fn on_closed(&mut self, now: Instant, close: CloseInfo) {
-        let halt = match close.disposition() {
-            CloseDisposition::Terminal => Some(HaltReason::ServerClosed {
-                close: close.clone(),
-            }),
-            CloseDisposition::AuthFailed => Some(HaltReason::AuthFailed),
-            _ => None,
-        };
-        self.lose_transport(now, DisconnectReason::TransportClosed { close }, halt);
-    }
-
-    fn on_protocol_violation(&mut self, now: Instant, id: TransportId, error: DecodeError) {
-        let (code, reason) = match error {
-            DecodeError::TooLarge { .. } => (CloseCode::TOO_BIG, "frame too large"),
-            _ => (CloseCode::PROTOCOL_ERROR, "malformed frame"),
-        };
-        self.push(Output::CloseTransport {
-            id,
-            code,
-            reason: reason.into(),
-        });
-        self.lose_transport(now, DisconnectReason::ProtocolViolation { error }, None);
-    }
-
-    /// Close the current transport ourselves and move on without waiting
-    /// for its close event.
-    fn abandon(
-        &mut self,
-        now: Instant,
-        id: TransportId,
-        code: CloseCode,
-        reason: DisconnectReason,
-    ) {
-        let text = match &reason {
-            DisconnectReason::HeartbeatTimeout { .. } => "heartbeat timeout",
-            DisconnectReason::ConnectTimeout => "connect timeout",
-            _ => "abandoned",
-        };
-        self.push(Output::CloseTransport {
-            id,
-            code,
-            reason: text.into(),
-        });
-        self.lose_transport(now, reason, None);
-    }
-
-    fn on_network(&mut self, now: Instant, online: bool) {
-        if online == self.online {
-            return;
-        }
-        self.online = online;
-        if !online {
-            match self.phase {
-                Phase::Waiting { .. } => self.phase = Phase::Offline,
-                Phase::Connecting { id, .. } | Phase::Handshaking { id, .. } => {
-                    self.push(Output::CloseTransport {
-                        id,
-                        code: CloseCode::GOING_AWAY,
-                        reason: "network offline".into(),
-                    });
-                    self.lose_transport(now, DisconnectReason::NetworkOffline, None);
-                }
-                // An open connection may survive; the heartbeat will tell.
-                _ => {}
-            }
-            return;
-        }
-        if matches!(self.phase, Phase::Offline | Phase::Waiting { .. }) {
-            // Online proves nothing about the server: start an attempt soon,
-            // with a fresh backoff, spread so a fleet does not dial at once.
-            // The server's own advice ("not before") still holds.
-            self.backoff.reset();
-            let window = self.config.online_delay().as_millis() as f64;
-            let delay_ms = (self.rng.next_unit() * window).floor() as u64;
-            let until = now + Duration::from_millis(delay_ms);
-            self.phase = Phase::Waiting {
-                until: self.not_before.map_or(until, |t| t.max(until)),
-            };
-        }
-    }
-
-    // ----- messages -----
-
-    fn note_frame(&mut self, now: Instant) {
-        if let Phase::Open {
-            heartbeat, check, ..
-        } = &mut self.phase
-        {
-            heartbeat.handle_frame(now);
-            *check = None;
-        }
-    }
-
-    fn on_message(&mut self, now: Instant, id: TransportId, message: ServerMessage) {
-        if matches!(self.phase, Phase::Connecting { .. }) {
-            // Frames before the open event: the driver reordered; treat the
-            // transport as open first so nothing is lost.
-            self.on_opened(now, id);
-        }
-        self.note_frame(now);
-        match message {
-            ServerMessage::Welcome(welcome) => self.on_welcome(now, id, welcome),
-            ServerMessage::Ping => self.push(Output::Transmit {
-                id,
-                message: ClientMessage::Pong,
-            }),
-            ServerMessage::Pong => {}
-            ServerMessage::Response(response) => {
-                if let Some((request, outcome)) = self.registry.handle_response(response) {
-                    self.emit(Event::Response {
-                        id: request,
-                        outcome,
-                    });
-                }
-            }
-            ServerMessage::Subscribed(msg) => {
-                let mut out = Vec::new();
-                self.subscriptions.handle_subscribed(msg, &mut out);
-                self.apply_subscription_outputs(out);
-                self.refresh_readiness(now);
-            }
-            ServerMessage::Unsubscribed(msg) => {
-                let mut out = Vec::new();
-                self.subscriptions
-                    .handle_unsubscribed(now, msg, &mut self.rng, &mut out);
-                self.apply_subscription_outputs(out);
-                self.refresh_readiness(now);
-            }
-            ServerMessage::Publication(publication) => {
-                let mut out = Vec::new();
-                self.subscriptions
-                    .handle_publication(now, publication, &mut out);
-                self.apply_subscription_outputs(out);
-                self.refresh_readiness(now);
-            }
-            ServerMessage::Reconnect(advice) => self.advice = Some(advice),
-            ServerMessage::Error(body) => self.emit(Event::ServerError(body)),
-        }
-    }
-
-    fn on_welcome(&mut self, now: Instant, id: TransportId, welcome: Welcome) {
-        if !matches!(self.phase, Phase::Handshaking { .. }) {
-            return;
-        }
-        if welcome.protocol != PROTOCOL_VERSION {
-            // Retrying cannot help: the server will speak the same version next time.
-            self.push(Output::CloseTransport {
-                id,
-                code: CloseCode::PROTOCOL_ERROR,
-                reason: "unsupported protocol version".into(),
-            });
-            let error = DecodeError::Invalid {
-                kind: MessageKind::Welcome,
-                detail: format!("protocol {} is not {PROTOCOL_VERSION}", welcome.protocol),
-            };
-            let halt = HaltReason::ProtocolMismatch {
-                server: welcome.protocol,
-            };
-            self.lose_transport(
-                now,
-                DisconnectReason::ProtocolViolation { error },
-                Some(halt),
-            );
-            return;
-        }
-        // A server that pings keeps a healthy connection from ever being quiet
-        // for long; probe only if it has been quiet for 1.5 of its intervals,
-        // so a server-pinged connection sends no probes of its own.
-        let server_ping = welcome
-            .ping_interval_ms
-            .filter(|&ms| ms > 0)
-            .map(|ms| Duration::from_millis(ms.clamp(MIN_SERVER_PING_MS, MAX_SERVER_PING_MS)));
-        let probe_interval = match server_ping {
-            Some(ping) => self.config.probe_interval().max(ping.saturating_mul(3) / 2),
-            None => self.config.probe_interval(),
-        };
-        let mut heartbeat = Heartbeat::new(now, probe_interval, self.config.probe_timeout());
-        heartbeat.set_server_ping_interval(server_ping);
-        self.phase = Phase::Open {
-            id,
-            heartbeat,
-            check: None,
-        };
-        self.backoff.set_slots(welcome.pacing.map(|p| {
-            PacingSlots::new(
-                Duration::from_millis(p.period_ms),
-                Duration::from_millis(p.phase_ms),
-                now,
-            )
-        }));
-        self.session_id = Some(welcome.session.clone());
-        self.emit(Event::Connected {
-            session: welcome.session,
-        });
-        let mut out = Vec::new();
-        self.subscriptions.handle_protocol_up(now, &mut out);
-        self.apply_subscription_outputs(out);
-        self.refresh_readiness(now);
-    }
-
-    // ----- the reconnect controller -----
-
-    /// The current transport is gone (failed, closed, or abandoned by us).
-    /// This is the only place that decides what happens next.
-    fn lose_transport(&mut self, now: Instant, reason: DisconnectReason, halt: Option<HaltReason>) {
-        let was_open = matches!(self.phase, Phase::Open { .. });
-        if let Phase::Open { heartbeat, .. } = &self.phase {
-            self.stats.probes_sent = self
-                .stats
-                .probes_sent
-                .saturating_add(heartbeat.probes_sent());
-        }
-        let advice = self.advice.take();
-        if self.cooldown_deadline().is_some_and(|at| at <= now) {
-            // Ready for the whole cooldown even if the timer has not run yet
-            // (a throttled driver): the connection was proven stable.
-            self.reset_backoff();
-        }
-        self.phase = Phase::Idle;
-        self.drop_transport_state(now);
-
-        let local = matches!(
-            reason,
-            DisconnectReason::TransportFailed {
-                failure: Failure::Unreachable { .. }
-            }
-        );
-        let retry = if let Some(halt) = halt {
-            self.phase = Phase::Halted;
-            Err(halt)
-        } else if !self.online {
-            self.phase = Phase::Offline;
-            Ok(RetryPlan::WhenOnline)
-        } else if local {
-            Ok(self.schedule_local_retry(now))
-        } else {
-            self.schedule_reconnect(now, advice)
-        };
-        let plan = retry.clone().unwrap_or(RetryPlan::No);
-        self.emit(if was_open {
-            Event::Disconnected {
-                reason,
-                retry: plan,
-            }
-        } else {
-            Event::ConnectFailed {
-                reason,
-                retry: plan,
-            }
-        });
-        if let Err(halt) = retry {
-            self.emit(Event::Halted { reason: halt });
-        }
-    }
-
-    fn schedule_reconnect(
-        &mut self,
-        now: Instant,
-        advice: Option<ReconnectAdvice>,
-    ) -> Result<RetryPlan, HaltReason> {
-        let attempts = self.backoff.attempt();
-        if self
-            .config
-            .max_attempts()
-            .is_some_and(|max| attempts >= max)
-        {
-            self.phase = Phase::Halted;
-            return Err(HaltReason::Exhausted { attempts });
-        }
-        let advised = advice.is_some();
-        if let Some(advice) = advice {
-            self.deploy_backoff |= advice.is_deploy();
-            self.backoff.advise(RetryWindow::from_advice(
-                now,
-                Duration::from_millis(advice.min_delay_ms),
-                Duration::from_millis(advice.max_delay_ms),
-            ));
-        }
-        let on_slot_grid = self.backoff.slots().is_some() && self.backoff.attempt() > 0;
-        let mut delay = self.backoff.next_delay(now, &mut self.rng);
-        if self.deploy_backoff && !advised && !on_slot_grid {
-            // Deploy-related reconnects back off twice as long, except on the
-            // server's slot grid, which already spreads the fleet.
-            delay = delay.saturating_mul(2);
-        }
-        if advised {
-            self.not_before = Some(now + delay);
-        }
-        self.phase = Phase::Waiting { until: now + delay };
-        Ok(RetryPlan::After { delay })
-    }
-
-    /// This device has no route to the server: try again soon on a separate,
-    /// short schedule. The attempts never reach the server, so they neither
-    /// advance the backoff nor count toward `max_attempts`; the server's
-    /// advice ("not before") still holds.
-    fn schedule_local_retry(&mut self, now: Instant) -> RetryPlan {
-        let delay = self.local_backoff.next_delay(now, &mut self.rng);
-        let until = now + delay;
-        let until = self.not_before.map_or(until, |t| t.max(until));
-        self.phase = Phase::Waiting { until };
-        RetryPlan::After {
-            delay: until.saturating_duration_since(now),
-        }
-    }
-
-    fn dial(&mut self, now: Instant) {
-        self.not_before = None;
-        self.next_transport = self.next_transport.saturating_add(1);
-        let id = TransportId(self.next_transport);
-        self.stats.transports_opened = self.stats.transports_opened.saturating_add(1);
-        self.phase = Phase::Connecting {
-            id,
-            deadline: now + self.config.connect_timeout(),
-        };
-        self.push(Output::OpenTransport {
-            id,
-            attempt: self.backoff.attempt(),
-        });
-    }
-
-    /// Leave `Idle`/`Halted` on the application's word: a fresh backoff, and
-    /// channels the server refused get another chance (credentials may have
-    /// been refreshed with [`Session::set_token`]).
-    fn resume(&mut self, now: Instant) {
-        self.reset_backoff();
-        self.subscriptions.retry_refused();
-        self.dial(now);
-    }
-
-    fn reset_backoff(&mut self) {
-        self.backoff.reset();
-        self.deploy_backoff = false;
-    }
-
-    /// When the backoff resets: after `reset_after` of continuous readiness,
-    /// and only if there is something to reset.
-    fn cooldown_deadline(&self) -> Option<Instant> {
-        let since = self.ready_since?;
-        if self.backoff.attempt() == 0 && !self.deploy_backoff {
-            return None;
-        }
-        Some(since + self.config.reset_after())
-    }
-
-    /// Everything tied to the transport goes: readiness, requests in flight,
-    /// confirmations. Positions and wanted channels stay.
-    fn drop_transport_state(&mut self, now: Instant) {
-        self.refresh_readiness(now);
-        let mut settled = Vec::new();
-        self.registry.settle_all(&mut settled);
-        self.emit_settled(settled);
-        self.subscriptions.handle_transport_down();
-    }
-
     // ----- plumbing -----
-
-    fn refresh_readiness(&mut self, now: Instant) {
-        let transport = matches!(self.phase, Phase::Handshaking { .. } | Phase::Open { .. });
-        let protocol = matches!(self.phase, Phase::Open { .. });
-        let service = protocol && self.subscriptions.all_confirmed();
-        let mut next = Readiness::default();
-        next.set(Level::Transport, transport);
-        next.set(Level::Protocol, protocol);
-        next.set(Level::Service, service);
-        if next == self.readiness {
-            return;
-        }
-        let was_ready = self.readiness.ready();
-        self.readiness = next;
-        if next.ready() && !was_ready {
-            self.ready_since = Some(now);
-        } else if !next.ready() {
-            self.ready_since = None;
-        }
-        self.emit(Event::ReadinessChanged {
-            readiness: next,
-            ready: next.ready(),
-        });
-    }
-
-    fn apply_subscription_outputs(&mut self, out: Vec<SubscriptionOutput>) {
-        let id = match &self.phase {
-            Phase::Open { id, .. } => Some(*id),
-            _ => None,
-        };
-        for item in out {
-            match item {
-                SubscriptionOutput::Send(message) => {
-                    if let Some(id) = id {
-                        self.push(Output::Transmit { id, message });
-                    }
-                }
-                SubscriptionOutput::Event(event) => self.emit(event),
-            }
-        }
-    }
-
-    fn emit_settled(&mut self, settled: Vec<(RequestId, RequestOutcome)>) {
-        for (id, outcome) in settled {
-            self.emit(Event::Response { id, outcome });
-        }
-    }
-
-    fn emit(&mut self, event: Event) {
-        self.outputs.push_back(Output::Event(event));
-    }
-
-    fn push(&mut self, output: Output) {
-        self.outputs.push_back(output);
-    }
 
     /// Time only moves forward: an earlier `now` is clamped to the latest seen.
     fn advance(&mut self, now: Instant) -> Instant {
