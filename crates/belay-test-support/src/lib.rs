@@ -7,7 +7,7 @@
 //! clock jumps to the next thing due, so minutes of protocol take
 //! milliseconds. Modelled on quinn-proto's `Pair`.
 //!
-//! With the `sockets` feature, [`sockets`] holds the raw protocol client
+//! With the `sockets` feature, the `sockets` module holds the raw protocol client
 //! and the HTTP helpers that every crate's socket-level tests use.
 //!
 //! ```

@@ -312,6 +312,14 @@ impl<F> Connection<F> {
                     self.finish_drain();
                 }
             }
+            // Draining already: the earlier deadline stands; still waiting
+            // for the requests in flight.
+            Stage::Draining { open, until: first } => {
+                self.stage = Stage::Draining {
+                    open,
+                    until: first.min(until),
+                };
+            }
             Stage::Closed => {}
             other => {
                 self.stage = other;
