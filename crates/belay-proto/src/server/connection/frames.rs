@@ -67,6 +67,11 @@ impl<F> Connection<F> {
             };
         }
         match decoded {
+            // Pings and pongs are messages too: an expired credential
+            // closes on them as on any other (spec/PROTOCOL.md §2.7).
+            Ok(ClientMessage::Ping | ClientMessage::Pong) if self.credentials_expired(now) => {
+                self.close_with(crate::close::CloseCode::UNAUTHORIZED, "credentials expired");
+            }
             Ok(ClientMessage::Ping) => {
                 if self.liveness(now) {
                     self.send(ServerMessage::Pong);
@@ -120,8 +125,8 @@ impl<F> Connection<F> {
             }
             // Draining: nothing new is started.
             Stage::Draining { .. } | Stage::Closed | Stage::Handshake { .. } => return,
-            Stage::Open(open) => {
-                if open.expires_at.is_some_and(|at| now >= at) {
+            Stage::Open(_) => {
+                if self.credentials_expired(now) {
                     return self
                         .close_with(crate::close::CloseCode::UNAUTHORIZED, "credentials expired");
                 }
@@ -134,6 +139,11 @@ impl<F> Connection<F> {
             ClientMessage::Unsubscribe(unsubscribe) => self.on_unsubscribe(&unsubscribe.channel),
             ClientMessage::Ping | ClientMessage::Pong => {}
         }
+    }
+
+    /// Whether the open session's credential has expired at `now`.
+    fn credentials_expired(&self, now: Instant) -> bool {
+        matches!(&self.stage, Stage::Open(open) if open.expires_at.is_some_and(|at| now >= at))
     }
 
     fn on_undecodable(&mut self, now: Instant, text: &str, error: &DecodeError) {
