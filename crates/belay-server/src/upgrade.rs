@@ -87,20 +87,16 @@ pub(crate) async fn handle(
     let token = bearer(&headers);
     slot.upgraded();
     let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
-    handshake.accept(
-        request,
-        limits.max_frame_len(),
-        layer,
-        move |ws| async move {
-            let meta = ConnectionMeta {
-                peer,
-                header_token: token,
-                admission,
-                _peer_slot: Some(slot),
-            };
-            connection::run(shared, ws, meta).await;
-        },
-    )
+    let max_frame_len = limits.max_frame_len();
+    let meta = ConnectionMeta {
+        peer,
+        header_token: token,
+        admission,
+        _peer_slot: Some(slot),
+    };
+    handshake.accept(request, max_frame_len, layer, move |ws| {
+        connection::run(shared, ws, meta)
+    })
 }
 
 /// The slot counting this connection against its source: the one the
@@ -187,22 +183,12 @@ impl Handshake {
         F: FnOnce(WebSocket<WsIo>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let on_upgrade = hyper::upgrade::on(request);
-        tokio::spawn(async move {
-            let Ok(upgraded) = on_upgrade.await else {
-                return;
-            };
-            let (io, read_buf) = WsIo::take(upgraded);
-            let io = match layer {
-                Some((layer, peer)) => WsIo::Layered(layer.wrap(Box::new(io), peer)),
-                None => io,
-            };
-            let ws = WebSocket::new(io, &read_buf, max_payload);
-            // Not held across the session: it can pin hyper's whole read
-            // buffer (kilobytes per idle connection).
-            drop(read_buf);
-            session(ws).await;
-        });
+        tokio::spawn(upgraded(
+            hyper::upgrade::on(request),
+            max_payload,
+            layer,
+            session,
+        ));
         Response::builder()
             .status(StatusCode::SWITCHING_PROTOCOLS)
             .header(header::UPGRADE, "websocket")
@@ -211,6 +197,33 @@ impl Handshake {
             .body(axum::body::Body::empty())
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
     }
+}
+
+/// The task of one upgraded connection: it waits for hyper to hand the
+/// socket over, then runs `session` on it. Most of an idle connection's
+/// memory is this future (see `connection::task_size`).
+pub(crate) async fn upgraded<F, Fut>(
+    on_upgrade: hyper::upgrade::OnUpgrade,
+    max_payload: usize,
+    layer: Option<(Arc<dyn StreamLayer>, SocketAddr)>,
+    session: F,
+) where
+    F: FnOnce(WebSocket<WsIo>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Ok(upgraded) = on_upgrade.await else {
+        return;
+    };
+    let (io, read_buf) = WsIo::take(upgraded);
+    let io = match layer {
+        Some((layer, peer)) => WsIo::Layered(layer.wrap(Box::new(io), peer)),
+        None => io,
+    };
+    let ws = WebSocket::new(io, &read_buf, max_payload);
+    // Not held across the session: it can pin hyper's whole read buffer
+    // (kilobytes per idle connection).
+    drop(read_buf);
+    session(ws).await;
 }
 
 /// The socket under a WebSocket session: the bare TCP stream or TLS stream
