@@ -60,10 +60,16 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
         "the report says every guarantee was kept"
     );
 
-    // The seed's first row: a naive client never notices a freeze or a
-    // service that went away, and leaves requests hanging.
+    // The seed's first row: a naive client does not notice a freeze while
+    // it lasts (only when it ends and the close the server sent after
+    // reaping it gets through), nor a service that went away, and leaves
+    // requests hanging.
     let naive_freeze = figures(cell(&report, LabFault::Freeze, ClientKind::Naive));
-    assert_eq!(naive_freeze.detection, None, "naive never detects a freeze");
+    assert!(
+        !matches!(naive_freeze.detection, Some(detected) if detected < config.fault_for),
+        "naive does not detect a freeze while it lasts: {:?}",
+        naive_freeze.detection
+    );
     let naive_down = figures(cell(&report, LabFault::ServiceDown, ClientKind::Naive));
     assert_eq!(
         naive_down.detection, None,
