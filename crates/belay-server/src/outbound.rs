@@ -1,128 +1,91 @@
-//! A connection's bounded queue of encoded frames for the writer.
+//! A connection's bounded queue of encoded frames waiting for room in the
+//! socket's write buffer.
 //!
-//! Like the order mailbox, it allocates nothing until a frame is queued
-//! (a tokio channel allocates a block of slots up front), and it is bounded
-//! in frames and in bytes, per connection and server-wide: `try_send` fails
-//! when the connection's [`Limits::check_outbound`] refuses (too many frames
-//! or bytes waiting; one frame always fits), or when the frame would take
-//! the connection past [`FAIR_SHARE`] bytes while every connection together
-//! already holds the server-wide budget. The server treats a refusal as a
-//! slow consumer (close 4009). A connection whose client reads keeps a
-//! short queue, so another client's backlog never gets it closed.
+//! It is the connection task's own (nothing else writes to it, so it needs
+//! no lock and no wake-up), allocates nothing until a frame waits, and is
+//! bounded in frames and in bytes, per connection and server-wide:
+//! `try_send` fails when the connection's [`Limits::check_outbound`]
+//! refuses (too many frames or bytes waiting; one frame always fits), or
+//! when the frame would take the connection past [`FAIR_SHARE`] bytes while
+//! every connection together already holds the server-wide budget. The
+//! core treats a refusal as a slow consumer (close 4009). A connection
+//! whose client reads keeps a short queue, so another client's backlog
+//! never gets it closed.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use belay_proto::server::Limits;
 use bytes::Bytes;
-use tokio::sync::Notify;
-
-use crate::metrics::lock;
 
 /// Bytes a connection may always queue, whatever the server-wide total.
 pub(crate) const FAIR_SHARE: usize = 64 * 1024;
 
-#[derive(Debug, Default)]
-struct Frames {
+/// One connection's waiting frames.
+#[derive(Debug)]
+pub(crate) struct Outbound {
     frames: VecDeque<Bytes>,
     bytes: usize,
-}
-
-#[derive(Debug)]
-struct Queue {
-    frames: Mutex<Frames>,
-    notify: Notify,
-    /// Shared by every connection of the server (a copy each would cost
-    /// more than an idle connection's whole queue).
-    limits: Arc<Limits>,
-    /// Bytes queued by every connection of the server, and its budget.
+    /// Bytes queued by every connection of the server (given back when the
+    /// queue is dropped).
     total: Arc<AtomicUsize>,
-    total_budget: usize,
 }
 
-impl Drop for Queue {
+impl Drop for Outbound {
     fn drop(&mut self) {
-        let bytes = lock(&self.frames).bytes;
-        self.total.fetch_sub(bytes, Ordering::Relaxed);
+        self.total.fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
-/// Queues frames for one connection. Cheap to clone.
-#[derive(Debug, Clone)]
-pub(crate) struct Outbound(Arc<Queue>);
-
-/// The writer's end.
-#[derive(Debug)]
-pub(crate) struct OutboundReceiver(Arc<Queue>);
-
-/// A queue bounded by `limits` (`outbound_queue` frames, `outbound_bytes`
-/// bytes) and by the server-wide `total_budget` bytes counted in `total`.
-pub(crate) fn outbound(
-    limits: &Arc<Limits>,
-    total: Arc<AtomicUsize>,
-    total_budget: usize,
-) -> (Outbound, OutboundReceiver) {
-    let queue = Arc::new(Queue {
-        frames: Mutex::new(Frames::default()),
-        notify: Notify::new(),
-        limits: Arc::clone(limits),
-        total,
-        total_budget,
-    });
-    (Outbound(Arc::clone(&queue)), OutboundReceiver(queue))
-}
-
 impl Outbound {
-    /// Queue `frame`, or give it back if the queue is full.
-    pub(crate) fn try_send(&self, frame: Bytes) -> Result<(), Bytes> {
-        let mut frames = lock(&self.0.frames);
+    /// An empty queue counted in the server-wide `total`.
+    pub(crate) fn new(total: Arc<AtomicUsize>) -> Self {
+        Outbound {
+            frames: VecDeque::new(),
+            bytes: 0,
+            total,
+        }
+    }
+
+    /// Queue `frame` within `limits` and the server-wide `budget` bytes, or
+    /// give it back if it does not fit.
+    pub(crate) fn try_send(
+        &mut self,
+        frame: Bytes,
+        limits: &Limits,
+        budget: usize,
+    ) -> Result<(), Bytes> {
         let len = frame.len();
-        if self
-            .0
-            .limits
-            .check_outbound(frames.frames.len(), frames.bytes, len)
+        if limits
+            .check_outbound(self.frames.len(), self.bytes, len)
             .is_err()
         {
             return Err(frame);
         }
-        let after = frames.bytes.saturating_add(len);
-        if after > FAIR_SHARE && self.0.total.load(Ordering::Relaxed) + len > self.0.total_budget {
+        let after = self.bytes.saturating_add(len);
+        if after > FAIR_SHARE && self.total.load(Ordering::Relaxed) + len > budget {
             return Err(frame);
         }
-        frames.bytes = after;
-        self.0.total.fetch_add(len, Ordering::Relaxed);
-        frames.frames.push_back(frame);
-        drop(frames);
-        self.0.notify.notify_one();
+        self.bytes = after;
+        self.total.fetch_add(len, Ordering::Relaxed);
+        self.frames.push_back(frame);
         Ok(())
-    }
-}
-
-impl OutboundReceiver {
-    /// The next frame. Cancel-safe.
-    pub(crate) async fn recv(&mut self) -> Bytes {
-        loop {
-            if let Some(frame) = self.try_recv() {
-                return frame;
-            }
-            self.0.notify.notified().await;
-        }
     }
 
     /// Whether nothing is queued.
     pub(crate) fn is_empty(&self) -> bool {
-        lock(&self.0.frames).frames.is_empty()
+        self.frames.is_empty()
     }
 
     /// The next frame if one is queued.
     pub(crate) fn try_recv(&mut self) -> Option<Bytes> {
-        let mut frames = lock(&self.0.frames);
-        let frame = frames.frames.pop_front()?;
-        frames.bytes -= frame.len();
-        self.0.total.fetch_sub(frame.len(), Ordering::Relaxed);
-        if frames.frames.is_empty() && frames.frames.capacity() > 64 {
-            frames.frames = VecDeque::new();
+        let frame = self.frames.pop_front()?;
+        self.bytes -= frame.len();
+        self.total.fetch_sub(frame.len(), Ordering::Relaxed);
+        if self.frames.is_empty() && self.frames.capacity() > 0 {
+            // Drained: an idle connection holds no buffer.
+            self.frames = VecDeque::new();
         }
         Some(frame)
     }
@@ -132,37 +95,53 @@ impl OutboundReceiver {
 mod tests {
     use super::*;
 
-    fn queue(frames: usize, bytes: usize, budget: usize) -> (Outbound, OutboundReceiver) {
+    fn limits(frames: usize, bytes: usize) -> Limits {
         let mut limits = Limits::default();
         limits.set_outbound_queue(frames).set_outbound_bytes(bytes);
-        outbound(&Arc::new(limits), Arc::new(AtomicUsize::new(0)), budget)
+        limits
     }
 
     #[test]
     fn the_queue_is_bounded_in_bytes_and_one_frame_always_fits() {
-        let (tx, mut rx) = queue(100, 10, usize::MAX);
-        tx.try_send(Bytes::from(vec![0; 50])).unwrap();
-        assert!(tx.try_send(Bytes::from_static(b"x")).is_err());
-        assert!(rx.try_recv().is_some());
-        tx.try_send(Bytes::from(vec![0; 6])).unwrap();
-        tx.try_send(Bytes::from(vec![0; 4])).unwrap();
-        assert!(tx.try_send(Bytes::from_static(b"x")).is_err());
+        let limits = limits(100, 10);
+        let mut queue = Outbound::new(Arc::new(AtomicUsize::new(0)));
+        queue
+            .try_send(Bytes::from(vec![0; 50]), &limits, usize::MAX)
+            .unwrap();
+        assert!(queue
+            .try_send(Bytes::from_static(b"x"), &limits, usize::MAX)
+            .is_err());
+        assert!(queue.try_recv().is_some());
+        queue
+            .try_send(Bytes::from(vec![0; 6]), &limits, usize::MAX)
+            .unwrap();
+        queue
+            .try_send(Bytes::from(vec![0; 4]), &limits, usize::MAX)
+            .unwrap();
+        assert!(queue
+            .try_send(Bytes::from_static(b"x"), &limits, usize::MAX)
+            .is_err());
     }
 
     #[test]
     fn the_server_wide_budget_spares_connections_within_their_fair_share() {
         let total = Arc::new(AtomicUsize::new(0));
-        let limits = Arc::new(Limits::default());
-        let (hog, _hog_rx) = outbound(&limits, Arc::clone(&total), 2 * FAIR_SHARE);
-        let (victim, mut victim_rx) = outbound(&limits, Arc::clone(&total), 2 * FAIR_SHARE);
-        while hog.try_send(Bytes::from(vec![0; 4096])).is_ok() {}
-        assert!(total.load(Ordering::Relaxed) >= 2 * FAIR_SHARE - 4096);
+        let limits = Limits::default();
+        let budget = 2 * FAIR_SHARE;
+        let mut hog = Outbound::new(Arc::clone(&total));
+        let mut victim = Outbound::new(Arc::clone(&total));
+        while hog
+            .try_send(Bytes::from(vec![0; 4096]), &limits, budget)
+            .is_ok()
+        {}
+        assert!(total.load(Ordering::Relaxed) >= budget - 4096);
         // The victim's small queue still fits; only growth past its fair
         // share would be refused while the budget is spent.
-        victim.try_send(Bytes::from(vec![0; 1000])).unwrap();
-        assert!(victim_rx.try_recv().is_some());
+        victim
+            .try_send(Bytes::from(vec![0; 1000]), &limits, budget)
+            .unwrap();
+        assert!(victim.try_recv().is_some());
         drop(hog);
-        drop(_hog_rx);
         assert_eq!(
             total.load(Ordering::Relaxed),
             0,
@@ -170,23 +149,22 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_full_queue_refuses_and_frames_come_out_in_order() {
-        let (tx, mut rx) = queue(2, 1 << 20, usize::MAX);
-        tx.try_send(Bytes::from_static(b"a")).unwrap();
-        tx.try_send(Bytes::from_static(b"b")).unwrap();
-        assert!(tx.try_send(Bytes::from_static(b"c")).is_err());
-        assert_eq!(rx.recv().await, Bytes::from_static(b"a"));
-        assert_eq!(rx.try_recv(), Some(Bytes::from_static(b"b")));
-        assert_eq!(rx.try_recv(), None);
-    }
-
-    #[tokio::test]
-    async fn a_frame_queued_while_waiting_wakes_the_writer() {
-        let (tx, mut rx) = queue(4, 1 << 20, usize::MAX);
-        let writer = tokio::spawn(async move { rx.recv().await });
-        tokio::task::yield_now().await;
-        tx.try_send(Bytes::from_static(b"x")).unwrap();
-        assert_eq!(writer.await.unwrap(), Bytes::from_static(b"x"));
+    #[test]
+    fn a_full_queue_refuses_and_frames_come_out_in_order() {
+        let limits = limits(2, 1 << 20);
+        let mut queue = Outbound::new(Arc::new(AtomicUsize::new(0)));
+        queue
+            .try_send(Bytes::from_static(b"a"), &limits, usize::MAX)
+            .unwrap();
+        queue
+            .try_send(Bytes::from_static(b"b"), &limits, usize::MAX)
+            .unwrap();
+        assert!(queue
+            .try_send(Bytes::from_static(b"c"), &limits, usize::MAX)
+            .is_err());
+        assert_eq!(queue.try_recv(), Some(Bytes::from_static(b"a")));
+        assert_eq!(queue.try_recv(), Some(Bytes::from_static(b"b")));
+        assert_eq!(queue.try_recv(), None);
+        assert!(queue.is_empty());
     }
 }

@@ -200,8 +200,12 @@ impl Handshake {
 }
 
 /// The task of one upgraded connection: it waits for hyper to hand the
-/// socket over, then runs `session` on it. Most of an idle connection's
-/// memory is this future (see `connection::task_size`).
+/// socket over, then spawns `session` on it as a task of its own and ends.
+/// The session's task is most of an idle connection's memory; spawned by
+/// itself it does not also carry this future's arguments (the closure, the
+/// layer, hyper's `OnUpgrade`), which an async fn keeps for its whole life
+/// and which took it past tokio's 2 KiB task class (see
+/// `connection::task_size`).
 pub(crate) async fn upgraded<F, Fut>(
     on_upgrade: hyper::upgrade::OnUpgrade,
     max_payload: usize,
@@ -223,7 +227,7 @@ pub(crate) async fn upgraded<F, Fut>(
     // Not held across the session: it can pin hyper's whole read buffer
     // (kilobytes per idle connection).
     drop(read_buf);
-    session(ws).await;
+    tokio::spawn(session(ws));
 }
 
 /// The socket under a WebSocket session: the bare TCP stream or TLS stream

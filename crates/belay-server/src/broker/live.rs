@@ -77,7 +77,9 @@ pub(crate) enum LiveItem {
     Ended {
         channel: Arc<str>,
         subscriber: SubscriberId,
-        error: ErrorBody,
+        /// Boxed: every queued item is as large as the largest kind, and
+        /// this one is rare.
+        error: Box<ErrorBody>,
     },
 }
 
@@ -180,7 +182,7 @@ impl LiveSender {
         state.items.push_back(LiveItem::Ended {
             channel: Arc::clone(&self.channel),
             subscriber: self.id,
-            error,
+            error: Box::new(error),
         });
         drop(state);
         self.inbox.notify.notify_one();

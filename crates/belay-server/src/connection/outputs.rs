@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use belay_proto::message::{ErrorBody, ServerMessage};
+use belay_proto::message::ErrorBody;
 use belay_proto::server::{AuthVerdict, Event, JoinAnswer, Output, Ticket};
 use belay_proto::Instant;
 use bytes::Bytes;
@@ -12,30 +12,31 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::{Driver, End};
 use crate::broker::{LiveInbox, SubscribeError, SubscriberId};
 use crate::metrics::{lock, Metrics};
-use crate::outbound::OutboundReceiver;
 use crate::requests::{self, Admit, RequestTask};
 use crate::ws::{WebSocket, HIGH_WATER};
 
 impl Driver {
     /// Carry out every output the core has, in order; how the connection
     /// ends, if the core decided that.
-    pub(super) fn carry_out<S>(
-        &mut self,
-        ws: &mut WebSocket<S>,
-        out: &OutboundReceiver,
-    ) -> Option<End>
+    pub(super) fn carry_out<S>(&mut self, ws: &mut WebSocket<S>) -> Option<End>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let mut end = None;
         while let Some(output) = self.core.poll_output() {
-            let now = self.now();
             match output {
-                Output::Send(message) => self.send(&message),
-                Output::SendEncoded(frame) => self.send_encoded(ws, out, frame),
+                Output::Send(message) => {
+                    let frame = Bytes::from(belay_proto::message::encode_server(&message));
+                    self.send(ws, frame);
+                }
+                Output::SendEncoded(frame) => self.send(ws, frame),
                 Output::Pong(payload) => ws.queue_pong(&payload),
-                Output::Authenticate { ticket, token } => self.authenticate(now, ticket, token),
+                Output::Authenticate { ticket, token } => {
+                    let now = self.now();
+                    self.authenticate(now, ticket, token);
+                }
                 Output::AuthorizeSubscribe { ticket, channel } => {
+                    let now = self.now();
                     let verdict = self
                         .shared
                         .auth
@@ -49,7 +50,7 @@ impl Driver {
                     since,
                 } => {
                     let answer = self.join(&channel, since.as_ref());
-                    self.core.handle_joined(now, ticket, answer);
+                    self.core.handle_joined(self.now(), ticket, answer);
                 }
                 Output::Leave {
                     channel,
@@ -59,6 +60,7 @@ impl Driver {
                     .broker
                     .unsubscribe(&channel, SubscriberId::from_raw(subscription)),
                 Output::AuthorizeRequest { ticket, method } => {
+                    let now = self.now();
                     let verdict = self
                         .shared
                         .auth
@@ -66,7 +68,7 @@ impl Driver {
                         .map_err(|denied| refusal(&denied));
                     self.core.handle_request_authorized(now, ticket, verdict);
                 }
-                Output::Call { ticket, request } => self.call(now, ticket, request),
+                Output::Call { ticket, request } => self.call(self.now(), ticket, request),
                 Output::Close {
                     code,
                     reason,
@@ -88,27 +90,23 @@ impl Driver {
         end
     }
 
-    /// Queue a message; a full queue is the core's to judge (4009).
-    fn send(&mut self, message: &ServerMessage) {
-        if self
-            .out
-            .try_send(Bytes::from(belay_proto::message::encode_server(message)))
-            .is_err()
-        {
-            self.core.handle_queue_full();
-        }
-    }
-
-    /// A frame encoded by the broker: straight into the socket's write
-    /// buffer when nothing is queued before it and there is room, else
-    /// through the bounded queue.
-    fn send_encoded<S>(&mut self, ws: &mut WebSocket<S>, out: &OutboundReceiver, frame: Bytes)
+    /// Send an encoded frame: straight into the socket's write buffer when
+    /// nothing waits before it and there is room, else into the bounded
+    /// queue; a full queue is the core's to judge (4009).
+    fn send<S>(&mut self, ws: &mut WebSocket<S>, frame: Bytes)
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        if out.is_empty() && ws.buffered() < HIGH_WATER {
+        if self.out.is_empty() && ws.buffered() < HIGH_WATER {
             ws.queue_text(&frame);
-        } else if self.out.try_send(frame).is_err() {
+            return;
+        }
+        let shared = &self.shared;
+        if self
+            .out
+            .try_send(frame, &shared.limits, shared.config.max_outbound_bytes)
+            .is_err()
+        {
             self.core.handle_queue_full();
         }
     }

@@ -15,11 +15,13 @@ use super::{Limits, RateLimiter, Violation, ViolationResponse};
 mod frames;
 mod handshake;
 mod io;
+mod outputs;
 mod requests;
 mod subscriptions;
 
 pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
 
+use outputs::Outputs;
 use requests::Requests;
 use subscriptions::Subscriptions;
 
@@ -128,9 +130,7 @@ pub struct Connection<F> {
     /// Subscriptions and requests, made at the first of either (an idle
     /// connection keeps its state small: thousands of them are held).
     activity: Option<Box<Activity>>,
-    out: VecDeque<Output<F>>,
-    /// The last output taken was a live frame (see `poll_output`).
-    streaming: bool,
+    out: Outputs<F>,
     next_ticket: u64,
 }
 
@@ -161,8 +161,7 @@ impl<F> Connection<F> {
             rng: SplitMix64::new(seed),
             limits,
             activity: None,
-            out: VecDeque::new(),
-            streaming: false,
+            out: Outputs::default(),
             next_ticket: 1,
         }
     }
@@ -204,18 +203,7 @@ impl<F> Connection<F> {
 
     /// The next thing to do, in order.
     pub fn poll_output(&mut self) -> Option<Output<F>> {
-        let next = self.out.pop_front();
-        match &next {
-            Some(output) => self.streaming = matches!(output, Output::SendEncoded(_)),
-            // Drained: an idle connection holds no queue (thousands of idle
-            // connections would each keep a few hundred bytes), but one that
-            // is receiving a stream keeps it, so live delivery does not
-            // allocate and free it for every publication. Its next other
-            // output (a heartbeat `ping` at the latest) releases it.
-            None if !self.streaming && self.out.capacity() > 0 => self.out = VecDeque::new(),
-            None => {}
-        }
-        next
+        self.out.pop_front()
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next (`None`:

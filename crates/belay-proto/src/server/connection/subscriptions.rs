@@ -198,7 +198,7 @@ impl<F> Connection<F> {
                 self.send(ServerMessage::Subscribed(subscribed));
                 for (offset, frame) in replay {
                     after = offset;
-                    self.out.push_back(Output::SendEncoded(frame));
+                    self.out.push_frame(frame);
                 }
                 self.activity().subscriptions.held.insert(
                     pending.channel,
@@ -232,7 +232,7 @@ impl<F> Connection<F> {
             return;
         }
         held.after = offset;
-        self.out.push_back(Output::SendEncoded(frame));
+        self.out.push_frame(frame);
     }
 
     /// The broker stopped delivering `subscription` because this connection
