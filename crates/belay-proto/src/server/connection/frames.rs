@@ -6,10 +6,14 @@ use crate::message::{
     decode_client, ClientMessage, DecodeError, ErrorBody, MessageKind, Reply, Response,
     ServerMessage,
 };
+use std::time::Duration;
+
 use crate::time::Instant;
 
 use super::super::{RateDecision, Violation};
-use super::{Connection, Event, Frame, Output, Stage, TransportError, MAX_BEFORE_WELCOME};
+use super::{
+    Connection, Event, Frame, Output, Pipelined, Stage, TransportError, MAX_BEFORE_WELCOME,
+};
 
 /// Whether a data frame may be acted on after its budget check.
 enum Budget {
@@ -56,13 +60,14 @@ impl<F> Connection<F> {
         };
         let decoded = decode_client(text);
         if handshake {
+            // `connect` opens the budget and takes no token: it comes once
+            // per connection, and connections are paced by admission and
+            // the per-source limits (spec/PROTOCOL.md §8.2).
             return self.on_handshake_frame(now, decoded);
         }
         if authenticating {
-            // Held until the verdict (bounded by MAX_BEFORE_WELCOME), so
-            // nothing but `welcome` can be the first message.
             return match decoded {
-                Ok(message) => self.on_message(now, message),
+                Ok(message) => self.on_pipelined(now, message),
                 Err(_) => self.violate(Violation::NotConnectFirst),
             };
         }
@@ -110,21 +115,55 @@ impl<F> Connection<F> {
         }
     }
 
-    /// A decoded message on an established (or authenticating) session.
-    pub(super) fn on_message(&mut self, now: Instant, message: ClientMessage) {
-        match &mut self.stage {
-            Stage::Authenticating { backlog, .. } => {
-                if matches!(message, ClientMessage::Connect(_)) {
-                    return self.violate(Violation::DuplicateConnect);
-                }
-                if backlog.len() >= MAX_BEFORE_WELCOME {
-                    return self.violate(Violation::NotConnectFirst);
-                }
-                backlog.push_back(message);
+    /// A message that followed `connect` before `welcome`. It takes its
+    /// token now (a liveness one for ping and pong) and is held until the
+    /// verdict (at most MAX_BEFORE_WELCOME), so nothing but `welcome` can be
+    /// the first message; one over the budget is answered `rate_limited`
+    /// right after `welcome`.
+    fn on_pipelined(&mut self, now: Instant, message: ClientMessage) {
+        let held = match message {
+            ClientMessage::Connect(_) => return self.violate(Violation::DuplicateConnect),
+            ClientMessage::Pong => {
+                self.liveness(now);
                 return;
             }
+            ClientMessage::Ping if !self.liveness(now) => return,
+            ClientMessage::Ping => Pipelined::Message(message),
+            message => {
+                let request = match &message {
+                    ClientMessage::Request(request) => Some(request.id),
+                    _ => None,
+                };
+                match self.rate.check(now) {
+                    RateDecision::Allow => Pipelined::Message(message),
+                    RateDecision::Close { retry_after } => {
+                        return self.violate(Violation::Flood { retry_after })
+                    }
+                    RateDecision::Refuse { retry_after } => Pipelined::RateLimited {
+                        request,
+                        retry_after,
+                    },
+                }
+            }
+        };
+        let Stage::Authenticating { backlog, .. } = &mut self.stage else {
+            // A flood of liveness frames closed it.
+            return;
+        };
+        if backlog.len() >= MAX_BEFORE_WELCOME {
+            return self.violate(Violation::NotConnectFirst);
+        }
+        backlog.push_back(held);
+    }
+
+    /// A decoded message on an established session.
+    pub(super) fn on_message(&mut self, now: Instant, message: ClientMessage) {
+        match &mut self.stage {
             // Draining: nothing new is started.
-            Stage::Draining { .. } | Stage::Closed | Stage::Handshake { .. } => return,
+            Stage::Draining { .. }
+            | Stage::Closed
+            | Stage::Handshake { .. }
+            | Stage::Authenticating { .. } => return,
             Stage::Open(_) => {
                 if self.credentials_expired(now) {
                     return self
@@ -199,16 +238,22 @@ impl<F> Connection<F> {
                 Budget::Spent
             }
             RateDecision::Refuse { retry_after } => {
-                let violation = Violation::RateLimited { retry_after };
-                match request {
-                    Some(id) => {
-                        self.event(Event::RequestRefused("rate_limited"));
-                        self.respond(id, violation.refusal());
-                    }
-                    None => self.violate(violation),
-                }
+                self.refuse_rate_limited(request, retry_after);
                 Budget::Spent
             }
+        }
+    }
+
+    /// Answer a data frame over the message budget: a request gets its one
+    /// `response` `rate_limited`, anything else an `error`.
+    pub(super) fn refuse_rate_limited(&mut self, request: Option<u64>, retry_after: Duration) {
+        let violation = Violation::RateLimited { retry_after };
+        match request {
+            Some(id) => {
+                self.event(Event::RequestRefused("rate_limited"));
+                self.respond(id, violation.refusal());
+            }
+            None => self.violate(violation),
         }
     }
 

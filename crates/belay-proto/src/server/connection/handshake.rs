@@ -9,7 +9,7 @@ use crate::message::{ClientMessage, DecodeError, ServerMessage, Welcome, PROTOCO
 use crate::time::Instant;
 
 use super::super::Violation;
-use super::{AuthVerdict, Connection, Event, Open, Output, Stage, Ticket};
+use super::{AuthVerdict, Connection, Event, Open, Output, Pipelined, Stage, Ticket};
 
 impl<F> Connection<F> {
     /// The first data frame, decoded: it must be a `connect` in our version.
@@ -84,11 +84,14 @@ impl<F> Connection<F> {
             expires_at,
             heartbeat: self.limits.heartbeat(now),
         });
-        for message in backlog {
-            match message {
-                ClientMessage::Ping => self.send(ServerMessage::Pong),
-                ClientMessage::Pong => {}
-                message => self.on_message(now, message),
+        for held in backlog {
+            match held {
+                Pipelined::Message(ClientMessage::Ping) => self.send(ServerMessage::Pong),
+                Pipelined::Message(message) => self.on_message(now, message),
+                Pipelined::RateLimited {
+                    request,
+                    retry_after,
+                } => self.refuse_rate_limited(request, retry_after),
             }
             if self.is_closed() {
                 break;

@@ -61,7 +61,7 @@ enum Stage {
     Authenticating {
         deadline: Instant,
         ticket: Ticket,
-        backlog: VecDeque<ClientMessage>,
+        backlog: VecDeque<Pipelined>,
     },
     Open(Open),
     Draining {
@@ -69,6 +69,18 @@ enum Stage {
         until: Instant,
     },
     Closed,
+}
+
+/// A message that followed `connect`, held until `welcome`.
+enum Pipelined {
+    /// Within its budget: acted on after `welcome`.
+    Message(ClientMessage),
+    /// Over the message budget: answered `rate_limited` after `welcome`
+    /// (`request`: the id of the request it carried).
+    RateLimited {
+        request: Option<u64>,
+        retry_after: Duration,
+    },
 }
 
 struct Open {
@@ -184,9 +196,12 @@ impl<F> Connection<F> {
         self.open().map(|open| &*open.session)
     }
 
-    /// Requests called and not yet answered.
+    /// Requests received and not yet answered (waiting for the authorizer,
+    /// or called): a drain waits for them.
     pub fn requests_in_flight(&self) -> usize {
-        self.activity.as_ref().map_or(0, |a| a.requests.running())
+        self.activity
+            .as_ref()
+            .map_or(0, |a| a.requests.unanswered())
     }
 
     /// Confirmed subscriptions held.

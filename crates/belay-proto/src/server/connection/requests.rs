@@ -29,16 +29,18 @@ fn take<T>(list: &mut Vec<(Ticket, T)>, ticket: Ticket) -> Option<T> {
 }
 
 impl Requests {
-    pub(super) fn running(&self) -> usize {
-        self.running.len()
+    /// Requests received and not yet answered: waiting for the authorizer
+    /// or called. A drain waits for all of them.
+    pub(super) fn unanswered(&self) -> usize {
+        self.authorizing.len() + self.running.len()
     }
 }
 
 impl<F> Connection<F> {
     pub(super) fn on_request(&mut self, request: Request) {
-        // Requests waiting for the authorizer are bounded like those running.
-        let authorizing = self.activity().requests.authorizing.len();
-        if let Err(violation) = self.limits.check_in_flight(authorizing) {
+        // In flight: waiting for the authorizer or called.
+        let unanswered = self.activity().requests.unanswered();
+        if let Err(violation) = self.limits.check_in_flight(unanswered) {
             self.event(Event::RequestRefused("rate_limited"));
             return self.respond(request.id, violation.refusal());
         }
@@ -49,9 +51,9 @@ impl<F> Connection<F> {
             .push_back(Output::AuthorizeRequest { ticket, method });
     }
 
-    /// The authorizer's answer for [`Output::AuthorizeRequest`]: allowed,
-    /// or refused with the error the client gets. An allowed request within
-    /// the in-flight bound is called ([`Output::Call`]).
+    /// The authorizer's answer for [`Output::AuthorizeRequest`]: allowed
+    /// (the request is called, [`Output::Call`]), or refused with the error
+    /// the client gets.
     pub fn handle_request_authorized(
         &mut self,
         now: Instant,
@@ -64,11 +66,8 @@ impl<F> Connection<F> {
         };
         if let Err(denied) = verdict {
             self.event(Event::RequestRefused("denied"));
-            return self.respond(request.id, Reply::Error(denied));
-        }
-        if let Err(violation) = self.limits.check_in_flight(self.requests_in_flight()) {
-            self.event(Event::RequestRefused("rate_limited"));
-            return self.respond(request.id, violation.refusal());
+            self.respond(request.id, Reply::Error(denied));
+            return self.settle_drain();
         }
         self.activity().requests.running.push((ticket, request.id));
         self.out.push_back(Output::Call { ticket, request });
@@ -84,6 +83,11 @@ impl<F> Connection<F> {
             return;
         };
         self.respond(id, reply);
+        self.settle_drain();
+    }
+
+    /// A draining connection closes 1012 once its last request is answered.
+    fn settle_drain(&mut self) {
         if matches!(self.stage, Stage::Draining { .. }) && self.requests_in_flight() == 0 {
             self.finish_drain();
         }

@@ -96,11 +96,16 @@ impl<F> Connection<F> {
             let shown = truncate_name(&channel, self.limits.max_channel_len()).to_owned();
             return self.refuse_subscribe(&shown, violation);
         }
-        self.leave(&channel);
-        // Subscribes waiting for the authorizer are bounded like those held.
+        // A repeat for a channel held replaces it and is not counted
+        // (spec/PROTOCOL.md §5.7): it takes the place it leaves.
+        let repeat = self.leave(&channel);
+        // Other subscribes waiting for the authorizer are bounded like
+        // those held.
         let setting_up = self.activity().subscriptions.pending.len();
-        if let Err(violation) = self.limits.check_subscriptions(setting_up) {
-            return self.refuse_subscribe(&channel, violation);
+        if !repeat {
+            if let Err(violation) = self.limits.check_subscriptions(setting_up) {
+                return self.refuse_subscribe(&channel, violation);
+            }
         }
         let ticket = self.ticket();
         self.activity().subscriptions.pending.push((
@@ -268,17 +273,21 @@ impl<F> Connection<F> {
     }
 
     /// End this connection's subscription to `channel`, if any (no reply).
-    fn leave(&mut self, channel: &str) {
+    /// Leave `channel` if it is held (and drop a subscribe for it still
+    /// being set up); whether it was held.
+    fn leave(&mut self, channel: &str) -> bool {
         let ended = self
             .activity
             .as_mut()
             .and_then(|a| a.subscriptions.end(channel));
-        if let Some((channel, subscription)) = ended {
-            self.out.push_back(Output::Leave {
-                channel: channel.to_string(),
-                subscription,
-            });
-        }
+        let Some((channel, subscription)) = ended else {
+            return false;
+        };
+        self.out.push_back(Output::Leave {
+            channel: channel.to_string(),
+            subscription,
+        });
+        true
     }
 
     /// Refuse a `subscribe` with the violation's documented `unsubscribed`.

@@ -52,19 +52,30 @@ fn requests_beyond_the_in_flight_bound_are_refused_rate_limited() {
     let mut limits = Limits::default();
     limits.set_max_in_flight(2);
     let mut conn = open_with(limits);
-    let mut out = Vec::new();
-    for id in 1..=3 {
-        text(
-            &mut conn,
-            T0,
-            json!({"type": "request", "id": id, "method": "slow"}),
-        );
-        let ticket = ticket_of(&drain(&mut conn));
-        conn.handle_request_authorized(T0, ticket, Ok(()));
-        out = drain(&mut conn);
-    }
+    // One called, one waiting for the authorizer: both are in flight.
+    text(
+        &mut conn,
+        T0,
+        json!({"type": "request", "id": 1, "method": "slow"}),
+    );
+    let ticket = ticket_of(&drain(&mut conn));
+    conn.handle_request_authorized(T0, ticket, Ok(()));
+    drain(&mut conn);
+    text(
+        &mut conn,
+        T0,
+        json!({"type": "request", "id": 2, "method": "slow"}),
+    );
+    drain(&mut conn);
+    text(
+        &mut conn,
+        T0,
+        json!({"type": "request", "id": 3, "method": "slow"}),
+    );
+    let out = drain(&mut conn);
     assert!(
-        !out.iter().any(|o| matches!(o, Output::Call { .. })),
+        !out.iter()
+            .any(|o| matches!(o, Output::AuthorizeRequest { .. } | Output::Call { .. })),
         "{out:?}"
     );
     assert_eq!(conn.requests_in_flight(), 2);
