@@ -385,6 +385,17 @@ impl Harness {
                     self.conn.handle_lagged(&channel, subscription);
                 }
             }
+            Step::Ended(pick, unavailable) => {
+                if let Some((channel, subscription)) = self.pick(*pick) {
+                    let error = if *unavailable {
+                        crate::message::ErrorBody::new("unavailable", "store lost")
+                    } else {
+                        crate::message::ErrorBody::new("moved", "channel moved")
+                    };
+                    self.conn
+                        .handle_subscription_ended(&channel, subscription, &error);
+                }
+            }
             Step::Advise => self.conn.advise(crate::message::ReconnectAdvice {
                 reason: "restart".into(),
                 min_delay_ms: 0,

@@ -125,6 +125,9 @@ pub enum Step {
     UnsubscribeAll,
     /// Refused by admission.
     RefuseOverload(u16),
+    /// The broker ends a joined subscription (`unavailable` when the flag
+    /// is set, else an error code of its own).
+    Ended(u8, bool),
 }
 
 /// A whole input: the connection's limits are the defaults with small
