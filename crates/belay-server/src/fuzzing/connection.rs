@@ -1,0 +1,621 @@
+//! The `connection` target: one whole session through the connection
+//! driver, fed a sequence of [`FuzzFrame`]s.
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbitrary::{Arbitrary, Unstructured};
+use belay_proto::message::{decode_server, Reply, ServerMessage};
+use belay_proto::server::Limits;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::connection::{self, Admission, ConnectionMeta};
+use crate::ws::WebSocket;
+use crate::{Server, ServerConfig};
+
+use super::ws_frames::{
+    parse_server_frames, splitmix64, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG,
+    OP_TEXT,
+};
+
+/// Text taken from the input as a little-endian `u16` length followed by
+/// that many bytes (fewer if the input ends), invalid UTF-8 replaced. Unlike
+/// `String`'s own `Arbitrary` (which takes its length from the end of the
+/// input), this can be written back ([`encode_frames`]), so seed inputs can
+/// be made from the tests' messages.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FuzzStr(pub String);
+
+impl<'a> Arbitrary<'a> for FuzzStr {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let bytes = FuzzBytes::arbitrary(u)?;
+        Ok(FuzzStr(String::from_utf8_lossy(&bytes.0).into_owned()))
+    }
+
+    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
+        (2, None)
+    }
+}
+
+/// Bytes taken from the input like [`FuzzStr`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FuzzBytes(pub Vec<u8>);
+
+impl<'a> Arbitrary<'a> for FuzzBytes {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        let len = usize::from(u16::arbitrary(u)?).min(u.len());
+        Ok(FuzzBytes(u.bytes(len)?.to_vec()))
+    }
+
+    fn size_hint(_depth: usize) -> (usize, Option<usize>) {
+        (2, None)
+    }
+}
+
+/// A method to call: one of [`fuzz_methods`], or any other name.
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum FuzzMethod {
+    /// `echo`: answers its params.
+    Echo,
+    /// `order.create`: idempotent with a key.
+    OrderCreate,
+    /// `slow`: sleeps `params` ms.
+    Slow,
+    /// Any other name (normally `not_found`).
+    Other(FuzzStr),
+}
+
+/// Request params.
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum FuzzParams {
+    /// Absent (`null`).
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// A small number (what `slow` wants).
+    Millis(u8),
+    /// A string.
+    Str(FuzzStr),
+    /// An object `{"item": ..., "n": ...}`.
+    Object(FuzzStr, u32),
+    /// Raw JSON text, used as the params if it parses (else a string).
+    Json(FuzzStr),
+}
+
+impl FuzzParams {
+    fn value(&self) -> Value {
+        match self {
+            FuzzParams::Null => Value::Null,
+            FuzzParams::Bool(b) => json!(b),
+            FuzzParams::Int(n) => json!(n),
+            FuzzParams::Millis(ms) => json!(ms),
+            FuzzParams::Str(s) => json!(s.0),
+            FuzzParams::Object(item, n) => json!({ "item": item.0, "n": n }),
+            FuzzParams::Json(text) => {
+                serde_json::from_str(&text.0).unwrap_or_else(|_| json!(text.0))
+            }
+        }
+    }
+}
+
+/// A channel name: two the sequence can share, or any other.
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum FuzzChannel {
+    /// `news`.
+    News,
+    /// `feed`.
+    Feed,
+    /// Any name.
+    Other(FuzzStr),
+}
+
+impl FuzzChannel {
+    fn name(&self) -> &str {
+        match self {
+            FuzzChannel::News => "news",
+            FuzzChannel::Feed => "feed",
+            FuzzChannel::Other(name) => &name.0,
+        }
+    }
+}
+
+/// The epoch of a `subscribe`'s `since`.
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum FuzzEpoch {
+    /// The channel's epoch as of the last [`FuzzFrame::Publish`] on it in
+    /// this sequence (an empty string before any).
+    Current,
+    /// Any string.
+    Other(FuzzStr),
+}
+
+/// An idempotency key: two the sequence can repeat, or any other.
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum FuzzKey {
+    /// `k1`.
+    K1,
+    /// `k2`.
+    K2,
+    /// Any key.
+    Other(FuzzStr),
+}
+
+impl FuzzKey {
+    fn key(&self) -> String {
+        match self {
+            FuzzKey::K1 => "k1".into(),
+            FuzzKey::K2 => "k2".into(),
+            FuzzKey::Other(key) => key.0.clone(),
+        }
+    }
+}
+
+/// One step of a client session, as the `connection` target's input
+/// (a `Vec<FuzzFrame>` through `Arbitrary::arbitrary_take_rest`).
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum FuzzFrame {
+    /// A text frame with exactly this content.
+    Text(FuzzStr),
+    /// `connect` (protocol 1 is the one the server speaks).
+    Connect {
+        /// Protocol version.
+        protocol: u8,
+        /// Credentials.
+        token: Option<FuzzStr>,
+        /// Previous session id.
+        session: Option<FuzzStr>,
+    },
+    /// `request`.
+    Request {
+        /// Request id.
+        id: u64,
+        /// Method.
+        method: FuzzMethod,
+        /// Params.
+        params: FuzzParams,
+        /// Idempotency key.
+        idem: Option<FuzzKey>,
+        /// Client deadline.
+        timeout_ms: Option<u16>,
+    },
+    /// `subscribe`, perhaps resuming.
+    Subscribe {
+        /// Channel.
+        channel: FuzzChannel,
+        /// Resume after this position.
+        since: Option<(FuzzEpoch, u16)>,
+    },
+    /// `unsubscribe`.
+    Unsubscribe(FuzzChannel),
+    /// Protocol-level `ping`.
+    Ping,
+    /// Protocol-level `pong`.
+    Pong,
+    /// A text message of about `len` bytes: a `ping` padded with a long
+    /// field (frames with 16- and 64-bit lengths, the size limit).
+    Padded(u16),
+    /// A text message in `pieces` fragments (cut anywhere, even inside a
+    /// UTF-8 sequence), with a WebSocket ping after the first if `ping`.
+    Fragmented {
+        /// The message.
+        text: FuzzStr,
+        /// Number of fragments (1 + this mod 8).
+        pieces: u8,
+        /// Interleave a ping.
+        ping: bool,
+    },
+    /// A binary frame.
+    Binary(FuzzBytes),
+    /// A WebSocket ping (payload cut to 125 bytes).
+    WsPing(FuzzBytes),
+    /// A WebSocket pong (payload cut to 125 bytes).
+    WsPong(FuzzBytes),
+    /// A WebSocket close with this code (if any) and reason (cut to fit).
+    Close {
+        /// Close code.
+        code: Option<u16>,
+        /// Reason.
+        reason: FuzzStr,
+    },
+    /// These bytes on the wire, as they are (anything at all).
+    Raw(FuzzBytes),
+    /// The application publishes on a channel (`Server::publish`).
+    Publish(FuzzChannel, FuzzParams),
+    /// Let the server (and its request tasks) run before the next step.
+    Yield,
+}
+
+/// The message limit the `connection` target's server has (small, so the
+/// fuzzer reaches it).
+const FUZZ_MAX_FRAME: usize = 4096;
+
+/// How many scheduler rounds a [`FuzzFrame::Yield`] gives the server (enough
+/// for a request task to answer and the answer to be written).
+const YIELD_ROUNDS: usize = 16;
+
+/// How long a session may take after the client has sent everything.
+const SESSION_BOUND: Duration = Duration::from_secs(10);
+
+/// The server every `connection` run gets: the demo's methods, a small
+/// frame limit, a small burst (so rate limits are reachable) and a short
+/// handshake deadline.
+fn fuzz_server() -> Server {
+    let mut limits = Limits::default();
+    limits
+        .set_max_frame_len(FUZZ_MAX_FRAME)
+        .set_burst(24)
+        .set_messages_per_sec(50.0)
+        .set_max_subscriptions(4)
+        .set_outbound_queue(64)
+        .set_handshake_timeout(Duration::from_secs(2));
+    Server::builder()
+        .config(ServerConfig::default().with_limits(limits))
+        .methods(fuzz_methods())
+        .build()
+}
+
+/// The methods a fuzzed session may call ([`FuzzMethod`]): `echo` answers
+/// its params, `order.create` numbers each execution (so a replayed key
+/// shows), `slow` answers after the given milliseconds (at most 30 s).
+fn fuzz_methods() -> crate::rpc::Methods {
+    use crate::rpc::RpcError;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let executions = Arc::new(AtomicU64::new(0));
+    let mut methods = crate::rpc::Methods::new();
+    methods.register("echo", |_ctx, value: serde_json::Value| async move {
+        Ok::<_, RpcError>(value)
+    });
+    methods.register("order.create", move |ctx, item: serde_json::Value| {
+        let n = executions.fetch_add(1, Ordering::Relaxed) + 1;
+        async move { Ok::<_, RpcError>(json!({ "order": n, "item": item, "key": ctx.idempotency_key })) }
+    });
+    methods.register("slow", |_ctx, ms: u64| async move {
+        tokio::time::sleep(Duration::from_millis(ms.min(30_000))).await;
+        Ok::<_, RpcError>(ms)
+    });
+    methods
+}
+
+/// The one place that knows how the `/ws` upgrade hands a socket to the
+/// connection driver (see `upgrade::handle`); adapt it when that changes.
+async fn run_session<S>(server: &Server, ws: WebSocket<S>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let meta = ConnectionMeta {
+        peer: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 40_000)),
+        header_token: None,
+        admission: Admission::Admitted,
+        _peer_slot: None,
+    };
+    connection::run(Arc::clone(&server.shared), ws, meta).await;
+}
+
+/// Fuzz target `connection`'s input decoding: the frames `data` stands for.
+pub fn decode_frames(data: &[u8]) -> Vec<FuzzFrame> {
+    Vec::<FuzzFrame>::arbitrary_take_rest(Unstructured::new(data)).unwrap_or_default()
+}
+
+/// What one [`connection()`] session produced (for tests that check the
+/// harness reaches the server's logic, not just its first refusal).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOutcome {
+    /// The server sent `welcome`.
+    pub welcomed: bool,
+    /// The server's messages, by type name (`welcome`, `response`, ...).
+    pub messages: Vec<String>,
+    /// Results (not errors) among the responses.
+    pub results: usize,
+    /// Pongs the server sent.
+    pub pongs: usize,
+    /// The code of the server's close frame, if it sent one with a code.
+    pub close_code: Option<u16>,
+}
+
+/// Fuzz target `connection`: run one session fed `frames` (then a close)
+/// and check what the server wrote. Panics if an invariant breaks.
+pub fn connection(frames: &[FuzzFrame]) -> SessionOutcome {
+    // A runtime per session: tasks a session leaves behind (a `slow`
+    // request) go with it, so runs do not influence each other.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    let server = fuzz_server();
+    let (client, socket) = tokio::io::duplex(64 * 1024);
+    let (mut from_server, mut to_server) = tokio::io::split(client);
+    let written = rt.block_on(async {
+        let session = run_session(&server, WebSocket::new(socket, &[], FUZZ_MAX_FRAME));
+        let send = async {
+            let mut epochs: HashMap<String, String> = HashMap::new();
+            let mut mask_seed = 0x5eed_u64;
+            for frame in frames {
+                match frame {
+                    FuzzFrame::Publish(channel, data) => {
+                        // A refused publication (a bad channel name, a
+                        // payload too deep or too large) changes nothing.
+                        if let Ok(publication) = server.publish(channel.name(), data.value()) {
+                            epochs.insert(channel.name().to_owned(), publication.epoch);
+                        }
+                    }
+                    FuzzFrame::Yield => {
+                        for _ in 0..YIELD_ROUNDS {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                    frame => {
+                        let bytes = wire_bytes(frame, &epochs, &mut mask_seed);
+                        if to_server.write_all(&bytes).await.is_err() {
+                            // The server is gone: nothing more to say.
+                            return;
+                        }
+                    }
+                }
+            }
+            // Let the server answer what it read before the close (a peer
+            // that closes first loses what is still queued for it).
+            for _ in 0..4 * YIELD_ROUNDS {
+                tokio::task::yield_now().await;
+            }
+            let close = client_frame(OP_CLOSE, true, &1000u16.to_be_bytes(), &mut mask_seed);
+            let _ = to_server.write_all(&close).await;
+            let _ = to_server.shutdown().await;
+        };
+        let receive = async {
+            let mut written = Vec::new();
+            let _ = from_server.read_to_end(&mut written).await;
+            written
+        };
+        let all = async { tokio::join!(session, send, receive).2 };
+        match tokio::time::timeout(SESSION_BOUND, all).await {
+            Ok(written) => written,
+            Err(_) => panic!("the session did not end within {SESSION_BOUND:?} of the close"),
+        }
+    });
+    drop(rt);
+    assert_eq!(
+        server.metrics().open_connections(),
+        0,
+        "the connection is still counted after its task ended"
+    );
+    check_server_output(frames, &written)
+}
+
+/// Check everything the server wrote in one session.
+fn check_server_output(frames: &[FuzzFrame], written: &[u8]) -> SessionOutcome {
+    let mut outcome = SessionOutcome::default();
+    let parsed = parse_server_frames(written).unwrap_or_else(|e| panic!("server output: {e}"));
+    // Raw bytes may hold any frames, so counts are only checked without them.
+    let exact = !frames.iter().any(|f| matches!(f, FuzzFrame::Raw(_)));
+    let pings_sent = frames
+        .iter()
+        .map(|f| match f {
+            FuzzFrame::WsPing(_) => 1,
+            FuzzFrame::Fragmented { ping, .. } => usize::from(*ping),
+            _ => 0,
+        })
+        .sum::<usize>();
+    let texts_sent = frames
+        .iter()
+        .filter(|f| {
+            !matches!(
+                f,
+                FuzzFrame::Binary(_)
+                    | FuzzFrame::WsPing(_)
+                    | FuzzFrame::WsPong(_)
+                    | FuzzFrame::Close { .. }
+                    | FuzzFrame::Publish(..)
+                    | FuzzFrame::Yield
+            )
+        })
+        .count();
+    let mut pongs = 0;
+    let mut texts = 0;
+    let mut welcomes = 0;
+    let mut responses: HashMap<u64, usize> = HashMap::new();
+    for (i, (opcode, payload)) in parsed.iter().enumerate() {
+        match *opcode {
+            OP_TEXT => {
+                let text = std::str::from_utf8(payload)
+                    .unwrap_or_else(|_| panic!("server text frame {i} is not UTF-8"));
+                let message = decode_server(text)
+                    .unwrap_or_else(|e| panic!("server frame {text:?} does not decode: {e}"));
+                outcome.messages.push(message.kind().name().to_owned());
+                match message {
+                    ServerMessage::Welcome(_) => {
+                        welcomes += 1;
+                        outcome.welcomed = true;
+                        assert_eq!(texts, 0, "welcome is not the first message");
+                    }
+                    ServerMessage::Response(response) => {
+                        *responses.entry(response.id).or_default() += 1;
+                        if matches!(response.reply, Reply::Result(_)) {
+                            outcome.results += 1;
+                        }
+                    }
+                    _ => {}
+                }
+                texts += 1;
+            }
+            OP_PONG => {
+                pongs += 1;
+                assert!(payload.len() <= 125, "a pong of {} bytes", payload.len());
+            }
+            OP_CLOSE => {
+                assert_eq!(i, parsed.len() - 1, "frames after the server's close");
+                check_close_payload(payload);
+                if let [hi, lo, ..] = payload[..] {
+                    outcome.close_code = Some(u16::from_be_bytes([hi, lo]));
+                }
+            }
+            other => panic!("the server sent a frame with opcode {other:#x}"),
+        }
+    }
+    outcome.pongs = pongs;
+    assert!(welcomes <= 1, "{welcomes} welcomes");
+    if exact {
+        assert!(pongs <= pings_sent, "{pongs} pongs for {pings_sent} pings");
+        let total: usize = responses.values().sum();
+        assert!(
+            total <= texts_sent,
+            "{total} responses for {texts_sent} text frames"
+        );
+        for (id, count) in &responses {
+            let asked = frames
+                .iter()
+                .filter(|f| match f {
+                    FuzzFrame::Request { id: sent, .. } => sent == id,
+                    FuzzFrame::Text(_) | FuzzFrame::Fragmented { .. } => true,
+                    _ => false,
+                })
+                .count();
+            assert!(*count <= asked, "{count} responses to request {id}");
+        }
+    }
+    outcome
+}
+
+/// A server's close: empty, or a code it may send and a UTF-8 reason.
+fn check_close_payload(payload: &[u8]) {
+    assert!(payload.len() <= 125, "a close of {} bytes", payload.len());
+    if payload.is_empty() {
+        return;
+    }
+    assert!(payload.len() >= 2, "a close payload of one byte");
+    let code = u16::from_be_bytes([payload[0], payload[1]]);
+    assert!(
+        matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999),
+        "the server closed with code {code}, which must not be sent"
+    );
+    assert!(
+        std::str::from_utf8(&payload[2..]).is_ok(),
+        "a close reason that is not UTF-8"
+    );
+}
+
+/// The bytes a client puts on the wire for `frame`.
+fn wire_bytes(frame: &FuzzFrame, epochs: &HashMap<String, String>, mask: &mut u64) -> Vec<u8> {
+    let text = |message: Value, mask: &mut u64| {
+        client_frame(OP_TEXT, true, message.to_string().as_bytes(), mask)
+    };
+    let cut = |bytes: &[u8]| bytes[..bytes.len().min(125)].to_vec();
+    match frame {
+        FuzzFrame::Text(s) => client_frame(OP_TEXT, true, s.0.as_bytes(), mask),
+        FuzzFrame::Connect {
+            protocol,
+            token,
+            session,
+        } => {
+            let mut m = json!({ "type": "connect", "protocol": protocol });
+            if let Some(token) = token {
+                m["token"] = json!(token.0);
+            }
+            if let Some(session) = session {
+                m["session"] = json!(session.0);
+            }
+            text(m, mask)
+        }
+        FuzzFrame::Request {
+            id,
+            method,
+            params,
+            idem,
+            timeout_ms,
+        } => {
+            let method = match method {
+                FuzzMethod::Echo => "echo",
+                FuzzMethod::OrderCreate => "order.create",
+                FuzzMethod::Slow => "slow",
+                FuzzMethod::Other(name) => &name.0,
+            };
+            let mut m = json!({
+                "type": "request", "id": id, "method": method, "params": params.value(),
+            });
+            if let Some(idem) = idem {
+                m["idem"] = json!(idem.key());
+            }
+            if let Some(ms) = timeout_ms {
+                m["timeout_ms"] = json!(ms);
+            }
+            text(m, mask)
+        }
+        FuzzFrame::Subscribe { channel, since } => {
+            let mut m = json!({ "type": "subscribe", "channel": channel.name() });
+            if let Some((epoch, offset)) = since {
+                let epoch = match epoch {
+                    FuzzEpoch::Current => epochs.get(channel.name()).cloned().unwrap_or_default(),
+                    FuzzEpoch::Other(epoch) => epoch.0.clone(),
+                };
+                m["since"] = json!({ "epoch": epoch, "offset": offset });
+            }
+            text(m, mask)
+        }
+        FuzzFrame::Unsubscribe(channel) => text(
+            json!({ "type": "unsubscribe", "channel": channel.name() }),
+            mask,
+        ),
+        FuzzFrame::Ping => text(json!({ "type": "ping" }), mask),
+        FuzzFrame::Pong => text(json!({ "type": "pong" }), mask),
+        FuzzFrame::Padded(len) => {
+            let pad = "p".repeat(usize::from(*len));
+            text(json!({ "type": "ping", "pad": pad }), mask)
+        }
+        FuzzFrame::Fragmented { text, pieces, ping } => {
+            let bytes = text.0.as_bytes();
+            let pieces = 1 + usize::from(*pieces % 8);
+            let step = bytes.len().div_ceil(pieces).max(1);
+            let parts: Vec<&[u8]> = if bytes.is_empty() {
+                vec![&[]]
+            } else {
+                bytes.chunks(step).collect()
+            };
+            let mut out = Vec::new();
+            for (i, part) in parts.iter().enumerate() {
+                let opcode = if i == 0 { OP_TEXT } else { OP_CONTINUATION };
+                out.extend(client_frame(opcode, i + 1 == parts.len(), part, mask));
+                if i == 0 && *ping {
+                    out.extend(client_frame(OP_PING, true, b"mid", mask));
+                }
+            }
+            out
+        }
+        FuzzFrame::Binary(bytes) => client_frame(OP_BINARY, true, &bytes.0, mask),
+        FuzzFrame::WsPing(bytes) => client_frame(OP_PING, true, &cut(&bytes.0), mask),
+        FuzzFrame::WsPong(bytes) => client_frame(OP_PONG, true, &cut(&bytes.0), mask),
+        FuzzFrame::Close { code, reason } => {
+            let mut payload = Vec::new();
+            if let Some(code) = code {
+                payload.extend_from_slice(&code.to_be_bytes());
+                payload.extend_from_slice(reason.0.as_bytes());
+            }
+            client_frame(OP_CLOSE, true, &cut(&payload), mask)
+        }
+        FuzzFrame::Raw(bytes) => bytes.0.clone(),
+        FuzzFrame::Publish(..) | FuzzFrame::Yield => Vec::new(),
+    }
+}
+
+/// One masked client frame (mask keys from a seeded generator).
+pub(super) fn client_frame(opcode: u8, fin: bool, payload: &[u8], seed: &mut u64) -> Vec<u8> {
+    let key = (splitmix64(seed) as u32).to_be_bytes();
+    let mut out = Vec::with_capacity(payload.len() + 14);
+    out.push(if fin { 0x80 } else { 0 } | opcode);
+    let len = payload.len();
+    if len < 126 {
+        out.push(0x80 | len as u8);
+    } else if let Ok(len) = u16::try_from(len) {
+        out.push(0x80 | 126);
+        out.extend_from_slice(&len.to_be_bytes());
+    } else {
+        out.push(0x80 | 127);
+        out.extend_from_slice(&(len as u64).to_be_bytes());
+    }
+    out.extend_from_slice(&key);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+    out
+}
