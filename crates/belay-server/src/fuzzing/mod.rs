@@ -27,10 +27,13 @@
 
 mod client_decode;
 mod connection;
+mod input;
+mod reference;
 mod seed_inputs;
 mod ws_frames;
 
 pub use client_decode::client_decode;
 pub use connection::*;
+pub use input::*;
 pub use seed_inputs::*;
 pub use ws_frames::*;

@@ -2,7 +2,7 @@
 
 use belay_proto::fuzzing::unparse::{variant, Unparse};
 
-use super::connection::*;
+use super::input::*;
 
 /// The input bytes that [`decode_frames`] turns into `frames`: the inverse
 /// of the derived `Arbitrary` decoding, for writing seed inputs. Strings and
