@@ -38,6 +38,11 @@ pub(crate) struct Args {
     /// `--server-arg=--accept-rate=1000`.
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     server_args: Vec<String>,
+    /// The attacker thread's nice value (0–19): 19 lets it use only the CPU
+    /// the server and the victim leave idle, as an attacker on another
+    /// host would; 0 runs it at the victim's priority.
+    #[arg(long, default_value_t = belay_load::abuse::attacker::DEFAULT_NICE, value_parser = clap::value_parser!(i32).range(0..=19))]
+    attacker_nice: i32,
     /// The executable whose `serve --demo` is abused (default: this one).
     #[arg(long, value_name = "FILE")]
     exe: Option<PathBuf>,
@@ -63,6 +68,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let mut config = RunConfig::new(exe, Duration::from_secs(args.secs.clamp(1, 600)));
     config.recovery_max = Duration::from_secs(args.recovery_secs.clamp(1, 600));
     config.server_args = args.server_args.clone();
+    config.attacker_nice = args.attacker_nice;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -113,12 +119,14 @@ fn results_block(reports: &[AbuseReport], config: &RunConfig, args: &Args) -> St
         format!(", server flags `{}`", config.server_args.join(" "))
     };
     let mut out = format!(
-        "Measured {} at commit {commit}, on {}: `belay abuse --secs {}` (baseline and abuse {} s each, recovery up to {} s{flags}).\n\n",
+        "Measured {} at commit {commit}, on {}: `belay abuse --secs {} --attacker-nice {}` (baseline and abuse {} s each, recovery up to {} s, the attacker's thread at nice {}{flags}).\n\n",
         command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "(date unknown)".into()),
         machine(),
         config.phase.as_secs(),
+        config.attacker_nice,
         config.phase.as_secs(),
         config.recovery_max.as_secs(),
+        config.attacker_nice,
     );
     out.push_str(&report::markdown(reports));
     out.push_str("\nThe attacker's effort and what the server answered it:\n\n");

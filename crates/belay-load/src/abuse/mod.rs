@@ -5,7 +5,7 @@
 //! ```text
 //!  runner ──spawns──▶ belay serve --demo ◀── /proc/PID/{status,stat} every 500 ms
 //!    │                    ▲        ▲
-//!    │   victim thread ───┘        └─── attacker (this runtime), from 127.0.0.2
+//!    │   victim thread ───┘        └─── attacker thread (nice 19), from 127.0.0.2
 //!    │   (127.0.0.1: subscribed to `feed`, echo every 200 ms, a new session every 500 ms)
 //!    └── phases: baseline (victim alone) → abuse (victim + attacker) → recovery (attacker gone)
 //! ```
@@ -16,11 +16,13 @@
 //!
 //! One file per abuse; [`Abuse`] lists them. The shared parts: [`server`]
 //! (the server process), [`victim`] (the victim and the new-session probe),
-//! [`attack`] (what every attacker is given and counts), [`flood`] (the
+//! [`attack`] (what every attacker is given and counts), [`attacker`]
+//! (the attacker's low-priority thread), [`flood`] (the
 //! "N sessions sending frames" loop most abuses are made of), [`runner`]
 //! (the phases) and [`report`] (figures, verdicts, the markdown table).
 
 pub mod attack;
+pub mod attacker;
 pub mod flood;
 pub mod report;
 pub mod runner;

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::attack::Attack;
+use super::attacker;
 use super::report::{AbuseReport, Cpu, Rss, RSS_FACTOR};
 use super::server::ServerChild;
 use super::victim::{Phase, Victim, ECHO_DEADLINE};
@@ -32,6 +33,9 @@ pub struct RunConfig {
     /// (at most 600 s). An abuse whose memory the server keeps by design
     /// gets that long more ([`Abuse::kept_by_design`]).
     pub recovery_max: Duration,
+    /// The attacker thread's nice value ([`attacker::DEFAULT_NICE`]; 0:
+    /// the victim's priority).
+    pub attacker_nice: i32,
 }
 
 impl RunConfig {
@@ -42,6 +46,7 @@ impl RunConfig {
             server_args: Vec::new(),
             phase: phase.min(Duration::from_secs(600)),
             recovery_max: Duration::from_secs(30),
+            attacker_nice: attacker::DEFAULT_NICE,
         }
     }
 
@@ -196,15 +201,10 @@ pub async fn run_one(abuse: Abuse, config: &RunConfig) -> Result<AbuseReport, St
     let _ = phase.send(Phase::Abuse);
     let attack = Attack::new(target, config.phase);
     let abuse_end = attack.until;
-    let attacking = async {
-        // Every attacker stops at `until`; the extra second is a backstop.
-        let _ =
-            tokio::time::timeout_at(abuse_end + Duration::from_secs(1), abuse.run(&attack)).await;
-    };
+    let attacking = attacker::run(abuse, attack, config.attacker_nice);
     let sampling = samples.until(&mut server, Phase::Abuse, abuse_end, |_| false);
-    tokio::join!(attacking, sampling);
-    let effort = attack.effort.snapshot();
-    drop(attack);
+    let (attack, ()) = tokio::join!(attacking, sampling);
+    let effort = attack?.effort.snapshot();
 
     let _ = phase.send(Phase::Recovery);
     let recovery_start = Instant::now();
