@@ -119,14 +119,13 @@ fn results_block(reports: &[AbuseReport], config: &RunConfig, args: &Args) -> St
         format!(", server flags `{}`", config.server_args.join(" "))
     };
     let mut out = format!(
-        "Measured {} at commit {commit}, on {}: `belay abuse --secs {} --attacker-nice {}` (baseline and abuse {} s each, recovery up to {} s, the attacker's thread at nice {}{flags}).\n\n",
+        "Measured {} at commit {commit}, on {}: `belay abuse --secs {} --attacker-nice {}` (baseline and abuse {} s each, recovery up to {} s{flags}).\n\n",
         command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_else(|| "(date unknown)".into()),
         machine(),
         config.phase.as_secs(),
         config.attacker_nice,
         config.phase.as_secs(),
         config.recovery_max.as_secs(),
-        config.attacker_nice,
     );
     out.push_str(&report::markdown(reports));
     out.push_str("\nThe attacker's effort and what the server answered it:\n\n");

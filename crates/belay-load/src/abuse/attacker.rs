@@ -31,9 +31,12 @@ pub async fn run(abuse: Abuse, attack: Attack, nice: i32) -> Result<Attack, Stri
         .name("abuse-attacker".into())
         .spawn(move || {
             // Linux keeps a nice value per thread; `None` is this thread.
-            // Failing to change it leaves the attacker at the harness's
-            // priority, which is what `--attacker-nice 0` asks for anyway.
-            let _ = rustix::process::setpriority_process(None, nice);
+            // Raising it needs no privilege; a failure would measure
+            // something else than asked, so it stops the run.
+            if let Err(e) = rustix::process::setpriority_process(None, nice) {
+                let _ = done_tx.send(Err(format!("cannot set the attacker's nice value: {e}")));
+                return;
+            }
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
