@@ -126,7 +126,7 @@ async fn service_down_drops_only_the_service_level_and_data_flows_again() {
     client.ready().await.expect("ready");
     let mut status = client.status();
     let mut events = client.events();
-    let first = server.publish("news", json!(1)).expect("published");
+    let first = server.publish("news", json!(1)).await.expect("published");
     assert_eq!(news.next().await, Some(Item::Publication(first.clone())));
 
     fault(addr, "service_down", r#"{"on":true}"#).await;
@@ -137,8 +137,8 @@ async fn service_down_drops_only_the_service_level_and_data_flows_again() {
     );
     assert_eq!(down.state, ConnectionState::Open);
     let missed = [
-        server.publish("news", json!(2)).expect("published"),
-        server.publish("news", json!(3)).expect("published"),
+        server.publish("news", json!(2)).await.expect("published"),
+        server.publish("news", json!(3)).await.expect("published"),
     ];
 
     fault(addr, "service_down", r#"{"on":false}"#).await;
@@ -282,7 +282,7 @@ async fn no_publication_is_lost_or_duplicated_through_a_restart() {
                         .faults()
                         .restart(&server, Duration::from_millis(700));
                 }
-                last = Some(server.publish("ticks", json!(n)).expect("published").offset);
+                last = Some(server.publish("ticks", json!(n)).await.expect("published").offset);
             }
             last.expect("published")
         })

@@ -47,7 +47,7 @@ pub fn spawn_feed(server: &Server, every: Duration) -> tokio::task::JoinHandle<(
             ticker.tick().await;
             n += 1;
             // A tick is small and flat: publishing it is never refused.
-            if let Err(error) = server.publish("feed", json!({ "tick": n })) {
+            if let Err(error) = server.publish("feed", json!({ "tick": n })).await {
                 tracing::warn!(%error, "demo feed tick refused");
             }
         }

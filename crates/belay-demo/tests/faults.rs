@@ -106,10 +106,10 @@ async fn freeze_keeps_sockets_open_but_silent_and_abandoned_connections_go_after
     // is quiet for longer than the ping interval; the socket stays open.
     frozen.send(&ClientMessage::Ping).await;
     server
-        .publish("feed", json!({"tick": "frozen 1"}))
+        .publish("feed", json!({"tick": "frozen 1"})).await
         .expect("published");
     server
-        .publish("feed", json!({"tick": "frozen 2"}))
+        .publish("feed", json!({"tick": "frozen 2"})).await
         .expect("published");
     // A new connection during the freeze: upgraded, but no welcome.
     let mut newcomer = Raw::open(addr).await;
@@ -168,7 +168,7 @@ async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
     let ServerMessage::Subscribed(confirmed) = expect_next(&mut raw).await else {
         panic!("subscribed first")
     };
-    server.publish("news", json!(1)).expect("published");
+    server.publish("news", json!(1)).await.expect("published");
     let ServerMessage::Publication(first) = expect_next(&mut raw).await else {
         panic!("the first publication")
     };
@@ -185,8 +185,8 @@ async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
     );
 
     // Published while the service is down: the client must get these back.
-    server.publish("news", json!(2)).expect("published");
-    server.publish("news", json!(3)).expect("published");
+    server.publish("news", json!(2)).await.expect("published");
+    server.publish("news", json!(3)).await.expect("published");
 
     // Pings are still answered; a subscribe is refused; a request is held
     // unanswered, as a hung backend holds it.
@@ -238,7 +238,7 @@ async fn service_down_drops_subscriptions_answers_pings_and_recovers_after() {
     assert_eq!(offsets, vec![first.offset + 1, first.offset + 2]);
     assert_eq!(data, vec![json!(2), json!(3)]);
     // Live publications flow again.
-    server.publish("news", json!(4)).expect("published");
+    server.publish("news", json!(4)).await.expect("published");
     let ServerMessage::Publication(live) = expect_next(&mut raw).await else {
         panic!("live again")
     };
@@ -557,7 +557,7 @@ async fn metrics_expose_the_documented_families_with_plausible_values() {
 
     echo_works(&mut raw, 1).await;
     for n in 1..=3 {
-        server.publish("news", json!(n)).expect("published");
+        server.publish("news", json!(n)).await.expect("published");
     }
     raw.send(&subscribe("news", None)).await;
     let ServerMessage::Subscribed(top) = expect_next(&mut raw).await else {

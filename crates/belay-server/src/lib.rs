@@ -27,7 +27,7 @@
 //! methods.register("echo", |_ctx, v: serde_json::Value| async move { Ok::<_, RpcError>(v) });
 //! let server = Server::builder().methods(methods).build();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! server.publish("news", serde_json::json!({"hello": "world"})).expect("published");
+//! server.publish("news", serde_json::json!({"hello": "world"})).await.expect("published");
 //! server.serve(listener, server.router()).await
 //! # }
 //! ```

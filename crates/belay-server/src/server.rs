@@ -11,14 +11,14 @@ use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
-use belay_proto::message::{Payload, Publication, RawJson};
+use belay_proto::message::{Payload, RawJson};
 use belay_proto::server::{check_channel_name, payload_depth, IdempotencyCache, MAX_PAYLOAD_DEPTH};
 use belay_proto::server::{SourceTable, TokenBucket};
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 
 use crate::auth::{AllowAll, Authenticator};
-use crate::broker::{Broker, MemoryBroker, PublishError};
+use crate::broker::{Broker, MemoryBroker, PublishError, Publishing};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
 use crate::metrics::{lock, Metrics};
@@ -142,10 +142,30 @@ impl Server {
     /// [`ServerConfig::max_publication_len`] or `data` nests deeper than
     /// [`MAX_PAYLOAD_DEPTH`] (a frame clients could not take), or when the
     /// broker cannot take publications now ([`PublishError::Unavailable`]).
-    pub fn publish(&self, channel: &str, data: Payload) -> Result<Publication, PublishError> {
+    ///
+    /// The checks run and the broker is asked when this is called; the
+    /// returned future resolves to the publication (at once on the embedded
+    /// broker, after a round trip on a networked one). Publications awaited
+    /// one after the other from one caller keep that order on the channel.
+    pub fn publish(&self, channel: &str, data: Payload) -> Publishing {
+        let data = match self.checked(channel, &data) {
+            Ok(data) => data,
+            Err(refused) => return Box::pin(std::future::ready(Err(refused))),
+        };
+        let publishing = self.shared.broker.publish(channel, data);
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            let publication = publishing.await?;
+            crate::metrics::Metrics::add(&shared.metrics.publications);
+            Ok(publication)
+        })
+    }
+
+    /// `data` for `channel` as the broker takes it, or why it is refused.
+    fn checked(&self, channel: &str, data: &Payload) -> Result<RawJson, PublishError> {
         let config = &self.shared.config;
         check_channel_name(channel, config.limits.max_channel_len())?;
-        let depth = payload_depth(&data);
+        let depth = payload_depth(data);
         if depth > MAX_PAYLOAD_DEPTH {
             return Err(PublishError::TooDeep {
                 depth,
@@ -155,7 +175,7 @@ impl Server {
         // The frame is the payload plus the envelope: type, channel, epoch
         // and offset take at most this many bytes beyond the channel name.
         const ENVELOPE: usize = 128;
-        let data = RawJson::from_value(&data);
+        let data = RawJson::from_value(data);
         let len = data
             .get()
             .len()
@@ -167,9 +187,7 @@ impl Server {
                 max: config.max_publication_len,
             });
         }
-        let publication = self.shared.broker.publish(channel, data)?;
-        crate::metrics::Metrics::add(&self.shared.metrics.publications);
-        Ok(publication)
+        Ok(data)
     }
 
     /// The server's metrics.

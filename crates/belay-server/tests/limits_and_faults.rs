@@ -219,7 +219,7 @@ async fn a_reader_that_stops_reading_is_closed_as_a_slow_consumer() {
     let payload = "x".repeat(16 * 1024);
     let code = loop {
         server
-            .publish("firehose", json!(payload))
+            .publish("firehose", json!(payload)).await
             .expect("published");
         tokio::task::yield_now().await;
         if let Ok(event) = events.try_recv() {
@@ -398,7 +398,7 @@ async fn subscriptions_per_connection_and_channels_per_server_are_capped() {
         unreachable!()
     };
     assert_eq!(u.reason, "too many channels on the server");
-    server.publish("a1", json!(1)).expect("published");
+    server.publish("a1", json!(1)).await.expect("published");
     echo_works(&mut b, 2).await;
 
     // When `b1` is left, nothing was ever published on it and nobody

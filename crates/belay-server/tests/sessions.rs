@@ -143,7 +143,7 @@ async fn a_resumed_subscription_replays_what_was_missed_in_order() {
     };
     assert!(!first.recovered);
     for n in 1..=5 {
-        server.publish("news", json!(n)).expect("published");
+        server.publish("news", json!(n)).await.expect("published");
     }
     let since = StreamPosition {
         epoch: first.epoch.clone(),
@@ -165,7 +165,7 @@ async fn a_resumed_subscription_replays_what_was_missed_in_order() {
     }
     assert_eq!(offsets, vec![3, 4, 5]);
     // Live publications follow without a gap or a duplicate.
-    server.publish("news", json!(6)).expect("published");
+    server.publish("news", json!(6)).await.expect("published");
     let Some(ServerMessage::Publication(p)) = again.recv_skipping_pings().await else {
         panic!()
     };
@@ -178,7 +178,7 @@ async fn without_enough_history_the_server_says_so_and_replays_nothing() {
     history.max_len = 2;
     let (server, addr, _first_session, first) = subscribed_with_history(history).await;
     for n in 1..=5 {
-        server.publish("news", json!(n)).expect("published");
+        server.publish("news", json!(n)).await.expect("published");
     }
     let (mut again, _) = Raw::connected(addr, None).await;
     let since = StreamPosition {
@@ -191,7 +191,7 @@ async fn without_enough_history_the_server_says_so_and_replays_nothing() {
     };
     assert!(!resumed.recovered);
     assert_eq!(resumed.offset, 5, "the client resyncs from the current top");
-    server.publish("news", json!(6)).expect("published");
+    server.publish("news", json!(6)).await.expect("published");
     let Some(ServerMessage::Publication(p)) = again.recv_skipping_pings().await else {
         panic!()
     };
@@ -322,7 +322,7 @@ async fn a_subscriber_that_falls_behind_the_live_buffer_is_told_and_recovers() {
     // while the test publishes, so ten publications in a row overrun a
     // live buffer of four.
     for n in 1..=10 {
-        server.publish("news", json!(n)).expect("published");
+        server.publish("news", json!(n)).await.expect("published");
     }
     // What fitted in the live buffer arrives, in order, then the notice.
     let mut last = first.offset;
@@ -366,12 +366,12 @@ async fn a_replay_larger_than_the_write_buffer_arrives_without_waiting_for_a_pin
     let big = "x".repeat(40 * 1024);
     for n in 1..=3 {
         server
-            .publish("big", json!({ "n": n, "pad": big }))
+            .publish("big", json!({ "n": n, "pad": big })).await
             .expect("published");
     }
     let (mut raw, _) = Raw::connected(addr, None).await;
     let since = StreamPosition {
-        epoch: server.publish("other", json!(0)).expect("published").epoch,
+        epoch: server.publish("other", json!(0)).await.expect("published").epoch,
         offset: 0,
     };
     // `other`'s epoch is the broker's epoch, so this resumes from offset 0.

@@ -26,6 +26,8 @@
 mod broker;
 mod link;
 mod pair;
+#[cfg(feature = "services")]
+pub mod services;
 #[cfg(feature = "sockets")]
 pub mod sockets;
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use belay_proto::message::{ErrorBody, Publication, RawJson, StreamPosition};
+use belay_proto::message::{ErrorBody, RawJson, StreamPosition};
 use belay_server::broker::{
-    Broker, LiveSender, PublishError, SubscribeError, SubscriberId, Subscription,
+    Broker, Joining, LiveSender, Publishing, SubscribeError, SubscriberId,
 };
 
 use super::{lock, Bench, FaultBench};
@@ -46,7 +46,7 @@ impl FaultBench {
 }
 
 impl Broker for ServiceBroker {
-    fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
+    fn publish(&self, channel: &str, data: RawJson) -> Publishing {
         self.inner.publish(channel, data)
     }
 
@@ -55,18 +55,20 @@ impl Broker for ServiceBroker {
         channel: &str,
         since: Option<&StreamPosition>,
         live: LiveSender,
-    ) -> Result<Subscription, SubscribeError> {
+    ) -> Joining {
         // Held across the subscribe, so the service cannot go down between
         // the check and the tracking.
         let mut tracked = lock(&self.bench.subscriptions);
         if *self.bench.service_down.borrow() {
-            return Err(SubscribeError::Unavailable("service down".into()));
+            return Joining::Now(Err(SubscribeError::Unavailable("service down".into())));
         }
         let id = live.id();
         let kept = live.clone();
-        let granted = self.inner.subscribe(channel, since, live)?;
-        tracked.insert(id, kept);
-        Ok(granted)
+        let joining = self.inner.subscribe(channel, since, live);
+        if !matches!(joining, Joining::Now(Err(_))) {
+            tracked.insert(id, kept);
+        }
+        joining
     }
 
     fn unsubscribe(&self, channel: &str, subscriber: SubscriberId) {

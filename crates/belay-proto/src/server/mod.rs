@@ -30,6 +30,7 @@ mod drain;
 mod fleet;
 mod forwarded;
 mod history;
+mod resume;
 mod idempotency;
 mod limits;
 mod rate;
@@ -51,6 +52,7 @@ pub use forwarded::{
     parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,
 };
 pub use history::{ChannelLog, Recovery, MAX_OFFSET};
+pub use resume::{can_resume, HeldHistory};
 pub use idempotency::{
     params_digest, Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT, DEFAULT_MAX_BYTES,
     ENTRY_OVERHEAD,

@@ -21,6 +21,7 @@ use belay_proto::message::ErrorBody;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::{SubscribeError, Subscription};
 use crate::metrics::lock;
 
 /// Identifies one subscription server-wide (a replacing `subscribe` gets a
@@ -72,6 +73,13 @@ pub(crate) enum LiveItem {
     Lagged {
         channel: Arc<str>,
         subscriber: SubscriberId,
+    },
+    /// A broker that answered [`Joining::Later`](super::Joining::Later)
+    /// answered now.
+    Joined {
+        subscriber: SubscriberId,
+        /// Boxed: it carries the replay, and it is rare.
+        answer: Box<Result<Subscription, SubscribeError>>,
     },
     /// The broker ended the subscription ([`LiveSender::end`]).
     Ended {
@@ -164,6 +172,33 @@ impl LiveSender {
         }
     }
 
+    /// Grant the subscription a broker answered with
+    /// [`Joining::Later`](super::Joining::Later): `subscription`'s
+    /// confirmation and replay reach the connection ahead of every frame
+    /// delivered after this call. The replay is not counted against the
+    /// inbox's bounds (the broker's history bounds it).
+    pub fn grant(&self, subscription: Subscription) {
+        self.answer(Ok(subscription));
+    }
+
+    /// Refuse the subscription a broker answered with
+    /// [`Joining::Later`](super::Joining::Later); deliver nothing more to
+    /// this sender.
+    pub fn refuse(&self, error: SubscribeError) {
+        self.answer(Err(error));
+    }
+
+    fn answer(&self, answer: Result<Subscription, SubscribeError>) {
+        if self.is_gone() {
+            return;
+        }
+        lock(&self.inbox.state).items.push_back(LiveItem::Joined {
+            subscriber: self.id,
+            answer: Box::new(answer),
+        });
+        self.inbox.notify.notify_one();
+    }
+
     /// End this subscription from the broker's side: it gets no more
     /// frames, and the connection tells its client `unsubscribed` with
     /// `error` (for example `unavailable` when the store behind the channel
@@ -224,6 +259,7 @@ impl LiveInbox {
             LiveItem::Lagged { subscriber, .. } | LiveItem::Ended { subscriber, .. } => {
                 state.stopped.retain(|id| id != subscriber);
             }
+            LiveItem::Joined { .. } => {}
         }
         if state.items.is_empty() && state.items.capacity() > 64 {
             // A burst is over: give the ring back.

@@ -15,14 +15,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use belay_proto::message::{encode_server, Publication, RawJson, ServerMessage, StreamPosition};
+use belay_proto::message::{Publication, RawJson, StreamPosition};
 use belay_proto::server::ChannelLog;
 use belay_proto::Instant;
-use bytes::Bytes;
 
 use super::{
-    Broker, Delivered, Delivery, LiveSender, PublishError, SubscribeError, SubscriberId,
-    Subscription,
+    Broker, Delivered, Delivery, Joining, LiveSender, PublishError, Publishing, SubscribeError,
+    SubscriberId, Subscription,
 };
 use crate::clock::Clock;
 use crate::metrics::lock;
@@ -209,17 +208,10 @@ impl MemoryBroker {
     }
 }
 
-fn encode(publication: &Publication) -> Delivery {
-    Delivery {
-        offset: publication.offset,
-        frame: Bytes::from(encode_server(&ServerMessage::Publication(
-            publication.clone(),
-        ))),
-    }
-}
 
-impl Broker for MemoryBroker {
-    fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
+impl MemoryBroker {
+    /// [`Broker::publish`], answered at once.
+    pub fn publish_now(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
         let now = self.clock.now();
         let mut shard = lock(self.shard(channel));
         let c = match shard.get_mut(channel) {
@@ -234,7 +226,7 @@ impl Broker for MemoryBroker {
         };
         let publication = c.log.publish(now, data);
         if !c.subscribers.is_empty() {
-            let delivery = encode(&publication);
+            let delivery = Delivery::encode(&publication);
             c.subscribers.retain(|subscriber| {
                 subscriber.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
             });
@@ -246,7 +238,8 @@ impl Broker for MemoryBroker {
         Ok(publication)
     }
 
-    fn subscribe(
+    /// [`Broker::subscribe`], answered at once.
+    pub fn subscribe_now(
         &self,
         channel: &str,
         since: Option<&StreamPosition>,
@@ -280,8 +273,24 @@ impl Broker for MemoryBroker {
         c.subscribers.push(live);
         Ok(Subscription {
             subscribed: recovery.subscribed,
-            replay: recovery.replay.iter().map(encode).collect(),
+            replay: recovery.replay.iter().map(Delivery::encode).collect(),
         })
+    }
+
+}
+
+impl Broker for MemoryBroker {
+    fn publish(&self, channel: &str, data: RawJson) -> Publishing {
+        Box::pin(std::future::ready(self.publish_now(channel, data)))
+    }
+
+    fn subscribe(
+        &self,
+        channel: &str,
+        since: Option<&StreamPosition>,
+        live: LiveSender,
+    ) -> Joining {
+        Joining::Now(self.subscribe_now(channel, since, live))
     }
 
     fn channels(&self) -> Option<usize> {
@@ -327,12 +336,12 @@ mod tests {
         let conn = inbox();
         let a = conn.sender(Arc::from("a"));
         let a_id = a.id();
-        b.subscribe("a", None, a).unwrap();
-        b.subscribe("b", None, conn.sender(Arc::from("b"))).unwrap();
+        b.subscribe_now("a", None, a).unwrap();
+        b.subscribe_now("b", None, conn.sender(Arc::from("b"))).unwrap();
         // Existing channels stay open to more subscribers.
-        assert!(b.subscribe("a", None, conn.sender(Arc::from("a"))).is_ok());
+        assert!(b.subscribe_now("a", None, conn.sender(Arc::from("a"))).is_ok());
         assert_eq!(
-            b.subscribe("c", None, conn.sender(Arc::from("c")))
+            b.subscribe_now("c", None, conn.sender(Arc::from("c")))
                 .unwrap_err(),
             SubscribeError::TooManyChannels
         );
@@ -355,7 +364,7 @@ mod tests {
             .map(|i| {
                 let live = conn.sender(Arc::from(format!("c{i}").as_str()));
                 let id = live.id();
-                b.subscribe(&format!("c{i}"), None, live).unwrap();
+                b.subscribe_now(&format!("c{i}"), None, live).unwrap();
                 id
             })
             .collect();
@@ -370,27 +379,27 @@ mod tests {
     fn a_gone_connection_frees_its_channels_when_room_is_needed() {
         let b = broker(1);
         let conn = inbox();
-        b.subscribe("a", None, conn.sender(Arc::from("a"))).unwrap();
+        b.subscribe_now("a", None, conn.sender(Arc::from("a"))).unwrap();
         drop(conn);
         let other = inbox();
-        assert!(b.subscribe("b", None, other.sender(Arc::from("b"))).is_ok());
+        assert!(b.subscribe_now("b", None, other.sender(Arc::from("b"))).is_ok());
         assert_eq!(b.channel_count(), 1);
     }
 
     #[test]
     fn a_channel_with_history_is_kept_and_publishing_always_creates() {
         let b = broker(1);
-        b.publish("news", serde_json::json!(1).into()).unwrap();
-        b.publish("more", serde_json::json!(2).into()).unwrap();
+        b.publish_now("news", serde_json::json!(1).into()).unwrap();
+        b.publish_now("more", serde_json::json!(2).into()).unwrap();
         assert_eq!(b.channel_count(), 2);
         let conn = inbox();
         assert_eq!(
-            b.subscribe("x", None, conn.sender(Arc::from("x")))
+            b.subscribe_now("x", None, conn.sender(Arc::from("x")))
                 .unwrap_err(),
             SubscribeError::TooManyChannels
         );
         let sub = b
-            .subscribe("news", None, conn.sender(Arc::from("news")))
+            .subscribe_now("news", None, conn.sender(Arc::from("news")))
             .unwrap();
         assert_eq!(sub.subscribed.offset, 1);
     }
@@ -400,12 +409,12 @@ mod tests {
         let b = broker(10);
         let mut first = inbox();
         let mut second = inbox();
-        b.subscribe("p", None, first.sender(Arc::from("p")))
+        b.subscribe_now("p", None, first.sender(Arc::from("p")))
             .unwrap();
-        b.subscribe("p", None, second.sender(Arc::from("p")))
+        b.subscribe_now("p", None, second.sender(Arc::from("p")))
             .unwrap();
         for n in 1..=3 {
-            b.publish("p", serde_json::json!(n).into()).unwrap();
+            b.publish_now("p", serde_json::json!(n).into()).unwrap();
         }
         for conn in [&mut first, &mut second] {
             let offsets: Vec<u64> = std::iter::from_fn(|| conn.try_next())
@@ -424,9 +433,9 @@ mod tests {
             max_len: 0,
             ..HistoryLimits::default()
         });
-        let first = b.publish("t", serde_json::json!(1).into()).unwrap();
+        let first = b.publish_now("t", serde_json::json!(1).into()).unwrap();
         assert_eq!(b.channel_count(), 0, "no history and nobody listening");
-        let again = b.publish("t", serde_json::json!(2).into()).unwrap();
+        let again = b.publish_now("t", serde_json::json!(2).into()).unwrap();
         assert_ne!(again.epoch, first.epoch);
         assert_eq!(again.offset, 1);
     }

@@ -23,11 +23,25 @@
 //! **Publishing can be refused** ([`PublishError`]): a payload the clients
 //! could not take (too large or nested too deeply), an invalid channel name,
 //! or a broker that cannot accept publications right now.
+//!
+//! **Brokers that wait on a network.** A broker backed by a store another
+//! process holds (Redis) cannot answer at once. [`Broker::publish`] returns
+//! a future ([`Publishing`]; the memory broker's is ready when returned),
+//! and [`Broker::subscribe`] may answer [`Joining::Later`]: the broker then
+//! gives its answer through the subscriber's own [`LiveSender`]
+//! ([`LiveSender::grant`] or [`LiveSender::refuse`]), ahead of the
+//! subscription's first live frame, so the connection sees the replay and
+//! the live publications in one order.
 
 mod live;
 mod memory;
 
-use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
+use std::future::Future;
+use std::pin::Pin;
+
+use belay_proto::message::{
+    encode_server, Publication, RawJson, ServerMessage, StreamPosition, Subscribed,
+};
 use belay_proto::server::ChannelNameError;
 use bytes::Bytes;
 
@@ -44,6 +58,18 @@ pub struct Delivery {
     pub frame: Bytes,
 }
 
+impl Delivery {
+    /// `publication` as the frame every subscriber gets.
+    pub fn encode(publication: &Publication) -> Delivery {
+        Delivery {
+            offset: publication.offset,
+            frame: Bytes::from(encode_server(&ServerMessage::Publication(
+                publication.clone(),
+            ))),
+        }
+    }
+}
+
 /// A subscription as the broker grants it.
 #[derive(Debug)]
 pub struct Subscription {
@@ -52,6 +78,29 @@ pub struct Subscription {
     /// Missed publications, in order, to send before anything live.
     pub replay: Vec<Delivery>,
 }
+
+/// A broker's answer to [`Broker::subscribe`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Joining {
+    /// Answered now.
+    Now(Result<Subscription, SubscribeError>),
+    /// The broker answers later, exactly once, through the subscriber's
+    /// [`LiveSender`] ([`LiveSender::grant`] or [`LiveSender::refuse`]),
+    /// before any live frame of this subscription.
+    Later,
+}
+
+impl From<Result<Subscription, SubscribeError>> for Joining {
+    fn from(answer: Result<Subscription, SubscribeError>) -> Self {
+        Joining::Now(answer)
+    }
+}
+
+/// A publication on its way into a broker: resolves to the publication
+/// (with its position) or to why it was refused. A caller that awaits each
+/// publication before the next gets them in that order on the channel.
+pub type Publishing = Pin<Box<dyn Future<Output = Result<Publication, PublishError>> + Send>>;
 
 /// Why a subscription was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,21 +153,17 @@ pub enum PublishError {
 /// multi-node broker must keep the same promises about offsets and history.
 pub trait Broker: Send + Sync + 'static {
     /// Append `data` to `channel` and fan it out to every subscriber's
-    /// [`LiveSender`]; returns the publication. The server has checked the
-    /// channel name and the payload before calling.
-    fn publish(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError>;
+    /// [`LiveSender`]; resolves to the publication. The server has checked
+    /// the channel name and the payload before calling.
+    fn publish(&self, channel: &str, data: RawJson) -> Publishing;
 
     /// Subscribe `live` to `channel`, resuming after `since` if given;
     /// refused when the channel would be one too many or the broker cannot
-    /// serve it now. From now on the channel's publications after the
-    /// returned position go to `live`, until it is unsubscribed or the
-    /// broker ends it ([`LiveSender::end`]).
-    fn subscribe(
-        &self,
-        channel: &str,
-        since: Option<&StreamPosition>,
-        live: LiveSender,
-    ) -> Result<Subscription, SubscribeError>;
+    /// serve it now. From the granted position on, the channel's
+    /// publications go to `live`, until it is unsubscribed or the broker
+    /// ends it ([`LiveSender::end`]).
+    fn subscribe(&self, channel: &str, since: Option<&StreamPosition>, live: LiveSender)
+        -> Joining;
 
     /// Stop delivering `channel` to `subscriber`; a channel left with no
     /// subscriber and no retained history is freed.

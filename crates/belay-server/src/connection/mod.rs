@@ -15,13 +15,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::server::{Connection, Frame, TransportError};
+use belay_proto::server::{Connection, Frame, Ticket, TransportError};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::auth::Principal;
-use crate::broker::{LiveInbox, LiveItem};
+use crate::broker::{LiveInbox, LiveItem, SubscriberId};
 use crate::mailbox::{mailbox, Control, ControlReceiver, ControlSender};
 use crate::outbound::Outbound;
 use crate::requests::RequestSet;
@@ -74,6 +74,8 @@ struct Driver {
     control: ControlSender,
     /// Made at the first subscribe (an idle connection holds none).
     inbox: Option<LiveInbox>,
+    /// Subscriptions whose broker answers later, with the core's ticket.
+    joining: Vec<(SubscriberId, Ticket)>,
     requests: RequestSet,
     /// Who the client is, once authenticated.
     principal: Principal,
@@ -114,6 +116,7 @@ where
         out: Outbound::new(Arc::clone(&shared.outbound_total)),
         control,
         inbox: None,
+        joining: Vec::new(),
         requests: RequestSet::default(),
         principal: Principal::anonymous(),
         session: Arc::from(""),
@@ -317,6 +320,7 @@ impl Driver {
             } => self
                 .core
                 .handle_subscription_ended(&channel, subscriber.get(), &error),
+            LiveItem::Joined { subscriber, answer } => self.joined(subscriber, *answer),
         }
     }
 }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Driver, End};
-use crate::broker::{LiveInbox, SubscribeError, SubscriberId};
+use crate::broker::{Joining, LiveInbox, SubscribeError, SubscriberId, Subscription};
 use crate::metrics::{lock, Metrics};
 use crate::requests::{self, Admit, RequestTask};
 use crate::ws::{WebSocket, HIGH_WATER};
@@ -49,8 +49,9 @@ impl Driver {
                     channel,
                     since,
                 } => {
-                    let answer = self.join(&channel, since.as_ref());
-                    self.core.handle_joined(self.now(), ticket, answer);
+                    if let Some(answer) = self.join(ticket, &channel, since.as_ref()) {
+                        self.core.handle_joined(self.now(), ticket, answer);
+                    }
                 }
                 Output::Leave {
                     channel,
@@ -129,33 +130,42 @@ impl Driver {
         self.core.handle_auth(now, ticket, verdict);
     }
 
-    /// Ask the broker for a subscription.
+    /// Ask the broker for a subscription: its answer, or `None` when it
+    /// comes later through the inbox (kept under `ticket` until then).
     fn join(
         &mut self,
+        ticket: Ticket,
         channel: &str,
         since: Option<&belay_proto::message::StreamPosition>,
-    ) -> JoinAnswer<Bytes> {
+    ) -> Option<JoinAnswer<Bytes>> {
         let history = &self.shared.config.history;
         let live = self
             .inbox
             .get_or_insert_with(|| LiveInbox::new(history.live_buffer, history.live_buffer_bytes))
             .sender(Arc::from(channel));
-        let subscription = live.id().get();
+        let subscriber = live.id();
         match self.shared.broker.subscribe(channel, since, live) {
-            Ok(granted) => JoinAnswer::Joined {
-                subscribed: granted.subscribed,
-                subscription,
-                replay: granted
-                    .replay
-                    .into_iter()
-                    .map(|delivery| (delivery.offset, delivery.frame))
-                    .collect(),
-            },
-            Err(SubscribeError::TooManyChannels) => JoinAnswer::NoRoom,
-            Err(SubscribeError::Unavailable(reason)) => {
-                JoinAnswer::Unavailable(ErrorBody::new("unavailable", reason))
+            Joining::Now(answer) => Some(join_answer(subscriber, answer)),
+            Joining::Later => {
+                self.joining.push((subscriber, ticket));
+                None
             }
         }
+    }
+
+    /// A broker's later answer for `subscriber` ([`Joining::Later`]).
+    pub(super) fn joined(
+        &mut self,
+        subscriber: SubscriberId,
+        answer: Result<Subscription, SubscribeError>,
+    ) {
+        let Some(at) = self.joining.iter().position(|(id, _)| *id == subscriber) else {
+            return;
+        };
+        let (_, ticket) = self.joining.swap_remove(at);
+        let now = self.now();
+        self.core
+            .handle_joined(now, ticket, join_answer(subscriber, answer));
     }
 
     /// Start a request the core called: a stored outcome (or a refusal of
@@ -206,6 +216,28 @@ impl Driver {
                     .emit("reap", "no answer within the heartbeat timeout".into());
             }
             _ => {}
+        }
+    }
+}
+
+/// The core's form of a broker's answer.
+fn join_answer(
+    subscriber: SubscriberId,
+    answer: Result<Subscription, SubscribeError>,
+) -> JoinAnswer<Bytes> {
+    match answer {
+        Ok(granted) => JoinAnswer::Joined {
+            subscribed: granted.subscribed,
+            subscription: subscriber.get(),
+            replay: granted
+                .replay
+                .into_iter()
+                .map(|delivery| (delivery.offset, delivery.frame))
+                .collect(),
+        },
+        Err(SubscribeError::TooManyChannels) => JoinAnswer::NoRoom,
+        Err(SubscribeError::Unavailable(reason)) => {
+            JoinAnswer::Unavailable(ErrorBody::new("unavailable", reason))
         }
     }
 }

@@ -1,0 +1,281 @@
+//! [`RedisBroker`]: the [`Broker`] of a cluster, on Redis.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
+use belay_proto::server::{can_resume, HeldHistory};
+use belay_server::broker::{
+    Broker, Delivery, Joining, LiveSender, PublishError, Publishing, SubscribeError,
+    SubscriberId, Subscription,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::time::timeout;
+
+use crate::config::RedisConfig;
+use crate::hub::{Hub, JoinFailure};
+use crate::keys::ChannelKeys;
+use crate::pubsub::Link;
+use crate::scripts::{history_reply, publish_reply, HistoryReply, Scripts};
+
+/// Why a [`RedisBroker`] could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL is not a Redis URL this broker can use.
+    #[error("invalid Redis URL: {0}")]
+    InvalidUrl(String),
+    /// Redis did not answer (refused, timed out, or rejected the
+    /// credentials).
+    #[error("cannot reach Redis: {0}")]
+    Unreachable(String),
+}
+
+/// Channels, history and live fan-out shared by every node on one Redis.
+///
+/// Publishing runs one script that takes the next offset, appends to the
+/// channel's Stream and publishes on its PUB/SUB name; subscribing joins
+/// the node's hub, subscribes the PUB/SUB name, reads the history after the
+/// client's position, and merges by offset (see the crate docs). Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct RedisBroker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    commands: ConnectionManager,
+    scripts: Scripts,
+    hub: Arc<Hub>,
+    link: Link,
+    config: RedisConfig,
+}
+
+impl std::fmt::Debug for RedisBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBroker")
+            .field("prefix", &self.inner.config.prefix)
+            .field("channels", &self.inner.hub.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisBroker {
+    /// Connect to Redis as `config` says. Fails when Redis cannot be
+    /// reached now; once started, the broker reconnects by itself (and
+    /// refuses publications and subscriptions while Redis is away).
+    pub async fn connect(config: RedisConfig) -> Result<RedisBroker, ConnectError> {
+        let client = redis::Client::open(config.url.as_str())
+            .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
+        let manager = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(config.command_timeout))
+            .set_response_timeout(Some(config.command_timeout))
+            .set_max_delay(Duration::from_secs(2));
+        let commands = timeout(
+            config.command_timeout,
+            client.get_connection_manager_with_config(manager),
+        )
+        .await
+        .map_err(|_| ConnectError::Unreachable("timed out".into()))?
+        .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let hub = Arc::new(Hub::new(config.join_buffer));
+        let link = Link::start(
+            client,
+            Arc::clone(&hub),
+            &config.prefix,
+            config.command_timeout,
+            config.probe_every,
+        );
+        Ok(RedisBroker {
+            inner: Arc::new(Inner {
+                commands,
+                scripts: Scripts::new(),
+                hub,
+                link,
+                config,
+            }),
+        })
+    }
+}
+
+/// A fresh epoch: the time in nanoseconds and a process-wide counter, hex.
+fn new_epoch() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default();
+    format!("{nanos:x}{:x}", NEXT.fetch_add(1, Ordering::Relaxed) & 0xff)
+}
+
+fn unavailable(what: &str, error: impl std::fmt::Display) -> String {
+    format!("Redis {what}: {error}")
+}
+
+impl Inner {
+    async fn publish(&self, channel: String, data: RawJson) -> Result<Publication, PublishError> {
+        let keys = ChannelKeys::new(&self.config.prefix, &channel);
+        let mut commands = self.commands.clone();
+        let mut call = self.scripts.publish.prepare_invoke();
+        call.key(&keys.meta)
+            .key(&keys.history)
+            .arg(&keys.live)
+            .arg(data.get())
+            .arg(self.config.history_len)
+            .arg(self.config.history_age.as_secs().max(1))
+            .arg(self.config.meta_ttl.as_secs().max(1))
+            .arg(new_epoch());
+        // A publication whose answer is lost may or may not have been
+        // appended: the caller is told it failed, and a retry publishes it
+        // again (the application's own idempotency decides).
+        let reply = timeout(
+            self.config.command_timeout,
+            call.invoke_async::<redis::Value>(&mut commands),
+        )
+        .await
+        .map_err(|_| PublishError::Unavailable(unavailable("publish", "timed out")))?
+        .map_err(|e| PublishError::Unavailable(unavailable("publish", e)))?;
+        let (offset, epoch) =
+            publish_reply(reply).map_err(|e| PublishError::Unavailable(e.to_string()))?;
+        Ok(Publication {
+            channel,
+            epoch,
+            offset,
+            data,
+        })
+    }
+
+    async fn history(&self, channel: &str, after: Option<u64>) -> Result<HistoryReply, String> {
+        let keys = ChannelKeys::new(&self.config.prefix, channel);
+        let mut commands = self.commands.clone();
+        let mut call = self.scripts.history.prepare_invoke();
+        call.key(&keys.meta)
+            .key(&keys.history)
+            .arg(after.map(|a| a.to_string()).unwrap_or_default())
+            .arg(self.config.meta_ttl.as_secs().max(1))
+            .arg(new_epoch());
+        let reply = timeout(
+            self.config.command_timeout,
+            call.invoke_async::<redis::Value>(&mut commands),
+        )
+        .await
+        .map_err(|_| unavailable("history", "timed out"))?
+        .map_err(|e| unavailable("history", e))?;
+        history_reply(reply).map_err(|e| e.to_string())
+    }
+
+    /// Subscribe the PUB/SUB name, read the history, grant.
+    async fn join(
+        &self,
+        live: &LiveSender,
+        since: Option<&StreamPosition>,
+        confirmed: tokio::sync::oneshot::Receiver<Result<(), String>>,
+    ) -> Result<(), String> {
+        timeout(self.config.command_timeout, confirmed)
+            .await
+            .map_err(|_| "Redis did not confirm the subscription in time".to_string())?
+            .map_err(|_| "the broker is shutting down".to_string())??;
+        let channel = live.channel().to_string();
+        let read = self.history(&channel, since.map(|s| s.offset)).await?;
+        let max_age = u64::try_from(self.config.history_age.as_millis()).unwrap_or(u64::MAX);
+        // Entries are in offset (and so in time) order: the fresh ones are
+        // a suffix.
+        let fresh: Vec<_> = read
+            .entries
+            .into_iter()
+            .skip_while(|e| read.now_ms.saturating_sub(e.published_ms) >= max_age)
+            .collect();
+        let contiguous = fresh
+            .windows(2)
+            .all(|pair| pair[1].offset == pair[0].offset + 1)
+            && fresh.last().is_none_or(|last| last.offset == read.top);
+        let held = HeldHistory::new(&read.epoch, read.top, fresh.first().map(|e| e.offset));
+        let recovered = contiguous && since.is_some_and(|since| can_resume(since, held));
+        let (offset, replay) = match since {
+            Some(since) if recovered => {
+                let replay = fresh
+                    .into_iter()
+                    .map(|entry| {
+                        let data = RawJson::from_json(entry.data)
+                            .map_err(|_| "a publication in Redis is not JSON".to_string())?;
+                        Ok(Delivery::encode(&Publication {
+                            channel: channel.clone(),
+                            epoch: read.epoch.clone(),
+                            offset: entry.offset,
+                            data,
+                        }))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                (since.offset, replay)
+            }
+            _ => (read.top, Vec::new()),
+        };
+        let subscribed = Subscribed {
+            channel: channel.clone(),
+            epoch: read.epoch.clone(),
+            offset,
+            recovered,
+        };
+        self.hub
+            .grant(&channel, live.id(), &read.epoch, offset, replay, |live, replay| {
+                live.grant(Subscription { subscribed, replay });
+            })
+            .map_err(|failure| match failure {
+                JoinFailure::Left => "left while joining".to_string(),
+                JoinFailure::Overflowed => {
+                    "too many publications while the subscription joined: try again".to_string()
+                }
+                JoinFailure::Inconsistent => {
+                    "publications arrived out of order while joining: try again".to_string()
+                }
+            })
+    }
+
+    fn leave(&self, channel: &str, subscriber: SubscriberId) {
+        self.hub
+            .leave(channel, subscriber, |interest| self.link.follow(channel, &interest));
+    }
+}
+
+impl Broker for RedisBroker {
+    fn publish(&self, channel: &str, data: RawJson) -> Publishing {
+        let inner = Arc::clone(&self.inner);
+        let channel = channel.to_owned();
+        Box::pin(async move { inner.publish(channel, data).await })
+    }
+
+    fn subscribe(
+        &self,
+        channel: &str,
+        since: Option<&StreamPosition>,
+        live: LiveSender,
+    ) -> Joining {
+        let inner = Arc::clone(&self.inner);
+        let mut confirmed = None;
+        let joined = inner.hub.join(live.clone(), self.inner.config.max_channels, |_| {
+            // Asked on every join, in the hub's order: a join never goes
+            // live on a name an earlier leave is about to unsubscribe.
+            confirmed = Some(inner.link.subscribe(channel));
+        });
+        let Some(confirmed) = confirmed.filter(|_| joined) else {
+            return Joining::Now(Err(SubscribeError::TooManyChannels));
+        };
+        let since = since.cloned();
+        tokio::spawn(async move {
+            if let Err(reason) = inner.join(&live, since.as_ref(), confirmed).await {
+                inner.leave(live.channel(), live.id());
+                live.refuse(SubscribeError::Unavailable(reason));
+            }
+        });
+        Joining::Later
+    }
+
+    fn unsubscribe(&self, channel: &str, subscriber: SubscriberId) {
+        self.inner.leave(channel, subscriber);
+    }
+
+    fn channels(&self) -> Option<usize> {
+        Some(self.inner.hub.len())
+    }
+}

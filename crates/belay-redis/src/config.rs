@@ -1,0 +1,101 @@
+//! [`RedisConfig`]: where Redis is and how long things may take.
+
+use std::time::Duration;
+
+/// How a [`RedisBroker`](crate::RedisBroker) reaches Redis and bounds what
+/// it keeps there. `Default` plus setters.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisConfig {
+    /// `redis://[user[:password]@]host:port[/db]` (an ACL user and its
+    /// password go in the URL; `AUTH` is sent on every connection).
+    pub url: String,
+    /// Prefix of every key and PUB/SUB channel, so several Belay clusters
+    /// can share one Redis.
+    pub prefix: String,
+    /// Publications kept per channel (the Stream's `MAXLEN`).
+    pub history_len: usize,
+    /// How long a publication stays resumable. The Stream key also expires
+    /// this long after its last publication.
+    pub history_age: Duration,
+    /// How long a channel's epoch and top offset outlive its last
+    /// publication or subscription. A position older than this resumes as
+    /// a new epoch (`recovered: false`).
+    pub meta_ttl: Duration,
+    /// Longest wait for one Redis command (publish, history read,
+    /// subscribe) before it counts as Redis being unavailable.
+    pub command_timeout: Duration,
+    /// How often the PUB/SUB connection is probed with `PING`; one probe
+    /// unanswered within `command_timeout` replaces the connection.
+    pub probe_every: Duration,
+    /// Publications that may arrive for one subscription while it is still
+    /// reading its history; more and the subscribe is refused
+    /// (`unavailable`, so the client tries again).
+    pub join_buffer: usize,
+    /// Channels this node subscribes to at most (each is one PUB/SUB
+    /// subscription on Redis); a `subscribe` to one more is refused
+    /// (`unsubscribed` `unavailable`, as by the memory broker).
+    pub max_channels: usize,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            url: "redis://127.0.0.1:6379".into(),
+            prefix: "belay".into(),
+            history_len: 1_000,
+            history_age: Duration::from_secs(300),
+            meta_ttl: Duration::from_secs(24 * 3_600),
+            command_timeout: Duration::from_secs(2),
+            probe_every: Duration::from_secs(1),
+            join_buffer: 1_024,
+            max_channels: 100_000,
+        }
+    }
+}
+
+impl RedisConfig {
+    /// The defaults, for Redis at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        RedisConfig {
+            url: url.into(),
+            ..RedisConfig::default()
+        }
+    }
+
+    /// Set [`prefix`](Self::prefix).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Set [`history_len`](Self::history_len).
+    pub fn history_len(mut self, len: usize) -> Self {
+        self.history_len = len;
+        self
+    }
+
+    /// Set [`history_age`](Self::history_age).
+    pub fn history_age(mut self, age: Duration) -> Self {
+        self.history_age = age;
+        self
+    }
+
+    /// Set [`meta_ttl`](Self::meta_ttl).
+    pub fn meta_ttl(mut self, ttl: Duration) -> Self {
+        self.meta_ttl = ttl;
+        self
+    }
+
+    /// Set [`command_timeout`](Self::command_timeout).
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// Set [`probe_every`](Self::probe_every).
+    pub fn probe_every(mut self, every: Duration) -> Self {
+        self.probe_every = every;
+        self
+    }
+}

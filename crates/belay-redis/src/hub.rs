@@ -1,0 +1,226 @@
+//! The node's own subscribers, per channel: who gets a live publication
+//! arriving from Redis, and what a subscription still reading its history
+//! has missed meanwhile.
+//!
+//! A member joins *before* the node subscribes to the channel's PUB/SUB
+//! name and reads its history, so every publication after the history read
+//! reaches it: until it is granted, those are buffered; the grant merges the
+//! buffer behind the replay by offset and makes it live under the hub's
+//! lock, so no frame slips between the two. A live publication that does
+//! not follow the member's last offset (one lost between Redis and this
+//! node), or comes from another epoch (Redis lost the history), ends the
+//! member with `unavailable`: its client resubscribes from its position and
+//! the history replays what it missed, or says it cannot. Never a silent gap.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use belay_proto::message::ErrorBody;
+use belay_server::broker::{Delivered, Delivery, LiveSender, SubscribeError, SubscriberId};
+
+/// Why a joining member cannot be granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum JoinFailure {
+    /// It left (or its connection went) while joining.
+    Left,
+    /// Too many publications arrived while it read its history.
+    Overflowed,
+    /// The publications buffered do not follow the history read (a gap, or
+    /// another epoch): read again.
+    Inconsistent,
+}
+
+#[derive(Debug)]
+struct Member {
+    live: LiveSender,
+    state: MemberState,
+}
+
+#[derive(Debug)]
+enum MemberState {
+    /// Reading its history; what arrived meanwhile, with its epoch.
+    Joining(Vec<(Arc<str>, Delivery)>),
+    /// Buffered more than allowed.
+    Overflowed,
+    /// Live after `after` in `epoch`.
+    Live { epoch: Arc<str>, after: u64 },
+}
+
+/// What the hub decided for the PUB/SUB connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Interest {
+    /// Nothing changes.
+    Same,
+    /// The channel's first member: subscribe to it.
+    Subscribe,
+    /// Its last member left: unsubscribe.
+    Unsubscribe,
+}
+
+/// Every member of every channel on this node.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    channels: Mutex<HashMap<Arc<str>, Vec<Member>>>,
+    join_buffer: usize,
+}
+
+impl Hub {
+    pub(crate) fn new(join_buffer: usize) -> Self {
+        Hub {
+            channels: Mutex::new(HashMap::new()),
+            join_buffer,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Arc<str>, Vec<Member>>> {
+        self.channels.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Channels with at least one member.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Add `live` as a joining member, unless its channel would be one
+    /// more than `max_channels` (then `false`, and `then` does not run).
+    /// `then` runs under the hub's lock with what the PUB/SUB connection
+    /// must do, so interest changes reach it in the order they were decided.
+    pub(crate) fn join(
+        &self,
+        live: LiveSender,
+        max_channels: usize,
+        then: impl FnOnce(Interest),
+    ) -> bool {
+        let mut channels = self.lock();
+        if !channels.contains_key(live.channel().as_ref()) && channels.len() >= max_channels {
+            return false;
+        }
+        let members = channels.entry(Arc::clone(live.channel())).or_default();
+        members.retain(|m| !m.live.is_gone());
+        let interest = if members.is_empty() {
+            Interest::Subscribe
+        } else {
+            Interest::Same
+        };
+        members.push(Member {
+            live,
+            state: MemberState::Joining(Vec::new()),
+        });
+        then(interest);
+        true
+    }
+
+    /// Remove `subscriber` from `channel`; `then` as for [`join`](Self::join).
+    pub(crate) fn leave(&self, channel: &str, subscriber: SubscriberId, then: impl FnOnce(Interest)) {
+        let mut channels = self.lock();
+        let Some(members) = channels.get_mut(channel) else {
+            return then(Interest::Same);
+        };
+        members.retain(|m| m.live.id() != subscriber && !m.live.is_gone());
+        if members.is_empty() {
+            channels.remove(channel);
+            if channels.capacity() > 64 && channels.len() < channels.capacity() / 4 {
+                channels.shrink_to_fit();
+            }
+            return then(Interest::Unsubscribe);
+        }
+        then(Interest::Same)
+    }
+
+    /// Grant the joining `subscriber`: `replay` (offsets after `after`, in
+    /// order, in `epoch`), then whatever was buffered past it, then live.
+    /// Granted under the lock, through [`LiveSender::grant`], by `grant`.
+    pub(crate) fn grant(
+        &self,
+        channel: &str,
+        subscriber: SubscriberId,
+        epoch: &str,
+        mut after: u64,
+        mut replay: Vec<Delivery>,
+        grant: impl FnOnce(&LiveSender, Vec<Delivery>),
+    ) -> Result<(), JoinFailure> {
+        let mut channels = self.lock();
+        let member = channels
+            .get_mut(channel)
+            .and_then(|members| members.iter_mut().find(|m| m.live.id() == subscriber))
+            .ok_or(JoinFailure::Left)?;
+        if let Some(last) = replay.last() {
+            after = last.offset;
+        }
+        let buffered = match std::mem::replace(&mut member.state, MemberState::Overflowed) {
+            MemberState::Joining(buffered) => buffered,
+            MemberState::Overflowed => return Err(JoinFailure::Overflowed),
+            MemberState::Live { .. } => return Err(JoinFailure::Inconsistent),
+        };
+        for (their_epoch, delivery) in buffered {
+            if *their_epoch != *epoch || delivery.offset > after + 1 {
+                return Err(JoinFailure::Inconsistent);
+            }
+            if delivery.offset == after + 1 {
+                after = delivery.offset;
+                replay.push(delivery);
+            }
+        }
+        member.state = MemberState::Live {
+            epoch: Arc::from(epoch),
+            after,
+        };
+        grant(&member.live, replay);
+        Ok(())
+    }
+
+    /// A publication arrived from Redis: hand it to every live member,
+    /// buffer it for the joining ones, end the members it does not follow.
+    pub(crate) fn dispatch(&self, channel: &str, epoch: &str, delivery: &Delivery) {
+        let mut channels = self.lock();
+        let Some(members) = channels.get_mut(channel) else {
+            return;
+        };
+        let epoch: Arc<str> = Arc::from(epoch);
+        members.retain_mut(|member| match &mut member.state {
+            MemberState::Joining(buffered) => {
+                if buffered.len() >= self.join_buffer {
+                    member.state = MemberState::Overflowed;
+                } else {
+                    buffered.push((Arc::clone(&epoch), delivery.clone()));
+                }
+                true
+            }
+            MemberState::Overflowed => true,
+            MemberState::Live {
+                epoch: theirs,
+                after,
+            } => {
+                if delivery.offset <= *after && *theirs == epoch {
+                    return true; // Already replayed.
+                }
+                if *theirs != epoch || delivery.offset != *after + 1 {
+                    member.live.end(ErrorBody::new(
+                        "unavailable",
+                        if *theirs != epoch {
+                            "the channel's history was lost: resubscribe"
+                        } else {
+                            "a publication was lost on the way to this node: resubscribe"
+                        },
+                    ));
+                    return false;
+                }
+                *after = delivery.offset;
+                member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
+            }
+        });
+    }
+
+    /// The connection to Redis was lost: end every live member (its client
+    /// resubscribes from its position), refuse every joining one, and
+    /// forget them all.
+    pub(crate) fn end_all(&self, reason: &str) {
+        let ended = std::mem::take(&mut *self.lock());
+        for member in ended.into_values().flatten() {
+            match member.state {
+                MemberState::Live { .. } => member.live.end(ErrorBody::new("unavailable", reason)),
+                _ => member.live.refuse(SubscribeError::Unavailable(reason.into())),
+            }
+        }
+    }
+}

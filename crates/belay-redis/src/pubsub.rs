@@ -1,0 +1,200 @@
+//! The node's one PUB/SUB connection to Redis, owned by one task: it
+//! subscribes and unsubscribes channel names in the order the hub decided,
+//! hands every live message to the hub, and probes the connection with
+//! `PING`. A connection that fails or stays silent past the command timeout
+//! is replaced (with backoff while Redis is unreachable), and every
+//! subscription on it is ended with `unavailable`, so clients resubscribe
+//! from their positions and recover from the history: a publication that
+//! went out while no connection listened is never skipped silently.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::message::{Publication, RawJson};
+use belay_server::broker::Delivery;
+use futures_util::StreamExt;
+use redis::aio::{PubSubSink, PubSubStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::timeout;
+
+use crate::hub::{Hub, Interest};
+use crate::keys::{channel_of, live_name, parse_live};
+
+/// What the PUB/SUB task is asked to do.
+#[derive(Debug)]
+enum Command {
+    /// Subscribe to a channel's live name; answered once Redis confirmed.
+    Subscribe(String, oneshot::Sender<Result<(), String>>),
+    Unsubscribe(String),
+}
+
+/// A handle on the PUB/SUB task.
+#[derive(Debug, Clone)]
+pub(crate) struct Link {
+    commands: mpsc::UnboundedSender<Command>,
+    prefix: Arc<str>,
+}
+
+impl Link {
+    /// Start the task on `client`, delivering into `hub`.
+    pub(crate) fn start(
+        client: redis::Client,
+        hub: Arc<Hub>,
+        prefix: &str,
+        command_timeout: Duration,
+        probe_every: Duration,
+    ) -> Link {
+        let (commands, queue) = mpsc::unbounded_channel();
+        let prefix: Arc<str> = Arc::from(prefix);
+        let task = Task {
+            client,
+            hub,
+            prefix: Arc::clone(&prefix),
+            command_timeout,
+            probe_every,
+        };
+        tokio::spawn(task.run(queue));
+        Link { commands, prefix }
+    }
+
+    /// Subscribe to `channel` (again, if already): resolves when Redis has
+    /// confirmed, so every later publication reaches the hub.
+    pub(crate) fn subscribe(&self, channel: &str) -> oneshot::Receiver<Result<(), String>> {
+        let (answer, confirmed) = oneshot::channel();
+        let _ = self
+            .commands
+            .send(Command::Subscribe(live_name(&self.prefix, channel), answer));
+        confirmed
+    }
+
+    /// Carry out what the hub decided for `channel`.
+    pub(crate) fn follow(&self, channel: &str, interest: &Interest) {
+        if *interest == Interest::Unsubscribe {
+            let _ = self
+                .commands
+                .send(Command::Unsubscribe(live_name(&self.prefix, channel)));
+        }
+    }
+}
+
+struct Task {
+    client: redis::Client,
+    hub: Arc<Hub>,
+    prefix: Arc<str>,
+    command_timeout: Duration,
+    probe_every: Duration,
+}
+
+/// Why a connection was given up.
+const LOST: &str = "the broker lost its connection to Redis: resubscribe";
+
+impl Task {
+    async fn run(self, mut queue: mpsc::UnboundedReceiver<Command>) {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let connected = timeout(self.command_timeout, self.client.get_async_pubsub()).await;
+            let Ok(Ok(pubsub)) = connected else {
+                // Unreachable: refuse what waits, retry after a while.
+                let wait = tokio::time::sleep(backoff);
+                tokio::pin!(wait);
+                loop {
+                    tokio::select! {
+                        () = &mut wait => break,
+                        command = queue.recv() => match command {
+                            Some(Command::Subscribe(_, answer)) => {
+                                let _ = answer.send(Err("Redis is unreachable".into()));
+                            }
+                            Some(Command::Unsubscribe(_)) => {}
+                            None => return,
+                        },
+                    }
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            };
+            backoff = Duration::from_millis(50);
+            let (sink, stream) = pubsub.split();
+            match self.serve(sink, stream, &mut queue).await {
+                Served::Closed => return,
+                Served::Lost => {
+                    tracing::warn!("PUB/SUB connection to Redis lost; reconnecting");
+                    self.hub.end_all(LOST);
+                }
+            }
+        }
+    }
+
+    async fn serve(
+        &self,
+        mut sink: PubSubSink,
+        mut stream: PubSubStream,
+        queue: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Served {
+        let mut probe = tokio::time::interval(self.probe_every);
+        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                command = queue.recv() => match command {
+                    None => return Served::Closed,
+                    Some(Command::Subscribe(name, answer)) => {
+                        let done = timeout(self.command_timeout, sink.subscribe(&name)).await;
+                        let ok = matches!(done, Ok(Ok(())));
+                        let _ = answer.send(if ok { Ok(()) } else { Err("Redis did not confirm the subscription".into()) });
+                        if !ok {
+                            return Served::Lost;
+                        }
+                    }
+                    Some(Command::Unsubscribe(name)) => {
+                        let done = timeout(self.command_timeout, sink.unsubscribe(&name)).await;
+                        if !matches!(done, Ok(Ok(()))) {
+                            return Served::Lost;
+                        }
+                    }
+                },
+                message = stream.next() => match message {
+                    None => return Served::Lost,
+                    Some(message) => self.deliver(message.get_channel_name(), message.get_payload_bytes()),
+                },
+                _ = probe.tick() => {
+                    let pong = timeout(self.command_timeout, sink.ping::<redis::Value>()).await;
+                    if !matches!(pong, Ok(Ok(_))) {
+                        return Served::Lost;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A live message: encoded once for this node's members.
+    fn deliver(&self, name: &str, payload: &[u8]) {
+        let Some(channel) = channel_of(&self.prefix, name) else {
+            return;
+        };
+        let Some((offset, epoch, data)) = parse_live(payload) else {
+            tracing::warn!(channel, "malformed live message from Redis, ignored");
+            return;
+        };
+        // A message whose data is not JSON is skipped here; the next one
+        // shows the gap and the members resubscribe (the history then
+        // refuses the same entry, as `unavailable`).
+        let Ok(data) = RawJson::from_json(data.to_owned()) else {
+            tracing::warn!(channel, offset, "live message with invalid JSON, skipped");
+            return;
+        };
+        let publication = Publication {
+            channel: channel.to_owned(),
+            epoch: epoch.to_owned(),
+            offset,
+            data,
+        };
+        self.hub
+            .dispatch(channel, epoch, &Delivery::encode(&publication));
+    }
+}
+
+enum Served {
+    /// The broker is gone.
+    Closed,
+    /// The connection failed or went silent.
+    Lost,
+}

@@ -1,0 +1,218 @@
+//! The two Lua scripts every channel operation runs, and their replies.
+//! Each runs atomically in Redis, so offsets never skip or repeat within an
+//! epoch, whichever node publishes.
+
+use redis::{Script, Value};
+
+/// Publish. KEYS: meta, history. ARGV: live channel, data, history length
+/// (0: none kept), history TTL s, meta TTL s, an epoch to start if there
+/// is none. Returns `{offset, epoch}`.
+///
+/// A missing meta hash means the channel's history is gone (never made,
+/// expired, or Redis lost it): a new epoch starts and any leftover Stream
+/// of the old one is dropped, so entry ids keep matching offsets.
+const PUBLISH: &str = r"
+local epoch = redis.call('HGET', KEYS[1], 'e')
+if not epoch then
+  epoch = ARGV[6]
+  redis.call('HSET', KEYS[1], 'e', epoch, 's', 0)
+  redis.call('DEL', KEYS[2])
+end
+local offset = redis.call('HINCRBY', KEYS[1], 's', 1)
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+if ARGV[3] ~= '0' then
+  local now = redis.call('TIME')
+  local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', ms)
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+end
+redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
+return {offset, epoch}
+";
+
+/// Read the position and what is held after a given offset. KEYS: meta,
+/// history. ARGV: the offset to read after (empty: read nothing), meta TTL
+/// s, an epoch to start if there is none. Returns `{epoch, top, now_ms,
+/// entries}`, entries as `XRANGE` gives them.
+const HISTORY: &str = r"
+local epoch = redis.call('HGET', KEYS[1], 'e')
+if not epoch then
+  epoch = ARGV[3]
+  redis.call('HSET', KEYS[1], 'e', epoch, 's', 0)
+  redis.call('DEL', KEYS[2])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+local top = tonumber(redis.call('HGET', KEYS[1], 's'))
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local entries = {}
+if ARGV[1] ~= '' then
+  local after = tonumber(ARGV[1])
+  if after < top then
+    entries = redis.call('XRANGE', KEYS[2], (after + 1) .. '-0', '+', 'COUNT', top - after)
+  end
+end
+return {epoch, top, ms, entries}
+";
+
+/// The scripts, loaded once per broker (sent by hash, and by body when a
+/// restarted Redis no longer knows them).
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    pub(crate) publish: Script,
+    pub(crate) history: Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Self {
+        Scripts {
+            publish: Script::new(PUBLISH),
+            history: Script::new(HISTORY),
+        }
+    }
+}
+
+/// A reply Redis should not have given (a script of another version, a
+/// key of another type): treated like Redis being unavailable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected reply from Redis: {0}")]
+pub(crate) struct UnexpectedReply(pub(crate) &'static str);
+
+/// One held publication.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HeldEntry {
+    pub(crate) offset: u64,
+    pub(crate) published_ms: u64,
+    pub(crate) data: String,
+}
+
+/// The history script's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HistoryReply {
+    pub(crate) epoch: String,
+    pub(crate) top: u64,
+    pub(crate) now_ms: u64,
+    pub(crate) entries: Vec<HeldEntry>,
+}
+
+pub(crate) fn publish_reply(value: Value) -> Result<(u64, String), UnexpectedReply> {
+    let Value::Array(items) = value else {
+        return Err(UnexpectedReply("publish: not an array"));
+    };
+    match items.as_slice() {
+        [offset, epoch] => Ok((
+            int(offset).ok_or(UnexpectedReply("publish: offset"))?,
+            text(epoch).ok_or(UnexpectedReply("publish: epoch"))?,
+        )),
+        _ => Err(UnexpectedReply("publish: length")),
+    }
+}
+
+pub(crate) fn history_reply(value: Value) -> Result<HistoryReply, UnexpectedReply> {
+    let Value::Array(items) = value else {
+        return Err(UnexpectedReply("history: not an array"));
+    };
+    let [epoch, top, now_ms, entries] = items.as_slice() else {
+        return Err(UnexpectedReply("history: length"));
+    };
+    let Value::Array(entries) = entries else {
+        return Err(UnexpectedReply("history: entries"));
+    };
+    Ok(HistoryReply {
+        epoch: text(epoch).ok_or(UnexpectedReply("history: epoch"))?,
+        top: int(top).ok_or(UnexpectedReply("history: top"))?,
+        now_ms: int(now_ms).ok_or(UnexpectedReply("history: time"))?,
+        entries: entries
+            .iter()
+            .map(entry)
+            .collect::<Option<Vec<_>>>()
+            .ok_or(UnexpectedReply("history: entry"))?,
+    })
+}
+
+/// `[id, [field, value, …]]` with id `N-0` and fields `d` and `t`.
+fn entry(value: &Value) -> Option<HeldEntry> {
+    let Value::Array(parts) = value else {
+        return None;
+    };
+    let [id, Value::Array(fields)] = parts.as_slice() else {
+        return None;
+    };
+    let id = text(id)?;
+    let offset = id.strip_suffix("-0")?.parse().ok()?;
+    let (mut data, mut published_ms) = (None, None);
+    for pair in fields.chunks(2) {
+        let [name, value] = pair else { return None };
+        match text(name)?.as_str() {
+            "d" => data = Some(text(value)?),
+            "t" => published_ms = text(value)?.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(HeldEntry {
+        offset,
+        published_ms: published_ms?,
+        data: data?,
+    })
+}
+
+fn int(value: &Value) -> Option<u64> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).ok(),
+        other => text(other)?.parse().ok(),
+    }
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_history_reply_parses_its_entries() {
+        let reply = Value::Array(vec![
+            bulk("e1"),
+            Value::Int(4),
+            Value::Int(1_000),
+            Value::Array(vec![Value::Array(vec![
+                bulk("4-0"),
+                Value::Array(vec![bulk("d"), bulk("{\"n\":4}"), bulk("t"), bulk("990")]),
+            ])]),
+        ]);
+        let parsed = history_reply(reply).unwrap();
+        assert_eq!((parsed.epoch.as_str(), parsed.top), ("e1", 4));
+        assert_eq!(
+            parsed.entries,
+            [HeldEntry {
+                offset: 4,
+                published_ms: 990,
+                data: "{\"n\":4}".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn an_unexpected_reply_is_an_error_not_a_panic() {
+        assert!(history_reply(Value::Nil).is_err());
+        assert!(history_reply(Value::Array(vec![bulk("e")])).is_err());
+        assert!(publish_reply(Value::Array(vec![bulk("x"), bulk("e")])).is_err());
+        let bad_entry = Value::Array(vec![
+            bulk("e"),
+            Value::Int(1),
+            Value::Int(1),
+            Value::Array(vec![Value::Array(vec![bulk("1-5"), Value::Array(vec![])])]),
+        ]);
+        assert!(history_reply(bad_entry).is_err());
+    }
+}

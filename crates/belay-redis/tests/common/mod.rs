@@ -1,0 +1,73 @@
+//! Nodes on one real Redis: each a `Server` with its own `RedisBroker`, on
+//! a loopback port, and a raw protocol client to talk to them.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use belay_proto::message::{ClientMessage, ServerMessage, StreamPosition, Subscribe};
+use belay_redis::{RedisBroker, RedisConfig};
+use belay_server::Server;
+use tokio::net::TcpListener;
+
+pub use belay_test_support::services::RedisServer;
+pub use belay_test_support::sockets::Raw;
+
+/// Bound for anything that should happen at once.
+pub const SOON: Duration = Duration::from_secs(5);
+
+/// The configuration the tests use: short timeouts so a lost Redis shows
+/// within a second.
+pub fn config(redis: &RedisServer) -> RedisConfig {
+    RedisConfig::new(redis.url())
+        .command_timeout(Duration::from_millis(500))
+        .probe_every(Duration::from_millis(200))
+}
+
+/// A node: a server on `config`'s Redis with the demo's methods, serving
+/// on a loopback port.
+pub async fn node(config: RedisConfig) -> (Server, SocketAddr) {
+    let broker = RedisBroker::connect(config).await.expect("Redis answers");
+    let server = Server::builder()
+        .broker(Arc::new(broker))
+        .methods(belay_demo::methods())
+        .build();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let addr = listener.local_addr().expect("local addr");
+    let serving = server.clone();
+    tokio::spawn(async move {
+        let _ = serving.serve(listener, serving.router()).await;
+    });
+    (server, addr)
+}
+
+/// Subscribe on `raw` and return the first answer.
+pub async fn subscribe(raw: &mut Raw, channel: &str, since: Option<StreamPosition>) -> ServerMessage {
+    raw.send(&ClientMessage::Subscribe(Subscribe {
+        channel: channel.into(),
+        since,
+    }))
+    .await;
+    next(raw).await
+}
+
+/// The next message that is not a ping, within [`SOON`].
+pub async fn next(raw: &mut Raw) -> ServerMessage {
+    tokio::time::timeout(SOON, raw.recv_skipping_pings())
+        .await
+        .expect("an answer in time")
+        .expect("the connection stays open")
+}
+
+/// The next `n` publications' offsets and data.
+pub async fn publications(raw: &mut Raw, n: usize) -> Vec<(u64, serde_json::Value)> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        match next(raw).await {
+            ServerMessage::Publication(p) => got.push((p.offset, p.data.parse().expect("JSON"))),
+            other => panic!("expected a publication, got {other:?}"),
+        }
+    }
+    got
+}

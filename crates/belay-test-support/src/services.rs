@@ -1,0 +1,118 @@
+//! Real services for tests, started on free loopback ports in a temporary
+//! directory of their own and stopped when dropped: nothing relies on a
+//! service the machine happens to run.
+//!
+//! The binaries come from `PATH` (the test command installs Debian's
+//! `redis-server`); `BELAY_REDIS_SERVER` names another one.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A `redis-server` without persistence, on a loopback port.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Start one on a free port; panics (failing the test with the reason)
+    /// when `redis-server` is missing or does not answer within 10 s.
+    pub async fn start() -> RedisServer {
+        let port = free_port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let dir = std::env::temp_dir().join(format!("belay-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory for redis-server");
+        let mut server = RedisServer {
+            child: None,
+            addr,
+            dir,
+        };
+        server.spawn().await;
+        server
+    }
+
+    /// Its `redis://` URL.
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+
+    /// Its address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Kill it (`SIGKILL`: no goodbye to its clients) and wait until it is
+    /// gone.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Start it again on the same port, empty (it keeps nothing on disk).
+    pub async fn restart(&mut self) {
+        self.kill().await;
+        self.spawn().await;
+    }
+
+    async fn spawn(&mut self) {
+        let binary =
+            std::env::var("BELAY_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let mut child = Command::new(&binary)
+            .args(["--bind", "127.0.0.1", "--port", &self.addr.port().to_string()])
+            .args(["--save", "", "--appendonly", "no", "--logfile", ""])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {binary} (the test command installs redis-server): {e}")
+            });
+        let stdout = child.stdout.take().expect("piped stdout");
+        self.child = Some(child);
+        // Ready when it says so in its log; the rest of the log is read
+        // (and dropped) so the pipe never fills.
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("Ready to accept connections") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert!(
+            matches!(ready, Ok(true)),
+            "redis-server on port {} did not become ready within 10 s",
+            self.addr.port()
+        );
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.start_kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A loopback port nothing listens on now (the OS picks it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
