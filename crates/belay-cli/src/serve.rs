@@ -1,5 +1,6 @@
-//! `belay serve`: a Belay server on the embedded broker, optionally with the
-//! demo application (feed channel, RPC methods, fault panel at `/`).
+//! `belay serve`: a Belay server on the embedded broker (or, with
+//! `--broker redis://…`, on Redis, shared with every other node), optionally
+//! with the demo application (feed channel, RPC methods, fault panel at `/`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use belay_demo::Demo;
+use belay_redis::{RedisBroker, RedisConfig};
+use belay_server::broker::{Broker, MemoryBroker};
 use belay_server::{Server, ServerConfig};
 
 /// Arguments of `belay serve`.
@@ -49,8 +52,40 @@ pub(crate) struct Args {
     /// The PEM private key (PKCS#8, PKCS#1 or SEC1) of --tls-cert.
     #[arg(long, value_name = "FILE")]
     tls_key: Option<PathBuf>,
+    /// Where channels live: `memory` (this process only) or a Redis URL,
+    /// `redis://[user[:password]@]host:port[/db]`, shared by every node on it.
+    #[arg(long, default_value = "memory", value_name = "URL")]
+    broker: String,
+    /// With a Redis broker: the prefix of every key and PUB/SUB name.
+    #[arg(long, default_value = "belay")]
+    redis_prefix: String,
     #[command(flatten)]
     limits: LimitArgs,
+}
+
+impl Args {
+    /// The broker `--broker` names, connected.
+    async fn broker(&self, config: &ServerConfig) -> Result<Arc<dyn Broker>, String> {
+        if self.broker == "memory" {
+            return Ok(Arc::new(MemoryBroker::new(config.history)));
+        }
+        if !self.broker.starts_with("redis://") {
+            return Err(format!(
+                "--broker {}: expected `memory` or a redis:// URL",
+                self.broker
+            ));
+        }
+        let history = &config.history;
+        let mut redis = RedisConfig::new(self.broker.clone())
+            .prefix(self.redis_prefix.clone())
+            .history_len(history.max_len)
+            .history_age(history.max_age);
+        redis.max_channels = history.max_channels;
+        let broker = RedisBroker::connect(redis)
+            .await
+            .map_err(|e| format!("--broker: {e}"))?;
+        Ok(Arc::new(broker))
+    }
 }
 
 /// The server's limits (docs/SERVER.md lists each with its response).
@@ -255,10 +290,11 @@ async fn serve(args: &Args) -> Result<(), String> {
         .drain
         .set_lb_delay(Duration::from_secs(args.lb_delay_secs))
         .set_reconnect_spread(Duration::from_millis(args.drain_spread_ms));
+    let broker = args.broker(&config).await?;
     let demo = args.demo.then(Demo::new);
     let server = match &demo {
-        Some(demo) => demo.builder(config).build(),
-        None => Server::builder().config(config).build(),
+        Some(demo) => demo.builder_on(config, broker).build(),
+        None => Server::builder().broker(broker).config(config).build(),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -284,7 +284,8 @@ async fn publish_through_flapping(
             for n in 0..count {
                 every.tick().await;
                 last = server
-                    .publish(&channel, json!(n)).await
+                    .publish(&channel, json!(n))
+                    .await
                     .expect("published")
                     .offset;
             }
@@ -304,7 +305,8 @@ async fn publish_through_flapping(
     // position, and only a new publication shows it is live again.
     client.ready().await.expect("ready again");
     let sentinel = server
-        .publish(channel, json!("end")).await
+        .publish(channel, json!("end"))
+        .await
         .expect("published")
         .offset;
     assert_eq!(sentinel, last + 1);

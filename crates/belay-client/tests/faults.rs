@@ -282,7 +282,13 @@ async fn no_publication_is_lost_or_duplicated_through_a_restart() {
                         .faults()
                         .restart(&server, Duration::from_millis(700));
                 }
-                last = Some(server.publish("ticks", json!(n)).await.expect("published").offset);
+                last = Some(
+                    server
+                        .publish("ticks", json!(n))
+                        .await
+                        .expect("published")
+                        .offset,
+                );
             }
             last.expect("published")
         })

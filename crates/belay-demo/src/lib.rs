@@ -37,7 +37,7 @@ mod page;
 use std::sync::Arc;
 
 use axum::Router;
-use belay_server::broker::MemoryBroker;
+use belay_server::broker::{Broker, MemoryBroker};
 use belay_server::{Server, ServerBuilder, ServerConfig};
 
 pub use admin::{FLAP_AFTER, RESTART_DOWN, SLOW_REPLY};
@@ -66,9 +66,15 @@ impl Demo {
     /// broker (with `config.history`) behind the bench's service switch.
     /// Add an authenticator or more before building.
     pub fn builder(&self, config: ServerConfig) -> ServerBuilder {
+        let broker = Arc::new(MemoryBroker::new(config.history));
+        self.builder_on(config, broker)
+    }
+
+    /// [`builder`](Self::builder) on another broker (Redis, for a cluster
+    /// of demo nodes), still behind the bench's service switch.
+    pub fn builder_on(&self, config: ServerConfig, broker: Arc<dyn Broker>) -> ServerBuilder {
         let mut methods = methods();
         self.bench.layer_methods(&mut methods);
-        let broker = Arc::new(MemoryBroker::new(config.history));
         Server::builder()
             .broker(Arc::new(self.bench.wrap_broker(broker)))
             .config(config)

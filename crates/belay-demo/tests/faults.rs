@@ -106,10 +106,12 @@ async fn freeze_keeps_sockets_open_but_silent_and_abandoned_connections_go_after
     // is quiet for longer than the ping interval; the socket stays open.
     frozen.send(&ClientMessage::Ping).await;
     server
-        .publish("feed", json!({"tick": "frozen 1"})).await
+        .publish("feed", json!({"tick": "frozen 1"}))
+        .await
         .expect("published");
     server
-        .publish("feed", json!({"tick": "frozen 2"})).await
+        .publish("feed", json!({"tick": "frozen 2"}))
+        .await
         .expect("published");
     // A new connection during the freeze: upgraded, but no welcome.
     let mut newcomer = Raw::open(addr).await;

@@ -38,7 +38,8 @@ pub fn build(ping_interval: Duration) -> Server {
                     ticker.tick().await;
                     // A bad channel name from the load client ends the run.
                     if server
-                        .publish(&channel, json!({ "n": n, "t": wall_micros() })).await
+                        .publish(&channel, json!({ "n": n, "t": wall_micros() }))
+                        .await
                         .is_err()
                     {
                         break;

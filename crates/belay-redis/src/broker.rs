@@ -6,8 +6,8 @@ use std::time::Duration;
 use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
 use belay_proto::server::{can_resume, HeldHistory};
 use belay_server::broker::{
-    Broker, Delivery, Joining, LiveSender, PublishError, Publishing, SubscribeError,
-    SubscriberId, Subscription,
+    Broker, Delivery, Joining, LiveSender, PublishError, Publishing, SubscribeError, SubscriberId,
+    Subscription,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::timeout;
@@ -189,7 +189,7 @@ impl Inner {
         let contiguous = fresh
             .windows(2)
             .all(|pair| pair[1].offset == pair[0].offset + 1)
-            && fresh.last().is_none_or(|last| last.offset == read.top);
+            && fresh.last().map_or(true, |last| last.offset == read.top);
         let held = HeldHistory::new(&read.epoch, read.top, fresh.first().map(|e| e.offset));
         let recovered = contiguous && since.is_some_and(|since| can_resume(since, held));
         let (offset, replay) = match since {
@@ -218,9 +218,16 @@ impl Inner {
             recovered,
         };
         self.hub
-            .grant(&channel, live.id(), &read.epoch, offset, replay, |live, replay| {
-                live.grant(Subscription { subscribed, replay });
-            })
+            .grant(
+                &channel,
+                live.id(),
+                &read.epoch,
+                offset,
+                replay,
+                |live, replay| {
+                    live.grant(Subscription { subscribed, replay });
+                },
+            )
             .map_err(|failure| match failure {
                 JoinFailure::Left => "left while joining".to_string(),
                 JoinFailure::Overflowed => {
@@ -233,8 +240,9 @@ impl Inner {
     }
 
     fn leave(&self, channel: &str, subscriber: SubscriberId) {
-        self.hub
-            .leave(channel, subscriber, |interest| self.link.follow(channel, &interest));
+        self.hub.leave(channel, subscriber, |interest| {
+            self.link.follow(channel, &interest)
+        });
     }
 }
 
@@ -253,11 +261,13 @@ impl Broker for RedisBroker {
     ) -> Joining {
         let inner = Arc::clone(&self.inner);
         let mut confirmed = None;
-        let joined = inner.hub.join(live.clone(), self.inner.config.max_channels, |_| {
-            // Asked on every join, in the hub's order: a join never goes
-            // live on a name an earlier leave is about to unsubscribe.
-            confirmed = Some(inner.link.subscribe(channel));
-        });
+        let joined = inner
+            .hub
+            .join(live.clone(), self.inner.config.max_channels, |_| {
+                // Asked on every join, in the hub's order: a join never goes
+                // live on a name an earlier leave is about to unsubscribe.
+                confirmed = Some(inner.link.subscribe(channel));
+            });
         let Some(confirmed) = confirmed.filter(|_| joined) else {
             return Joining::Now(Err(SubscribeError::TooManyChannels));
         };

@@ -111,7 +111,12 @@ impl Hub {
     }
 
     /// Remove `subscriber` from `channel`; `then` as for [`join`](Self::join).
-    pub(crate) fn leave(&self, channel: &str, subscriber: SubscriberId, then: impl FnOnce(Interest)) {
+    pub(crate) fn leave(
+        &self,
+        channel: &str,
+        subscriber: SubscriberId,
+        then: impl FnOnce(Interest),
+    ) {
         let mut channels = self.lock();
         let Some(members) = channels.get_mut(channel) else {
             return then(Interest::Same);
@@ -219,7 +224,9 @@ impl Hub {
         for member in ended.into_values().flatten() {
             match member.state {
                 MemberState::Live { .. } => member.live.end(ErrorBody::new("unavailable", reason)),
-                _ => member.live.refuse(SubscribeError::Unavailable(reason.into())),
+                _ => member
+                    .live
+                    .refuse(SubscribeError::Unavailable(reason.into())),
             }
         }
     }

@@ -55,7 +55,10 @@ async fn a_client_resumes_on_the_other_node_with_exactly_what_it_missed() {
     for n in 1..=3 {
         a.publish("orders", json!(n)).await.expect("published");
     }
-    assert_eq!(publications(&mut on_a, 3).await.last().map(|p| p.0), Some(3));
+    assert_eq!(
+        publications(&mut on_a, 3).await.last().map(|p| p.0),
+        Some(3)
+    );
     drop(on_a);
     for n in 4..=6 {
         a.publish("orders", json!(n)).await.expect("published");
@@ -70,12 +73,19 @@ async fn a_client_resumes_on_the_other_node_with_exactly_what_it_missed() {
         panic!("subscribed expected")
     };
     assert!(resumed.recovered, "the history on Redis covers 4..=6");
-    assert_eq!((resumed.epoch.as_str(), resumed.offset), (first.epoch.as_str(), 3));
+    assert_eq!(
+        (resumed.epoch.as_str(), resumed.offset),
+        (first.epoch.as_str(), 3)
+    );
     assert_eq!(
         publications(&mut on_b, 3).await,
         vec![(4, json!(4)), (5, json!(5)), (6, json!(6))]
     );
     a.publish("orders", json!(7)).await.expect("published");
-    assert_eq!(publications(&mut on_b, 1).await, vec![(7, json!(7))], "then live");
+    assert_eq!(
+        publications(&mut on_b, 1).await,
+        vec![(7, json!(7))],
+        "then live"
+    );
     let _ = next;
 }

@@ -26,7 +26,10 @@ async fn subscriptions_end_retryably_and_requests_go_on_while_redis_is_down() {
     let ServerMessage::Unsubscribed(ended) = next(&mut raw).await else {
         panic!("unsubscribed expected")
     };
-    assert_eq!((ended.channel.as_str(), ended.code.as_str()), ("news", "unavailable"));
+    assert_eq!(
+        (ended.channel.as_str(), ended.code.as_str()),
+        ("news", "unavailable")
+    );
 
     let refused = server.publish("news", json!(2)).await;
     assert!(
@@ -75,6 +78,9 @@ async fn subscriptions_end_retryably_and_requests_go_on_while_redis_is_down() {
     let resumed = resumed.expect("subscribed within 10 s of Redis coming back");
     assert!(!resumed.recovered, "Redis lost the history: a Resync");
     assert_ne!(resumed.epoch, first.epoch, "a new epoch");
-    server.publish("news", json!(3)).await.expect("published again");
+    server
+        .publish("news", json!(3))
+        .await
+        .expect("published again");
     assert_eq!(publications(&mut raw, 1).await, vec![(1, json!(3))]);
 }

@@ -219,7 +219,8 @@ async fn a_reader_that_stops_reading_is_closed_as_a_slow_consumer() {
     let payload = "x".repeat(16 * 1024);
     let code = loop {
         server
-            .publish("firehose", json!(payload)).await
+            .publish("firehose", json!(payload))
+            .await
             .expect("published");
         tokio::task::yield_now().await;
         if let Ok(event) = events.try_recv() {

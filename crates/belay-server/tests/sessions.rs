@@ -366,12 +366,17 @@ async fn a_replay_larger_than_the_write_buffer_arrives_without_waiting_for_a_pin
     let big = "x".repeat(40 * 1024);
     for n in 1..=3 {
         server
-            .publish("big", json!({ "n": n, "pad": big })).await
+            .publish("big", json!({ "n": n, "pad": big }))
+            .await
             .expect("published");
     }
     let (mut raw, _) = Raw::connected(addr, None).await;
     let since = StreamPosition {
-        epoch: server.publish("other", json!(0)).await.expect("published").epoch,
+        epoch: server
+            .publish("other", json!(0))
+            .await
+            .expect("published")
+            .epoch,
         offset: 0,
     };
     // `other`'s epoch is the broker's epoch, so this resumes from offset 0.

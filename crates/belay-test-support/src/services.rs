@@ -66,7 +66,12 @@ impl RedisServer {
         let binary =
             std::env::var("BELAY_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
         let mut child = Command::new(&binary)
-            .args(["--bind", "127.0.0.1", "--port", &self.addr.port().to_string()])
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                &self.addr.port().to_string(),
+            ])
             .args(["--save", "", "--appendonly", "no", "--logfile", ""])
             .arg("--dir")
             .arg(&self.dir)

@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use belay_proto::message::{ErrorBody, RawJson, StreamPosition};
-use belay_server::broker::{
-    Broker, Joining, LiveSender, Publishing, SubscribeError, SubscriberId,
-};
+use belay_server::broker::{Broker, Joining, LiveSender, Publishing, SubscribeError, SubscriberId};
 
 use super::{lock, Bench, FaultBench};
 

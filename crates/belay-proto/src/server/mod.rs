@@ -30,10 +30,10 @@ mod drain;
 mod fleet;
 mod forwarded;
 mod history;
-mod resume;
 mod idempotency;
 mod limits;
 mod rate;
+mod resume;
 mod sources;
 mod upgrade;
 mod violation;
@@ -52,13 +52,13 @@ pub use forwarded::{
     parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,
 };
 pub use history::{ChannelLog, Recovery, MAX_OFFSET};
-pub use resume::{can_resume, HeldHistory};
 pub use idempotency::{
     params_digest, Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT, DEFAULT_MAX_BYTES,
     ENTRY_OVERHEAD,
 };
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use rate::{RateDecision, RateLimiter};
+pub use resume::{can_resume, HeldHistory};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
 pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use violation::{Violation, ViolationResponse};

@@ -72,7 +72,10 @@ mod tests {
 
     #[test]
     fn another_epoch_or_a_position_past_the_top_does_not_resume() {
-        assert!(!can_resume(&at("old", 2), HeldHistory::new("e", 5, Some(3))));
+        assert!(!can_resume(
+            &at("old", 2),
+            HeldHistory::new("e", 5, Some(3))
+        ));
         assert!(!can_resume(&at("e", 9), HeldHistory::new("e", 5, None)));
     }
 }

@@ -33,7 +33,9 @@ pub async fn node(config: RedisConfig) -> (Server, SocketAddr) {
         .broker(Arc::new(broker))
         .methods(belay_demo::methods())
         .build();
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
     let addr = listener.local_addr().expect("local addr");
     let serving = server.clone();
     tokio::spawn(async move {
@@ -43,7 +45,11 @@ pub async fn node(config: RedisConfig) -> (Server, SocketAddr) {
 }
 
 /// Subscribe on `raw` and return the first answer.
-pub async fn subscribe(raw: &mut Raw, channel: &str, since: Option<StreamPosition>) -> ServerMessage {
+pub async fn subscribe(
+    raw: &mut Raw,
+    channel: &str,
+    since: Option<StreamPosition>,
+) -> ServerMessage {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since,

@@ -208,7 +208,6 @@ impl MemoryBroker {
     }
 }
 
-
 impl MemoryBroker {
     /// [`Broker::publish`], answered at once.
     pub fn publish_now(&self, channel: &str, data: RawJson) -> Result<Publication, PublishError> {
@@ -276,7 +275,6 @@ impl MemoryBroker {
             replay: recovery.replay.iter().map(Delivery::encode).collect(),
         })
     }
-
 }
 
 impl Broker for MemoryBroker {
@@ -337,9 +335,12 @@ mod tests {
         let a = conn.sender(Arc::from("a"));
         let a_id = a.id();
         b.subscribe_now("a", None, a).unwrap();
-        b.subscribe_now("b", None, conn.sender(Arc::from("b"))).unwrap();
+        b.subscribe_now("b", None, conn.sender(Arc::from("b")))
+            .unwrap();
         // Existing channels stay open to more subscribers.
-        assert!(b.subscribe_now("a", None, conn.sender(Arc::from("a"))).is_ok());
+        assert!(b
+            .subscribe_now("a", None, conn.sender(Arc::from("a")))
+            .is_ok());
         assert_eq!(
             b.subscribe_now("c", None, conn.sender(Arc::from("c")))
                 .unwrap_err(),
@@ -379,10 +380,13 @@ mod tests {
     fn a_gone_connection_frees_its_channels_when_room_is_needed() {
         let b = broker(1);
         let conn = inbox();
-        b.subscribe_now("a", None, conn.sender(Arc::from("a"))).unwrap();
+        b.subscribe_now("a", None, conn.sender(Arc::from("a")))
+            .unwrap();
         drop(conn);
         let other = inbox();
-        assert!(b.subscribe_now("b", None, other.sender(Arc::from("b"))).is_ok());
+        assert!(b
+            .subscribe_now("b", None, other.sender(Arc::from("b")))
+            .is_ok());
         assert_eq!(b.channel_count(), 1);
     }
 

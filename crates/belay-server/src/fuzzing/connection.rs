@@ -131,7 +131,8 @@ pub fn connection(frames: &[FuzzFrame]) -> SessionOutcome {
                     FuzzFrame::Publish(channel, data) => {
                         // A refused publication (a bad channel name, a
                         // payload too deep or too large) changes nothing.
-                        if let Ok(publication) = server.publish(channel.name(), data.value()).await {
+                        if let Ok(publication) = server.publish(channel.name(), data.value()).await
+                        {
                             epochs.insert(channel.name().to_owned(), publication.epoch);
                         }
                     }

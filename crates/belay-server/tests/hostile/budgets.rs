@@ -34,7 +34,8 @@ async fn a_client_that_does_not_read_is_closed_4009_at_its_byte_budget_and_gets_
     let violations = "belay_violations_total{kind=\"slow_consumer\"}";
     for n in 0..1_000u64 {
         server
-            .publish("firehose", json!({ "n": n, "pad": pad })).await
+            .publish("firehose", json!({ "n": n, "pad": pad }))
+            .await
             .expect("published");
         if n % 16 == 0 && crate::gauge(&server, violations) > 0.0 {
             break;
