@@ -11,7 +11,7 @@
 //! wait is bounded.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,7 @@ async fn node(redis: &RedisServer, port: u16) -> Child {
 }
 
 /// HAProxy in front of `nodes`, listening on `front`.
-fn haproxy(dir: &PathBuf, front: u16, nodes: &[u16]) -> Child {
+fn haproxy(dir: &Path, front: u16, nodes: &[u16]) -> Child {
     let servers: String = nodes
         .iter()
         .enumerate()
@@ -83,6 +83,15 @@ fn haproxy(dir: &PathBuf, front: u16, nodes: &[u16]) -> Child {
         .spawn()
         .expect("run haproxy (the test command installs it)")
 }
+
+/// A client with what it saw and its reader, caller and event tasks.
+type Running = (
+    Client,
+    Arc<Mutex<Seen>>,
+    tokio::task::JoinHandle<()>,
+    tokio::task::JoinHandle<()>,
+    tokio::task::JoinHandle<()>,
+);
 
 /// What one client saw.
 #[derive(Debug, Default)]
@@ -239,16 +248,7 @@ async fn a_drained_node_hands_its_clients_to_the_other_without_loss() {
 }
 
 /// Until every client has seen at least `n` publications (bounded).
-async fn wait_for_publications(
-    clients: &[(
-        Client,
-        Arc<Mutex<Seen>>,
-        tokio::task::JoinHandle<()>,
-        tokio::task::JoinHandle<()>,
-        tokio::task::JoinHandle<()>,
-    )],
-    n: usize,
-) {
+async fn wait_for_publications(clients: &[Running], n: usize) {
     let reached = timeout(Duration::from_secs(20), async {
         loop {
             let mut all = true;
