@@ -176,10 +176,12 @@ impl Hub {
 
     /// A publication arrived from Redis: hand it to every live member,
     /// buffer it for the joining ones, end the members it does not follow.
-    pub(crate) fn dispatch(&self, channel: &str, epoch: &str, delivery: &Delivery) {
+    /// Returns whether the channel is left without members (ended or gone):
+    /// it is forgotten, and the caller unsubscribes its name.
+    pub(crate) fn dispatch(&self, channel: &str, epoch: &str, delivery: &Delivery) -> bool {
         let mut channels = self.lock();
         let Some(members) = channels.get_mut(channel) else {
-            return;
+            return false;
         };
         let epoch: Arc<str> = Arc::from(epoch);
         members.retain_mut(|member| match &mut member.state {
@@ -214,6 +216,11 @@ impl Hub {
                 member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
             }
         });
+        let empty = members.is_empty();
+        if empty {
+            channels.remove(channel);
+        }
+        empty
     }
 
     /// The connection to Redis was lost: end every live member (its client

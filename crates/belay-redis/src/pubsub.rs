@@ -153,7 +153,16 @@ impl Task {
                 },
                 message = stream.next() => match message {
                     None => return Served::Lost,
-                    Some(message) => self.deliver(message.get_channel_name(), message.get_payload_bytes()),
+                    Some(message) => {
+                        let name = message.get_channel_name();
+                        if self.deliver(name, message.get_payload_bytes()) {
+                            // Its last members ended or went: nobody here listens.
+                            let done = timeout(self.command_timeout, sink.unsubscribe(name)).await;
+                            if !matches!(done, Ok(Ok(()))) {
+                                return Served::Lost;
+                            }
+                        }
+                    }
                 },
                 _ = probe.tick() => {
                     let pong = timeout(self.command_timeout, sink.ping::<redis::Value>()).await;
@@ -165,21 +174,22 @@ impl Task {
         }
     }
 
-    /// A live message: encoded once for this node's members.
-    fn deliver(&self, name: &str, payload: &[u8]) {
+    /// A live message: encoded once for this node's members. Returns
+    /// whether the channel has no member left here.
+    fn deliver(&self, name: &str, payload: &[u8]) -> bool {
         let Some(channel) = channel_of(&self.prefix, name) else {
-            return;
+            return false;
         };
         let Some((offset, epoch, data)) = parse_live(payload) else {
             tracing::warn!(channel, "malformed live message from Redis, ignored");
-            return;
+            return false;
         };
         // A message whose data is not JSON is skipped here; the next one
         // shows the gap and the members resubscribe (the history then
         // refuses the same entry, as `unavailable`).
         let Ok(data) = RawJson::from_json(data.to_owned()) else {
             tracing::warn!(channel, offset, "live message with invalid JSON, skipped");
-            return;
+            return false;
         };
         let publication = Publication {
             channel: channel.to_owned(),
@@ -188,7 +198,7 @@ impl Task {
             data,
         };
         self.hub
-            .dispatch(channel, epoch, &Delivery::encode(&publication));
+            .dispatch(channel, epoch, &Delivery::encode(&publication))
     }
 }
 
