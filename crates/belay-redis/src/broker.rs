@@ -109,14 +109,29 @@ fn new_epoch() -> String {
     format!("{nanos:x}{:x}", NEXT.fetch_add(1, Ordering::Relaxed) & 0xff)
 }
 
-fn unavailable(what: &str, error: impl std::fmt::Display) -> String {
-    format!("Redis {what}: {error}")
-}
-
 impl Inner {
+    /// Run `call` within the command timeout; why not, as the reason a
+    /// client is told (`what`: which operation).
+    async fn run(
+        &self,
+        what: &str,
+        call: &redis::ScriptInvocation<'_>,
+    ) -> Result<redis::Value, String> {
+        let mut commands = self.commands.clone();
+        match timeout(
+            self.config.command_timeout,
+            call.invoke_async(&mut commands),
+        )
+        .await
+        {
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(error)) => Err(format!("Redis {what}: {error}")),
+            Err(_) => Err(format!("Redis {what}: timed out")),
+        }
+    }
+
     async fn publish(&self, channel: String, data: RawJson) -> Result<Publication, PublishError> {
         let keys = ChannelKeys::new(&self.config.prefix, &channel);
-        let mut commands = self.commands.clone();
         let mut call = self.scripts.publish.prepare_invoke();
         call.key(&keys.meta)
             .key(&keys.history)
@@ -129,13 +144,10 @@ impl Inner {
         // A publication whose answer is lost may or may not have been
         // appended: the caller is told it failed, and a retry publishes it
         // again (the application's own idempotency decides).
-        let reply = timeout(
-            self.config.command_timeout,
-            call.invoke_async::<redis::Value>(&mut commands),
-        )
-        .await
-        .map_err(|_| PublishError::Unavailable(unavailable("publish", "timed out")))?
-        .map_err(|e| PublishError::Unavailable(unavailable("publish", e)))?;
+        let reply = self
+            .run("publish", &call)
+            .await
+            .map_err(PublishError::Unavailable)?;
         let (offset, epoch) =
             publish_reply(reply).map_err(|e| PublishError::Unavailable(e.to_string()))?;
         Ok(Publication {
@@ -148,20 +160,13 @@ impl Inner {
 
     async fn history(&self, channel: &str, after: Option<u64>) -> Result<HistoryReply, String> {
         let keys = ChannelKeys::new(&self.config.prefix, channel);
-        let mut commands = self.commands.clone();
         let mut call = self.scripts.history.prepare_invoke();
         call.key(&keys.meta)
             .key(&keys.history)
             .arg(after.map(|a| a.to_string()).unwrap_or_default())
             .arg(self.config.meta_ttl.as_secs().max(1))
             .arg(new_epoch());
-        let reply = timeout(
-            self.config.command_timeout,
-            call.invoke_async::<redis::Value>(&mut commands),
-        )
-        .await
-        .map_err(|_| unavailable("history", "timed out"))?
-        .map_err(|e| unavailable("history", e))?;
+        let reply = self.run("history", &call).await?;
         history_reply(reply).map_err(|e| e.to_string())
     }
 

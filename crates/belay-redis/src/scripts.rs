@@ -4,20 +4,30 @@
 
 use redis::{Script, Value};
 
+/// The channel's epoch (KEYS[1] the meta hash, KEYS[2] the Stream), or a
+/// new one, `fresh`, when the meta hash is missing: its history is gone
+/// (never made, expired, or lost by Redis), so any leftover Stream of the
+/// old epoch is dropped and entry ids keep matching offsets. Both scripts
+/// start with it.
+const CURRENT_EPOCH: &str = r"
+local function current_epoch(fresh)
+  local epoch = redis.call('HGET', KEYS[1], 'e')
+  if not epoch then
+    epoch = fresh
+    redis.call('HSET', KEYS[1], 'e', epoch, 's', 0)
+    redis.call('DEL', KEYS[2])
+  end
+  return epoch
+end
+";
+
 /// Publish. KEYS: meta, history. ARGV: live channel, data, history length
 /// (0: none kept), history TTL s, meta TTL s, an epoch to start if there
 /// is none. Returns `{offset, epoch}`.
 ///
-/// A missing meta hash means the channel's history is gone (never made,
-/// expired, or Redis lost it): a new epoch starts and any leftover Stream
-/// of the old one is dropped, so entry ids keep matching offsets.
+/// A missing meta hash starts a new epoch ([`CURRENT_EPOCH`]).
 const PUBLISH: &str = r"
-local epoch = redis.call('HGET', KEYS[1], 'e')
-if not epoch then
-  epoch = ARGV[6]
-  redis.call('HSET', KEYS[1], 'e', epoch, 's', 0)
-  redis.call('DEL', KEYS[2])
-end
+local epoch = current_epoch(ARGV[6])
 local offset = redis.call('HINCRBY', KEYS[1], 's', 1)
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 if ARGV[3] ~= '0' then
@@ -35,12 +45,7 @@ return {offset, epoch}
 /// s, an epoch to start if there is none. Returns `{epoch, top, now_ms,
 /// entries}`, entries as `XRANGE` gives them.
 const HISTORY: &str = r"
-local epoch = redis.call('HGET', KEYS[1], 'e')
-if not epoch then
-  epoch = ARGV[3]
-  redis.call('HSET', KEYS[1], 'e', epoch, 's', 0)
-  redis.call('DEL', KEYS[2])
-end
+local epoch = current_epoch(ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 local top = tonumber(redis.call('HGET', KEYS[1], 's'))
 local now = redis.call('TIME')
@@ -66,8 +71,8 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
-            publish: Script::new(PUBLISH),
-            history: Script::new(HISTORY),
+            publish: Script::new(&format!("{CURRENT_EPOCH}{PUBLISH}")),
+            history: Script::new(&format!("{CURRENT_EPOCH}{HISTORY}")),
         }
     }
 }
