@@ -265,15 +265,13 @@ impl Broker for RedisBroker {
         live: LiveSender,
     ) -> Joining {
         let inner = Arc::clone(&self.inner);
-        let mut confirmed = None;
-        let joined = inner
-            .hub
-            .join(live.clone(), self.inner.config.max_channels, |_| {
-                // Asked on every join, in the hub's order: a join never goes
-                // live on a name an earlier leave is about to unsubscribe.
-                confirmed = Some(inner.link.subscribe(channel));
-            });
-        let Some(confirmed) = confirmed.filter(|_| joined) else {
+        // Asked on every join (Redis confirms a repeat at once), in the
+        // hub's order: a join never goes live on a name an earlier leave is
+        // about to unsubscribe.
+        let joined = inner.hub.join(live.clone(), inner.config.max_channels, || {
+            inner.link.subscribe(channel)
+        });
+        let Some(confirmed) = joined else {
             return Joining::Now(Err(SubscribeError::TooManyChannels));
         };
         let since = since.cloned();

@@ -46,13 +46,11 @@ enum MemberState {
     Live { epoch: Arc<str>, after: u64 },
 }
 
-/// What the hub decided for the PUB/SUB connection.
+/// What a leave means for the PUB/SUB connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Interest {
-    /// Nothing changes.
+    /// Others still listen here.
     Same,
-    /// The channel's first member: subscribe to it.
-    Subscribe,
     /// Its last member left: unsubscribe.
     Unsubscribe,
 }
@@ -82,35 +80,31 @@ impl Hub {
     }
 
     /// Add `live` as a joining member, unless its channel would be one
-    /// more than `max_channels` (then `false`, and `then` does not run).
-    /// `then` runs under the hub's lock with what the PUB/SUB connection
-    /// must do, so interest changes reach it in the order they were decided.
-    pub(crate) fn join(
+    /// more than `max_channels` (then `None`, and `then` does not run).
+    /// `then` runs under the hub's lock (it asks the PUB/SUB connection to
+    /// subscribe), so subscribes and unsubscribes reach that connection in
+    /// the order they were decided.
+    pub(crate) fn join<T>(
         &self,
         live: LiveSender,
         max_channels: usize,
-        then: impl FnOnce(Interest),
-    ) -> bool {
+        then: impl FnOnce() -> T,
+    ) -> Option<T> {
         let mut channels = self.lock();
         if !channels.contains_key(live.channel().as_ref()) && channels.len() >= max_channels {
-            return false;
+            return None;
         }
         let members = channels.entry(Arc::clone(live.channel())).or_default();
         members.retain(|m| !m.live.is_gone());
-        let interest = if members.is_empty() {
-            Interest::Subscribe
-        } else {
-            Interest::Same
-        };
         members.push(Member {
             live,
             state: MemberState::Joining(Vec::new()),
         });
-        then(interest);
-        true
+        Some(then())
     }
 
-    /// Remove `subscriber` from `channel`; `then` as for [`join`](Self::join).
+    /// Remove `subscriber` from `channel`; `then` runs under the hub's lock
+    /// with what the PUB/SUB connection must do.
     pub(crate) fn leave(
         &self,
         channel: &str,

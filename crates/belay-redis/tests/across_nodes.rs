@@ -5,7 +5,7 @@
 mod common;
 
 use belay_proto::message::{ServerMessage, StreamPosition};
-use common::{config, next, node, publications, subscribe, Raw, RedisServer};
+use common::{config, node, publications, subscribe, Raw, RedisServer};
 use serde_json::json;
 
 #[tokio::test]
@@ -87,5 +87,4 @@ async fn a_client_resumes_on_the_other_node_with_exactly_what_it_missed() {
         vec![(7, json!(7))],
         "then live"
     );
-    let _ = next;
 }
