@@ -6,8 +6,8 @@ use std::time::Duration;
 use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
 use belay_proto::server::{can_resume, HeldHistory};
 use belay_server::broker::{
-    Broker, Delivery, Joining, LiveSender, PublishError, Publishing, SubscribeError, SubscriberId,
-    Subscription,
+    Broker, Delivery, Joining, LiveSender, OutcomeStore, PublishError, Publishing, SubscribeError,
+    SubscriberId, Subscription,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::timeout;
@@ -15,6 +15,7 @@ use tokio::time::timeout;
 use crate::config::RedisConfig;
 use crate::hub::{Hub, JoinFailure};
 use crate::keys::ChannelKeys;
+use crate::outcomes::{RedisOutcomes, SharedOutcomes};
 use crate::pubsub::Link;
 use crate::scripts::{history_reply, publish_reply, HistoryReply, Scripts};
 
@@ -48,6 +49,7 @@ struct Inner {
     scripts: Scripts,
     hub: Arc<Hub>,
     link: Link,
+    outcomes: Arc<RedisOutcomes>,
     config: RedisConfig,
 }
 
@@ -86,9 +88,16 @@ impl RedisBroker {
             config.command_timeout,
             config.probe_every,
         );
+        let outcomes = Arc::new(RedisOutcomes::new(
+            commands.clone(),
+            &config.prefix,
+            config.command_timeout,
+            config.outcome_max_bytes,
+        ));
         Ok(RedisBroker {
             inner: Arc::new(Inner {
                 commands,
+                outcomes,
                 scripts: Scripts::new(),
                 hub,
                 link,
@@ -290,5 +299,17 @@ impl Broker for RedisBroker {
 
     fn channels(&self) -> Option<usize> {
         Some(self.inner.hub.len())
+    }
+
+    fn outcomes(&self) -> Option<Arc<dyn OutcomeStore>> {
+        Some(Arc::new(SharedOutcomes(Arc::clone(&self.inner.outcomes))))
+    }
+}
+
+impl RedisBroker {
+    /// Bytes of idempotent outcomes this node holds in Redis now (bounded
+    /// by [`RedisConfig::outcome_max_bytes`]).
+    pub fn outcome_bytes(&self) -> usize {
+        self.inner.outcomes.bytes()
     }
 }

@@ -36,6 +36,10 @@ pub struct RedisConfig {
     /// subscription on Redis); a `subscribe` to one more is refused
     /// (`unsubscribed` `unavailable`, as by the memory broker).
     pub max_channels: usize,
+    /// Bytes of idempotent outcomes this node keeps in Redis at most (keys,
+    /// records and per-key overhead); past it, its oldest outcomes are
+    /// deleted early. The cluster holds at most this much per node.
+    pub outcome_max_bytes: usize,
 }
 
 impl Default for RedisConfig {
@@ -50,6 +54,7 @@ impl Default for RedisConfig {
             probe_every: Duration::from_secs(1),
             join_buffer: 1_024,
             max_channels: 100_000,
+            outcome_max_bytes: 64 << 20,
         }
     }
 }
@@ -96,6 +101,12 @@ impl RedisConfig {
     /// Set [`probe_every`](Self::probe_every).
     pub fn probe_every(mut self, every: Duration) -> Self {
         self.probe_every = every;
+        self
+    }
+
+    /// Set [`outcome_max_bytes`](Self::outcome_max_bytes).
+    pub fn outcome_max_bytes(mut self, bytes: usize) -> Self {
+        self.outcome_max_bytes = bytes;
         self
     }
 }

@@ -56,6 +56,8 @@ mod broker;
 mod config;
 mod hub;
 mod keys;
+mod ledger;
+mod outcomes;
 mod pubsub;
 mod scripts;
 

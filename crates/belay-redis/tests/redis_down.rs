@@ -1,6 +1,7 @@
 //! Redis down is a service fault, not a transport fault: subscriptions end
 //! with a retryable `unavailable`, the connection and requests that do not
-//! need the broker keep working, publishing fails with a typed error; a
+//! need the broker keep working, keyed requests (which need the shared
+//! idempotency store) are refused `unavailable`, publishing fails with a typed error; a
 //! Redis that comes back empty gives a resuming client `recovered: false`
 //! (a Resync, announced), never a silent gap.
 
@@ -53,6 +54,24 @@ async fn subscriptions_end_retryably_and_requests_go_on_while_redis_is_down() {
         panic!("echo answered while Redis is down")
     };
     assert!(matches!(response.reply, Reply::Result(_)), "{response:?}");
+
+    // A keyed request needs the shared idempotency store: refused, not run
+    // without its guarantee.
+    raw.send(&ClientMessage::Request(Request {
+        id: 2,
+        method: "echo".into(),
+        params: json!({"keyed": true}),
+        idem: Some("k-1".into()),
+        timeout_ms: Some(5_000),
+    }))
+    .await;
+    let ServerMessage::Response(keyed) = next(&mut raw).await else {
+        panic!("the keyed request answered while Redis is down")
+    };
+    let Reply::Error(refusal) = &keyed.reply else {
+        panic!("refused while the store is away: {keyed:?}")
+    };
+    assert_eq!(refusal.code, "unavailable");
 
     // Back, but empty: the old position cannot be honoured, and says so.
     redis.restart().await;

@@ -53,6 +53,12 @@ pub struct ServerConfig {
     pub max_keyed_running: usize,
     /// Bytes the idempotency cache may hold (keys and stored results).
     pub idempotency_max_bytes: usize,
+    /// With a broker that shares outcomes across nodes
+    /// ([`Broker::outcomes`](crate::broker::Broker::outcomes)): how long a
+    /// claim on a key lives unless its node renews it (a third of the way
+    /// through, while the execution runs). A retry on another node learns
+    /// within this long that the node running the first attempt died.
+    pub idempotency_lease: Duration,
     /// Longest `publication` frame; a longer one is refused at publish time
     /// ([`PublishError::TooLarge`](crate::broker::PublishError::TooLarge)).
     pub max_publication_len: usize,
@@ -80,6 +86,7 @@ impl Default for ServerConfig {
             max_outbound_bytes: 256 << 20,
             max_keyed_running: 4_096,
             idempotency_max_bytes: 64 << 20,
+            idempotency_lease: Duration::from_secs(10),
             max_publication_len: 64 * 1024,
             admin_token: None,
         }
@@ -159,6 +166,12 @@ impl ServerConfig {
     /// Bound the keyed executions running at once.
     pub fn with_max_keyed_running(mut self, running: usize) -> Self {
         self.max_keyed_running = running;
+        self
+    }
+
+    /// Set [`idempotency_lease`](Self::idempotency_lease).
+    pub fn with_idempotency_lease(mut self, lease: Duration) -> Self {
+        self.idempotency_lease = lease;
         self
     }
 

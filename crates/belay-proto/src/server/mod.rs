@@ -53,8 +53,8 @@ pub use forwarded::{
 };
 pub use history::{ChannelLog, Recovery, MAX_OFFSET};
 pub use idempotency::{
-    params_digest, Begin, IdempotencyCache, DEFAULT_IN_FLIGHT_LIMIT, DEFAULT_MAX_BYTES,
-    ENTRY_OVERHEAD,
+    lost_attempt, params_digest, Begin, IdempotencyCache, SharedOutcome, DEFAULT_IN_FLIGHT_LIMIT,
+    DEFAULT_MAX_BYTES, ENTRY_OVERHEAD,
 };
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use rate::{RateDecision, RateLimiter};

@@ -35,6 +35,7 @@
 
 mod live;
 mod memory;
+mod outcomes;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -48,6 +49,7 @@ use bytes::Bytes;
 pub use live::{Delivered, LiveSender, SubscriberId};
 pub(crate) use live::{LiveInbox, LiveItem};
 pub use memory::{HistoryLimits, MemoryBroker};
+pub use outcomes::{OutcomeError, OutcomeFuture, OutcomeKey, OutcomeStore};
 
 /// One publication, encoded once for every subscriber.
 #[derive(Debug, Clone)]
@@ -171,6 +173,13 @@ pub trait Broker: Send + Sync + 'static {
 
     /// Channels held now, if the broker knows (for `/metrics`).
     fn channels(&self) -> Option<usize> {
+        None
+    }
+
+    /// The idempotency store every node shares, for a broker that serves
+    /// several nodes (see [`OutcomeStore`]); `None` (the default) keeps
+    /// outcomes in each node's memory only.
+    fn outcomes(&self) -> Option<std::sync::Arc<dyn OutcomeStore>> {
         None
     }
 }

@@ -6,6 +6,9 @@ use std::time::Duration;
 use crate::message::{ErrorBody, Reply};
 use crate::time::Instant;
 
+mod shared;
+pub use shared::{lost_attempt, SharedOutcome};
+
 /// Default [`IdempotencyCache::in_flight_limit`].
 pub const DEFAULT_IN_FLIGHT_LIMIT: Duration = Duration::from_secs(300);
 

@@ -9,6 +9,15 @@
 //! taken on the connection's task in arrival order, so of two pipelined
 //! requests with one key the first runs and the second waits for it.
 //!
+//! **Across nodes.** When the broker shares outcomes
+//! ([`Broker::outcomes`](crate::broker::Broker::outcomes)), a key the local
+//! cache admits is claimed in the shared store too before it runs, and its
+//! outcome is stored there before the reply leaves: a retry that lands on
+//! another node (after this one was killed) gets the stored outcome, waits
+//! for the execution still running elsewhere, or learns that it was lost
+//! (its node stopped renewing the claim). A store that cannot answer
+//! refuses the request `unavailable` instead of running it unguarded.
+//!
 //! **Work of a departed connection.** A connection keeps the handles of its
 //! request tasks; when it ends (other than by a drain, which waits for
 //! them) it aborts them, except keyed executions: those finish so their
@@ -19,7 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use belay_proto::message::{ErrorBody, Reply, Request};
-use belay_proto::server::{params_digest, Begin, Ticket, Violation};
+use belay_proto::server::{lost_attempt, params_digest, Begin, Ticket, Violation};
 use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
 
@@ -28,6 +37,8 @@ use crate::mailbox::{Control, ControlSender};
 use crate::metrics::lock;
 use crate::rpc::CallContext;
 use crate::shared::Shared;
+
+mod shared_store;
 
 /// A request's key as the cache and the waiters know it: (scope, key).
 type KeyId = (String, String);
@@ -139,16 +150,24 @@ impl Drop for KeyOwner {
 pub(crate) async fn run(task: RequestTask, start: Admit) {
     let reply = match start {
         Admit::Answer(reply) => reply,
-        Admit::Wait(mut rx) => rx.recv().await.unwrap_or_else(|_| {
-            Reply::Error(ErrorBody::new("unavailable", "the first attempt was lost"))
-        }),
-        Admit::Run(owner) => {
-            let reply = call(&task).await;
-            if let Some(owner) = owner {
-                owner.complete(&reply);
+        Admit::Wait(mut rx) => rx.recv().await.unwrap_or_else(|_| lost_attempt()),
+        Admit::Run(owner) => match (owner, task.shared.broker.outcomes()) {
+            (Some(owner), Some(store)) => match shared_store::run(&task, store).await {
+                shared_store::Keyed::Outcome(reply) => {
+                    owner.complete(&reply);
+                    reply
+                }
+                // Dropping the local claim lets a retry ask again.
+                shared_store::Keyed::Refused(reply) => reply,
+            },
+            (owner, _) => {
+                let reply = call(&task).await;
+                if let Some(owner) = owner {
+                    owner.complete(&reply);
+                }
+                reply
             }
-            reply
-        }
+        },
     };
     let outcome = match &reply {
         Reply::Result(_) => "ok",
