@@ -64,10 +64,14 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// The broker `--broker` names, connected.
-    async fn broker(&self, config: &ServerConfig) -> Result<Arc<dyn Broker>, String> {
+    /// The broker `--broker` names, connected (and the Redis broker again,
+    /// for its cluster routes).
+    async fn broker(
+        &self,
+        config: &ServerConfig,
+    ) -> Result<(Arc<dyn Broker>, Option<RedisBroker>), String> {
         if self.broker == "memory" {
-            return Ok(Arc::new(MemoryBroker::new(config.history)));
+            return Ok((Arc::new(MemoryBroker::new(config.history)), None));
         }
         if !self.broker.starts_with("redis://") {
             return Err(format!(
@@ -84,7 +88,7 @@ impl Args {
         let broker = RedisBroker::connect(redis)
             .await
             .map_err(|e| format!("--broker: {e}"))?;
-        Ok(Arc::new(broker))
+        Ok((Arc::new(broker.clone()), Some(broker)))
     }
 }
 
@@ -290,7 +294,7 @@ async fn serve(args: &Args) -> Result<(), String> {
         .drain
         .set_lb_delay(Duration::from_secs(args.lb_delay_secs))
         .set_reconnect_spread(Duration::from_millis(args.drain_spread_ms));
-    let broker = args.broker(&config).await?;
+    let (broker, redis) = args.broker(&config).await?;
     let demo = args.demo.then(Demo::new);
     let server = match &demo {
         Some(demo) => demo.builder_on(config, broker).build(),
@@ -308,6 +312,11 @@ async fn serve(args: &Args) -> Result<(), String> {
             demo.router(&server)
         }
         None => server.router().merge(server.admin_router()),
+    };
+    // On Redis: `GET /admin/cluster`, and this node's answer to it.
+    let router = match &redis {
+        Some(redis) => router.merge(redis.cluster_router(&server)),
+        None => router,
     };
     let (http, ws) = if tls.is_some() {
         ("https", "wss")

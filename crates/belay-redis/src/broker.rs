@@ -13,6 +13,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::timeout;
 
 use crate::config::RedisConfig;
+use crate::control::{control_names, ControlPlane};
 use crate::hub::{Hub, JoinFailure};
 use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
@@ -50,6 +51,7 @@ struct Inner {
     hub: Arc<Hub>,
     link: Link,
     outcomes: Arc<RedisOutcomes>,
+    control: ControlPlane,
     config: RedisConfig,
 }
 
@@ -81,12 +83,27 @@ impl RedisBroker {
         .map_err(|_| ConnectError::Unreachable("timed out".into()))?
         .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
         let hub = Arc::new(Hub::new(config.join_buffer));
-        let link = Link::start(
+        let node = config.node_id.clone().unwrap_or_else(new_epoch);
+        let (to_control, inbox) = tokio::sync::mpsc::channel(1_024);
+        let (link, listening) = Link::start(
             client,
             Arc::clone(&hub),
             &config.prefix,
+            (config.command_timeout, config.probe_every),
+            (control_names(&config.prefix, &node), to_control),
+        );
+        // Started means reachable on PUB/SUB too, control names included.
+        timeout(config.command_timeout, listening)
+            .await
+            .map_err(|_| ConnectError::Unreachable("no PUB/SUB connection in time".into()))?
+            .map_err(|_| ConnectError::Unreachable("PUB/SUB task ended".into()))?;
+        let control = ControlPlane::start(
+            node,
+            &config.prefix,
+            commands.clone(),
             config.command_timeout,
-            config.probe_every,
+            config.node_ttl,
+            inbox,
         );
         let outcomes = Arc::new(RedisOutcomes::new(
             commands.clone(),
@@ -98,6 +115,7 @@ impl RedisBroker {
             inner: Arc::new(Inner {
                 commands,
                 outcomes,
+                control,
                 scripts: Scripts::new(),
                 hub,
                 link,
@@ -307,6 +325,11 @@ impl Broker for RedisBroker {
 }
 
 impl RedisBroker {
+    /// This node's end of the cluster's node-to-node messages.
+    pub fn control(&self) -> &ControlPlane {
+        &self.inner.control
+    }
+
     /// Bytes of idempotent outcomes this node holds in Redis now (bounded
     /// by [`RedisConfig::outcome_max_bytes`]).
     pub fn outcome_bytes(&self) -> usize {

@@ -40,6 +40,12 @@ pub struct RedisConfig {
     /// records and per-key overhead); past it, its oldest outcomes are
     /// deleted early. The cluster holds at most this much per node.
     pub outcome_max_bytes: usize,
+    /// This node's id in the cluster (control messages, the registry).
+    /// `None`: one made from the process id and start time.
+    pub node_id: Option<String>,
+    /// How long a node stays listed as alive after its last heartbeat; it
+    /// beats every third of this.
+    pub node_ttl: Duration,
 }
 
 impl Default for RedisConfig {
@@ -55,6 +61,8 @@ impl Default for RedisConfig {
             join_buffer: 1_024,
             max_channels: 100_000,
             outcome_max_bytes: 64 << 20,
+            node_id: None,
+            node_ttl: Duration::from_secs(3),
         }
     }
 }
@@ -107,6 +115,18 @@ impl RedisConfig {
     /// Set [`outcome_max_bytes`](Self::outcome_max_bytes).
     pub fn outcome_max_bytes(mut self, bytes: usize) -> Self {
         self.outcome_max_bytes = bytes;
+        self
+    }
+
+    /// Set [`node_id`](Self::node_id).
+    pub fn node_id(mut self, id: impl Into<String>) -> Self {
+        self.node_id = Some(id.into());
+        self
+    }
+
+    /// Set [`node_ttl`](Self::node_ttl).
+    pub fn node_ttl(mut self, ttl: Duration) -> Self {
+        self.node_ttl = ttl;
         self
     }
 }

@@ -53,7 +53,9 @@
 //! Cluster.
 
 mod broker;
+mod cluster_info;
 mod config;
+mod control;
 mod hub;
 mod keys;
 mod ledger;
@@ -62,4 +64,6 @@ mod pubsub;
 mod scripts;
 
 pub use broker::{ConnectError, RedisBroker};
+pub use cluster_info::NODE_INFO;
 pub use config::RedisConfig;
+pub use control::{ControlError, ControlPlane, HandlerFuture, MAX_CONTROL_MESSAGE};

@@ -1,6 +1,7 @@
 //! The node's one PUB/SUB connection to Redis, owned by one task: it
 //! subscribes and unsubscribes channel names in the order the hub decided,
-//! hands every live message to the hub, and probes the connection with
+//! hands every live message to the hub (and every control message to the
+//! control plane), and probes the connection with
 //! `PING`. A connection that fails or stays silent past the command timeout
 //! is replaced (with backoff while Redis is unreachable), and every
 //! subscription on it is ended with `unavailable`, so clients resubscribe
@@ -41,20 +42,24 @@ impl Link {
         client: redis::Client,
         hub: Arc<Hub>,
         prefix: &str,
-        command_timeout: Duration,
-        probe_every: Duration,
-    ) -> Link {
+        timing: (Duration, Duration),
+        control: ([String; 2], mpsc::Sender<Vec<u8>>),
+    ) -> (Link, oneshot::Receiver<()>) {
         let (commands, queue) = mpsc::unbounded_channel();
         let prefix: Arc<str> = Arc::from(prefix);
+        let (command_timeout, probe_every) = timing;
         let task = Task {
             client,
             hub,
             prefix: Arc::clone(&prefix),
             command_timeout,
             probe_every,
+            control_names: control.0,
+            control_inbox: control.1,
         };
-        tokio::spawn(task.run(queue));
-        Link { commands, prefix }
+        let (ready, listening) = oneshot::channel();
+        tokio::spawn(task.run(queue, ready));
+        (Link { commands, prefix }, listening)
     }
 
     /// Subscribe to `channel` (again, if already): resolves when Redis has
@@ -83,13 +88,20 @@ struct Task {
     prefix: Arc<str>,
     command_timeout: Duration,
     probe_every: Duration,
+    /// The node's control names, subscribed on every connection, and where
+    /// their messages go.
+    control_names: [String; 2],
+    control_inbox: mpsc::Sender<Vec<u8>>,
 }
 
 /// Why a connection was given up.
 const LOST: &str = "the broker lost its connection to Redis: resubscribe";
 
 impl Task {
-    async fn run(self, mut queue: mpsc::UnboundedReceiver<Command>) {
+    /// `ready` is told once the first connection listens on the control
+    /// names.
+    async fn run(self, mut queue: mpsc::UnboundedReceiver<Command>, ready: oneshot::Sender<()>) {
+        let mut ready = Some(ready);
         let mut backoff = Duration::from_millis(50);
         loop {
             let connected = timeout(self.command_timeout, self.client.get_async_pubsub()).await;
@@ -114,7 +126,7 @@ impl Task {
             };
             backoff = Duration::from_millis(50);
             let (sink, stream) = pubsub.split();
-            match self.serve(sink, stream, &mut queue).await {
+            match self.serve(sink, stream, &mut queue, &mut ready).await {
                 Served::Closed => return,
                 Served::Lost => {
                     tracing::warn!("PUB/SUB connection to Redis lost; reconnecting");
@@ -129,7 +141,17 @@ impl Task {
         mut sink: PubSubSink,
         mut stream: PubSubStream,
         queue: &mut mpsc::UnboundedReceiver<Command>,
+        ready: &mut Option<oneshot::Sender<()>>,
     ) -> Served {
+        for name in &self.control_names {
+            let done = timeout(self.command_timeout, sink.subscribe(name)).await;
+            if !matches!(done, Ok(Ok(()))) {
+                return Served::Lost;
+            }
+        }
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(());
+        }
         let mut probe = tokio::time::interval(self.probe_every);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -155,6 +177,13 @@ impl Task {
                     None => return Served::Lost,
                     Some(message) => {
                         let name = message.get_channel_name();
+                        if self.control_names.iter().any(|own| own == name) {
+                            // Full: dropped, and its sender times out.
+                            if self.control_inbox.try_send(message.get_payload_bytes().to_vec()).is_err() {
+                                tracing::warn!("control inbox full: message dropped");
+                            }
+                            continue;
+                        }
                         if self.deliver(name, message.get_payload_bytes()) {
                             // Its last members ended or went: nobody here listens.
                             let done = timeout(self.command_timeout, sink.unsubscribe(name)).await;

@@ -8,16 +8,12 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
-use belay_redis::{RedisBroker, RedisConfig};
 use belay_server::rpc::{Methods, RpcError};
-use belay_server::{Server, ServerConfig};
-use common::{config, next, Raw, RedisServer};
+use common::{config, next, Node, Raw, RedisServer};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 
 /// What every node's methods share: how many times any node ran one, and
 /// the gate `hold` waits on.
@@ -63,49 +59,6 @@ impl Effects {
     }
 }
 
-/// A node on its own runtime, so the test can kill it: its tasks stop
-/// where they are, nothing is drained, its sockets close.
-struct Node {
-    addr: SocketAddr,
-    broker: RedisBroker,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl Node {
-    async fn start(redis: RedisConfig, effects: &Effects) -> Node {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let methods = effects.methods();
-        let (ready, started) = oneshot::channel();
-        runtime.spawn(async move {
-            let broker = RedisBroker::connect(redis).await.expect("Redis answers");
-            let server = Server::builder()
-                .config(ServerConfig::default().with_idempotency_lease(Duration::from_millis(600)))
-                .broker(Arc::new(broker.clone()))
-                .methods(methods)
-                .build();
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let addr = listener.local_addr().expect("addr");
-            let _ = ready.send((addr, broker));
-            let _ = server.serve(listener, server.router()).await;
-        });
-        let (addr, broker) = started.await.expect("the node started");
-        Node {
-            addr,
-            broker,
-            runtime,
-        }
-    }
-
-    /// Stop the node at once, like `kill -9`.
-    fn kill(self) {
-        self.runtime.shutdown_background();
-    }
-}
-
 fn keyed(id: u64, method: &str, amount: u64, key: &str) -> ClientMessage {
     ClientMessage::Request(Request {
         id,
@@ -148,8 +101,8 @@ fn error_code(reply: &Reply) -> &str {
 async fn a_retry_on_another_node_after_the_first_was_killed_gets_the_stored_outcome() {
     let redis = RedisServer::start().await;
     let effects = Effects::default();
-    let a = Node::start(config(&redis), &effects).await;
-    let b = Node::start(config(&redis), &effects).await;
+    let a = Node::start(config(&redis), effects.methods()).await;
+    let b = Node::start(config(&redis), effects.methods()).await;
     let first = ask(a.addr, &keyed(1, "charge", 30, "order-7")).await;
     a.kill();
     let retry = ask(b.addr, &keyed(1, "charge", 30, "order-7")).await;
@@ -162,8 +115,8 @@ async fn a_retry_on_another_node_after_the_first_was_killed_gets_the_stored_outc
 async fn a_retry_while_another_node_still_runs_it_waits_for_that_outcome() {
     let redis = RedisServer::start().await;
     let effects = Effects::default();
-    let a = Node::start(config(&redis), &effects).await;
-    let b = Node::start(config(&redis), &effects).await;
+    let a = Node::start(config(&redis), effects.methods()).await;
+    let b = Node::start(config(&redis), effects.methods()).await;
     let (mut on_a, _) = Raw::connected(a.addr, None).await;
     on_a.send(&keyed(1, "hold", 5, "order-8")).await;
     effects.held().await;
@@ -183,8 +136,8 @@ async fn a_retry_while_another_node_still_runs_it_waits_for_that_outcome() {
 async fn a_retry_after_the_running_node_died_is_told_the_attempt_was_lost_then_runs() {
     let redis = RedisServer::start().await;
     let effects = Effects::default();
-    let a = Node::start(config(&redis), &effects).await;
-    let b = Node::start(config(&redis), &effects).await;
+    let a = Node::start(config(&redis), effects.methods()).await;
+    let b = Node::start(config(&redis), effects.methods()).await;
     let (mut on_a, _) = Raw::connected(a.addr, None).await;
     on_a.send(&keyed(1, "hold", 5, "order-9")).await;
     effects.held().await;
@@ -210,8 +163,8 @@ async fn a_retry_after_the_running_node_died_is_told_the_attempt_was_lost_then_r
 async fn a_key_reused_with_other_params_on_another_node_is_refused() {
     let redis = RedisServer::start().await;
     let effects = Effects::default();
-    let a = Node::start(config(&redis), &effects).await;
-    let b = Node::start(config(&redis), &effects).await;
+    let a = Node::start(config(&redis), effects.methods()).await;
+    let b = Node::start(config(&redis), effects.methods()).await;
     result(&ask(a.addr, &keyed(1, "charge", 30, "order-10")).await);
     let other = ask(b.addr, &keyed(1, "charge", 31, "order-10")).await;
     assert_eq!(error_code(&other), "bad_request");
@@ -225,7 +178,7 @@ async fn the_outcomes_a_node_keeps_in_redis_stay_within_their_byte_budget() {
     let redis = RedisServer::start().await;
     let effects = Effects::default();
     let budget = 4_096;
-    let a = Node::start(config(&redis).outcome_max_bytes(budget), &effects).await;
+    let a = Node::start(config(&redis).outcome_max_bytes(budget), effects.methods()).await;
     let (mut raw, _) = Raw::connected(a.addr, None).await;
     for n in 0..100u64 {
         raw.send(&keyed(n, "charge", n, &format!("key-{n:04}")))

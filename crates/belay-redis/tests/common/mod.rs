@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use belay_proto::message::{ClientMessage, ServerMessage, StreamPosition, Subscribe};
 use belay_redis::{RedisBroker, RedisConfig};
-use belay_server::Server;
+use belay_server::rpc::Methods;
+use belay_server::{Server, ServerConfig};
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 pub use belay_test_support::services::RedisServer;
 pub use belay_test_support::sockets::Raw;
@@ -76,4 +78,50 @@ pub async fn publications(raw: &mut Raw, n: usize) -> Vec<(u64, serde_json::Valu
         }
     }
     got
+}
+
+/// A node on its own runtime, so the test can kill it: its tasks stop
+/// where they are, nothing is drained, its sockets close. Idempotency
+/// claims lapse after 600 ms.
+pub struct Node {
+    pub addr: SocketAddr,
+    pub broker: RedisBroker,
+    pub server: Server,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Node {
+    pub async fn start(redis: RedisConfig, methods: Methods) -> Node {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let (ready, started) = oneshot::channel();
+        runtime.spawn(async move {
+            let broker = RedisBroker::connect(redis).await.expect("Redis answers");
+            let server = Server::builder()
+                .config(ServerConfig::default().with_idempotency_lease(Duration::from_millis(600)))
+                .broker(Arc::new(broker.clone()))
+                .methods(methods)
+                .build();
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let router = server.router().merge(broker.cluster_router(&server));
+            let _ = ready.send((addr, broker, server.clone()));
+            let _ = server.serve(listener, router).await;
+        });
+        let (addr, broker, server) = started.await.expect("the node started");
+        Node {
+            addr,
+            broker,
+            server,
+            runtime,
+        }
+    }
+
+    /// Stop the node at once, like `kill -9`.
+    pub fn kill(self) {
+        self.runtime.shutdown_background();
+    }
 }

@@ -1,0 +1,71 @@
+//! Which nodes are alive: one hash, `PREFIX.nodes`, a field per node whose
+//! value is `EXPIRES_MS|NAME`. Each node renews its field every heartbeat;
+//! a node that stops (killed, cut off from Redis) expires after the node
+//! TTL, and listing drops expired fields. Times are Redis's own clock, so
+//! the nodes' clocks need not agree.
+
+use redis::{Script, Value};
+
+/// Renew a node's field. KEYS: the hash. ARGV: node id, TTL ms.
+pub(crate) const BEAT: &str = r"
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], (ms + tonumber(ARGV[2])) .. '|' .. ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return ms
+";
+
+/// The ids of live nodes, dropping expired fields. KEYS: the hash.
+pub(crate) const ALIVE: &str = r"
+local now = redis.call('TIME')
+local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+local all = redis.call('HGETALL', KEYS[1])
+local alive = {}
+for i = 1, #all, 2 do
+  local expires = tonumber(string.match(all[i + 1], '^(%d+)|'))
+  if expires and expires > ms then
+    table.insert(alive, all[i])
+  else
+    redis.call('HDEL', KEYS[1], all[i])
+  end
+end
+return alive
+";
+
+/// Forget a node at once (it stops on purpose). KEYS: the hash. ARGV: id.
+pub(crate) const LEAVE: &str = r"
+return redis.call('HDEL', KEYS[1], ARGV[1])
+";
+
+pub(crate) struct RegistryScripts {
+    pub(crate) beat: Script,
+    pub(crate) alive: Script,
+    pub(crate) leave: Script,
+}
+
+impl RegistryScripts {
+    pub(crate) fn new() -> Self {
+        RegistryScripts {
+            beat: Script::new(BEAT),
+            alive: Script::new(ALIVE),
+            leave: Script::new(LEAVE),
+        }
+    }
+}
+
+/// Node ids from [`ALIVE`]'s reply, sorted.
+pub(crate) fn alive_reply(value: Value) -> Option<Vec<String>> {
+    let Value::Array(items) = value else {
+        return None;
+    };
+    let mut ids = items
+        .into_iter()
+        .map(|item| match item {
+            Value::BulkString(bytes) => String::from_utf8(bytes).ok(),
+            Value::SimpleString(text) => Some(text),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    ids.sort();
+    Some(ids)
+}
