@@ -18,7 +18,7 @@ use crate::hub::{Hub, JoinFailure};
 use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
 use crate::pubsub::Link;
-use crate::scripts::{history_reply, publish_reply, HistoryReply, Scripts};
+use crate::scripts::{history_reply, publish_reply, HeldEntry, HistoryReply, Scripts};
 
 /// Why a [`RedisBroker`] could not start.
 #[derive(Debug, thiserror::Error)]
@@ -45,11 +45,11 @@ pub struct RedisBroker {
     inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     commands: ConnectionManager,
     scripts: Scripts,
-    hub: Arc<Hub>,
-    link: Link,
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) link: Link,
     outcomes: Arc<RedisOutcomes>,
     control: ControlPlane,
     config: RedisConfig,
@@ -111,18 +111,40 @@ impl RedisBroker {
             config.command_timeout,
             config.outcome_max_bytes,
         ));
-        Ok(RedisBroker {
-            inner: Arc::new(Inner {
-                commands,
-                outcomes,
-                control,
-                scripts: Scripts::new(),
-                hub,
-                link,
-                config,
-            }),
-        })
+        let every = config.position_check_every;
+        let inner = Arc::new(Inner {
+            commands,
+            outcomes,
+            control,
+            scripts: Scripts::new(),
+            hub,
+            link,
+            config,
+        });
+        tokio::spawn(crate::position_check::run(Arc::downgrade(&inner), every));
+        Ok(RedisBroker { inner })
     }
+}
+
+/// Held publications of `channel` as the frames subscribers get.
+pub(crate) fn deliveries(
+    channel: &str,
+    epoch: &str,
+    entries: Vec<HeldEntry>,
+) -> Result<Vec<Delivery>, String> {
+    entries
+        .into_iter()
+        .map(|entry| {
+            let data = RawJson::from_json(entry.data)
+                .map_err(|_| "a publication in Redis is not JSON".to_string())?;
+            Ok(Delivery::encode(&Publication {
+                channel: channel.to_owned(),
+                epoch: epoch.to_owned(),
+                offset: entry.offset,
+                data,
+            }))
+        })
+        .collect()
 }
 
 /// A fresh epoch: the time in nanoseconds and a process-wide counter, hex.
@@ -185,7 +207,11 @@ impl Inner {
         })
     }
 
-    async fn history(&self, channel: &str, after: Option<u64>) -> Result<HistoryReply, String> {
+    pub(crate) async fn history(
+        &self,
+        channel: &str,
+        after: Option<u64>,
+    ) -> Result<HistoryReply, String> {
         let keys = ChannelKeys::new(&self.config.prefix, channel);
         let mut call = self.scripts.history.prepare_invoke();
         call.key(&keys.meta)
@@ -226,19 +252,7 @@ impl Inner {
         let recovered = contiguous && since.is_some_and(|since| can_resume(since, held));
         let (offset, replay) = match since {
             Some(since) if recovered => {
-                let replay = fresh
-                    .into_iter()
-                    .map(|entry| {
-                        let data = RawJson::from_json(entry.data)
-                            .map_err(|_| "a publication in Redis is not JSON".to_string())?;
-                        Ok(Delivery::encode(&Publication {
-                            channel: channel.clone(),
-                            epoch: read.epoch.clone(),
-                            offset: entry.offset,
-                            data,
-                        }))
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
+                let replay = deliveries(&channel, &read.epoch, fresh)?;
                 (since.offset, replay)
             }
             _ => (read.top, Vec::new()),

@@ -46,6 +46,11 @@ pub struct RedisConfig {
     /// How long a node stays listed as alive after its last heartbeat; it
     /// beats every third of this.
     pub node_ttl: Duration,
+    /// How often every channel with live members on this node is compared
+    /// with its top offset in Redis, so a publication lost on PUB/SUB with
+    /// none after it (no gap to show the loss) is still delivered, in
+    /// order, from the history.
+    pub position_check_every: Duration,
 }
 
 impl Default for RedisConfig {
@@ -63,6 +68,7 @@ impl Default for RedisConfig {
             outcome_max_bytes: 64 << 20,
             node_id: None,
             node_ttl: Duration::from_secs(3),
+            position_check_every: Duration::from_secs(5),
         }
     }
 }
@@ -127,6 +133,12 @@ impl RedisConfig {
     /// Set [`node_ttl`](Self::node_ttl).
     pub fn node_ttl(mut self, ttl: Duration) -> Self {
         self.node_ttl = ttl;
+        self
+    }
+
+    /// Set [`position_check_every`](Self::position_check_every).
+    pub fn position_check_every(mut self, every: Duration) -> Self {
+        self.position_check_every = every;
         self
     }
 }

@@ -11,6 +11,11 @@
 //! node), or comes from another epoch (Redis lost the history), ends the
 //! member with `unavailable`: its client resubscribes from its position and
 //! the history replays what it missed, or says it cannot. Never a silent gap.
+//!
+//! A publication lost on PUB/SUB with none after it shows no gap, so the
+//! position check ([`crate::position_check`]) compares each channel's
+//! members with Redis now and then and hands what they lack to
+//! [`Hub::catch_up`], in order.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -178,43 +183,75 @@ impl Hub {
             return false;
         };
         let epoch: Arc<str> = Arc::from(epoch);
-        members.retain_mut(|member| match &mut member.state {
-            MemberState::Joining(buffered) => {
-                if buffered.len() >= self.join_buffer {
-                    member.state = MemberState::Overflowed;
-                } else {
-                    buffered.push((Arc::clone(&epoch), delivery.clone()));
-                }
-                true
-            }
-            MemberState::Overflowed => true,
-            MemberState::Live {
-                epoch: theirs,
-                after,
-            } => {
-                if delivery.offset <= *after && *theirs == epoch {
-                    return true; // Already replayed.
-                }
-                if *theirs != epoch || delivery.offset != *after + 1 {
-                    member.live.end(ErrorBody::new(
-                        "unavailable",
-                        if *theirs != epoch {
-                            "the channel's history was lost: resubscribe"
-                        } else {
-                            "a publication was lost on the way to this node: resubscribe"
-                        },
-                    ));
-                    return false;
-                }
-                *after = delivery.offset;
-                member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
-            }
-        });
+        members.retain_mut(|member| offer(member, &epoch, delivery, self.join_buffer));
         let empty = members.is_empty();
         if empty {
             channels.remove(channel);
         }
         empty
+    }
+
+    /// Where each channel's live members are: the channel and the lowest
+    /// offset they have (in the first live member's epoch), for the
+    /// position check.
+    pub(crate) fn positions(&self) -> Vec<(Arc<str>, u64)> {
+        let channels = self.lock();
+        channels
+            .iter()
+            .filter_map(|(channel, members)| {
+                let mut live = members.iter().filter_map(|m| match &m.state {
+                    MemberState::Live { epoch, after } => Some((epoch, *after)),
+                    _ => None,
+                });
+                let (epoch, first) = live.next()?;
+                let lowest = live
+                    .filter(|(e, _)| *e == epoch)
+                    .fold(first, |low, (_, a)| low.min(a));
+                Some((Arc::clone(channel), lowest))
+            })
+            .collect()
+    }
+
+    /// The position check read `channel` in Redis: its `epoch`, its `top`
+    /// offset and the publications after the members' lowest offset
+    /// (`missed`, in order). Deliver those the members lack, then end every
+    /// live member still behind `top` or on another epoch (the missing
+    /// publications are not held: its client resubscribes and is told).
+    /// `then` runs under the hub's lock with what the PUB/SUB connection
+    /// must do (as for a leave).
+    pub(crate) fn catch_up(
+        &self,
+        channel: &str,
+        epoch: &str,
+        top: u64,
+        missed: &[Delivery],
+        then: impl FnOnce(Interest),
+    ) {
+        let mut channels = self.lock();
+        let Some(members) = channels.get_mut(channel) else {
+            return then(Interest::Same);
+        };
+        let epoch: Arc<str> = Arc::from(epoch);
+        for delivery in missed {
+            members.retain_mut(|member| offer(member, &epoch, delivery, self.join_buffer));
+        }
+        members.retain_mut(|member| match &member.state {
+            MemberState::Live {
+                epoch: theirs,
+                after,
+            } if *theirs != epoch || *after < top => {
+                member
+                    .live
+                    .end(ErrorBody::new("unavailable", lost_reason(theirs, &epoch)));
+                false
+            }
+            _ => true,
+        });
+        if members.is_empty() {
+            channels.remove(channel);
+            return then(Interest::Unsubscribe);
+        }
+        then(Interest::Same)
     }
 
     /// The connection to Redis was lost: end every live member (its client
@@ -230,5 +267,46 @@ impl Hub {
                     .refuse(SubscribeError::Unavailable(reason.into())),
             }
         }
+    }
+}
+
+/// Offer `delivery` (of `epoch`) to `member`: delivered, buffered, already
+/// had, or the member ends. Returns whether it stays.
+fn offer(member: &mut Member, epoch: &Arc<str>, delivery: &Delivery, join_buffer: usize) -> bool {
+    match &mut member.state {
+        MemberState::Joining(buffered) => {
+            if buffered.len() >= join_buffer {
+                member.state = MemberState::Overflowed;
+            } else {
+                buffered.push((Arc::clone(epoch), delivery.clone()));
+            }
+            true
+        }
+        MemberState::Overflowed => true,
+        MemberState::Live {
+            epoch: theirs,
+            after,
+        } => {
+            if delivery.offset <= *after && theirs == epoch {
+                return true; // Already had it.
+            }
+            if theirs != epoch || delivery.offset != *after + 1 {
+                member
+                    .live
+                    .end(ErrorBody::new("unavailable", lost_reason(theirs, epoch)));
+                return false;
+            }
+            *after = delivery.offset;
+            member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
+        }
+    }
+}
+
+/// Why a live member ends: its epoch is gone, or a publication is.
+fn lost_reason(theirs: &str, epoch: &str) -> &'static str {
+    if theirs != epoch {
+        "the channel's history was lost: resubscribe"
+    } else {
+        "a publication was lost on the way to this node: resubscribe"
     }
 }

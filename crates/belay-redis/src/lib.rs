@@ -60,6 +60,7 @@ mod hub;
 mod keys;
 mod ledger;
 mod outcomes;
+mod position_check;
 mod pubsub;
 mod scripts;
 
