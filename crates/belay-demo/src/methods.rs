@@ -8,7 +8,8 @@ use belay_server::rpc::{Methods, RpcError};
 use belay_server::{Lifecycle, Server};
 use serde_json::{json, Value};
 
-/// The demo's RPC methods: `echo`, idempotent `order.create`, and `slow`
+/// The demo's RPC methods: `echo`, idempotent `order.create` (its result
+/// names the process that ran it), and `slow`
 /// (sleeps the given milliseconds, at most 30 s). No fault applies to them
 /// until [`FaultBench::layer_methods`](crate::FaultBench::layer_methods)
 /// is added.
@@ -27,6 +28,9 @@ pub fn methods() -> Methods {
                 "order": id,
                 "item": item,
                 "idempotency_key": ctx.idempotency_key,
+                // Which process ran it: in a cluster, a retry answered
+                // from the stored outcome names the node that ran it.
+                "node": std::process::id(),
             }))
         }
     });

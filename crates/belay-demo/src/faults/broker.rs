@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use belay_proto::message::{ErrorBody, RawJson, StreamPosition};
-use belay_server::broker::{Broker, Joining, LiveSender, Publishing, SubscribeError, SubscriberId};
+use belay_server::broker::{
+    Broker, Joining, LiveSender, OutcomeStore, Publishing, SubscribeError, SubscriberId,
+};
 
 use super::{lock, Bench, FaultBench};
 
@@ -83,5 +85,9 @@ impl Broker for ServiceBroker {
 
     fn channels(&self) -> Option<usize> {
         self.inner.channels()
+    }
+
+    fn outcomes(&self) -> Option<Arc<dyn OutcomeStore>> {
+        self.inner.outcomes()
     }
 }

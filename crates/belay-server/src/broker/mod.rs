@@ -178,7 +178,8 @@ pub trait Broker: Send + Sync + 'static {
 
     /// The idempotency store every node shares, for a broker that serves
     /// several nodes (see [`OutcomeStore`]); `None` (the default) keeps
-    /// outcomes in each node's memory only.
+    /// outcomes in each node's memory only. A broker that wraps another
+    /// must forward this, or its cluster runs keyed requests once per node.
     fn outcomes(&self) -> Option<std::sync::Arc<dyn OutcomeStore>> {
         None
     }

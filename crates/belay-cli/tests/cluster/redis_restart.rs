@@ -1,0 +1,38 @@
+//! Redis restarted without persistence: every channel's history and epoch
+//! are gone. Every client is told (a Resync), none sees a silent gap, the
+//! connections stay up through HAProxy, and the feed goes on in a new
+//! epoch.
+
+use std::time::Duration;
+
+use crate::harness::{finish, fleet, wait_for_more, wait_for_publications, Cluster};
+
+const CLIENTS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_gives_every_client_an_announced_resync() {
+    let mut cluster = Cluster::start(2).await;
+    let members = fleet(&cluster.url, CLIENTS).await;
+    wait_for_publications(&members, 5).await;
+
+    cluster.redis.restart().await;
+    // Back within the broker's reconnect backoff (at most 2 s) and the
+    // client's resubscribe after `unavailable`.
+    tokio::time::timeout(Duration::from_secs(30), wait_for_more(&members, 10))
+        .await
+        .expect("the feed goes on after the restart");
+
+    for seen in finish(members).await {
+        assert!(
+            seen.resyncs() >= 1,
+            "the lost history is announced: {seen:?}"
+        );
+        seen.without_silent_gaps()
+            .expect("a new epoch only after a Resync");
+        assert_eq!(
+            seen.sessions, 1,
+            "the connection stayed up: a service fault"
+        );
+        assert_eq!(seen.requests_cut, 0);
+    }
+}
