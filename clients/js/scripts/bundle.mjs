@@ -7,8 +7,10 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** Minified + gzipped budget of the bundle, in bytes. */
 // The issue's goal is 6 KB (see README, "Size"); this ceiling only ratchets down,
 // except for new protocol rules (7600 -> 7750 for checked resumes, the 120 s
-// ping clamp and the outbound frame limit with TooLargeError: +144 B).
-export const BUDGET_GZ = 7750;
+// ping clamp and the outbound frame limit with TooLargeError: +144 B; 7750 ->
+// 7850 for leaving an advised transport once idle, so no request is sent as a
+// draining server closes: +71 B).
+export const BUDGET_GZ = 7850;
 
 /** `entry`: "index" (the default entry, `@belay/client`) or "policies" (`@belay/client/policies`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {

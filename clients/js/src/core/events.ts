@@ -13,7 +13,9 @@ export type DisconnectReason =
   | { kind: "connect_timeout" }
   | { kind: "protocol_violation"; error: DecodeError }
   | { kind: "network_offline" }
-  | { kind: "client_stopped" };
+  | { kind: "client_stopped" }
+  /** The server advised a reconnect; the session closed the transport once idle. */
+  | { kind: "advised" };
 
 /** Whether (and when) the session will try again. */
 export type RetryPlan = { kind: "after"; delay_ms: number } | { kind: "when_online" } | { kind: "no" };

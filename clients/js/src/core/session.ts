@@ -100,6 +100,8 @@ export class Session implements SubscriptionSink {
   private readonly _localBackoff: Backoff;
   private _deployBackoff = false;
   private _advice: ReconnectAdvice | undefined;
+  /** Advised to leave the open transport: nothing new is sent on it; closed once idle. */
+  _leaving = false;
   private _notBefore: number | undefined;
   private _online = true;
   private _nextTransport = 0;
@@ -219,7 +221,7 @@ export class Session implements SubscriptionSink {
    */
   request(nowMs: number, call: Call): number | RequestError {
     const now = this._advance(nowMs);
-    if (this._state !== "open") return this._state === "stopped" ? "stopped" : "not_ready";
+    if (this._state !== "open" || this._leaving) return this._state === "stopped" ? "stopped" : "not_ready";
     const timeoutMs = call.timeoutMs ?? this._config.requestTimeoutMs;
     const registry = this._registry;
     const message: ClientMessage = { type: "request", id: registry._lastId + 1, method: call.method, params: call.params ?? null };
@@ -308,6 +310,7 @@ export class Session implements SubscriptionSink {
   handleTimeout(nowMs: number): void {
     const now = this._advance(nowMs);
     this._registry._handleTimeout(now);
+    this._leaveIfIdle(now);
     const s = this._state;
     const id = this._id!;
     const due = this._at! <= now;
@@ -381,7 +384,8 @@ export class Session implements SubscriptionSink {
       case "ping":
         return this._send(id, { type: "pong" });
       case "response":
-        return this._registry._handleResponse(m);
+        this._registry._handleResponse(m);
+        return this._leaveIfIdle(now);
       case "subscribed":
         subs._handleSubscribed(m);
         break;
@@ -393,7 +397,12 @@ export class Session implements SubscriptionSink {
         break;
       case "reconnect":
         this._advice = m;
-        return;
+        // The server will close this transport: send nothing new on it and
+        // leave once nothing is in flight (a request sent as its close frame
+        // left could not be answered).
+        if (this._state === "open") this._leaving = true;
+        this._refreshReadiness(now);
+        return this._leaveIfIdle(now);
       case "error": {
         const e: Event = { event: "server_error", code: m.code, message: m.message };
         if (m.retry_after_ms !== undefined) e.retry_after_ms = m.retry_after_ms;
@@ -499,7 +508,15 @@ export class Session implements SubscriptionSink {
     return this._readySince + this._config.resetAfterMs * US;
   }
 
+  /** Leave the advised transport once no request waits for its answer. */
+  private _leaveIfIdle(now: number): void {
+    if (this._state !== "open" || !this._leaving || this._registry._entries.size > 0) return;
+    this._close(this._id!, CloseCode.NORMAL, "advised");
+    this._loseTransport(now, { kind: "advised" });
+  }
+
   private _dropTransportState(now: number): void {
+    this._leaving = false;
     this._refreshReadiness(now);
     this._registry._settleAll();
     this._subscriptions._handleTransportDown();
@@ -515,7 +532,8 @@ export class Session implements SubscriptionSink {
 
   private _refreshReadiness(now: number): void {
     const s = this._state;
-    const level = s === "open" ? (this._subscriptions._allConfirmed() ? 3 : 2) : s === "handshaking" ? 1 : 0;
+    const level =
+      s === "open" && !this._leaving ? (this._subscriptions._allConfirmed() ? 3 : 2) : s === "handshaking" || s === "open" ? 1 : 0;
     if (level === this._level) return;
     const wasReady = this._level > 2;
     this._level = level;

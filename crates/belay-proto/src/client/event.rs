@@ -120,6 +120,9 @@ pub enum DisconnectReason {
     NetworkOffline,
     /// The application called `stop()`.
     ClientStopped,
+    /// The server advised a reconnect (`reconnect`): the session closed
+    /// the transport itself once no request was in flight.
+    Advised,
 }
 
 /// What the session will do after a disconnect.

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use belay_proto::{CloseCode, CloseInfo, Failure, Input, RetryPlan};
+use belay_proto::{CloseInfo, Failure, Input, RetryPlan};
 
-use crate::common::{advice, closed, opened_id, retry_of, Driver};
+use crate::common::{advice, opened_id, retry_of, Driver};
 
 #[test]
 fn restart_advice_sets_the_reconnect_window() {
@@ -13,11 +13,8 @@ fn restart_advice_sets_the_reconnect_window() {
     let id = d.start();
     d.establish(id);
     d.at(10_000);
-    d.server(id, advice("restart", 5_000, 9_000));
-    let out = d.input(Input::TransportClosed(
-        id,
-        closed(CloseCode::SERVICE_RESTART),
-    ));
+    // Nothing in flight: the session leaves at once, within the window.
+    let out = d.server(id, advice("restart", 5_000, 9_000));
     let RetryPlan::After { delay } = retry_of(&out) else {
         panic!("a restart is retried");
     };
@@ -32,11 +29,7 @@ fn deploy_advice_doubles_the_backoff_of_later_attempts() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
     d.establish(id);
-    d.server(id, advice("deploy", 2_000, 2_000));
-    let out = d.input(Input::TransportClosed(
-        id,
-        closed(CloseCode::SERVICE_RESTART),
-    ));
+    let out = d.server(id, advice("deploy", 2_000, 2_000));
     assert_eq!(
         retry_of(&out),
         RetryPlan::After {
@@ -55,12 +48,23 @@ fn deploy_advice_doubles_the_backoff_of_later_attempts() {
 }
 
 #[test]
-fn advice_on_a_connection_that_survives_is_forgotten_by_the_next_one() {
+fn advice_consumed_by_one_connection_is_forgotten_by_the_next_one() {
     let mut d = Driver::fixed(1_000);
     let id = d.start();
     d.establish(id);
+    // A request in flight keeps the session on the transport; it fails
+    // first, and the advice sets that one retry.
+    d.session
+        .request(d.now, belay_proto::Call::new("m", serde_json::json!(null)))
+        .expect("sent");
     d.server(id, advice("restart", 60_000, 60_000));
-    d.input(Input::TransportFailed(id, Failure::network("reset")));
+    let out = d.input(Input::TransportFailed(id, Failure::network("reset")));
+    assert_eq!(
+        retry_of(&out),
+        RetryPlan::After {
+            delay: Duration::from_secs(60)
+        }
+    );
     let id = opened_id(&d.next_timeout());
     d.establish(id);
     let out = d.input(Input::TransportClosed(id, CloseInfo::abnormal()));

@@ -11,6 +11,7 @@ mod frames;
 mod halts;
 mod handshake;
 mod heartbeat;
+mod leaving;
 mod liveness;
 mod network;
 mod pacing;

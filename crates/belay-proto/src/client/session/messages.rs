@@ -64,6 +64,7 @@ impl Session {
                         outcome,
                     });
                 }
+                self.leave_if_idle(now);
             }
             ServerMessage::Subscribed(msg) => {
                 let mut out = Vec::new();
@@ -85,9 +86,38 @@ impl Session {
                 self.apply_subscription_outputs(out);
                 self.refresh_readiness(now);
             }
-            ServerMessage::Reconnect(advice) => self.advice = Some(advice),
+            ServerMessage::Reconnect(advice) => {
+                self.advice = Some(advice);
+                if matches!(self.phase, Phase::Open { .. }) {
+                    // The server will close this transport: send nothing
+                    // new on it, and leave as soon as nothing is in flight
+                    // (a request sent as its close frame left could not be
+                    // answered).
+                    self.leaving = true;
+                    self.refresh_readiness(now);
+                    self.leave_if_idle(now);
+                }
+            }
             ServerMessage::Error(body) => self.emit(Event::ServerError(body)),
         }
+    }
+
+    /// Leave the transport the server advised leaving, once no request on
+    /// it waits for its answer: close it (1000) and reconnect within the
+    /// advice's window, as when the server closes.
+    pub(super) fn leave_if_idle(&mut self, now: Instant) {
+        let Phase::Open { id, .. } = self.phase else {
+            return;
+        };
+        if !self.leaving || !self.registry.is_empty() {
+            return;
+        }
+        self.push(Output::CloseTransport {
+            id,
+            code: CloseCode::NORMAL,
+            reason: "advised".into(),
+        });
+        self.lose_transport(now, DisconnectReason::Advised, None);
     }
 
     fn on_welcome(&mut self, now: Instant, id: TransportId, welcome: Welcome) {

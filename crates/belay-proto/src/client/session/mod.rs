@@ -107,6 +107,10 @@ pub struct Session {
     deploy_backoff: bool,
     /// Advice received on the current transport, applied when it closes.
     advice: Option<ReconnectAdvice>,
+    /// The server advised a reconnect on the open transport: no new
+    /// request goes out on it, and the session leaves it (closing it
+    /// itself) once no request is in flight.
+    leaving: bool,
     /// The earliest dial the server's advice allows, until the next dial.
     not_before: Option<Instant>,
     online: bool,
@@ -134,6 +138,7 @@ impl Session {
             phase: Phase::Idle,
             deploy_backoff: false,
             advice: None,
+            leaving: false,
             not_before: None,
             online: true,
             next_transport: 0,
@@ -162,6 +167,13 @@ impl Session {
     /// Where the connection stands.
     pub fn state(&self) -> ConnectionState {
         self.phase.state()
+    }
+
+    /// Whether the session is leaving its open transport on the server's
+    /// advice: it sends no new request on it and closes it once no request
+    /// is in flight (the protocol readiness level is down meanwhile).
+    pub fn is_leaving(&self) -> bool {
+        self.leaving
     }
 
     /// The transport the session currently owns, if any.
@@ -327,13 +339,14 @@ impl Session {
     }
 
     /// Send a request. Refused with [`RequestError::NotReady`] (never sent)
-    /// unless the protocol level is up. The request settles exactly once, by
+    /// unless the protocol level is up (it is down while the session leaves
+    /// a transport the server advised it to leave). The request settles exactly once, by
     /// [`Event::Response`], no later than its deadline.
     pub fn request(&mut self, now: Instant, call: Call) -> Result<RequestId, RequestError> {
         let now = self.advance(now);
         let id = match &self.phase {
             Phase::Stopped => return Err(RequestError::Stopped),
-            Phase::Open { id, .. } => *id,
+            Phase::Open { id, .. } if !self.leaving => *id,
             _ => return Err(RequestError::NotReady),
         };
         let timeout = call.timeout.unwrap_or(self.config.request_timeout());
@@ -456,6 +469,7 @@ impl Session {
         let mut settled = Vec::new();
         self.registry.handle_timeout(now, &mut settled);
         self.emit_settled(settled);
+        self.leave_if_idle(now);
 
         let due = match &mut self.phase {
             Phase::Stopped => return,

@@ -11,7 +11,7 @@ use crate::time::Instant;
 impl Session {
     pub(super) fn refresh_readiness(&mut self, now: Instant) {
         let transport = matches!(self.phase, Phase::Handshaking { .. } | Phase::Open { .. });
-        let protocol = matches!(self.phase, Phase::Open { .. });
+        let protocol = matches!(self.phase, Phase::Open { .. }) && !self.leaving;
         let service = protocol && self.subscriptions.all_confirmed();
         let mut next = Readiness::default();
         next.set(Level::Transport, transport);

@@ -299,6 +299,7 @@ impl Session {
     /// Everything tied to the transport goes: readiness, requests in flight,
     /// confirmations. Positions and wanted channels stay.
     pub(super) fn drop_transport_state(&mut self, now: Instant) {
+        self.leaving = false;
         self.refresh_readiness(now);
         let mut settled = Vec::new();
         self.registry.settle_all(&mut settled);

@@ -130,7 +130,8 @@ impl Driver {
 
     pub(crate) fn request(&mut self, timeout: Option<u64>) -> Result<(), TestCaseError> {
         let was_stopped = self.stopped;
-        let was_open = self.session.state() == ConnectionState::Open;
+        // Open and taking requests (not leaving an advised transport).
+        let was_open = self.session.state() == ConnectionState::Open && !self.session.is_leaving();
         let mut call = Call::new("echo", json!({ "step": self.step }));
         if let Some(ms) = timeout {
             call = call.with_timeout(Duration::from_millis(ms));

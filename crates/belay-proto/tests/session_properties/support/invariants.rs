@@ -241,9 +241,10 @@ impl Driver {
             );
             ensure!(
                 self,
-                r.protocol == (state == ConnectionState::Open),
-                "protocol level {} in state {state:?}",
-                r.protocol
+                r.protocol == (state == ConnectionState::Open && !self.session.is_leaving()),
+                "protocol level {} in state {state:?} (leaving: {})",
+                r.protocol,
+                self.session.is_leaving()
             );
             ensure!(
                 self,
