@@ -53,12 +53,17 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     tls_key: Option<PathBuf>,
     /// Where channels live: `memory` (this process only) or a Redis URL,
-    /// `redis://[user[:password]@]host:port[/db]`, shared by every node on it.
+    /// `redis://[user[:password]@]host:port[/db]` (`rediss://` for TLS),
+    /// shared by every node on it.
     #[arg(long, default_value = "memory", value_name = "URL")]
     broker: String,
     /// With a Redis broker: the prefix of every key and PUB/SUB name.
     #[arg(long, default_value = "belay")]
     redis_prefix: String,
+    /// With `rediss://`: the PEM CA certificates Redis's certificate must
+    /// chain to (default: the system's trusted roots).
+    #[arg(long, value_name = "FILE")]
+    redis_ca: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -73,9 +78,9 @@ impl Args {
         if self.broker == "memory" {
             return Ok((Arc::new(MemoryBroker::new(config.history)), None));
         }
-        if !self.broker.starts_with("redis://") {
+        if !self.broker.starts_with("redis://") && !self.broker.starts_with("rediss://") {
             return Err(format!(
-                "--broker {}: expected `memory` or a redis:// URL",
+                "--broker {}: expected `memory` or a redis:// (rediss://) URL",
                 self.broker
             ));
         }
@@ -85,6 +90,11 @@ impl Args {
             .history_len(history.max_len)
             .history_age(history.max_age);
         redis.max_channels = history.max_channels;
+        if let Some(path) = &self.redis_ca {
+            let pem =
+                std::fs::read(path).map_err(|e| format!("--redis-ca {}: {e}", path.display()))?;
+            redis = redis.tls_ca_pem(pem);
+        }
         let broker = RedisBroker::connect(redis)
             .await
             .map_err(|e| format!("--broker: {e}"))?;

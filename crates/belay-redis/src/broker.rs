@@ -69,8 +69,17 @@ impl RedisBroker {
     /// reached now; once started, the broker reconnects by itself (and
     /// refuses publications and subscriptions while Redis is away).
     pub async fn connect(config: RedisConfig) -> Result<RedisBroker, ConnectError> {
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
+        let client = match &config.tls_ca_pem {
+            Some(ca) => redis::Client::build_with_tls(
+                config.url.as_str(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca.clone()),
+                },
+            ),
+            None => redis::Client::open(config.url.as_str()),
+        }
+        .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
         let manager = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.command_timeout))
             .set_response_timeout(Some(config.command_timeout))

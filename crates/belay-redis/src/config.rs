@@ -8,8 +8,13 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct RedisConfig {
     /// `redis://[user[:password]@]host:port[/db]` (an ACL user and its
-    /// password go in the URL; `AUTH` is sent on every connection).
+    /// password go in the URL; `AUTH` is sent on every connection), or
+    /// `rediss://…` for TLS (the host name is checked against Redis's
+    /// certificate).
     pub url: String,
+    /// With `rediss://`: the CA certificates (PEM) Redis's certificate must
+    /// chain to. `None`: the system's trusted roots.
+    pub tls_ca_pem: Option<Vec<u8>>,
     /// Prefix of every key and PUB/SUB channel, so several Belay clusters
     /// can share one Redis.
     pub prefix: String,
@@ -57,6 +62,7 @@ impl Default for RedisConfig {
     fn default() -> Self {
         RedisConfig {
             url: "redis://127.0.0.1:6379".into(),
+            tls_ca_pem: None,
             prefix: "belay".into(),
             history_len: 1_000,
             history_age: Duration::from_secs(300),
@@ -139,6 +145,12 @@ impl RedisConfig {
     /// Set [`position_check_every`](Self::position_check_every).
     pub fn position_check_every(mut self, every: Duration) -> Self {
         self.position_check_every = every;
+        self
+    }
+
+    /// Set [`tls_ca_pem`](Self::tls_ca_pem).
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_ca_pem = Some(pem.into());
         self
     }
 }

@@ -19,12 +19,35 @@ pub struct RedisServer {
     child: Option<Child>,
     addr: SocketAddr,
     dir: PathBuf,
+    /// With TLS: the PEM files (certificate, key, CA) it serves with; it
+    /// then listens for TLS only.
+    tls: Option<RedisTls>,
+}
+
+/// PEM files for a TLS `redis-server`.
+#[derive(Debug, Clone)]
+pub struct RedisTls {
+    /// The server's certificate chain.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+    /// The CA that signed it (clients are not asked for certificates).
+    pub ca: PathBuf,
 }
 
 impl RedisServer {
     /// Start one on a free port; panics (failing the test with the reason)
     /// when `redis-server` is missing or does not answer within 10 s.
     pub async fn start() -> RedisServer {
+        RedisServer::start_with(None).await
+    }
+
+    /// Start one that speaks TLS only, with `tls`'s files.
+    pub async fn start_tls(tls: RedisTls) -> RedisServer {
+        RedisServer::start_with(Some(tls)).await
+    }
+
+    async fn start_with(tls: Option<RedisTls>) -> RedisServer {
         let port = free_port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let dir = std::env::temp_dir().join(format!("belay-redis-{}-{port}", std::process::id()));
@@ -33,14 +56,18 @@ impl RedisServer {
             child: None,
             addr,
             dir,
+            tls,
         };
         server.spawn().await;
         server
     }
 
-    /// Its `redis://` URL.
+    /// Its `redis://` URL (`rediss://` with TLS, naming `localhost`).
     pub fn url(&self) -> String {
-        format!("redis://{}", self.addr)
+        match self.tls {
+            Some(_) => format!("rediss://localhost:{}", self.addr.port()),
+            None => format!("redis://{}", self.addr),
+        }
     }
 
     /// Its address.
@@ -65,13 +92,27 @@ impl RedisServer {
     async fn spawn(&mut self) {
         let binary =
             std::env::var("BELAY_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let port = self.addr.port().to_string();
+        let listen: Vec<std::ffi::OsString> = match &self.tls {
+            None => vec!["--port".into(), port.into()],
+            Some(tls) => vec![
+                "--port".into(),
+                "0".into(),
+                "--tls-port".into(),
+                port.into(),
+                "--tls-cert-file".into(),
+                tls.cert.clone().into(),
+                "--tls-key-file".into(),
+                tls.key.clone().into(),
+                "--tls-ca-cert-file".into(),
+                tls.ca.clone().into(),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ],
+        };
         let mut child = Command::new(&binary)
-            .args([
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                &self.addr.port().to_string(),
-            ])
+            .args(["--bind", "127.0.0.1"])
+            .args(listen)
             .args(["--save", "", "--appendonly", "no", "--logfile", ""])
             .arg("--dir")
             .arg(&self.dir)
