@@ -45,7 +45,7 @@ enum Command {
     /// Run the lab's TCP fault proxy (blackhole, latency, reset…) in front of a loopback server.
     Proxy(proxy::Args),
     /// Run a Belay server (`--demo`: with the demo app and fault panel at `/`).
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// Simulate a fleet of clients (real core sessions, virtual time) against a server.
     Sim(sim::Args),
 }
