@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use belay_proto::message::ErrorBody;
+use belay_proto::server::{Inconsistent, LiveFollow, Offer};
 use belay_server::broker::{Delivered, Delivery, LiveSender, SubscribeError, SubscriberId};
 
 /// Why a joining member cannot be granted.
@@ -47,8 +48,8 @@ enum MemberState {
     Joining(Vec<(Arc<str>, Delivery)>),
     /// Buffered more than allowed.
     Overflowed,
-    /// Live after `after` in `epoch`.
-    Live { epoch: Arc<str>, after: u64 },
+    /// Live, in step with the channel (belay-proto's rule).
+    Live(LiveFollow),
 }
 
 /// What a leave means for the PUB/SUB connection.
@@ -154,21 +155,15 @@ impl Hub {
         let buffered = match std::mem::replace(&mut member.state, MemberState::Overflowed) {
             MemberState::Joining(buffered) => buffered,
             MemberState::Overflowed => return Err(JoinFailure::Overflowed),
-            MemberState::Live { .. } => return Err(JoinFailure::Inconsistent),
+            MemberState::Live(_) => return Err(JoinFailure::Inconsistent),
         };
-        for (their_epoch, delivery) in buffered {
-            if *their_epoch != *epoch || delivery.offset > after + 1 {
-                return Err(JoinFailure::Inconsistent);
-            }
-            if delivery.offset == after + 1 {
-                after = delivery.offset;
-                replay.push(delivery);
-            }
-        }
-        member.state = MemberState::Live {
-            epoch: Arc::from(epoch),
-            after,
-        };
+        let (follow, take) =
+            LiveFollow::merge_behind(epoch, after, buffered.iter().map(|(e, d)| (&**e, d.offset)))
+                .map_err(|_: Inconsistent| JoinFailure::Inconsistent)?;
+        let mut buffered: Vec<Option<Delivery>> =
+            buffered.into_iter().map(|(_, d)| Some(d)).collect();
+        replay.extend(take.into_iter().filter_map(|i| buffered[i].take()));
+        member.state = MemberState::Live(follow);
         grant(&member.live, replay);
         Ok(())
     }
@@ -200,7 +195,7 @@ impl Hub {
             .iter()
             .filter_map(|(channel, members)| {
                 let mut live = members.iter().filter_map(|m| match &m.state {
-                    MemberState::Live { epoch, after } => Some((epoch, *after)),
+                    MemberState::Live(follow) => Some((follow.epoch(), follow.after())),
                     _ => None,
                 });
                 let (epoch, first) = live.next()?;
@@ -236,15 +231,15 @@ impl Hub {
             members.retain_mut(|member| offer(member, &epoch, delivery, self.join_buffer));
         }
         members.retain_mut(|member| match &member.state {
-            MemberState::Live {
-                epoch: theirs,
-                after,
-            } if *theirs != epoch || *after < top => {
-                member
-                    .live
-                    .end(ErrorBody::new("unavailable", lost_reason(theirs, &epoch)));
-                false
-            }
+            MemberState::Live(follow) => match follow.behind(&epoch, top) {
+                Some(lost) => {
+                    member
+                        .live
+                        .end(ErrorBody::new("unavailable", lost.reason()));
+                    false
+                }
+                None => true,
+            },
             _ => true,
         });
         if members.is_empty() {
@@ -261,7 +256,7 @@ impl Hub {
         let ended = std::mem::take(&mut *self.lock());
         for member in ended.into_values().flatten() {
             match member.state {
-                MemberState::Live { .. } => member.live.end(ErrorBody::new("unavailable", reason)),
+                MemberState::Live(_) => member.live.end(ErrorBody::new("unavailable", reason)),
                 _ => member
                     .live
                     .refuse(SubscribeError::Unavailable(reason.into())),
@@ -283,30 +278,18 @@ fn offer(member: &mut Member, epoch: &Arc<str>, delivery: &Delivery, join_buffer
             true
         }
         MemberState::Overflowed => true,
-        MemberState::Live {
-            epoch: theirs,
-            after,
-        } => {
-            if delivery.offset <= *after && theirs == epoch {
-                return true; // Already had it.
+        MemberState::Live(follow) => match follow.offer(epoch, delivery.offset) {
+            Offer::Deliver => {
+                member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
             }
-            if theirs != epoch || delivery.offset != *after + 1 {
+            Offer::AlreadyHad => true,
+            Offer::Lost(lost) => {
                 member
                     .live
-                    .end(ErrorBody::new("unavailable", lost_reason(theirs, epoch)));
-                return false;
+                    .end(ErrorBody::new("unavailable", lost.reason()));
+                false
             }
-            *after = delivery.offset;
-            member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
-        }
-    }
-}
-
-/// Why a live member ends: its epoch is gone, or a publication is.
-fn lost_reason(theirs: &str, epoch: &str) -> &'static str {
-    if theirs != epoch {
-        "the channel's history was lost: resubscribe"
-    } else {
-        "a publication was lost on the way to this node: resubscribe"
+            _ => true,
+        },
     }
 }

@@ -15,6 +15,7 @@
 //!                      Limits::check_outbound                             (4009)
 //!  request {idem}  ──▶ IdempotencyCache                                   (at most one execution)
 //!  subscribe       ──▶ ChannelLog::recover                                (subscribed + replay)
+//!                      can_resume, LiveFollow (a store shared by nodes)   (replay + live in step, or unavailable)
 //!  publish         ──▶ ChannelLog::publish                                (offsets, bounded history)
 //!  deploy          ──▶ DrainPlan                                          (503, advice, 1012)
 //!  every welcome   ──▶ FleetPacing: slot grid, restart advice             (pacing, reconnect)
@@ -32,6 +33,7 @@ mod forwarded;
 mod history;
 mod idempotency;
 mod limits;
+mod live_follow;
 mod rate;
 mod resume;
 mod sources;
@@ -57,6 +59,7 @@ pub use idempotency::{
     DEFAULT_MAX_BYTES, ENTRY_OVERHEAD,
 };
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
+pub use live_follow::{Inconsistent, LiveFollow, Lost, Offer};
 pub use rate::{RateDecision, RateLimiter};
 pub use resume::{can_resume, HeldHistory};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
