@@ -83,6 +83,30 @@ impl RedisServer {
         }
     }
 
+    /// Stop it answering without closing anything (`SIGSTOP`): a silent
+    /// Redis, its data kept. [`resume`](Self::resume) undoes it.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Let a paused Redis answer again (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(Child::id)
+            .expect("redis-server runs");
+        let sent = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill {signal} {pid}");
+    }
+
     /// Start it again on the same port, empty (it keeps nothing on disk).
     pub async fn restart(&mut self) {
         self.kill().await;
