@@ -15,7 +15,7 @@ async fn a_drained_node_hands_its_clients_to_the_other_without_loss() {
     wait_for_publications(&members, 5).await;
 
     cluster.nodes[0]
-        .signal_and_wait("TERM", Duration::from_secs(20))
+        .signal_and_wait("TERM", Duration::from_secs(60))
         .await;
     wait_for_more(&members, 10).await;
 

@@ -16,6 +16,13 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
+/// `BELAY_CLUSTER_SEED_TIMING=1`: the seed's production timing (health
+/// checks every 5 s, 4 failures to remove a node, the drain waiting 25 s
+/// for the balancer) instead of the tests' short one (docs/CLUSTER.md).
+fn seed_timing() -> bool {
+    std::env::var_os("BELAY_CLUSTER_SEED_TIMING").is_some_and(|v| v == "1")
+}
+
 /// One `belay serve --demo` node on the shared Redis.
 pub(crate) struct Node {
     pub(crate) port: u16,
@@ -28,8 +35,10 @@ impl Node {
             .args(["serve", "--demo", "--broker", &redis.url()])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--proxy-protocol", "--trusted-proxy", "127.0.0.1"])
-            // HAProxy notices a 503 within 2 × 100 ms; a second is plenty.
-            .args(["--lb-delay-secs", "1", "--drain-spread-ms", "300"])
+            // HAProxy notices a 503 within 2 × 100 ms; a second is plenty
+            // (25 s with the seed's timing, for 4 × 5 s).
+            .args(["--lb-delay-secs", if seed_timing() { "25" } else { "1" }])
+            .args(["--drain-spread-ms", "300"])
             .args(["--feed-every-ms", "50", "--ping-interval-ms", "1000"])
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
@@ -144,9 +153,12 @@ fn haproxy(dir: &Path, front: u16, nodes: &[u16], direct: &[u16]) -> Child {
         .iter()
         .enumerate()
         .map(|(i, port)| {
-            format!(
-                "  server n{i} 127.0.0.1:{port} check inter 100ms fall 2 rise 1 send-proxy-v2\n"
-            )
+            let check = if seed_timing() {
+                "inter 5s fall 4"
+            } else {
+                "inter 100ms fall 2"
+            };
+            format!("  server n{i} 127.0.0.1:{port} check {check} rise 1 send-proxy-v2\n")
         })
         .collect();
     // And one frontend per node, pinned to it (`direct`), for a client
