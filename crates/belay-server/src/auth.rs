@@ -7,7 +7,10 @@
 //! principal, not only the handshake. A principal whose credentials expire
 //! is closed with 4001 so the client refreshes its token before reconnecting.
 
+use std::sync::Arc;
 use std::time::Instant;
+
+use belay_proto::server::ChannelPattern;
 
 /// Who is on the other end of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +20,11 @@ pub struct Principal {
     pub user: String,
     /// When the credentials stop being valid, on the server's clock.
     pub expires_at: Option<Instant>,
+    /// Channel patterns (`news`, `chat:*`) the credentials let this
+    /// principal subscribe to; `None`: the credentials do not limit it
+    /// (the authenticator decides). [`Authenticator::authorize_subscribe`]'s
+    /// default honours it.
+    pub subscribe: Option<Arc<[String]>>,
 }
 
 impl Principal {
@@ -25,6 +33,7 @@ impl Principal {
         Principal {
             user: "anonymous".into(),
             expires_at: None,
+            subscribe: None,
         }
     }
 
@@ -33,12 +42,20 @@ impl Principal {
         Principal {
             user: user.into(),
             expires_at: None,
+            subscribe: None,
         }
     }
 
     /// The same principal, expiring at `at`.
     pub fn expiring_at(mut self, at: Instant) -> Self {
         self.expires_at = Some(at);
+        self
+    }
+
+    /// The same principal, allowed to subscribe only to channels that
+    /// match `patterns`.
+    pub fn subscribing_to(mut self, patterns: impl Into<Arc<[String]>>) -> Self {
+        self.subscribe = Some(patterns.into());
         self
     }
 
@@ -77,9 +94,19 @@ pub trait Authenticator: Send + Sync + 'static {
     fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError>;
 
     /// May `principal` subscribe to `channel`?
+    /// The default allows what the principal's grant
+    /// ([`Principal::subscribe`]) allows, and everything without a grant.
     fn authorize_subscribe(&self, principal: &Principal, channel: &str) -> Result<(), AuthError> {
-        let _ = (principal, channel);
-        Ok(())
+        match &principal.subscribe {
+            Some(patterns)
+                if !ChannelPattern::any_matches(patterns.iter().map(String::as_str), channel) =>
+            {
+                Err(AuthError::Forbidden(format!(
+                    "the token does not allow subscribing to {channel:?}"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// May `principal` call `method`?

@@ -26,6 +26,7 @@
 
 mod admission;
 mod channel;
+mod channel_pattern;
 mod connection;
 mod drain;
 mod fleet;
@@ -44,6 +45,7 @@ pub use admission::TokenBucket;
 pub use channel::{
     check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
 };
+pub use channel_pattern::ChannelPattern;
 pub use connection::{
     AuthVerdict, Connection, Event, Frame, JoinAnswer, Output, Phase, Ticket, TransportError,
     MAX_BEFORE_WELCOME,

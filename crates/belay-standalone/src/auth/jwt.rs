@@ -1,0 +1,175 @@
+//! [`JwtAuthenticator`]: a connection's token is a JWT signed by the
+//! application's backend.
+//!
+//! Claims read: `sub` (the user, required), `exp` (required; the server
+//! closes the connection with 4001 when it passes), optional `aud` and
+//! `iss` (checked when configured), `nbf`, and `channels`: a list of
+//! channel patterns (`news`, `chat:*`) the user may subscribe to (absent:
+//! any channel). One algorithm is accepted (HS256, RS256 or ES256); a
+//! token signed with another is refused, so an HMAC secret can never be
+//! confused with a public key.
+//!
+//! Every failure is `unauthorized` (close 4001) with a reason a developer
+//! can act on (`token expired`, `bad signature`, `wrong audience`, …); a
+//! reason never contains key material or the token.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use belay_server::auth::{AuthError, Authenticator, Principal};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+
+/// Why a [`JwtAuthenticator`] could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JwtError {
+    /// The algorithm is not HS256, RS256 or ES256.
+    #[error("unsupported JWT algorithm {0:?} (HS256, RS256 or ES256)")]
+    Algorithm(String),
+    /// The key is not usable for the algorithm (not a PEM public key of
+    /// the right type, or an empty secret).
+    #[error("unusable JWT key for {algorithm}: {reason}")]
+    Key {
+        /// The algorithm.
+        algorithm: String,
+        /// Why (never the key itself).
+        reason: String,
+    },
+}
+
+/// Checks connection tokens as JWTs.
+#[derive(Clone)]
+pub struct JwtAuthenticator {
+    key: Arc<DecodingKey>,
+    validation: Arc<Validation>,
+}
+
+impl std::fmt::Debug for JwtAuthenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JwtAuthenticator")
+            .field("algorithms", &self.validation.algorithms)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    sub: String,
+    exp: u64,
+    #[serde(default)]
+    channels: Option<Vec<String>>,
+}
+
+impl JwtAuthenticator {
+    /// Tokens signed with HS256 and `secret`.
+    pub fn hs256(secret: &[u8]) -> Result<JwtAuthenticator, JwtError> {
+        if secret.is_empty() {
+            return Err(key_error("HS256", "the secret is empty"));
+        }
+        let key =
+            DecodingKey::from_secret(secret).map_err(|e| key_error("HS256", &e.to_string()))?;
+        Ok(JwtAuthenticator::with(key, Algorithm::HS256))
+    }
+
+    /// Tokens signed with `algorithm` (`"HS256"`, `"RS256"`, `"ES256"`);
+    /// `key` is the secret for HS256, a PEM public key otherwise.
+    pub fn new(algorithm: &str, key: &[u8]) -> Result<JwtAuthenticator, JwtError> {
+        match algorithm {
+            "HS256" => JwtAuthenticator::hs256(key),
+            "RS256" => DecodingKey::from_rsa_pem(key)
+                .map(|k| JwtAuthenticator::with(k, Algorithm::RS256))
+                .map_err(|_| key_error("RS256", "not a PEM RSA public key")),
+            "ES256" => DecodingKey::from_ec_pem(key)
+                .map(|k| JwtAuthenticator::with(k, Algorithm::ES256))
+                .map_err(|_| key_error("ES256", "not a PEM EC (P-256) public key")),
+            other => Err(JwtError::Algorithm(other.to_owned())),
+        }
+    }
+
+    fn with(key: DecodingKey, algorithm: Algorithm) -> JwtAuthenticator {
+        let mut validation = Validation::new(algorithm);
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        validation.leeway = 0;
+        validation.validate_aud = false;
+        JwtAuthenticator {
+            key: Arc::new(key),
+            validation: Arc::new(validation),
+        }
+    }
+
+    /// Require `aud` to name `audience`.
+    pub fn audience(mut self, audience: &str) -> Self {
+        let validation = Arc::make_mut(&mut self.validation);
+        validation.set_audience(&[audience]);
+        validation.validate_aud = true;
+        self
+    }
+
+    /// Require `iss` to be `issuer`.
+    pub fn issuer(mut self, issuer: &str) -> Self {
+        Arc::make_mut(&mut self.validation).set_issuer(&[issuer]);
+        self
+    }
+
+    /// Allow `leeway` of clock skew on `exp` and `nbf`.
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        Arc::make_mut(&mut self.validation).leeway = leeway.as_secs();
+        self
+    }
+}
+
+fn key_error(algorithm: &str, reason: &str) -> JwtError {
+    JwtError::Key {
+        algorithm: algorithm.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The reason a client is told.
+fn refusal(kind: &ErrorKind) -> String {
+    match kind {
+        ErrorKind::ExpiredSignature => "token expired".into(),
+        ErrorKind::ImmatureSignature => "token not valid yet (nbf)".into(),
+        ErrorKind::InvalidSignature => "bad signature".into(),
+        ErrorKind::InvalidAudience => "wrong audience".into(),
+        ErrorKind::InvalidIssuer => "wrong issuer".into(),
+        ErrorKind::InvalidAlgorithm => "token signed with another algorithm".into(),
+        ErrorKind::MissingRequiredClaim(claim) => format!("missing claim `{claim}`"),
+        ErrorKind::InvalidClaimFormat(claim) => format!("claim `{claim}` has the wrong type"),
+        ErrorKind::InvalidToken | ErrorKind::Base64(_) | ErrorKind::Utf8(_) => {
+            "malformed token (not a JWT)".into()
+        }
+        ErrorKind::Json(_) => "malformed claims (`sub` must be a string, `exp` a number, `channels` a list of strings)".into(),
+        _ => "invalid token".into(),
+    }
+}
+
+impl Authenticator for JwtAuthenticator {
+    fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError> {
+        let Some(token) = token else {
+            return Err(AuthError::Unauthorized("a token is required".into()));
+        };
+        let data = jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
+            .map_err(|e| AuthError::Unauthorized(refusal(e.kind())))?;
+        let claims = data.claims;
+        if claims.sub.is_empty() {
+            return Err(AuthError::Unauthorized("empty `sub`".into()));
+        }
+        let now_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let left = claims
+            .exp
+            .saturating_add(self.validation.leeway)
+            .saturating_sub(now_unix);
+        let mut principal =
+            Principal::user(claims.sub).expiring_at(Instant::now() + Duration::from_secs(left));
+        if let Some(channels) = claims.channels {
+            principal = principal.subscribing_to(channels);
+        }
+        Ok(principal)
+    }
+}

@@ -1,0 +1,5 @@
+//! Connection auth for a standalone server.
+
+mod jwt;
+
+pub use jwt::{JwtAuthenticator, JwtError};

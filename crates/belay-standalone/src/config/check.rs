@@ -1,0 +1,368 @@
+//! Reading a config file against the schema: every error at once, each
+//! with its line and column, then the environment overrides, then the
+//! defaults.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::schema::{self, Key, Kind};
+use super::{ConfigError, Settings, Value};
+
+/// Check `text` (the file at `base`, whose directory relative paths start
+/// from) with environment variables from `env`.
+pub(crate) fn check(
+    text: &str,
+    base: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, Vec<ConfigError>> {
+    let mut checker = Checker {
+        text,
+        dir: base.and_then(Path::parent).map(Path::to_path_buf),
+        errors: Vec::new(),
+        values: BTreeMap::new(),
+        spans: BTreeMap::new(),
+    };
+    let (doc, syntax) = DeTable::parse_recoverable(text);
+    for error in syntax {
+        let at = error.span().unwrap_or(0..0);
+        checker.error_at(at, error.message().trim().to_owned());
+    }
+    checker.walk(doc.get_ref());
+    checker.environment(env);
+    checker.defaults();
+    checker.relations();
+    if checker.errors.is_empty() {
+        Ok(Settings {
+            values: checker.values,
+        })
+    } else {
+        checker.errors.sort_by_key(|e| (e.line, e.column));
+        Err(checker.errors)
+    }
+}
+
+struct Checker<'t> {
+    text: &'t str,
+    dir: Option<PathBuf>,
+    errors: Vec<ConfigError>,
+    values: BTreeMap<&'static str, Value>,
+    /// Where each setting given in the file is.
+    spans: BTreeMap<&'static str, Range<usize>>,
+}
+
+impl Checker<'_> {
+    fn error_at(&mut self, at: Range<usize>, message: String) {
+        let before = &self.text[..at.start.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        self.errors.push(ConfigError {
+            line,
+            column,
+            message,
+        });
+    }
+
+    fn walk(&mut self, doc: &DeTable<'_>) {
+        let sections = schema::sections();
+        for (section, value) in doc {
+            let name = section.get_ref().as_ref();
+            if !sections.contains(&name) {
+                let hint = did_you_mean(name, sections.iter().copied(), "[", "]");
+                self.error_at(section.span(), format!("unknown section [{name}]{hint}"));
+                continue;
+            }
+            let Some(table) = value.get_ref().as_table() else {
+                self.error_at(
+                    section.span(),
+                    format!("`{name}` must be a section ([{name}]), not a value"),
+                );
+                continue;
+            };
+            for (key, value) in table {
+                self.setting(name, key, value);
+            }
+        }
+    }
+
+    fn setting(
+        &mut self,
+        section: &str,
+        key: &Spanned<std::borrow::Cow<'_, str>>,
+        value: &Spanned<DeValue<'_>>,
+    ) {
+        let name = key.get_ref().as_ref();
+        let path = format!("{section}.{name}");
+        let Some(found) = schema::find(&path) else {
+            let names = schema::KEYS
+                .iter()
+                .filter(|k| k.section() == section)
+                .map(|k| k.name());
+            let hint = did_you_mean(name, names, "`", "`");
+            self.error_at(
+                key.span(),
+                format!("unknown key `{name}` in [{section}]{hint}"),
+            );
+            return;
+        };
+        match self.convert(found, value.get_ref()) {
+            Ok(v) => {
+                self.values.insert(found.path, v);
+                self.spans.insert(found.path, value.span());
+            }
+            Err(message) => self.error_at(value.span(), format!("{}: {message}", found.path)),
+        }
+    }
+
+    fn environment(&mut self, env: &dyn Fn(&str) -> Option<String>) {
+        for key in schema::KEYS {
+            let var = key.env_var();
+            let Some(text) = env(&var) else { continue };
+            match self.convert_env(key, &text) {
+                Ok(v) => {
+                    self.values.insert(key.path, v);
+                    self.spans.remove(key.path);
+                }
+                Err(message) => self.errors.push(ConfigError {
+                    line: 0,
+                    column: 0,
+                    message: format!("environment {var} ({}): {message}", key.path),
+                }),
+            }
+        }
+    }
+
+    fn defaults(&mut self) {
+        for key in schema::KEYS {
+            if self.values.contains_key(key.path) {
+                continue;
+            }
+            let Some(default) = key.default else { continue };
+            let parsed = DeValue::parse(default)
+                .map_err(|e| e.message().to_owned())
+                .and_then(|v| self.convert(key, v.get_ref()));
+            match parsed {
+                Ok(v) => {
+                    self.values.insert(key.path, v);
+                }
+                Err(message) => self.errors.push(ConfigError {
+                    line: 0,
+                    column: 0,
+                    message: format!("the default of {} is invalid: {message}", key.path),
+                }),
+            }
+        }
+    }
+
+    /// Rules between settings.
+    fn relations(&mut self) {
+        let has = |v: &BTreeMap<&str, Value>, p: &str| v.contains_key(p);
+        match (has(&self.values, "tls.cert"), has(&self.values, "tls.key")) {
+            (true, false) => {
+                self.related("tls.cert", "tls.cert needs tls.key (give both or neither)")
+            }
+            (false, true) => {
+                self.related("tls.key", "tls.key needs tls.cert (give both or neither)")
+            }
+            _ => {}
+        }
+        if self.values.get("auth.mode") == Some(&Value::Str("jwt".into())) {
+            let hs = self.values.get("auth.jwt_algorithm") == Some(&Value::Str("HS256".into()));
+            if hs && !has(&self.values, "auth.jwt_secret") {
+                self.related(
+                    "auth.mode",
+                    "auth.mode = \"jwt\" with HS256 needs auth.jwt_secret (or BELAY_AUTH_JWT_SECRET)",
+                );
+            }
+            if !hs && !has(&self.values, "auth.jwt_public_key") {
+                self.related(
+                    "auth.mode",
+                    "auth.mode = \"jwt\" with RS256 or ES256 needs auth.jwt_public_key",
+                );
+            }
+        }
+    }
+
+    /// An error about `path`, at its place in the file if it is there.
+    fn related(&mut self, path: &str, message: &str) {
+        match self.spans.get(path).cloned() {
+            Some(at) => self.error_at(at, message.to_owned()),
+            None => self.errors.push(ConfigError {
+                line: 0,
+                column: 0,
+                message: message.to_owned(),
+            }),
+        }
+    }
+
+    fn convert(&self, key: &Key, value: &DeValue<'_>) -> Result<Value, String> {
+        let text = || value.as_str().map(str::to_owned);
+        match key.kind {
+            Kind::Int { min, max } => {
+                let Some(int) = value.as_integer() else {
+                    return Err(format!(
+                        "expected a whole number, found {}",
+                        value.type_str()
+                    ));
+                };
+                let n = i64::from_str_radix(int.as_str(), int.radix())
+                    .map_err(|_| "the number is too large".to_owned())?;
+                in_range(n, min, max).map(Value::Int)
+            }
+            Kind::Float { above } => {
+                let n = match (value.as_float(), value.as_integer()) {
+                    (Some(f), _) => f.as_str().parse::<f64>().ok(),
+                    (None, Some(i)) => i64::from_str_radix(i.as_str(), i.radix())
+                        .ok()
+                        .map(|n| n as f64),
+                    _ => None,
+                };
+                let n =
+                    n.ok_or_else(|| format!("expected a number, found {}", value.type_str()))?;
+                if n.is_finite() && n > above {
+                    Ok(Value::Float(n))
+                } else {
+                    Err(format!("expected a number above {above}, found {n}"))
+                }
+            }
+            Kind::Bool => value
+                .as_bool()
+                .map(Value::Bool)
+                .ok_or_else(|| format!("expected true or false, found {}", value.type_str())),
+            Kind::List | Kind::Ranges => {
+                let Some(items) = value.as_array() else {
+                    return Err(format!(
+                        "expected a list of strings, found {}",
+                        value.type_str()
+                    ));
+                };
+                let mut list = Vec::new();
+                for item in items.iter() {
+                    let Some(s) = item.get_ref().as_str() else {
+                        return Err(format!(
+                            "expected strings in the list, found {}",
+                            item.get_ref().type_str()
+                        ));
+                    };
+                    list.push(s.to_owned());
+                }
+                self.refine(key, Value::List(list))
+            }
+            _ => {
+                let s = text()
+                    .ok_or_else(|| format!("expected a string, found {}", value.type_str()))?;
+                self.refine(key, Value::Str(s))
+            }
+        }
+    }
+
+    /// The same rules for a value given as an environment variable (lists
+    /// comma-separated).
+    fn convert_env(&self, key: &Key, text: &str) -> Result<Value, String> {
+        match key.kind {
+            Kind::Int { min, max } => text
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| "expected a whole number".to_owned())
+                .and_then(|n| in_range(n, min, max))
+                .map(Value::Int),
+            Kind::Float { above } => match text.trim().parse::<f64>() {
+                Ok(n) if n.is_finite() && n > above => Ok(Value::Float(n)),
+                _ => Err(format!("expected a number above {above}")),
+            },
+            Kind::Bool => match text.trim() {
+                "true" | "1" => Ok(Value::Bool(true)),
+                "false" | "0" => Ok(Value::Bool(false)),
+                _ => Err("expected true or false".into()),
+            },
+            Kind::List | Kind::Ranges => {
+                let list = text
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                self.refine(key, Value::List(list))
+            }
+            _ => self.refine(key, Value::Str(text.to_owned())),
+        }
+    }
+
+    /// The checks beyond the TOML type.
+    fn refine(&self, key: &Key, value: Value) -> Result<Value, String> {
+        match (key.kind, value) {
+            (Kind::Choice(choices), Value::Str(s)) => {
+                if choices.contains(&s.as_str()) {
+                    Ok(Value::Str(s))
+                } else {
+                    Err(format!(
+                        "expected one of {}, found \"{s}\"",
+                        quoted(choices)
+                    ))
+                }
+            }
+            (Kind::File, Value::Str(s)) => {
+                let path = match &self.dir {
+                    Some(dir) if Path::new(&s).is_relative() => dir.join(&s),
+                    _ => PathBuf::from(&s),
+                };
+                if path.is_file() {
+                    Ok(Value::Str(path.to_string_lossy().into_owned()))
+                } else {
+                    Err(format!("no such file: {}", path.display()))
+                }
+            }
+            (Kind::Addr, Value::Str(s)) => s
+                .parse::<std::net::SocketAddr>()
+                .map(|_| Value::Str(s.clone()))
+                .map_err(|_| format!("expected IP:PORT, found \"{s}\"")),
+            (Kind::BrokerUrl, Value::Str(s)) => {
+                if s == "memory" || s.starts_with("redis://") || s.starts_with("rediss://") {
+                    Ok(Value::Str(s))
+                } else {
+                    Err(format!(
+                        "expected \"memory\" or a redis:// (rediss://) URL, found \"{s}\""
+                    ))
+                }
+            }
+            (Kind::Ranges, Value::List(list)) => {
+                for item in &list {
+                    item.parse::<belay_proto::server::IpRange>()
+                        .map_err(|e| format!("\"{item}\": {e}"))?;
+                }
+                Ok(Value::List(list))
+            }
+            (_, value) => Ok(value),
+        }
+    }
+}
+
+fn in_range(n: i64, min: i64, max: i64) -> Result<i64, String> {
+    if (min..=max).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("expected {min} to {max}, found {n}"))
+    }
+}
+
+fn quoted(choices: &[&str]) -> String {
+    choices
+        .iter()
+        .map(|c| format!("\"{c}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+    open: &str,
+    close: &str,
+) -> String {
+    schema::closest(name, candidates)
+        .map(|c| format!(" (did you mean {open}{c}{close}?)"))
+        .unwrap_or_default()
+}

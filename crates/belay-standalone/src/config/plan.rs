@@ -1,0 +1,182 @@
+//! [`Plan`]: what checked settings mean for a server: its `ServerConfig`,
+//! where it listens, its TLS files, its broker and its authenticator.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use belay_proto::server::{IpRange, TrustedProxies};
+use belay_server::ServerConfig;
+
+use super::Settings;
+use crate::auth::{JwtAuthenticator, JwtError};
+
+/// Where the server's channels live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BrokerPlan {
+    /// The embedded broker (this process only).
+    Memory,
+    /// A Redis broker shared by every node on it.
+    Redis {
+        /// `redis://…` or `rediss://…`.
+        url: String,
+        /// Prefix of every key and PUB/SUB name.
+        prefix: String,
+        /// With `rediss://`: a PEM file of CA certificates.
+        ca_file: Option<PathBuf>,
+    },
+}
+
+/// A server to run, as the settings describe it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Plan {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Every server option.
+    pub server: ServerConfig,
+    /// PEM certificate chain and key, for wss://.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Where channels live.
+    pub broker: BrokerPlan,
+    /// JWT connection auth (`auth.mode = "jwt"`); `None`: everyone is
+    /// anonymous.
+    pub auth: Option<JwtAuthenticator>,
+}
+
+/// Why checked settings do not make a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The JWT key or secret is not usable.
+    #[error("auth: {0}")]
+    Jwt(#[from] JwtError),
+    /// A key file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl Plan {
+    /// The server `settings` describe.
+    pub fn from_settings(s: &Settings) -> Result<Plan, PlanError> {
+        let listen = s
+            .text("server.listen")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+        Ok(Plan {
+            listen,
+            server: server_config(s),
+            tls: match (s.text("tls.cert"), s.text("tls.key")) {
+                (Some(cert), Some(key)) => Some((cert.into(), key.into())),
+                _ => None,
+            },
+            broker: broker(s),
+            auth: jwt(s)?,
+        })
+    }
+}
+
+fn millis(s: &Settings, path: &str) -> Duration {
+    Duration::from_millis(s.uint(path))
+}
+
+fn server_config(s: &Settings) -> ServerConfig {
+    let mut config = ServerConfig::default()
+        .with_accept_rate(s.float("server.accept_rate").unwrap_or(500.0))
+        .with_expected_fleet(s.size("server.expected_clients"));
+    config
+        .limits
+        .set_ping_interval(millis(s, "heartbeat.ping_interval_ms"))
+        .set_pong_timeout(millis(s, "heartbeat.pong_timeout_ms"))
+        .set_allowed_origins(s.list("limits.allowed_origins").to_vec())
+        .set_max_frame_len(s.size("limits.max_frame_len"))
+        .set_messages_per_sec(s.float("limits.messages_per_sec").unwrap_or(100.0))
+        .set_burst(u32::try_from(s.int("limits.burst")).unwrap_or(200))
+        .set_liveness_per_sec(s.float("limits.liveness_per_sec").unwrap_or(10.0))
+        .set_liveness_burst(u32::try_from(s.int("limits.liveness_burst")).unwrap_or(50))
+        .set_handshake_timeout(millis(s, "limits.handshake_timeout_ms"))
+        .set_max_connections_per_ip(
+            u32::try_from(s.int("limits.max_connections_per_ip")).unwrap_or(1_000),
+        )
+        .set_outbound_queue(s.size("limits.outbound_queue"))
+        .set_outbound_bytes(s.size("limits.outbound_bytes"))
+        .set_max_in_flight(s.size("limits.max_in_flight"))
+        .set_max_subscriptions(s.size("limits.max_subscriptions"))
+        .set_max_channel_len(s.size("limits.max_channel_len"));
+    config
+        .drain
+        .set_lb_delay(Duration::from_secs(s.uint("drain.lb_delay_secs")))
+        .set_reconnect_spread(millis(s, "drain.spread_ms"));
+    let mut history = config.history;
+    history.max_len = s.size("history.max_len");
+    history.max_age = Duration::from_secs(s.uint("history.max_age_secs"));
+    history.max_channels = s.size("history.max_channels");
+    let ranges: Vec<IpRange> = s
+        .list("network.trusted_proxies")
+        .iter()
+        .filter_map(|r| r.parse().ok())
+        .collect();
+    let mut config = config
+        .with_history(history)
+        .with_upgrade_timeout(millis(s, "limits.upgrade_timeout_ms"))
+        .with_pending_upgrades(
+            u32::try_from(s.int("limits.max_pending_upgrades")).unwrap_or(2_048),
+            u32::try_from(s.int("limits.max_pending_upgrades_per_ip")).unwrap_or(64),
+        )
+        .with_max_outbound_bytes(s.size("limits.max_outbound_bytes"))
+        .with_max_keyed_running(s.size("idempotency.max_keyed_running"))
+        .with_idempotency_max_bytes(s.size("idempotency.max_bytes"))
+        .with_idempotency_retention(Duration::from_secs(s.uint("idempotency.retention_secs")))
+        .with_max_publication_len(s.size("limits.max_publication_len"))
+        .with_trusted_proxies(
+            TrustedProxies::new(ranges),
+            s.flag("network.proxy_protocol"),
+        );
+    if let Some(rate) = s.float("server.accept_rate_per_ip") {
+        config = config.with_accept_rate_per_ip(rate);
+    }
+    if let Some(token) = s.text("server.admin_token") {
+        config = config.with_admin_token(token.to_owned());
+    }
+    config
+}
+
+fn broker(s: &Settings) -> BrokerPlan {
+    match s.text("broker.url") {
+        Some(url) if url != "memory" => BrokerPlan::Redis {
+            url: url.to_owned(),
+            prefix: s.text("broker.redis_prefix").unwrap_or("belay").to_owned(),
+            ca_file: s.text("broker.redis_ca").map(PathBuf::from),
+        },
+        _ => BrokerPlan::Memory,
+    }
+}
+
+fn jwt(s: &Settings) -> Result<Option<JwtAuthenticator>, PlanError> {
+    if s.text("auth.mode") != Some("jwt") {
+        return Ok(None);
+    }
+    let algorithm = s.text("auth.jwt_algorithm").unwrap_or("HS256");
+    let mut auth = if algorithm == "HS256" {
+        JwtAuthenticator::hs256(s.text("auth.jwt_secret").unwrap_or_default().as_bytes())?
+    } else {
+        let path = PathBuf::from(s.text("auth.jwt_public_key").unwrap_or_default());
+        let pem = std::fs::read(&path).map_err(|source| PlanError::Read { path, source })?;
+        JwtAuthenticator::new(algorithm, &pem)?
+    };
+    if let Some(audience) = s.text("auth.jwt_audience") {
+        auth = auth.audience(audience);
+    }
+    if let Some(issuer) = s.text("auth.jwt_issuer") {
+        auth = auth.issuer(issuer);
+    }
+    Ok(Some(auth.leeway(Duration::from_secs(
+        s.uint("auth.jwt_leeway_secs"),
+    ))))
+}

@@ -1,0 +1,417 @@
+//! Every setting of the config file: its section and name, what kind of
+//! value it takes, its default (as TOML text, checked by the same rules as
+//! a user's file) and what it does. The checker, the defaults file
+//! (`belay config defaults`) and the environment overrides all read this
+//! one table.
+
+/// What a setting's value must be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Kind {
+    /// A whole number in `min..=max`.
+    Int { min: i64, max: i64 },
+    /// A number greater than `above`.
+    Float { above: f64 },
+    /// `true` or `false`.
+    Bool,
+    /// Any string.
+    Str,
+    /// One of these strings.
+    Choice(&'static [&'static str]),
+    /// A list of strings.
+    List,
+    /// A path to a file that must exist.
+    File,
+    /// `IP:PORT`.
+    Addr,
+    /// A list of addresses or CIDR ranges.
+    Ranges,
+    /// `memory`, `redis://…` or `rediss://…`.
+    BrokerUrl,
+}
+
+/// One setting.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Key {
+    /// `section.name`.
+    pub(crate) path: &'static str,
+    pub(crate) kind: Kind,
+    /// The default as TOML text; `None`: unset unless given.
+    pub(crate) default: Option<&'static str>,
+    pub(crate) doc: &'static str,
+    /// A credential: never printed, and best given by environment.
+    pub(crate) secret: bool,
+}
+
+impl Key {
+    /// The section.
+    pub(crate) fn section(&self) -> &'static str {
+        self.path.split_once('.').map_or(self.path, |(s, _)| s)
+    }
+
+    /// The name within its section.
+    pub(crate) fn name(&self) -> &'static str {
+        self.path.split_once('.').map_or(self.path, |(_, n)| n)
+    }
+
+    /// The environment variable that overrides it: `BELAY_SECTION_NAME`.
+    pub(crate) fn env_var(&self) -> String {
+        format!("BELAY_{}", self.path.replace('.', "_").to_uppercase())
+    }
+}
+
+const fn int(min: i64, max: i64) -> Kind {
+    Kind::Int { min, max }
+}
+
+const POSITIVE: Kind = Kind::Float { above: 0.0 };
+const COUNT: Kind = int(1, 1 << 40);
+const MILLIS: Kind = int(1, 3_600_000);
+const SECS: Kind = int(0, 86_400);
+
+const fn key(path: &'static str, kind: Kind, default: &'static str, doc: &'static str) -> Key {
+    Key {
+        path,
+        kind,
+        default: Some(default),
+        doc,
+        secret: false,
+    }
+}
+
+const fn optional(path: &'static str, kind: Kind, doc: &'static str) -> Key {
+    Key {
+        path,
+        kind,
+        default: None,
+        doc,
+        secret: false,
+    }
+}
+
+const fn secret(path: &'static str, doc: &'static str) -> Key {
+    Key {
+        path,
+        kind: Kind::Str,
+        default: None,
+        doc,
+        secret: true,
+    }
+}
+
+/// Every setting, in the order of the defaults file.
+pub(crate) const KEYS: &[Key] = &[
+    key(
+        "server.listen",
+        Kind::Addr,
+        "\"127.0.0.1:8080\"",
+        "Address to listen on.",
+    ),
+    key(
+        "server.accept_rate",
+        POSITIVE,
+        "500.0",
+        "Sessions admitted per second.",
+    ),
+    optional(
+        "server.accept_rate_per_ip",
+        POSITIVE,
+        "Sessions admitted per second from one IP (default: a quarter of accept_rate).",
+    ),
+    key(
+        "server.expected_clients",
+        int(0, 1 << 40),
+        "0",
+        "The fleet this server expects: reconnect pacing periods are sized for at least this many clients.",
+    ),
+    secret(
+        "server.admin_token",
+        "The credential of the admin routes (`Authorization: Bearer …`); unset, they answer loopback only.",
+    ),
+    optional(
+        "tls.cert",
+        Kind::File,
+        "Serve wss:// with this PEM certificate chain, leaf first (with tls.key).",
+    ),
+    optional("tls.key", Kind::File, "The PEM private key of tls.cert."),
+    key(
+        "heartbeat.ping_interval_ms",
+        MILLIS,
+        "25000",
+        "Server ping interval (advertised in `welcome`).",
+    ),
+    key(
+        "heartbeat.pong_timeout_ms",
+        MILLIS,
+        "10000",
+        "Silence after a ping before the connection is reaped (4000).",
+    ),
+    key(
+        "drain.lb_delay_secs",
+        SECS,
+        "25",
+        "How long /readyz answers 503 before clients are advised to move.",
+    ),
+    key(
+        "drain.spread_ms",
+        int(0, 300_000),
+        "10000",
+        "How long a drain spreads the clients' reconnects over.",
+    ),
+    key(
+        "limits.allowed_origins",
+        Kind::List,
+        "[]",
+        "Origins allowed to open a session, e.g. \"https://app.example.com\"; empty: any.",
+    ),
+    key(
+        "limits.max_frame_len",
+        COUNT,
+        "65536",
+        "Longest inbound frame in bytes (1009 above it).",
+    ),
+    key(
+        "limits.messages_per_sec",
+        POSITIVE,
+        "100.0",
+        "Data frames per second per connection (over: rate_limited; a flood: 4029).",
+    ),
+    key(
+        "limits.burst",
+        int(1, 1 << 31),
+        "200",
+        "Data frames a connection may send at once.",
+    ),
+    key(
+        "limits.liveness_per_sec",
+        POSITIVE,
+        "10.0",
+        "Pings and pongs per second per connection, apart from data.",
+    ),
+    key(
+        "limits.liveness_burst",
+        int(1, 1 << 31),
+        "50",
+        "Pings and pongs at once (more: 4029).",
+    ),
+    key(
+        "limits.handshake_timeout_ms",
+        MILLIS,
+        "10000",
+        "From the upgrade to `connect` (4008 after it).",
+    ),
+    key(
+        "limits.upgrade_timeout_ms",
+        MILLIS,
+        "5000",
+        "A new TCP connection's time for its PROXY header, TLS and request headers.",
+    ),
+    key(
+        "limits.max_connections_per_ip",
+        int(1, 1 << 31),
+        "1000",
+        "Connections from one IP (an IPv6 /64): 429 above it.",
+    ),
+    key(
+        "limits.max_pending_upgrades",
+        int(1, 1 << 31),
+        "2048",
+        "TCP connections not yet upgraded, from all sources: 503 above it.",
+    ),
+    key(
+        "limits.max_pending_upgrades_per_ip",
+        int(1, 1 << 31),
+        "64",
+        "TCP connections not yet upgraded from one IP: 503 above it.",
+    ),
+    key(
+        "limits.outbound_queue",
+        COUNT,
+        "1024",
+        "Frames queued for one connection (full: 4009 slow consumer).",
+    ),
+    key(
+        "limits.outbound_bytes",
+        COUNT,
+        "1048576",
+        "Bytes queued for one connection (over: 4009).",
+    ),
+    key(
+        "limits.max_outbound_bytes",
+        COUNT,
+        "268435456",
+        "Bytes queued over all connections (over, beyond 64 KiB: 4009).",
+    ),
+    key(
+        "limits.max_in_flight",
+        COUNT,
+        "64",
+        "Requests running at once per connection (over: rate_limited).",
+    ),
+    key(
+        "limits.max_subscriptions",
+        COUNT,
+        "1000",
+        "Subscriptions per connection (over: unsubscribed forbidden).",
+    ),
+    key(
+        "limits.max_channel_len",
+        int(1, 65_536),
+        "255",
+        "Longest channel name in bytes (over: unsubscribed bad_request).",
+    ),
+    key(
+        "limits.max_publication_len",
+        COUNT,
+        "65536",
+        "Longest publication frame in bytes (longer: refused at publish time).",
+    ),
+    key(
+        "idempotency.max_keyed_running",
+        COUNT,
+        "4096",
+        "Keyed (idempotent) executions running at once, server-wide.",
+    ),
+    key(
+        "idempotency.max_bytes",
+        COUNT,
+        "67108864",
+        "Bytes the idempotency cache holds.",
+    ),
+    key(
+        "idempotency.retention_secs",
+        int(1, 86_400),
+        "300",
+        "How long an idempotency key's outcome is kept for retries.",
+    ),
+    key(
+        "history.max_len",
+        int(0, 1 << 31),
+        "1000",
+        "Publications kept per channel for recovery.",
+    ),
+    key(
+        "history.max_age_secs",
+        int(1, 86_400 * 7),
+        "300",
+        "How long a publication stays recoverable.",
+    ),
+    key(
+        "history.max_channels",
+        COUNT,
+        "100000",
+        "Channels the broker holds (over: unsubscribed unavailable).",
+    ),
+    key(
+        "network.trusted_proxies",
+        Kind::Ranges,
+        "[]",
+        "Proxies (addresses or CIDR ranges) believed about the client's address.",
+    ),
+    key(
+        "network.proxy_protocol",
+        Kind::Bool,
+        "false",
+        "Expect a PROXY protocol header (v1 or v2) from trusted proxies.",
+    ),
+    key(
+        "broker.url",
+        Kind::BrokerUrl,
+        "\"memory\"",
+        "Where channels live: \"memory\" (this process) or \"redis://[user[:password]@]host:port[/db]\" (\"rediss://\" for TLS), shared by every node on it.",
+    ),
+    key(
+        "broker.redis_prefix",
+        Kind::Str,
+        "\"belay\"",
+        "With Redis: the prefix of every key and PUB/SUB name.",
+    ),
+    optional(
+        "broker.redis_ca",
+        Kind::File,
+        "With rediss://: the PEM CA certificates Redis's certificate must chain to (default: the system's roots).",
+    ),
+    key(
+        "auth.mode",
+        Kind::Choice(&["none", "jwt"]),
+        "\"none\"",
+        "\"none\": everyone is anonymous; \"jwt\": a JWT in `connect` (or the Bearer header) is required.",
+    ),
+    key(
+        "auth.jwt_algorithm",
+        Kind::Choice(&["HS256", "RS256", "ES256"]),
+        "\"HS256\"",
+        "The one algorithm tokens may be signed with.",
+    ),
+    secret(
+        "auth.jwt_secret",
+        "HS256: the shared secret (best given as BELAY_AUTH_JWT_SECRET).",
+    ),
+    optional(
+        "auth.jwt_public_key",
+        Kind::File,
+        "RS256 / ES256: the PEM public key tokens are checked against.",
+    ),
+    optional(
+        "auth.jwt_audience",
+        Kind::Str,
+        "The `aud` tokens must name (unset: `aud` is not checked).",
+    ),
+    optional(
+        "auth.jwt_issuer",
+        Kind::Str,
+        "The `iss` tokens must name (unset: not checked).",
+    ),
+    key(
+        "auth.jwt_leeway_secs",
+        int(0, 3_600),
+        "0",
+        "Clock skew allowed on `exp` and `nbf`.",
+    ),
+];
+
+/// The setting at `path`, if there is one.
+pub(crate) fn find(path: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.path == path)
+}
+
+/// The sections, in order.
+pub(crate) fn sections() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for key in KEYS {
+        if !out.contains(&key.section()) {
+            out.push(key.section());
+        }
+    }
+    out
+}
+
+/// The known name closest to `name` (for "did you mean"), if close.
+pub(crate) fn closest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                previous
+            } else {
+                1 + previous.min(row[j]).min(here)
+            };
+            previous = here;
+        }
+    }
+    row[b.len()]
+}

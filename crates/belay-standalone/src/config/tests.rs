@@ -1,0 +1,157 @@
+//! Tests of the config file: every error with its line, the defaults, the
+//! environment, the rules between settings.
+
+use super::*;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn errors(text: &str) -> Vec<ConfigError> {
+    Settings::parse(text, None, no_env).expect_err("the file has errors")
+}
+
+#[test]
+fn the_defaults_file_checks_clean_and_means_the_defaults() {
+    let text = defaults_file();
+    let parsed = Settings::parse(&text, None, no_env).expect("the defaults file is valid");
+    assert_eq!(parsed, Settings::defaults());
+    assert_eq!(Settings::defaults().size("limits.max_frame_len"), 65_536);
+    assert_eq!(Settings::defaults().text("broker.url"), Some("memory"));
+}
+
+#[test]
+fn every_error_is_reported_with_its_line() {
+    let text = "[server]\nlisten = \"127.0.0.1:9000\"\n\n[limits]\nmax_fram_len = 10\nburst = \"many\"\nmax_in_flight = 0\n";
+    let found = errors(text);
+    let lines: Vec<usize> = found.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [5, 6, 7], "{found:?}");
+    assert!(found[0]
+        .message
+        .contains("unknown key `max_fram_len` in [limits]"));
+    assert!(
+        found[0].message.contains("did you mean `max_frame_len`?"),
+        "{}",
+        found[0]
+    );
+    assert!(found[1]
+        .message
+        .contains("limits.burst: expected a whole number, found string"));
+    assert!(found[2]
+        .message
+        .contains("limits.max_in_flight: expected 1 to"));
+    assert_eq!(found[1].column, 9, "points at the value");
+}
+
+#[test]
+fn an_unknown_section_is_an_error_with_a_suggestion() {
+    let found = errors("[limit]\nburst = 10\n");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].line, 1);
+    assert!(found[0]
+        .message
+        .contains("unknown section [limit] (did you mean [limits]?)"));
+}
+
+#[test]
+fn a_syntax_error_is_reported_with_its_line() {
+    let found = errors("[server]\nlisten = \"127.0.0.1:80\"\naccept_rate = = 3\n");
+    assert!(found.iter().any(|e| e.line == 3), "{found:?}");
+}
+
+#[test]
+fn a_value_where_a_section_belongs_is_an_error() {
+    let found = errors("limits = 5\n");
+    assert!(found[0].message.contains("`limits` must be a section"));
+}
+
+#[test]
+fn values_are_checked_beyond_their_type() {
+    let found = errors(
+        "[server]\nlisten = \"localhost\"\n[broker]\nurl = \"http://x\"\n[auth]\nmode = \"basic\"\n[network]\ntrusted_proxies = [\"10.0.0.0/99\"]\n",
+    );
+    let text: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(found.len(), 4, "{text:?}");
+    assert!(text[0].contains("expected IP:PORT"));
+    assert!(text[1].contains("expected \"memory\" or a redis://"));
+    assert!(text[2].contains("expected one of \"none\", \"jwt\""));
+    assert!(text[3].contains("10.0.0.0/99"));
+}
+
+#[test]
+fn an_environment_variable_wins_over_the_file() {
+    let env = |var: &str| (var == "BELAY_LIMITS_BURST").then(|| "7".to_owned());
+    let settings = Settings::parse("[limits]\nburst = 10\n", None, env).expect("valid");
+    assert_eq!(settings.int("limits.burst"), 7);
+}
+
+#[test]
+fn a_bad_environment_variable_is_reported_by_name() {
+    let env = |var: &str| (var == "BELAY_HEARTBEAT_PING_INTERVAL_MS").then(|| "soon".to_owned());
+    let found = Settings::parse("", None, env).expect_err("invalid");
+    assert_eq!(found[0].line, 0);
+    assert!(found[0]
+        .message
+        .starts_with("environment BELAY_HEARTBEAT_PING_INTERVAL_MS (heartbeat.ping_interval_ms)"));
+}
+
+#[test]
+fn half_a_tls_pair_and_jwt_without_a_key_are_errors() {
+    let dir = std::env::temp_dir().join(format!("belay-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cert = dir.join("cert.pem");
+    std::fs::write(&cert, "x").expect("write");
+    let text = format!(
+        "[tls]\ncert = \"{}\"\n[auth]\nmode = \"jwt\"\n",
+        cert.display()
+    );
+    let found = errors(&text);
+    let text: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert_eq!(found.len(), 2, "{text:?}");
+    assert!(text[0].contains("tls.cert needs tls.key"));
+    assert!(text[1].contains("needs auth.jwt_secret"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_file_is_an_error_and_a_relative_one_is_read_beside_the_config() {
+    let dir = std::env::temp_dir().join(format!("belay-config-rel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("key.pem"), "x").expect("write");
+    let config = dir.join("belay.toml");
+    let found = Settings::parse(
+        "[auth]\njwt_public_key = \"nope.pem\"\n",
+        Some(&config),
+        no_env,
+    )
+    .expect_err("missing");
+    assert!(found[0].message.contains("no such file"), "{}", found[0]);
+    let settings = Settings::parse(
+        "[auth]\njwt_public_key = \"key.pem\"\n",
+        Some(&config),
+        no_env,
+    )
+    .expect("found beside the config");
+    assert_eq!(
+        settings.text("auth.jwt_public_key"),
+        Some(dir.join("key.pem").to_string_lossy().as_ref())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_plan_carries_the_settings_into_the_server_config() {
+    let text = "[server]\nlisten = \"127.0.0.1:9001\"\n[limits]\nmax_frame_len = 4096\n[heartbeat]\nping_interval_ms = 5000\n[broker]\nurl = \"redis://127.0.0.1:6379\"\n";
+    let settings = Settings::parse(text, None, no_env).expect("valid");
+    let plan = Plan::from_settings(&settings).expect("a plan");
+    assert_eq!(plan.listen, "127.0.0.1:9001".parse().expect("addr"));
+    assert_eq!(plan.server.limits.max_frame_len(), 4096);
+    assert_eq!(
+        plan.server.limits.ping_interval(),
+        std::time::Duration::from_secs(5)
+    );
+    assert!(
+        matches!(plan.broker, BrokerPlan::Redis { ref url, .. } if url == "redis://127.0.0.1:6379")
+    );
+    assert!(plan.auth.is_none());
+}
