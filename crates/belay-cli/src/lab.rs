@@ -20,11 +20,13 @@ pub(crate) struct Args {
         default_value = "naive,belay,browser-naive,browser"
     )]
     clients: Vec<ClientKind>,
-    /// Faults, comma-separated (default: all of them).
+    /// Faults, comma-separated (default: all of them). The cluster faults
+    /// (deploy, node-kill, redis-down, redis-restart) need redis-server and
+    /// haproxy on PATH.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain"
+        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,deploy,node-kill,redis-down,redis-restart"
     )]
     faults: Vec<LabFault>,
     /// Repetitions run at the same time.

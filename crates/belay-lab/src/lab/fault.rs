@@ -29,11 +29,21 @@ pub enum LabFault {
     /// A graceful drain: advice, close 1012, the process exits and a new
     /// one takes its place.
     Drain,
+    /// Cluster: the client's node gets SIGTERM and drains; the other node
+    /// on the same Redis takes its clients.
+    Deploy,
+    /// Cluster: the client's node gets SIGKILL.
+    NodeKill,
+    /// Cluster: Redis stops answering (SIGSTOP), keeping its data, then
+    /// goes on (SIGCONT).
+    RedisDown,
+    /// Cluster: Redis killed and started again on the same port, empty.
+    RedisRestart,
 }
 
 impl LabFault {
     /// Every fault, in table order.
-    pub const ALL: [LabFault; 10] = [
+    pub const ALL: [LabFault; 14] = [
         LabFault::Freeze,
         LabFault::ServiceDown,
         LabFault::SlowReplies,
@@ -44,6 +54,10 @@ impl LabFault {
         LabFault::HalfOpen,
         LabFault::Zombie,
         LabFault::Drain,
+        LabFault::Deploy,
+        LabFault::NodeKill,
+        LabFault::RedisDown,
+        LabFault::RedisRestart,
     ];
 
     /// The name on the command line and in tables.
@@ -59,6 +73,10 @@ impl LabFault {
             LabFault::HalfOpen => "half-open",
             LabFault::Zombie => "zombie",
             LabFault::Drain => "drain",
+            LabFault::Deploy => "deploy",
+            LabFault::NodeKill => "node-kill",
+            LabFault::RedisDown => "redis-down",
+            LabFault::RedisRestart => "redis-restart",
         }
     }
 
@@ -77,9 +95,18 @@ impl LabFault {
         self != LabFault::SlowReplies
     }
 
+    /// Whether it runs against a cluster (two nodes on one Redis behind
+    /// HAProxy) instead of one server.
+    pub fn cluster(self) -> bool {
+        matches!(
+            self,
+            LabFault::Deploy | LabFault::NodeKill | LabFault::RedisDown | LabFault::RedisRestart
+        )
+    }
+
     /// Whether the clients go through the fault proxy.
     pub(crate) fn proxied(self) -> bool {
-        self != LabFault::LinkCut
+        self != LabFault::LinkCut && !self.cluster()
     }
 }
 

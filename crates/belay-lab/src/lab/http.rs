@@ -16,26 +16,33 @@ pub(crate) struct Answer {
     pub(crate) body: String,
 }
 
-/// `GET path`.
-pub(crate) async fn get(addr: SocketAddr, path: &str) -> Result<Answer, String> {
-    call(addr, "GET", path, "").await
-}
-
-/// `POST path` with a JSON body.
-pub(crate) async fn post(addr: SocketAddr, path: &str, body: &str) -> Result<Answer, String> {
-    call(addr, "POST", path, body).await
-}
-
-async fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> Result<Answer, String> {
+/// `method path` with a JSON `body` (may be empty); with `proxy_header`, the request is preceded
+/// by a PROXY protocol v1 line naming the lab's own address, as a server
+/// that trusts the lab's address as a proxy (`--proxy-protocol
+/// --trusted-proxy 127.0.0.1`, behind HAProxy) expects from it.
+pub(crate) async fn call(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    proxy_header: bool,
+) -> Result<Answer, String> {
     let exchange = async {
         let mut tcp = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {addr}: {e}"))?;
-        let request = format!(
+        let mut request = String::new();
+        if proxy_header {
+            let local = tcp
+                .local_addr()
+                .map_err(|e| format!("local address towards {addr}: {e}"))?;
+            request.push_str(&proxy_v1(local, addr));
+        }
+        request.push_str(&format!(
             "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
-        );
+        ));
         tcp.write_all(request.as_bytes())
             .await
             .map_err(|e| format!("write to {addr}: {e}"))?;
@@ -48,6 +55,18 @@ async fn call(addr: SocketAddr, method: &str, path: &str, body: &str) -> Result<
     tokio::time::timeout(CALL_BOUND, exchange)
         .await
         .map_err(|_| format!("{method} {path} on {addr}: no answer within {CALL_BOUND:?}"))?
+}
+
+/// The PROXY protocol v1 line for a connection from `from` to `to`.
+fn proxy_v1(from: SocketAddr, to: SocketAddr) -> String {
+    let family = if from.is_ipv4() { "TCP4" } else { "TCP6" };
+    format!(
+        "PROXY {family} {} {} {} {}\r\n",
+        from.ip(),
+        to.ip(),
+        from.port(),
+        to.port()
+    )
 }
 
 fn parse(text: &str) -> Result<Answer, String> {
@@ -116,6 +135,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.body, "abcde");
+    }
+
+    #[test]
+    fn writes_a_proxy_v1_line() {
+        let line = proxy_v1(
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:8080".parse().unwrap(),
+        );
+        assert_eq!(line, "PROXY TCP4 127.0.0.1 127.0.0.1 40000 8080\r\n");
     }
 
     #[test]

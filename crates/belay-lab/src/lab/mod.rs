@@ -22,6 +22,7 @@
 
 mod agent;
 mod belay_agent;
+mod cluster;
 mod fault;
 mod http;
 mod matrix;

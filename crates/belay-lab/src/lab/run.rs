@@ -1,5 +1,6 @@
-//! One repetition: a fresh server (and proxy, or network namespace), one
-//! client, the fault on and off, then the figures.
+//! One repetition: a fresh server (and proxy, or network namespace), or a
+//! fresh cluster (Redis, two nodes, HAProxy), one client, the fault on and
+//! off, then the figures.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use tokio::time::{sleep, Instant};
 
 use super::agent::{Agent, BrowserSetup, ClientKind, Workload};
+use super::cluster::Cluster;
 use super::fault::LabFault;
 use super::measure::{figures, Frame, RepFigures};
 use super::netns::Netns;
@@ -37,15 +39,34 @@ const STEADY: Duration = Duration::from_secs(1);
 /// so a backoff that grew during the fault is measured, not cut short.
 const RECOVERY: Duration = Duration::from_secs(40);
 
+/// How long the Redis broker may take to notice a Redis that stopped
+/// answering: its PUB/SUB `PING` every 1 s, answered within 2 s
+/// (crates/belay-redis, docs/CLUSTER.md).
+const REDIS_PROBE_BOUND: Duration = Duration::from_secs(3);
+
 /// The environment of one repetition, torn down on drop.
 struct Stage {
-    server: LabServer,
+    /// One server (every fault but the cluster ones).
+    server: Option<LabServer>,
+    /// Two nodes on Redis behind HAProxy (the cluster faults).
+    cluster: Option<Cluster>,
     proxy: Option<Proxy>,
     net: Option<Netns>,
+    /// The node a deploy or a kill hits: the client's.
+    target: Option<usize>,
 }
 
 impl Stage {
     async fn build(plan: &RepPlan) -> Result<Stage, String> {
+        if plan.fault.cluster() {
+            return Ok(Stage {
+                server: None,
+                cluster: Some(Cluster::start(&plan.server).await?),
+                proxy: None,
+                net: None,
+                target: None,
+            });
+        }
         let net = if plan.fault == LabFault::LinkCut {
             Some(Netns::create().await?)
         } else {
@@ -66,15 +87,43 @@ impl Stage {
         } else {
             None
         };
-        Ok(Stage { server, proxy, net })
+        Ok(Stage {
+            server: Some(server),
+            cluster: None,
+            proxy,
+            net,
+            target: None,
+        })
+    }
+
+    /// Where the server side is reached: HAProxy for a cluster, else the
+    /// server itself.
+    fn server_addr(&self) -> SocketAddr {
+        match (&self.cluster, &self.server) {
+            (Some(c), _) => c.front(),
+            (None, Some(s)) => s.addr(),
+            (None, None) => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        }
     }
 
     fn client_url(&self) -> String {
         let addr = self
             .proxy
             .as_ref()
-            .map_or(self.server.addr(), Proxy::local_addr);
+            .map_or(self.server_addr(), Proxy::local_addr);
         format!("ws://{addr}/ws")
+    }
+
+    fn server(&self) -> Result<&LabServer, String> {
+        self.server
+            .as_ref()
+            .ok_or_else(|| "no server for this fault".to_owned())
+    }
+
+    fn cluster(&mut self) -> Result<&mut Cluster, String> {
+        self.cluster
+            .as_mut()
+            .ok_or_else(|| "no cluster for this fault".to_owned())
     }
 
     fn proxy(&self, fault: Fault) -> Result<(), String> {
@@ -91,6 +140,26 @@ impl Stage {
             .ok_or_else(|| "no network namespace".to_owned())
     }
 
+    /// The server side's open connections: the server's, or the sum over
+    /// the cluster's running nodes.
+    async fn connections_open(&self) -> Result<u64, String> {
+        match (&self.cluster, &self.server) {
+            (Some(c), _) => c.connections_open().await,
+            (None, Some(s)) => s.metric("belay_connections_open").await.map(|n| n as u64),
+            (None, None) => Err("no server".into()),
+        }
+    }
+
+    /// What must be known before the fault starts (so that looking it up
+    /// is not timed): the node the client is on.
+    async fn prepare(&mut self, plan: &RepPlan) -> Result<(), String> {
+        if matches!(plan.fault, LabFault::Deploy | LabFault::NodeKill) {
+            let node = self.cluster()?.client_node().await?;
+            self.target = Some(node);
+        }
+        Ok(())
+    }
+
     /// Switch the fault on, wait out its duration, switch it off; returns
     /// when it ended.
     async fn apply(&mut self, plan: &RepPlan) -> Result<Instant, String> {
@@ -104,21 +173,21 @@ impl Stage {
                     LabFault::ServiceDown => "service_down",
                     _ => "slow_replies",
                 };
-                self.server.fault(name, on).await?;
+                self.server()?.fault(name, on).await?;
                 sleep(hold).await;
-                self.server.fault(name, off).await?;
+                self.server()?.fault(name, off).await?;
             }
             LabFault::Flapping => {
-                self.server
+                self.server()?
                     .fault("flapping", r#"{"on":true,"after_ms":300}"#)
                     .await?;
                 sleep(plan.flapping_for).await;
-                self.server.fault("flapping", off).await?;
+                self.server()?.fault("flapping", off).await?;
             }
             LabFault::Restart => {
                 let body = format!(r#"{{"down_ms":{}}}"#, hold.as_millis());
                 let until = Instant::now() + hold;
-                self.server.fault("restart", &body).await?;
+                self.server()?.fault("restart", &body).await?;
                 tokio::time::sleep_until(until).await;
             }
             LabFault::Blackhole => {
@@ -145,13 +214,40 @@ impl Stage {
                 self.net()?.restore().await?;
             }
             LabFault::Drain => {
-                let addr = self.server.addr();
-                self.server.fault("drain", on).await?;
-                if !self.server.exited(Duration::from_secs(15)).await {
+                let server = self.server.as_mut().ok_or("no server for this fault")?;
+                let addr = server.addr();
+                server.fault("drain", on).await?;
+                if !server.exited(Duration::from_secs(15)).await {
                     return Err("the drained server did not exit within 15 s".into());
                 }
                 // The next deployment takes the same address.
-                self.server = LabServer::start(&plan.server, addr, None).await?;
+                self.server = Some(LabServer::start(&plan.server, addr, None).await?);
+            }
+            LabFault::Deploy | LabFault::NodeKill => {
+                let node = self.target.ok_or("no node picked for the fault")?;
+                let (signal, bound) = if plan.fault == LabFault::Deploy {
+                    // The balancer's delay, the spread, the last requests.
+                    ("TERM", Duration::from_secs(15))
+                } else {
+                    ("KILL", Duration::from_secs(5))
+                };
+                let cluster = self.cluster()?;
+                cluster.stop_node(node, signal, bound).await?;
+                // Over once the balancer has noticed (a drained node is out
+                // before it exits: /readyz answered 503 first).
+                cluster
+                    .out_of_rotation(node, Duration::from_secs(5))
+                    .await?;
+            }
+            LabFault::RedisDown => {
+                // Held past the broker's probe bound, so that the outage
+                // lasts the fault's length after it can have been noticed.
+                self.cluster()?.redis().pause().await?;
+                sleep(hold + REDIS_PROBE_BOUND).await;
+                self.cluster()?.redis().resume().await?;
+            }
+            LabFault::RedisRestart => {
+                self.cluster()?.redis().restart().await?;
             }
         }
         Ok(Instant::now())
@@ -187,7 +283,9 @@ pub(crate) async fn repetition(plan: &RepPlan) -> Result<RepFigures, String> {
     }
     let mut figures = figures(Frame { stop_at, ..frame }, &seen, last.as_ref());
     figures.server_connections_after = conns;
-    stage.server.kill().await;
+    if let Some(server) = stage.server.take() {
+        server.kill().await;
+    }
     Ok(figures)
 }
 
@@ -208,6 +306,7 @@ async fn measured(
         .await
         .ok_or_else(|| format!("{} received no publication", plan.client))?;
     sleep(STEADY).await;
+    stage.prepare(plan).await?;
     let fault_at = Instant::now();
     let fault_end = stage.apply(plan).await?;
     // A client that recovers gets its chance; one that does not is measured as is.
@@ -218,13 +317,8 @@ async fn measured(
     }
     let settle_window = plan.work.request_timeout + Duration::from_millis(500);
     sleep(settle_window).await;
-    let conns = stage
-        .server
-        .metric("belay_connections_open")
-        .await
-        .ok()
-        .map(|n| n as u64);
-    let last = probe::position(stage.server.addr(), &plan.work.channel)
+    let conns = stage.connections_open().await.ok();
+    let last = probe::position(stage.server_addr(), &plan.work.channel)
         .await
         .ok();
     if let Some(p) = &last {

@@ -1,5 +1,6 @@
 //! The server under test: `belay serve --demo` as a child process (in a
-//! network namespace for the link cut), driven through its admin API.
+//! network namespace for the link cut, or as one node of a cluster on
+//! Redis behind HAProxy), driven through its admin API.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -44,6 +45,18 @@ impl Default for ServerSetup {
 pub(crate) struct LabServer {
     child: Child,
     addr: SocketAddr,
+    /// It expects a PROXY header from loopback peers (a cluster node
+    /// behind HAProxy): the lab's own calls send one.
+    behind_proxy: bool,
+}
+
+/// How a cluster node differs from a lone server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeSetup {
+    /// The broker's URL, `redis://127.0.0.1:PORT`.
+    pub(crate) broker: String,
+    /// Seconds the balancer needs to notice `/readyz` = 503 in a drain.
+    pub(crate) lb_delay_secs: u64,
 }
 
 /// How long a server may take to say where it listens.
@@ -57,7 +70,27 @@ impl LabServer {
         listen: SocketAddr,
         netns: Option<&str>,
     ) -> Result<LabServer, String> {
-        let serve_args = [
+        LabServer::spawn(setup, listen, netns, None).await
+    }
+
+    /// Start one node of a cluster on a free loopback port: on the Redis
+    /// broker, behind HAProxy (PROXY protocol from 127.0.0.1).
+    pub(crate) async fn start_node(
+        setup: &ServerSetup,
+        node: &NodeSetup,
+    ) -> Result<LabServer, String> {
+        let listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        LabServer::spawn(setup, listen, None, Some(node)).await
+    }
+
+    async fn spawn(
+        setup: &ServerSetup,
+        listen: SocketAddr,
+        netns: Option<&str>,
+        node: Option<&NodeSetup>,
+    ) -> Result<LabServer, String> {
+        let lb_delay = node.map_or(0, |n| n.lb_delay_secs);
+        let mut serve_args = vec![
             "serve".to_owned(),
             "--demo".into(),
             "--listen".into(),
@@ -71,8 +104,17 @@ impl LabServer {
             "--drain-spread-ms".into(),
             setup.drain_spread.as_millis().to_string(),
             "--lb-delay-secs".into(),
-            "0".into(),
+            lb_delay.to_string(),
         ];
+        if let Some(node) = node {
+            serve_args.extend([
+                "--broker".into(),
+                node.broker.clone(),
+                "--proxy-protocol".into(),
+                "--trusted-proxy".into(),
+                "127.0.0.1".into(),
+            ]);
+        }
         let mut command = match netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
@@ -111,7 +153,11 @@ impl LabServer {
         };
         // Keep reading so the server never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(LabServer { child, addr })
+        Ok(LabServer {
+            child,
+            addr,
+            behind_proxy: node.is_some(),
+        })
     }
 
     /// Where it listens.
@@ -121,7 +167,8 @@ impl LabServer {
 
     /// `POST /admin/fault/{name}` with `body`.
     pub(crate) async fn fault(&self, name: &str, body: &str) -> Result<(), String> {
-        let answer = http::post(self.addr, &format!("/admin/fault/{name}"), body).await?;
+        let path = format!("/admin/fault/{name}");
+        let answer = http::call(self.addr, "POST", &path, body, self.behind_proxy).await?;
         if answer.status == 200 {
             Ok(())
         } else {
@@ -134,13 +181,22 @@ impl LabServer {
 
     /// A sample of `/metrics`.
     pub(crate) async fn metric(&self, name: &str) -> Result<f64, String> {
-        let answer = http::get(self.addr, "/metrics").await?;
+        let answer = http::call(self.addr, "GET", "/metrics", "", self.behind_proxy).await?;
         http::metric(&answer.body, name).ok_or_else(|| format!("no {name} in /metrics"))
     }
 
     /// Wait (at most `bound`) for the process to exit on its own.
     pub(crate) async fn exited(&mut self, bound: Duration) -> bool {
         tokio::time::timeout(bound, self.child.wait()).await.is_ok()
+    }
+
+    /// Send `signal` (`TERM`, `KILL`) to the process.
+    pub(crate) async fn signal(&self, signal: &str) -> Result<(), String> {
+        let pid = self
+            .child
+            .id()
+            .ok_or_else(|| format!("the server on {} has exited", self.addr))?;
+        super::cluster::signal(pid, signal).await
     }
 
     /// Stop it now.

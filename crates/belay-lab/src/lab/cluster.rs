@@ -1,0 +1,486 @@
+//! The cluster the cluster faults run against: one `redis-server` without
+//! persistence, two `belay serve --demo --broker redis://…` nodes on it,
+//! and HAProxy in front (health checks on `/readyz`, the client's address
+//! sent with `send-proxy-v2`), as in the cluster tests
+//! (crates/belay-cli/tests/cluster). Each process runs on free loopback
+//! ports, with what it writes in a temporary directory of the cluster's
+//! own; everything is stopped when the cluster is dropped. Every wait is
+//! bounded.
+//!
+//! ```text
+//!   agent ──▶ HAProxy ──send-proxy-v2──▶ node A ──┐
+//!                     └──send-proxy-v2──▶ node B ──┴──▶ redis-server
+//! ```
+//!
+//! redis-server and haproxy come from `PATH` (Debian's packages; the test
+//! command installs them).
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use super::http;
+use super::server::{LabServer, NodeSetup, ServerSetup};
+
+/// How long redis-server and HAProxy may take to be up.
+const START_BOUND: Duration = Duration::from_secs(10);
+/// Free ports are picked, then bound by another process: another process
+/// may take one in between, so starting is tried this many times.
+const PORT_TRIES: usize = 3;
+/// Seconds a draining node waits for HAProxy to notice `/readyz` = 503
+/// before it advises its clients to leave: its checks (every 100 ms, two
+/// failures) take 200 ms; a second is plenty.
+pub(crate) const LB_DELAY_SECS: u64 = 1;
+
+/// `kill -SIGNAL pid` (`TERM`, `KILL`, `STOP`, `CONT`).
+pub(crate) async fn signal(pid: u32, signal: &str) -> Result<(), String> {
+    let out = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run kill: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "kill -{signal} {pid}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A loopback port nothing listens on now (the OS picks it).
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+/// A directory of the cluster's own, removed on drop.
+#[derive(Debug)]
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn create() -> Result<TempDir, String> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("belay-lab-cluster-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `redis-server` without persistence (`--save "" --appendonly no`) on
+/// a loopback port.
+#[derive(Debug)]
+pub(crate) struct Redis {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Redis {
+    async fn start(dir: &Path) -> Result<Redis, String> {
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            let mut redis = Redis {
+                child: None,
+                port: free_port()?,
+                dir: dir.to_owned(),
+            };
+            match redis.spawn().await {
+                Ok(()) => return Ok(redis),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Start the process on `self.port`; ready when its log says so.
+    async fn spawn(&mut self) -> Result<(), String> {
+        let mut child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--logfile", ""])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                format!("cannot start redis-server (Debian's redis-server; scripts/test installs it): {e}")
+            })?;
+        let stdout = child.stdout.take().ok_or("redis-server: no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = tokio::time::timeout(START_BOUND, async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("Ready to accept connections") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        if !matches!(ready, Ok(true)) {
+            let _ = child.kill().await;
+            return Err(format!(
+                "redis-server on port {} did not become ready within {START_BOUND:?}",
+                self.port
+            ));
+        }
+        // The rest of the log is read (and dropped) so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Its `redis://` URL.
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn pid(&self) -> Result<u32, String> {
+        self.child
+            .as_ref()
+            .and_then(Child::id)
+            .ok_or_else(|| "redis-server is not running".to_owned())
+    }
+
+    /// `SIGSTOP`: Redis answers nothing, closes nothing and keeps its data.
+    pub(crate) async fn pause(&self) -> Result<(), String> {
+        signal(self.pid()?, "STOP").await
+    }
+
+    /// `SIGCONT`: it goes on where it stopped.
+    pub(crate) async fn resume(&self) -> Result<(), String> {
+        signal(self.pid()?, "CONT").await
+    }
+
+    /// `SIGKILL` (no goodbye to its clients), then a new redis-server on
+    /// the same port, empty: it keeps nothing on disk.
+    pub(crate) async fn restart(&mut self) -> Result<(), String> {
+        if let Some(mut child) = self.child.take() {
+            // Kills and waits until it is gone.
+            let _ = child.kill().await;
+        }
+        self.spawn().await
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            // SIGKILL ends a stopped process too.
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// HAProxy in front of the nodes.
+#[derive(Debug)]
+struct Haproxy {
+    _child: Child,
+    front: SocketAddr,
+    /// Its stats socket (`show stat`: each node's state).
+    stats: PathBuf,
+}
+
+/// HAProxy's configuration: the cluster tests'
+/// (crates/belay-cli/tests/cluster/harness.rs), with a stats socket at
+/// `stats` for the lab to read the nodes' states.
+fn haproxy_config(front: SocketAddr, nodes: &[SocketAddr], stats: &Path) -> String {
+    let servers: String = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, addr)| {
+            format!("  server n{i} {addr} check inter 100ms fall 2 rise 1 send-proxy-v2\n")
+        })
+        .collect();
+    format!(
+        "global\n  maxconn 1024\n  stats socket {} level user\n\
+         defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 30s\n\
+         frontend front\n  bind {front}\n  default_backend nodes\n\
+         backend nodes\n  balance roundrobin\n  option httpchk GET /readyz\n  http-check expect status 200\n{servers}",
+        stats.display()
+    )
+}
+
+impl Haproxy {
+    async fn start(dir: &Path, nodes: &[SocketAddr]) -> Result<Haproxy, String> {
+        let path = dir.join("haproxy.cfg");
+        let stats = dir.join("haproxy.sock");
+        let mut last = String::new();
+        for _ in 0..PORT_TRIES {
+            let front = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+            std::fs::write(&path, haproxy_config(front, nodes, &stats))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            let mut child = Command::new("haproxy")
+                .arg("-db")
+                .arg("-f")
+                .arg(&path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| {
+                    format!(
+                        "cannot start haproxy (Debian's haproxy; scripts/test installs it): {e}"
+                    )
+                })?;
+            match routes(&mut child, front).await {
+                Ok(()) => {
+                    return Ok(Haproxy {
+                        _child: child,
+                        front,
+                        stats,
+                    })
+                }
+                Err(e) => {
+                    let _ = child.kill().await;
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+}
+
+impl Haproxy {
+    /// The state HAProxy gives node `index` (`UP`, `DOWN`, `UP 1/2`: going
+    /// down…), from `show stat` on its stats socket.
+    async fn state(&self, index: usize) -> Result<String, String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ask = async {
+            let mut socket = tokio::net::UnixStream::connect(&self.stats)
+                .await
+                .map_err(|e| format!("haproxy stats socket: {e}"))?;
+            socket
+                .write_all(b"show stat\n")
+                .await
+                .map_err(|e| format!("haproxy stats socket: {e}"))?;
+            let mut text = String::new();
+            socket
+                .read_to_string(&mut text)
+                .await
+                .map_err(|e| format!("haproxy stats socket: {e}"))?;
+            server_state(&text, "nodes", &format!("n{index}"))
+                .ok_or_else(|| format!("no state for node {index} in haproxy's stats"))
+        };
+        tokio::time::timeout(Duration::from_secs(2), ask)
+            .await
+            .map_err(|_| "haproxy's stats socket did not answer within 2 s".to_owned())?
+    }
+}
+
+/// The `status` of server `server` of backend `backend` in `show stat`'s
+/// CSV (a header line `# pxname,svname,…,status,…`).
+fn server_state(csv: &str, backend: &str, server: &str) -> Option<String> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines
+        .next()?
+        .trim_start_matches('#')
+        .trim()
+        .split(',')
+        .collect();
+    let column = header.iter().position(|h| *h == "status")?;
+    lines.find_map(|line| {
+        let fields: Vec<&str> = line.split(',').collect();
+        (fields.first() == Some(&backend) && fields.get(1) == Some(&server))
+            .then(|| fields.get(column).map(|s| (*s).to_owned()))
+            .flatten()
+    })
+}
+
+/// Until HAProxy on `front` answers `/readyz` from a node (bounded), or
+/// has exited (a port taken under it).
+async fn routes(child: &mut Child, front: SocketAddr) -> Result<(), String> {
+    let up = tokio::time::timeout(START_BOUND, async {
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("haproxy on {front} exited: {status}"));
+            }
+            if let Ok(answer) = http::call(front, "GET", "/readyz", "", false).await {
+                if answer.status == 200 {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    up.unwrap_or_else(|_| {
+        Err(format!(
+            "haproxy on {front} routed to no node within {START_BOUND:?}"
+        ))
+    })
+}
+
+/// Redis, the nodes on it, and HAProxy in front.
+#[derive(Debug)]
+pub(crate) struct Cluster {
+    // Dropped in this order: the nodes, HAProxy, Redis, the directory.
+    nodes: Vec<Option<LabServer>>,
+    haproxy: Haproxy,
+    redis: Redis,
+    _dir: TempDir,
+}
+
+/// Nodes in a cluster.
+const NODES: usize = 2;
+
+impl Cluster {
+    /// Start Redis, [`NODES`] nodes on it (with `setup`'s timings), and
+    /// HAProxy; returns once HAProxy routes.
+    pub(crate) async fn start(setup: &ServerSetup) -> Result<Cluster, String> {
+        let dir = TempDir::create()?;
+        let redis = Redis::start(&dir.0).await?;
+        let node = NodeSetup {
+            broker: redis.url(),
+            lb_delay_secs: LB_DELAY_SECS,
+        };
+        let mut nodes = Vec::new();
+        for _ in 0..NODES {
+            nodes.push(LabServer::start_node(setup, &node).await?);
+        }
+        let addrs: Vec<SocketAddr> = nodes.iter().map(LabServer::addr).collect();
+        let haproxy = Haproxy::start(&dir.0, &addrs).await?;
+        Ok(Cluster {
+            nodes: nodes.into_iter().map(Some).collect(),
+            haproxy,
+            redis,
+            _dir: dir,
+        })
+    }
+
+    /// Where clients connect: HAProxy.
+    pub(crate) fn front(&self) -> SocketAddr {
+        self.haproxy.front
+    }
+
+    /// The shared Redis.
+    pub(crate) fn redis(&mut self) -> &mut Redis {
+        &mut self.redis
+    }
+
+    /// The node holding a connection (the lab's one client is on it).
+    pub(crate) async fn client_node(&self) -> Result<usize, String> {
+        for (i, node) in self.running() {
+            if node.metric("belay_connections_open").await? >= 1.0 {
+                return Ok(i);
+            }
+        }
+        Err("no node holds the client's connection".into())
+    }
+
+    /// The open connections of every node still running.
+    pub(crate) async fn connections_open(&self) -> Result<u64, String> {
+        let mut sum = 0;
+        for (_, node) in self.running() {
+            sum += node.metric("belay_connections_open").await? as u64;
+        }
+        Ok(sum)
+    }
+
+    /// Send node `index` `signal` and wait (at most `bound`) until it has
+    /// exited; it is gone from the cluster afterwards.
+    pub(crate) async fn stop_node(
+        &mut self,
+        index: usize,
+        signal: &str,
+        bound: Duration,
+    ) -> Result<(), String> {
+        let node = self
+            .nodes
+            .get_mut(index)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| format!("node {index} is not running"))?;
+        node.signal(signal).await?;
+        if !node.exited(bound).await {
+            return Err(format!(
+                "node {index} did not exit within {bound:?} of SIG{signal}"
+            ));
+        }
+        self.nodes[index] = None;
+        Ok(())
+    }
+
+    /// Wait (at most `bound`) until HAProxy has taken node `index` out of
+    /// rotation (its health checks failed twice).
+    pub(crate) async fn out_of_rotation(
+        &self,
+        index: usize,
+        bound: Duration,
+    ) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let state = self.haproxy.state(index).await?;
+            if state == "DOWN" {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "haproxy still has node {index} {state} {bound:?} after it stopped"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn running(&self) -> impl Iterator<Item = (usize, &LabServer)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn haproxy_checks_readyz_and_sends_proxy_v2() {
+        let config = haproxy_config(
+            "127.0.0.1:9000".parse().unwrap(),
+            &[
+                "127.0.0.1:9001".parse().unwrap(),
+                "127.0.0.1:9002".parse().unwrap(),
+            ],
+            Path::new("/tmp/x/haproxy.sock"),
+        );
+        assert!(config.contains("stats socket /tmp/x/haproxy.sock level user\n"));
+        assert!(config.contains("bind 127.0.0.1:9000\n"));
+        assert!(config.contains("option httpchk GET /readyz\n"));
+        assert!(config
+            .contains("server n1 127.0.0.1:9002 check inter 100ms fall 2 rise 1 send-proxy-v2\n"));
+    }
+
+    #[test]
+    fn reads_a_server_state_from_show_stat() {
+        let csv = "# pxname,svname,qcur,status,weight\n\
+                   front,FRONTEND,,OPEN,\n\
+                   nodes,n0,0,DOWN,1\n\
+                   nodes,n1,0,UP 1/2,1\n\
+                   nodes,BACKEND,0,UP,1\n";
+        assert_eq!(server_state(csv, "nodes", "n0").as_deref(), Some("DOWN"));
+        assert_eq!(server_state(csv, "nodes", "n1").as_deref(), Some("UP 1/2"));
+        assert_eq!(server_state(csv, "nodes", "n2"), None);
+    }
+}
