@@ -31,6 +31,7 @@ pub mod bench_server;
 pub mod broadcast;
 pub mod channels;
 pub mod client;
+pub mod cluster;
 pub mod echo;
 pub mod floor;
 pub mod idle;

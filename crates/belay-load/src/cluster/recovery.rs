@@ -1,0 +1,510 @@
+//! Recovery cost: clients subscribed on node A, A killed with SIGKILL, the
+//! time until every one of them is connected to node B, resubscribed with
+//! `recovered: true`, and caught up with what B published meanwhile.
+//!
+//! Two nodes share a redis-server; every client knows both nodes' URLs
+//! (A first) and, when its connection is lost, dials the next URL at once
+//! (100 ms between failed attempts), sends `subscribe` with `since` = its
+//! last position and checks the answer. Node B publishes stamped messages
+//! at a steady rate for the whole run. A client is **caught up** once it
+//! holds every publication made before it sent its resubscribe: the moment
+//! the last of those arrived (or the `subscribed`, if it came later),
+//! known once a publication stamped after the resubscribe arrives. Every
+//! client checks that offsets follow one another to the end (the last
+//! offset B published): a gap is a lost publication.
+//!
+//! The baseline, in the same run, is the cold start: the same clients
+//! opening and subscribing on A from nothing, with the same number of
+//! handshakes in flight.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::SinkExt;
+use serde_json::Value;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio_websockets::Message;
+
+use super::node::NodeProcess;
+use super::redis::RedisProcess;
+use super::subscribers::{self, PublishRequest};
+use super::{med, spread};
+use crate::client::{self, wall_micros};
+use crate::target::Target;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RecoveryBench {
+    /// Clients on node A.
+    pub clients: usize,
+    /// Runs.
+    pub runs: usize,
+    /// Node B's publications per second, all along.
+    pub rate: f64,
+    /// Seconds B publishes in all (bounded so history covers the outage:
+    /// the Redis broker keeps 1,000 publications per channel).
+    pub publish_secs: f64,
+    /// Handshakes in flight at once, shared by the clients.
+    pub handshakes: usize,
+    /// Source addresses.
+    pub sources: Vec<IpAddr>,
+    /// The nodes' ping interval.
+    pub ping_interval: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Progress {
+    subscribed: AtomicUsize,
+    first_publication: AtomicUsize,
+    caught_up: AtomicUsize,
+}
+
+/// What one client saw (wall-clock µs).
+#[derive(Debug, Default, Clone)]
+struct Outcome {
+    lost_at: Option<u64>,
+    reconnected_at: Option<u64>,
+    resubscribed_at: Option<u64>,
+    recovered: Option<bool>,
+    caught_up_at: Option<u64>,
+    replayed: u64,
+    attempts: u32,
+    gaps: u64,
+    duplicates: u64,
+    last_offset: u64,
+    error: Option<String>,
+}
+
+/// The value of the first `"key":"…"` in `text`.
+fn field_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let pattern = format!("\"{key}\":\"");
+    let start = text.find(&pattern)? + pattern.len();
+    let rest = &text[start..];
+    Some(&rest[..rest.find('"')?])
+}
+
+struct Client {
+    urls: Vec<Target>,
+    source: Option<IpAddr>,
+    permits: Arc<Semaphore>,
+    channel: String,
+    progress: Arc<Progress>,
+    top: watch::Receiver<Option<u64>>,
+    deadline: tokio::time::Instant,
+}
+
+impl Client {
+    async fn run(mut self) -> Outcome {
+        let mut out = Outcome::default();
+        let mut url = 0usize;
+        let mut position: Option<(String, u64)> = None;
+        let mut seen_first = false;
+        loop {
+            if tokio::time::Instant::now() >= self.deadline {
+                out.error.get_or_insert("time limit".into());
+                return out;
+            }
+            let opened = {
+                let Ok(_permit) = self.permits.acquire().await else {
+                    return out;
+                };
+                client::open(&self.urls[url], self.source, Duration::from_secs(10)).await
+            };
+            let mut ws = match opened {
+                Ok(ws) => ws,
+                Err(_) => {
+                    out.attempts += 1;
+                    url = (url + 1) % self.urls.len();
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let resuming = position.is_some();
+            if resuming {
+                out.reconnected_at.get_or_insert(wall_micros());
+            }
+            let frame = match &position {
+                Some((epoch, offset)) => serde_json::json!({
+                    "type": "subscribe", "channel": self.channel,
+                    "since": {"epoch": epoch, "offset": offset},
+                }),
+                None => serde_json::json!({"type": "subscribe", "channel": self.channel}),
+            };
+            let sent_at = wall_micros();
+            if ws.send(Message::text(frame.to_string())).await.is_err() {
+                continue;
+            }
+            let answer = match tokio::time::timeout_at(
+                self.deadline,
+                client::next_non_ping(&mut ws),
+            )
+            .await
+            {
+                Ok(Ok(text)) => text,
+                Ok(Err(_)) => {
+                    url = (url + 1) % self.urls.len();
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            let parsed: Value = serde_json::from_str(&answer).unwrap_or_default();
+            if parsed["type"] != "subscribed" {
+                out.error
+                    .get_or_insert(format!("expected subscribed, got {answer}"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            let epoch = parsed["epoch"].as_str().unwrap_or_default().to_owned();
+            let offset = parsed["offset"].as_u64().unwrap_or(0);
+            let recovered = parsed["recovered"].as_bool().unwrap_or(false);
+            match &position {
+                Some((e, _)) => {
+                    out.resubscribed_at.get_or_insert(wall_micros());
+                    let ok = recovered && *e == epoch;
+                    out.recovered = Some(out.recovered.unwrap_or(true) && ok);
+                    if !ok {
+                        out.error
+                            .get_or_insert(format!("resume not recovered: {answer}"));
+                        position = Some((epoch, offset));
+                    }
+                }
+                None => {
+                    position = Some((epoch, offset));
+                    self.progress.subscribed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let mut last_meanwhile: Option<u64> = None;
+            // Receive until the connection is lost or the top is reached.
+            loop {
+                let reached = {
+                    let top = *self.top.borrow();
+                    match (top, &position) {
+                        (Some(top), Some((_, o))) => *o >= top,
+                        _ => false,
+                    }
+                };
+                if reached {
+                    if resuming && out.caught_up_at.is_none() {
+                        self.catch_up(&mut out, last_meanwhile);
+                    }
+                    if let Some((_, o)) = &position {
+                        out.last_offset = *o;
+                    }
+                    let _ = ws.send(Message::close(None, "")).await;
+                    return out;
+                }
+                tokio::select! {
+                    text = client::next_non_ping(&mut ws) => {
+                        let text = match text {
+                            Ok(text) => text,
+                            Err(_) => {
+                                let now = wall_micros();
+                                if out.lost_at.is_some() {
+                                    out.error.get_or_insert("lost a second connection".into());
+                                }
+                                out.lost_at.get_or_insert(now);
+                                url = (url + 1) % self.urls.len();
+                                break;
+                            }
+                        };
+                        match client::message_type(&text) {
+                            Some("publication") => {
+                                let Some((epoch, last)) = position.as_mut() else { break };
+                                if field_str(&text, "epoch") != Some(epoch.as_str()) {
+                                    out.error.get_or_insert(format!("publication of another epoch: {text}"));
+                                    continue;
+                                }
+                                let Some(this) = client::field_u64(&text, "offset") else { continue };
+                                if this <= *last {
+                                    out.duplicates += 1;
+                                    continue;
+                                }
+                                out.gaps += this - *last - 1;
+                                *last = this;
+                                if !seen_first {
+                                    seen_first = true;
+                                    self.progress.first_publication.fetch_add(1, Ordering::Relaxed);
+                                }
+                                if resuming && out.caught_up_at.is_none() {
+                                    let stamp = client::field_u64(&text, "t").unwrap_or(0);
+                                    if stamp < sent_at {
+                                        last_meanwhile = Some(wall_micros());
+                                        out.replayed += 1;
+                                    } else {
+                                        self.catch_up(&mut out, last_meanwhile);
+                                    }
+                                }
+                            }
+                            Some("unsubscribed") => {
+                                out.error.get_or_insert(format!("lost the subscription: {text}"));
+                                break;
+                            }
+                            _ => {}
+                        }
+                    }
+                    changed = self.top.changed() => {
+                        if changed.is_err() {
+                            return out;
+                        }
+                    }
+                    _ = tokio::time::sleep_until(self.deadline) => {
+                        out.error.get_or_insert("time limit while receiving".into());
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+
+    fn catch_up(&self, out: &mut Outcome, last_meanwhile: Option<u64>) {
+        let subscribed = out.resubscribed_at.unwrap_or(0);
+        out.caught_up_at = Some(last_meanwhile.map_or(subscribed, |t| t.max(subscribed)));
+        self.progress.caught_up.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Wait, polling every 10 ms, until `counter` reaches `want` or `bound`
+/// passes; the time it took, if it did.
+async fn wait_for(counter: &AtomicUsize, want: usize, bound: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < bound {
+        if counter.load(Ordering::Relaxed) >= want {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+#[derive(Debug, Default, Clone)]
+struct Figures {
+    cold: f64,
+    reconnected: f64,
+    resubscribed: f64,
+    caught_up: f64,
+    caught_up_p50: f64,
+    caught_up_p99: f64,
+    complete: bool,
+}
+
+/// Seconds from `from` (µs) to the `p`-th percentile (nearest rank) of `at`.
+fn percentile_secs(at: &mut [u64], from: u64, p: f64) -> f64 {
+    if at.is_empty() {
+        return f64::NAN;
+    }
+    at.sort_unstable();
+    let rank = ((p / 100.0) * at.len() as f64).ceil() as usize;
+    at[rank.clamp(1, at.len()) - 1].saturating_sub(from) as f64 / 1e6
+}
+
+/// Run the benchmark; markdown rows and `MEDIAN` lines on stdout.
+pub async fn run(bench: &RecoveryBench) -> Result<(), String> {
+    let redis = RedisProcess::start()?;
+    println!("redis-server {} (pid {})", redis.url(), redis.pid());
+    println!();
+    println!("| run | clients | cold: all subscribed on A (s) | after kill -9 of A: all connected to B (s) | all resubscribed (s) | all caught up (s) | caught up p50 / p99 (s) | caught up ÷ cold | recovered: true | replayed per client (median) | lost (gaps) | duplicates | clients at B's last offset | reconnect attempts that failed |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut all = Vec::new();
+    for run in 1..=bench.runs {
+        let f = run_once(bench, &redis, run).await?;
+        all.push(f);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    println!();
+    let pick = |f: fn(&Figures) -> f64| all.iter().map(f).collect::<Vec<f64>>();
+    let cold = pick(|f| f.cold);
+    let caught = pick(|f| f.caught_up);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "MEDIAN recovery, {} clients: cold start {} s; after kill -9: all connected {} s, all resubscribed {} s, all caught up {} s ({:.2}x cold start); caught up p50 {} s, p99 {} s; complete (every client recovered: true, 0 lost, at the last offset) in {} of {} runs",
+        bench.clients,
+        spread(&cold, 3),
+        spread(&pick(|f| f.reconnected), 3),
+        spread(&pick(|f| f.resubscribed), 3),
+        spread(&caught, 3),
+        med(&caught) / med(&cold),
+        spread(&pick(|f| f.caught_up_p50), 3),
+        spread(&pick(|f| f.caught_up_p99), 3),
+        all.iter().filter(|f| f.complete).count(),
+        all.len()
+    );
+    print!("{out}");
+    Ok(())
+}
+
+async fn run_once(
+    bench: &RecoveryBench,
+    redis: &RedisProcess,
+    run: usize,
+) -> Result<Figures, String> {
+    let mut a = NodeProcess::start(&redis.url(), None, bench.ping_interval).await?;
+    let b = NodeProcess::start(&redis.url(), None, bench.ping_interval).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let channel = format!("rec.r{run}.{}", wall_micros());
+    let progress = Arc::new(Progress::default());
+    let permits = Arc::new(Semaphore::new(bench.handshakes.max(1)));
+    let (top_tx, top_rx) = watch::channel(None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
+    let urls = vec![a.private.clone(), b.private.clone()];
+    let mut tasks = JoinSet::new();
+    let cold_start = Instant::now();
+    for i in 0..bench.clients {
+        let c = Client {
+            urls: urls.clone(),
+            source: client::source_for(&bench.sources, i),
+            permits: Arc::clone(&permits),
+            channel: channel.clone(),
+            progress: Arc::clone(&progress),
+            top: top_rx.clone(),
+            deadline,
+        };
+        tasks.spawn(c.run());
+    }
+    let cold = wait_for(
+        &progress.subscribed,
+        bench.clients,
+        Duration::from_secs(120),
+    )
+    .await
+    .map(|_| cold_start.elapsed())
+    .ok_or_else(|| {
+        format!(
+            "only {} of {} clients subscribed on A within 120 s",
+            progress.subscribed.load(Ordering::Relaxed),
+            bench.clients
+        )
+    })?;
+    // B publishes all along.
+    let request = PublishRequest {
+        channel: channel.clone(),
+        messages: (bench.rate * bench.publish_secs).ceil() as u64,
+        rate: bench.rate,
+        concurrency: 1,
+    };
+    let publisher_target = b.private.clone();
+    let publisher_source = client::source_for(&bench.sources, bench.clients);
+    let publisher = tokio::spawn(async move {
+        subscribers::publish(
+            &publisher_target,
+            publisher_source,
+            &request,
+            Duration::from_secs(600),
+        )
+        .await
+    });
+    wait_for(
+        &progress.first_publication,
+        bench.clients,
+        Duration::from_secs(60),
+    )
+    .await
+    .ok_or("not every client got a publication on A within 60 s")?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let killed_at = wall_micros();
+    a.kill9().await?;
+    let caught = wait_for(&progress.caught_up, bench.clients, Duration::from_secs(120)).await;
+    if caught.is_none() {
+        eprintln!(
+            "run {run}: only {} of {} clients caught up within 120 s of the kill",
+            progress.caught_up.load(Ordering::Relaxed),
+            bench.clients
+        );
+    }
+    let answer = publisher
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let _ = top_tx.send(Some(answer.last_offset));
+    let mut outcomes = Vec::new();
+    let collected = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(done) = tasks.join_next().await {
+            if let Ok(o) = done {
+                outcomes.push(o);
+            }
+        }
+    })
+    .await;
+    if collected.is_err() {
+        tasks.abort_all();
+        eprintln!("run {run}: clients still running 120 s after the last publication");
+    }
+    b.stop().await;
+    drop(a);
+    let n = bench.clients;
+    let mut reconnected: Vec<u64> = outcomes.iter().filter_map(|o| o.reconnected_at).collect();
+    let mut resubscribed: Vec<u64> = outcomes.iter().filter_map(|o| o.resubscribed_at).collect();
+    let mut caught_up: Vec<u64> = outcomes.iter().filter_map(|o| o.caught_up_at).collect();
+    let recovered = outcomes
+        .iter()
+        .filter(|o| o.recovered == Some(true))
+        .count();
+    let gaps: u64 = outcomes.iter().map(|o| o.gaps).sum();
+    let duplicates: u64 = outcomes.iter().map(|o| o.duplicates).sum();
+    let at_top = outcomes
+        .iter()
+        .filter(|o| o.last_offset == answer.last_offset)
+        .count();
+    let attempts: u32 = outcomes.iter().map(|o| o.attempts).sum();
+    let replayed: Vec<f64> = outcomes.iter().map(|o| o.replayed as f64).collect();
+    let max = |v: &mut Vec<u64>| {
+        if v.len() == n {
+            percentile_secs(v, killed_at, 100.0)
+        } else {
+            f64::NAN
+        }
+    };
+    let figures = Figures {
+        cold: cold.as_secs_f64(),
+        reconnected: max(&mut reconnected),
+        resubscribed: max(&mut resubscribed),
+        caught_up: max(&mut caught_up),
+        caught_up_p50: percentile_secs(&mut caught_up, killed_at, 50.0),
+        caught_up_p99: percentile_secs(&mut caught_up, killed_at, 99.0),
+        complete: outcomes.len() == n
+            && recovered == n
+            && caught_up.len() == n
+            && gaps == 0
+            && at_top == n,
+    };
+    println!(
+        "| {run} | {n} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} / {:.3} | {:.2} | {recovered} / {n} | {} | {gaps} | {duplicates} | {at_top} / {n} | {attempts} |",
+        figures.cold,
+        figures.reconnected,
+        figures.resubscribed,
+        figures.caught_up,
+        figures.caught_up_p50,
+        figures.caught_up_p99,
+        figures.caught_up / figures.cold,
+        med(&replayed),
+    );
+    if let Some(e) = outcomes.iter().find_map(|o| o.error.clone()) {
+        eprintln!("run {run}: first client problem: {e}");
+    }
+    Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_fields_are_found() {
+        let frame = r#"{"type":"publication","channel":"c","epoch":"18a3f0","offset":7,"data":{"n":1,"t":5}}"#;
+        assert_eq!(field_str(frame, "epoch"), Some("18a3f0"));
+        assert_eq!(field_str(frame, "channel"), Some("c"));
+        assert_eq!(field_str(frame, "missing"), None);
+    }
+
+    #[test]
+    fn percentiles_from_an_instant() {
+        let mut at = vec![3_000_000, 1_000_000, 2_000_000];
+        assert_eq!(percentile_secs(&mut at, 1_000_000, 100.0), 2.0);
+        assert_eq!(percentile_secs(&mut at, 1_000_000, 50.0), 1.0);
+        assert!(percentile_secs(&mut [], 0, 50.0).is_nan());
+    }
+}
