@@ -9,6 +9,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod abuse;
 mod backoff_table;
+mod config_cmd;
 mod connect;
 mod lab;
 mod load;
@@ -20,7 +21,8 @@ mod sim_stats;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Belay: realtime connections that know whether they are really alive.
 #[derive(Debug, Parser)]
@@ -36,6 +38,8 @@ enum Command {
     Abuse(abuse::Args),
     /// Show the reconnect delays each backoff policy of the core produces.
     Backoff(backoff_table::Args),
+    /// Check a config file (`check FILE`) or print one with every default (`defaults`).
+    Config(config_cmd::Args),
     /// Connect to a server: stdin lines become requests (`METHOD JSON`) or `sub CHANNEL`.
     Connect(connect::Args),
     /// Measure every client against every fault (real servers, proxy, link cuts) and write docs/RESULTS.md.
@@ -50,8 +54,35 @@ enum Command {
     Sim(sim::Args),
 }
 
+/// The ids of the flags of `subcommand` given on the command line (not
+/// defaults, not environment variables).
+fn given_on_command_line(matches: &clap::ArgMatches, subcommand: &str) -> Vec<String> {
+    let Some(sub) = matches.subcommand_matches(subcommand) else {
+        return Vec::new();
+    };
+    // Flags, not the groups `flatten` makes (named after their structs).
+    let command = Cli::command();
+    let flags: Vec<String> = command
+        .find_subcommand(subcommand)
+        .map(|c| {
+            c.get_arguments()
+                .map(|a| a.get_id().as_str().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    sub.ids()
+        .filter(|id| flags.iter().any(|f| f == id.as_str()))
+        .filter(|id| sub.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.as_str().to_owned())
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     let result = match cli.command {
         Command::Abuse(args) => abuse::run(&args),
         Command::Backoff(args) => backoff_table::run(&args),
@@ -60,7 +91,8 @@ fn main() -> ExitCode {
         Command::Lab(args) => lab::run(&args),
         Command::Load(args) => load::run(&args),
         Command::Proxy(args) => proxy::run(&args),
-        Command::Serve(args) => serve::run(&args),
+        Command::Config(args) => config_cmd::run(&args),
+        Command::Serve(args) => serve::run(&args, &given_on_command_line(&matches, "serve")),
         Command::Sim(args) => sim::run(&args),
     };
     match result {

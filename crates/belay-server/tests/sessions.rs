@@ -272,7 +272,7 @@ async fn bad_credentials_are_closed_with_4001() {
     .await;
     assert_eq!(
         raw.closed_within(SOON).await,
-        Closed::Frame(4001, "unauthorized".into())
+        Closed::Frame(4001, "unauthorized: bad token".into())
     );
 }
 

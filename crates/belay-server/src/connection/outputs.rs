@@ -10,6 +10,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Driver, End};
+use crate::auth::AuthError;
 use crate::broker::{Joining, LiveInbox, SubscribeError, SubscriberId, Subscription};
 use crate::metrics::{lock, Metrics};
 use crate::requests::{self, Admit, RequestTask};
@@ -125,7 +126,11 @@ impl Driver {
                 });
                 AuthVerdict::Accepted { expires_at, pacing }
             }
-            Err(_) => AuthVerdict::Refused,
+            Err(error) => AuthVerdict::RefusedFor {
+                reason: match error {
+                    AuthError::Unauthorized(reason) | AuthError::Forbidden(reason) => reason,
+                },
+            },
         };
         self.core.handle_auth(now, ticket, verdict);
     }

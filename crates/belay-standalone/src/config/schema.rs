@@ -391,7 +391,11 @@ pub(crate) fn closest<'a>(
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<&'a str> {
     candidates
-        .map(|c| (edit_distance(name, c), c))
+        .map(|c| {
+            // `secret` for `jwt_secret`: a whole part of the name counts as close.
+            let part = c.split('_').any(|p| p == name) && name.len() >= 3;
+            (if part { 1 } else { edit_distance(name, c) }, c)
+        })
         .filter(|(d, c)| *d <= 2.max(c.len() / 4))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)

@@ -67,6 +67,9 @@ impl<F> Connection<F> {
             {
                 (expires_at, pacing)
             }
+            AuthVerdict::RefusedFor { reason } => {
+                return self.close_with(CloseCode::UNAUTHORIZED, &format!("unauthorized: {reason}"))
+            }
             _ => return self.close_with(CloseCode::UNAUTHORIZED, "unauthorized"),
         };
         let session: std::sync::Arc<str> = format!("s{:016x}", self.rng.next_u64()).into();

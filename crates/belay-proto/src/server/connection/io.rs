@@ -72,8 +72,16 @@ pub enum AuthVerdict {
         /// reconnects.
         pacing: Option<Pacing>,
     },
-    /// The credential is missing or bad: close 4001.
+    /// The credential is missing or bad: close 4001 `unauthorized`.
     Refused,
+    /// The credential is missing or bad, for a reason the developer can
+    /// act on (`token expired`, `bad signature`): close 4001
+    /// `unauthorized: REASON` (cut to fit a close frame). The reason must
+    /// not contain secrets.
+    RefusedFor {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl AuthVerdict {

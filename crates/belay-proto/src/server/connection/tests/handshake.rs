@@ -115,6 +115,24 @@ fn a_refused_or_already_expired_credential_closes_4001() {
 }
 
 #[test]
+fn a_refusal_with_a_reason_closes_4001_with_that_reason() {
+    let mut conn = Conn::new(Limits::default(), T0, 1);
+    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
+    let ticket = ticket_of(&drain(&mut conn));
+    conn.handle_auth(
+        T0,
+        ticket,
+        AuthVerdict::RefusedFor {
+            reason: "token expired".into(),
+        },
+    );
+    assert_eq!(
+        sent(&drain(&mut conn)),
+        ["close 4001 unauthorized: token expired".to_owned()]
+    );
+}
+
+#[test]
 fn a_credential_that_expires_closes_4001_at_the_next_message() {
     let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));

@@ -1,0 +1,234 @@
+//! `belay serve --config FILE` and `belay config check FILE`, end to end
+//! against the binary: every error of a bad file with its line, a
+//! defaults file that checks clean, a server whose settings and JWT auth
+//! come from the file (the secret from the environment), and flags that
+//! cannot be combined with a file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use belay_proto::message::{ClientMessage, Connect, ServerMessage, Subscribe};
+use belay_test_support::services::free_port;
+use belay_test_support::sockets::{Closed, Raw};
+use jsonwebtoken::{encode, EncodingKey, Header};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const SOON: Duration = Duration::from_secs(5);
+const SECRET: &str = "a-test-secret-of-some-length";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("belay-config-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn belay() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_belay"))
+}
+
+#[test]
+fn check_reports_every_error_of_a_file_with_its_line_and_exits_2() {
+    let dir = temp_dir("bad");
+    let file = dir.join("belay.toml");
+    std::fs::write(
+        &file,
+        "[server]\nlisten = \"127.0.0.1:8080\"\n[limits]\nmax_fram_len = 10\nburst = -1\n[auth]\nmode = \"jwt\"\nsecret = \"x\"\n",
+    )
+    .expect("write");
+    let out = belay()
+        .args(["config", "check"])
+        .arg(&file)
+        .env_remove("BELAY_AUTH_JWT_SECRET")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let name = file.display().to_string();
+    for line in [
+        format!(
+            "{name}:4:1: unknown key `max_fram_len` in [limits] (did you mean `max_frame_len`?)"
+        ),
+        format!("{name}:5:9: limits.burst: expected 1 to"),
+        format!("{name}:8:1: unknown key `secret` in [auth] (did you mean `jwt_secret`?)"),
+        format!("{name}:7:8: auth.mode = \"jwt\" with HS256 needs auth.jwt_secret"),
+    ] {
+        assert!(stderr.contains(&line), "missing {line:?} in:\n{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_defaults_file_checks_clean() {
+    let dir = temp_dir("defaults");
+    let out = belay().args(["config", "defaults"]).output().expect("run");
+    assert!(out.status.success());
+    let file = dir.join("defaults.toml");
+    std::fs::write(&file, &out.stdout).expect("write");
+    let check = belay()
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(String::from_utf8_lossy(&check.stdout).ends_with(": ok\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn flags_cannot_be_combined_with_a_config_file() {
+    let dir = temp_dir("clash");
+    let file = dir.join("belay.toml");
+    std::fs::write(&file, "").expect("write");
+    let out = belay()
+        .args(["serve", "--config"])
+        .arg(&file)
+        .args(["--max-in-flight", "3", "--ping-interval-ms", "500"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("put these in the file instead: --ping-interval-ms, --max-in-flight")
+            || stderr
+                .contains("put these in the file instead: --max-in-flight, --ping-interval-ms"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `belay serve --config FILE` with the JWT secret in the environment.
+async fn serve(file: &Path) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_belay"))
+        .args(["serve", "--config"])
+        .arg(file)
+        .env("BELAY_AUTH_JWT_SECRET", SECRET)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run belay serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = tokio::time::timeout(SOON, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("listening on ws://").nth(1) {
+                return rest.trim_end_matches("/ws").parse::<SocketAddr>().ok();
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the server says where it listens");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+fn token(claims: serde_json::Value, secret: &str) -> String {
+    encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()).expect("a key"),
+    )
+    .expect("a token")
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+async fn refused_with(addr: SocketAddr, token: &str) -> Closed {
+    let mut raw = Raw::open(addr).await;
+    raw.send(&ClientMessage::Connect(Connect {
+        protocol: 1,
+        token: Some(token.to_owned()),
+        session: None,
+    }))
+    .await;
+    raw.closed_within(SOON).await
+}
+
+#[tokio::test]
+async fn a_server_from_a_config_file_checks_jwts_and_their_channel_grants() {
+    let dir = temp_dir("jwt");
+    let file = dir.join("belay.toml");
+    let port = free_port();
+    std::fs::write(
+        &file,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[auth]\nmode = \"jwt\"\njwt_audience = \"belay-tests\"\n[heartbeat]\nping_interval_ms = 2000\n"
+        ),
+    )
+    .expect("write");
+    let (_server, addr) = serve(&file).await;
+    assert_eq!(addr.port(), port, "listen comes from the file");
+
+    let good =
+        json!({"sub": "alice", "exp": now() + 600, "aud": "belay-tests", "channels": ["chat:*"]});
+    let (mut raw, welcome) = Raw::connected(addr, Some(&token(good.clone(), SECRET))).await;
+    let ServerMessage::Welcome(welcome) = welcome else {
+        panic!("welcome")
+    };
+    assert_eq!(
+        welcome.ping_interval_ms,
+        Some(2_000),
+        "heartbeat from the file"
+    );
+    raw.send(&ClientMessage::Subscribe(Subscribe {
+        channel: "chat:lobby".into(),
+        since: None,
+    }))
+    .await;
+    let granted = tokio::time::timeout(SOON, raw.recv_skipping_pings())
+        .await
+        .expect("in time")
+        .expect("open");
+    assert!(
+        matches!(granted, ServerMessage::Subscribed(_)),
+        "{granted:?}"
+    );
+    raw.send(&ClientMessage::Subscribe(Subscribe {
+        channel: "orders".into(),
+        since: None,
+    }))
+    .await;
+    let refused = tokio::time::timeout(SOON, raw.recv_skipping_pings())
+        .await
+        .expect("in time")
+        .expect("open");
+    let ServerMessage::Unsubscribed(refused) = refused else {
+        panic!("refused: {refused:?}")
+    };
+    assert_eq!(refused.code, "forbidden");
+
+    let expired = json!({"sub": "alice", "exp": now() - 10, "aud": "belay-tests"});
+    assert_eq!(
+        refused_with(addr, &token(expired, SECRET)).await,
+        Closed::Frame(4001, "unauthorized: token expired".into())
+    );
+    assert_eq!(
+        refused_with(addr, &token(good.clone(), "another-secret")).await,
+        Closed::Frame(4001, "unauthorized: bad signature".into())
+    );
+    let elsewhere = json!({"sub": "alice", "exp": now() + 600, "aud": "someone-else"});
+    assert_eq!(
+        refused_with(addr, &token(elsewhere, SECRET)).await,
+        Closed::Frame(4001, "unauthorized: wrong audience".into())
+    );
+    assert_eq!(
+        refused_with(addr, "not.a.jwt").await,
+        Closed::Frame(4001, "unauthorized: malformed token (not a JWT)".into())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
