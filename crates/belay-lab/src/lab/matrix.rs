@@ -195,6 +195,30 @@ pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport 
     }
 }
 
+/// What a cluster fault asks of a Belay client beyond the guarantees of
+/// every fault: a move or a Redis that comes back with its data is a resume
+/// (no resync); Redis restarted empty is announced (a resync); a Redis
+/// fault leaves the connection up (no dial).
+fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    match fault {
+        LabFault::Deploy | LabFault::NodeKill | LabFault::RedisDown if f.resyncs > 0 => {
+            out.push(format!("{} resyncs where the history was kept", f.resyncs));
+        }
+        LabFault::RedisRestart if f.resyncs == 0 => {
+            out.push("the lost history was never announced (no resync)".to_owned());
+        }
+        _ => {}
+    }
+    if matches!(fault, LabFault::RedisDown | LabFault::RedisRestart) && f.dials_since_fault > 0 {
+        out.push(format!(
+            "{} dials: the connection did not stay up",
+            f.dials_since_fault
+        ));
+    }
+    out.into_iter()
+}
+
 impl Cell {
     /// For a Belay client: every way this cell falls short of the
     /// guarantees (empty when it keeps them all). Other clients: empty.
@@ -249,6 +273,7 @@ impl Cell {
             if f.ready_after.is_none() {
                 out.push(format!("rep {n}: not ready again after the fault"));
             }
+            out.extend(cluster_shortfalls(self.fault, f).map(|s| format!("rep {n}: {s}")));
         }
         out
     }

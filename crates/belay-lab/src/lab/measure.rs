@@ -44,6 +44,9 @@ pub struct RepFigures {
     pub resyncs: u64,
     /// Connection attempts while the fault was on.
     pub dials_during_fault: u64,
+    /// Connection attempts from the fault's start until the lab stopped
+    /// looking (0: the connection stayed up throughout).
+    pub dials_since_fault: u64,
     /// The server's open connections once things settled.
     pub server_connections_after: Option<u64>,
 }
@@ -83,6 +86,11 @@ pub(crate) fn figures(frame: Frame, seen: &[Stamped], last: Option<&Position>) -
         dials_during_fault: seen
             .iter()
             .filter(|s| s.at >= frame.fault_at && s.at <= frame.fault_end)
+            .filter(|s| s.what == Observation::Dial)
+            .count() as u64,
+        dials_since_fault: seen
+            .iter()
+            .filter(|s| s.at >= frame.fault_at && s.at <= frame.stop_at)
             .filter(|s| s.what == Observation::Dial)
             .count() as u64,
         server_connections_after: None,
@@ -229,6 +237,7 @@ mod tests {
         assert_eq!(f.ready_after, Some(Duration::from_millis(600)));
         assert_eq!(f.data_after, Some(Duration::from_millis(700)));
         assert_eq!(f.dials_during_fault, 2);
+        assert_eq!(f.dials_since_fault, 3);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use super::cluster::LB_DELAY_SECS;
 use super::matrix::{Cell, LabReport};
 use super::measure::RepFigures;
+use super::run::REDIS_PROBE_BOUND;
 
 /// Render the report. `command` is the command line that produced it and
 /// `machine` a one-line description of the machine.
@@ -27,7 +29,7 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
          the state (deadline {} ms for clients that have deadlines); connect timeout {} ms for \
          clients that have one.\n\
          * Faults last {} ms (flapping {} ms: sessions dropped 300 ms after `welcome`). \
-         Heartbeat bound for silent faults: {} ms.\n",
+         Heartbeat bound for silent faults: {} ms.",
         report.elapsed.as_secs_f64(),
         c.reps,
         c.jobs,
@@ -42,6 +44,20 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
         c.flapping_for.as_millis(),
         c.heartbeat_bound().as_millis(),
     );
+    if c.faults.iter().any(|f| f.cluster()) {
+        let _ = writeln!(
+            out,
+            "* Cluster faults (deploy, node-kill, redis-down, redis-restart): two `belay serve --demo \
+             --broker redis://…` nodes (the same timings, both publishing `feed`, load-balancer \
+             delay {} s) on one `redis-server` without persistence, HAProxy in front (roundrobin, \
+             `/readyz` checked every 100 ms, `send-proxy-v2`); the node a deploy or a kill hits \
+             is the client's; redis-down holds Redis stopped (SIGSTOP) for {} ms, the fault's \
+             length plus the broker's probe bound.",
+            LB_DELAY_SECS,
+            (c.fault_for + REDIS_PROBE_BOUND).as_millis(),
+        );
+    }
+    out.push('\n');
     out.push_str(LEGEND);
     out.push_str(
         "\n| fault | client | detected (median / max) | ready after the fault (median / max) \
@@ -160,7 +176,9 @@ fn verdicts(out: &mut String, report: &LabReport) {
          Every request settled; no publication lost silently or duplicated; exactly one \
          server connection after the fault; every fault but slow replies detected, the \
          silent ones (freeze, blackhole, link cut, half-open) within the heartbeat bound; \
-         ready again after the fault.\n\n",
+         ready again after the fault. In the cluster: no resync after a deploy, a node kill \
+         or Redis down (the history is kept), a resync after Redis restarted empty, and the \
+         connection up through both Redis faults (no dial).\n\n",
     );
     let mut all_good = true;
     for cell in belay {

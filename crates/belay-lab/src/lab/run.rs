@@ -42,7 +42,7 @@ const RECOVERY: Duration = Duration::from_secs(40);
 /// How long the Redis broker may take to notice a Redis that stopped
 /// answering: its PUB/SUB `PING` every 1 s, answered within 2 s
 /// (crates/belay-redis, docs/CLUSTER.md).
-const REDIS_PROBE_BOUND: Duration = Duration::from_secs(3);
+pub(crate) const REDIS_PROBE_BOUND: Duration = Duration::from_secs(3);
 
 /// The environment of one repetition, torn down on drop.
 struct Stage {
