@@ -1,6 +1,8 @@
 //! `belay lab` end to end: one repetition of every fault for the naive
 //! baseline and the Belay Rust client, against real `belay serve --demo`
-//! processes (the link cut in a network namespace: needs root, as in CI).
+//! processes (the link cut in a network namespace: needs root, as in CI;
+//! the cluster faults on a real redis-server behind a real HAProxy, which
+//! the test command installs).
 //!
 //! The Belay client must keep every guarantee; the naive baseline must show
 //! the gaps the seed's first row shows.
@@ -99,4 +101,19 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
         .is_some_and(|d| d < Duration::from_secs(2)));
     let belay_slow = figures(cell(&report, LabFault::SlowReplies, ClientKind::Belay));
     assert_eq!(belay_slow.settled, belay_slow.requests);
+
+    // In the cluster (the shortfalls above already hold Belay to a resume
+    // without resync after a deploy, a kill or Redis down, and to an
+    // announced resync after Redis restarted empty): a naive client, which
+    // never resubscribes after `unavailable`, loses the feed silently when
+    // Redis goes away, where Belay resumes from its position.
+    let naive_redis = figures(cell(&report, LabFault::RedisDown, ClientKind::Naive));
+    assert!(
+        naive_redis.lost_silently > 0,
+        "naive loses publications silently through redis-down"
+    );
+    let belay_redis = figures(cell(&report, LabFault::RedisDown, ClientKind::Belay));
+    assert!(belay_redis.data_after.is_some(), "Belay's feed goes on");
+    let belay_restart = figures(cell(&report, LabFault::RedisRestart, ClientKind::Belay));
+    assert!(belay_restart.resyncs >= 1, "the lost history is announced");
 }
