@@ -232,3 +232,143 @@ async fn a_server_from_a_config_file_checks_jwts_and_their_channel_grants() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `belay serve --config FILE --demo` (its `feed` ticks every 50 ms).
+async fn serve_demo(file: &Path) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_belay"))
+        .args(["serve", "--demo", "--feed-every-ms", "50", "--config"])
+        .arg(file)
+        .env("BELAY_AUTH_JWT_SECRET", SECRET)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run belay serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = tokio::time::timeout(SOON, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(rest) = line.split("WebSocket at ws://").nth(1) {
+                return rest
+                    .trim_end_matches(')')
+                    .trim_end_matches("/ws")
+                    .parse::<SocketAddr>()
+                    .ok();
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the demo server says where it listens");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+fn jwt_file(name: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir(name);
+    let file = dir.join("belay.toml");
+    std::fs::write(
+        &file,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[auth]\nmode = \"jwt\"\n[heartbeat]\nping_interval_ms = 1000\n",
+    )
+    .expect("write");
+    (dir, file)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_refreshes_its_token_over_several_expiries_without_reconnecting() {
+    use belay_client::{Client, ClientEvent, Item};
+    use belay_proto::Event;
+    let (dir, file) = jwt_file("refresh");
+    let (_server, addr) = serve_demo(&file).await;
+    // Tokens live 3 s (whole seconds: 2–3 s left when issued), leeway 0.
+    let client = Client::builder(format!("ws://{addr}/ws"))
+        .token_provider(|| Some(token(json!({"sub": "alice", "exp": now() + 3}), SECRET)))
+        .connect();
+    let mut events = client.events();
+    let mut feed = client.subscribe("feed").await.expect("subscribe");
+    let (mut refreshes, mut sessions, mut offsets) = (0, 0, Vec::new());
+    let watched = tokio::time::timeout(Duration::from_secs(30), async {
+        while refreshes < 4 {
+            tokio::select! {
+                event = events.recv() => match event.expect("events") {
+                    ClientEvent::Session(Event::TokenWanted { .. }) => refreshes += 1,
+                    ClientEvent::Session(Event::Connected { .. }) => sessions += 1,
+                    ClientEvent::Session(Event::Disconnected { reason, .. }) => {
+                        panic!("disconnected: {reason:?}")
+                    }
+                    _ => {}
+                },
+                item = feed.next() => match item.expect("the feed goes on") {
+                    Item::Publication(p) => offsets.push(p.offset),
+                    other => panic!("{other:?}"),
+                },
+            }
+        }
+    })
+    .await;
+    assert!(watched.is_ok(), "four refreshes within 30 s ({refreshes})");
+    assert!(sessions <= 1, "one session: {sessions}");
+    assert!(offsets.len() > 100, "the feed flowed: {}", offsets.len());
+    assert!(
+        offsets.windows(2).all(|w| w[1] == w[0] + 1),
+        "no gap in the feed"
+    );
+    client.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_refresh_that_names_another_user_is_refused_with_4001() {
+    let (dir, file) = jwt_file("refresh-other");
+    let (_server, addr) = serve_demo(&file).await;
+    let alice = token(json!({"sub": "alice", "exp": now() + 60}), SECRET);
+    let (mut raw, _) = Raw::connected(addr, Some(&alice)).await;
+    raw.send(&ClientMessage::Refresh(belay_proto::message::Refresh {
+        token: token(json!({"sub": "mallory", "exp": now() + 60}), SECRET),
+    }))
+    .await;
+    assert_eq!(
+        raw.closed_within(SOON).await,
+        Closed::Frame(
+            4001,
+            "unauthorized: the refreshed token names another user".into()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_good_refresh_is_confirmed_with_its_expiry() {
+    let (dir, file) = jwt_file("refresh-good");
+    let (_server, addr) = serve_demo(&file).await;
+    let (mut raw, welcome) = Raw::connected(
+        addr,
+        Some(&token(json!({"sub": "alice", "exp": now() + 60}), SECRET)),
+    )
+    .await;
+    let ServerMessage::Welcome(welcome) = welcome else {
+        panic!("welcome")
+    };
+    let first = welcome.expires_in_ms.expect("the expiry is announced");
+    assert!((58_000..=60_000).contains(&first), "{first}");
+    raw.send(&ClientMessage::Refresh(belay_proto::message::Refresh {
+        token: token(json!({"sub": "alice", "exp": now() + 600}), SECRET),
+    }))
+    .await;
+    let confirmed = tokio::time::timeout(SOON, async {
+        loop {
+            match raw.recv_skipping_pings().await {
+                Some(ServerMessage::Refreshed(r)) => return r,
+                Some(_) => continue,
+                None => panic!("closed"),
+            }
+        }
+    })
+    .await
+    .expect("refreshed in time");
+    let later = confirmed.expires_in_ms.expect("the new expiry");
+    assert!((598_000..=600_000).contains(&later), "{later}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -328,6 +328,13 @@ impl Driver {
             }
             Event::Halted { reason } => self.halted = Some(reason.clone()),
             Event::Connected { .. } => self.halted = None,
+            // Ahead of the expiry: a new token, sent in-band (no reconnect).
+            Event::TokenWanted { .. } => {
+                if let Some(token) = self.token.as_ref().and_then(|provider| provider()) {
+                    let now = self.now();
+                    self.session.refresh_token(now, token);
+                }
+            }
             _ => {}
         }
         // Nobody listening is fine.

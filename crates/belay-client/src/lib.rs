@@ -116,7 +116,11 @@ impl ClientBuilder {
     }
 
     /// Credentials for `connect`, asked for again before every dial (so a
-    /// refreshed token is used after an `AuthFailed` halt).
+    /// refreshed token is used after an `AuthFailed` halt), and when the
+    /// server said the current ones expire, ahead of that (75–90 % of their
+    /// lifetime): the new token is sent in-band with `refresh`, without
+    /// reconnecting. A provider that answers `None` then leaves the session
+    /// to be closed 4001 at the expiry.
     pub fn token_provider(
         mut self,
         provider: impl Fn() -> Option<String> + Send + Sync + 'static,

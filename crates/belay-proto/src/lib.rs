@@ -55,6 +55,7 @@
 //!                     protocol: PROTOCOL_VERSION,
 //!                     ping_interval_ms: Some(25_000),
 //!                     pacing: None,
+//!                     expires_in_ms: None,
 //!                 };
 //!                 inbox.push(Input::Message(id, ServerMessage::Welcome(welcome)));
 //!             }

@@ -333,6 +333,7 @@ fn server_message(value: &Value) -> Result<ServerMessage, String> {
                 }
                 None => None,
             },
+            expires_in_ms: None,
         }),
         "ping" => ServerMessage::Ping,
         "pong" => ServerMessage::Pong,

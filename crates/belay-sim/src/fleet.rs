@@ -250,6 +250,7 @@ impl<'p> Fleet<'p> {
                     protocol: PROTOCOL_VERSION,
                     ping_interval_ms: None,
                     pacing,
+                    expires_in_ms: None,
                 };
                 self.inbox
                     .push_back(Input::Message(id, ServerMessage::Welcome(welcome)));

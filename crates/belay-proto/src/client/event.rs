@@ -87,6 +87,14 @@ pub enum Event {
     Publication(Publication),
     /// The server reported an error not tied to a request.
     ServerError(ErrorBody),
+    /// The session's credentials expire in `expires_in`: get a new token
+    /// and hand it to `Session::refresh_token` (it is sent in-band, no
+    /// reconnect). Without one, the server closes 4001 at the expiry.
+    TokenWanted {
+        /// Time left on the current credentials.
+        #[serde(rename = "expires_in_ms", serialize_with = "duration_ms")]
+        expires_in: Duration,
+    },
 }
 
 /// Why a connection (or an attempt) ended.

@@ -15,6 +15,9 @@ pub enum ClientMessage {
     Ping,
     /// Answer to a server `ping`.
     Pong,
+    /// New credentials for the open session, before the current ones
+    /// expire.
+    Refresh(Refresh),
     /// Call a method.
     Request(Request),
     /// Join a channel, optionally resuming from a position.
@@ -30,6 +33,7 @@ impl ClientMessage {
             ClientMessage::Connect(_) => MessageKind::Connect,
             ClientMessage::Ping => MessageKind::Ping,
             ClientMessage::Pong => MessageKind::Pong,
+            ClientMessage::Refresh(_) => MessageKind::Refresh,
             ClientMessage::Request(_) => MessageKind::Request,
             ClientMessage::Subscribe(_) => MessageKind::Subscribe,
             ClientMessage::Unsubscribe(_) => MessageKind::Unsubscribe,
@@ -50,6 +54,15 @@ pub struct Connect {
     /// Id of the previous session, so the server can correlate reconnects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+}
+
+/// `refresh`: new credentials for the open session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
+pub struct Refresh {
+    /// The new credentials, for the same user.
+    pub token: String,
 }
 
 /// `request`: a method call that always settles.

@@ -30,9 +30,11 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::client::{Connect, Request, Subscribe, Unsubscribe};
+use super::client::{Connect, Refresh, Request, Subscribe, Unsubscribe};
 use super::codec::DecodeError;
-use super::server::{ErrorBody, Publication, ReconnectAdvice, Response, Subscribed, Unsubscribed};
+use super::server::{
+    ErrorBody, Publication, ReconnectAdvice, Refreshed, Response, Subscribed, Unsubscribed,
+};
 use super::{ClientMessage, MessageKind, ServerMessage, Welcome};
 
 /// Decode a server message (already checked for size and for being an object).
@@ -42,6 +44,7 @@ pub(super) fn server(text: &str) -> Result<ServerMessage, DecodeError> {
         MessageKind::Welcome => message::<Welcome>(text, kind).map(ServerMessage::Welcome),
         MessageKind::Ping => liveness(text, kind).map(|()| ServerMessage::Ping),
         MessageKind::Pong => liveness(text, kind).map(|()| ServerMessage::Pong),
+        MessageKind::Refreshed => message::<Refreshed>(text, kind).map(ServerMessage::Refreshed),
         MessageKind::Response => message::<Response>(text, kind).map(ServerMessage::Response),
         MessageKind::Subscribed => message::<Subscribed>(text, kind).map(ServerMessage::Subscribed),
         MessageKind::Unsubscribed => {
@@ -65,6 +68,7 @@ pub(super) fn client(text: &str) -> Result<ClientMessage, DecodeError> {
         MessageKind::Connect => message::<Connect>(text, kind).map(ClientMessage::Connect),
         MessageKind::Ping => liveness(text, kind).map(|()| ClientMessage::Ping),
         MessageKind::Pong => liveness(text, kind).map(|()| ClientMessage::Pong),
+        MessageKind::Refresh => message::<Refresh>(text, kind).map(ClientMessage::Refresh),
         MessageKind::Request => message::<Request>(text, kind).map(ClientMessage::Request),
         MessageKind::Subscribe => message::<Subscribe>(text, kind).map(ClientMessage::Subscribe),
         MessageKind::Unsubscribe => {

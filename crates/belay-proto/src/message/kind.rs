@@ -18,6 +18,10 @@ pub enum MessageKind {
     Ping,
     /// Either direction: answer to a probe.
     Pong,
+    /// Client → server: new credentials for the open session.
+    Refresh,
+    /// Server → client: the new credentials are in force.
+    Refreshed,
     /// Client → server: call a method.
     Request,
     /// Server → client: the outcome of a request.
@@ -40,11 +44,13 @@ pub enum MessageKind {
 
 impl MessageKind {
     /// Every kind, in code order.
-    pub const ALL: [MessageKind; 13] = [
+    pub const ALL: [MessageKind; 15] = [
         MessageKind::Connect,
         MessageKind::Welcome,
         MessageKind::Ping,
         MessageKind::Pong,
+        MessageKind::Refresh,
+        MessageKind::Refreshed,
         MessageKind::Request,
         MessageKind::Response,
         MessageKind::Subscribe,
@@ -63,6 +69,8 @@ impl MessageKind {
             MessageKind::Welcome => "welcome",
             MessageKind::Ping => "ping",
             MessageKind::Pong => "pong",
+            MessageKind::Refresh => "refresh",
+            MessageKind::Refreshed => "refreshed",
             MessageKind::Request => "request",
             MessageKind::Response => "response",
             MessageKind::Subscribe => "subscribe",
@@ -82,6 +90,8 @@ impl MessageKind {
             MessageKind::Welcome => 0x0002,
             MessageKind::Ping => 0x0003,
             MessageKind::Pong => 0x0004,
+            MessageKind::Refresh => 0x0005,
+            MessageKind::Refreshed => 0x0006,
             MessageKind::Request => 0x0010,
             MessageKind::Response => 0x0011,
             MessageKind::Subscribe => 0x0020,

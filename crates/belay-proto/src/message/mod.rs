@@ -19,7 +19,7 @@ mod kind;
 mod raw_json;
 mod server;
 
-pub use client::{ClientMessage, Connect, Request, Subscribe, Unsubscribe};
+pub use client::{ClientMessage, Connect, Refresh, Request, Subscribe, Unsubscribe};
 pub(crate) use codec::encoded_len_bound;
 pub use codec::{
     decode_client, decode_server, encode_client, encode_server, encoded_len, DecodeError,
@@ -28,8 +28,8 @@ pub use codec::{
 pub use kind::MessageKind;
 pub use raw_json::RawJson;
 pub use server::{
-    ErrorBody, Pacing, Publication, ReconnectAdvice, Reply, Response, ServerMessage, Subscribed,
-    Unsubscribed, Welcome,
+    ErrorBody, Pacing, Publication, ReconnectAdvice, Refreshed, Reply, Response, ServerMessage,
+    Subscribed, Unsubscribed, Welcome,
 };
 
 use serde::{Deserialize, Serialize};

@@ -17,6 +17,8 @@ pub enum ServerMessage {
     Ping,
     /// Answer to a client `ping`.
     Pong,
+    /// The credentials of a `refresh` are in force.
+    Refreshed(Refreshed),
     /// The outcome of a request.
     Response(Response),
     /// A subscription is confirmed.
@@ -38,6 +40,7 @@ impl ServerMessage {
             ServerMessage::Welcome(_) => MessageKind::Welcome,
             ServerMessage::Ping => MessageKind::Ping,
             ServerMessage::Pong => MessageKind::Pong,
+            ServerMessage::Refreshed(_) => MessageKind::Refreshed,
             ServerMessage::Response(_) => MessageKind::Response,
             ServerMessage::Subscribed(_) => MessageKind::Subscribed,
             ServerMessage::Unsubscribed(_) => MessageKind::Unsubscribed,
@@ -68,6 +71,22 @@ pub struct Welcome {
         deserialize_with = "super::decode::object"
     )]
     pub pacing: Option<Pacing>,
+    /// If present, the session's credentials expire this many ms after
+    /// `welcome` was sent: the client sends `refresh` before then (or is
+    /// closed 4001 `credentials expired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
+}
+
+/// `refreshed`: the credentials of a `refresh` are in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
+pub struct Refreshed {
+    /// If present, the new credentials expire this many ms after this
+    /// message was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
 }
 
 /// Reconnect pacing advertised while healthy: reconnect attempts land on the

@@ -91,6 +91,7 @@ pub(crate) fn welcome(session: &str) -> Welcome {
         protocol: PROTOCOL_VERSION,
         ping_interval_ms: None,
         pacing: None,
+        expires_in_ms: None,
     }
 }
 

@@ -21,6 +21,7 @@ fn a_huge_advertised_interval_cannot_switch_detection_off() {
             protocol: PROTOCOL_VERSION,
             ping_interval_ms: Some(1 << 53),
             pacing: None,
+            expires_in_ms: None,
         },
     );
     let opened = d.now;

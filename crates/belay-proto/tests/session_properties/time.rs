@@ -71,6 +71,7 @@ fn zero_subscribe_timeout_does_not_livelock_handle_timeout() {
         protocol: PROTOCOL_VERSION,
         ping_interval_ms: None,
         pacing: None,
+        expires_in_ms: None,
     };
     session.handle_input(now, Input::Message(id, ServerMessage::Welcome(welcome)));
     while session.poll_output().is_some() {}

@@ -36,6 +36,10 @@ impl Driver {
                     let now = self.now();
                     self.authenticate(now, ticket, token);
                 }
+                Output::Reauthenticate { ticket, token } => {
+                    let now = self.now();
+                    self.reauthenticate(now, ticket, &token);
+                }
                 Output::AuthorizeSubscribe { ticket, channel } => {
                     let now = self.now();
                     let verdict = self
@@ -133,6 +137,30 @@ impl Driver {
             },
         };
         self.core.handle_auth(now, ticket, verdict);
+    }
+
+    /// A `refresh`: the new credential must be good and name the same
+    /// user; the principal then takes its expiry (and channel grant).
+    fn reauthenticate(&mut self, now: Instant, ticket: Ticket, token: &str) {
+        let verdict = match self.shared.auth.authenticate(Some(token)) {
+            Ok(principal) if principal.user != self.principal.user => AuthVerdict::RefusedFor {
+                reason: "the refreshed token names another user".into(),
+            },
+            Ok(principal) => {
+                let expires_at = principal
+                    .expires_at
+                    .map(|at| self.shared.clock.core_instant(at));
+                self.principal = principal;
+                AuthVerdict::Accepted {
+                    expires_at,
+                    pacing: None,
+                }
+            }
+            Err(AuthError::Unauthorized(reason) | AuthError::Forbidden(reason)) => {
+                AuthVerdict::RefusedFor { reason }
+            }
+        };
+        self.core.handle_refresh(now, ticket, verdict);
     }
 
     /// Ask the broker for a subscription: its answer, or `None` when it

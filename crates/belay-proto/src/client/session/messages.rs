@@ -86,6 +86,9 @@ impl Session {
                 self.apply_subscription_outputs(out);
                 self.refresh_readiness(now);
             }
+            ServerMessage::Refreshed(refreshed) => {
+                self.credentials_expire_in(now, refreshed.expires_in_ms);
+            }
             ServerMessage::Reconnect(advice) => {
                 self.advice = Some(advice);
                 if matches!(self.phase, Phase::Open { .. }) {
@@ -171,6 +174,7 @@ impl Session {
             )
         }));
         self.session_id = Some(welcome.session.clone());
+        self.credentials_expire_in(now, welcome.expires_in_ms);
         self.emit(Event::Connected {
             session: welcome.session,
         });

@@ -32,6 +32,7 @@ mod messages;
 mod outputs;
 mod phase;
 mod reconnect;
+mod refresh;
 
 pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
 pub use phase::ConnectionState;
@@ -111,6 +112,8 @@ pub struct Session {
     /// request goes out on it, and the session leaves it (closing it
     /// itself) once no request is in flight.
     leaving: bool,
+    /// When to ask for a new token and when the current one expires.
+    credentials: refresh::Credentials,
     /// The earliest dial the server's advice allows, until the next dial.
     not_before: Option<Instant>,
     online: bool,
@@ -139,6 +142,7 @@ impl Session {
             deploy_backoff: false,
             advice: None,
             leaving: false,
+            credentials: refresh::Credentials::default(),
             not_before: None,
             online: true,
             next_transport: 0,
@@ -239,6 +243,9 @@ impl Session {
             self.registry.poll_timeout(),
             self.subscriptions.poll_timeout(),
             self.cooldown_deadline(),
+            self.credentials
+                .ask_at
+                .filter(|_| matches!(self.phase, Phase::Open { .. })),
         ]
         .into_iter()
         .flatten()
@@ -516,6 +523,7 @@ impl Session {
             self.subscriptions.handle_timeout(now, &mut out);
             self.apply_subscription_outputs(out);
         }
+        self.ask_for_token_if_due(now);
         if self.cooldown_deadline().is_some_and(|at| at <= now) {
             // Ready for the whole cooldown: the connection is proven stable.
             self.reset_backoff();

@@ -19,6 +19,7 @@
 
 use std::time::Duration;
 
+use super::refresh;
 use super::{Output, Phase, Session};
 use crate::backoff::RetryWindow;
 use crate::client::event::{DisconnectReason, Event, HaltReason, RetryPlan};
@@ -300,6 +301,7 @@ impl Session {
     /// confirmations. Positions and wanted channels stay.
     pub(super) fn drop_transport_state(&mut self, now: Instant) {
         self.leaving = false;
+        self.credentials = refresh::Credentials::default();
         self.refresh_readiness(now);
         let mut settled = Vec::new();
         self.registry.settle_all(&mut settled);

@@ -176,6 +176,7 @@ impl<F> Connection<F> {
             ClientMessage::Request(request) => self.on_request(request),
             ClientMessage::Subscribe(subscribe) => self.on_subscribe(subscribe),
             ClientMessage::Unsubscribe(unsubscribe) => self.on_unsubscribe(&unsubscribe.channel),
+            ClientMessage::Refresh(refresh) => self.on_refresh(refresh.token),
             ClientMessage::Ping | ClientMessage::Pong => {}
         }
     }

@@ -11,6 +11,11 @@ use crate::time::Instant;
 use super::super::Violation;
 use super::{AuthVerdict, Connection, Event, Open, Output, Pipelined, Stage, Ticket};
 
+/// Whole milliseconds from `now` to `at` (0 once passed).
+pub(super) fn millis_until(now: Instant, at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
+}
+
 impl<F> Connection<F> {
     /// The first data frame, decoded: it must be a `connect` in our version.
     pub(super) fn on_handshake_frame(
@@ -78,6 +83,7 @@ impl<F> Connection<F> {
             protocol: PROTOCOL_VERSION,
             ping_interval_ms: Some(self.limits.ping_interval_ms()),
             pacing,
+            expires_in_ms: expires_at.map(|at| millis_until(now, at)),
         }));
         self.event(Event::Connected {
             session: std::sync::Arc::clone(&session),
@@ -86,6 +92,7 @@ impl<F> Connection<F> {
             session,
             expires_at,
             heartbeat: self.limits.heartbeat(now),
+            refreshing: None,
         });
         for held in backlog {
             match held {

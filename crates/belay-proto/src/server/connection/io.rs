@@ -136,6 +136,15 @@ pub enum Output<F> {
         /// The credential, if the client sent one.
         token: Option<String>,
     },
+    /// Check the credential of a `refresh`: it must be good and name the
+    /// connection's principal (the same user). Answer with
+    /// [`handle_refresh`](super::Connection::handle_refresh).
+    Reauthenticate {
+        /// The question.
+        ticket: Ticket,
+        /// The new credential.
+        token: String,
+    },
     /// May this connection's principal subscribe to `channel`? Answer with
     /// [`handle_subscribe_authorized`](super::Connection::handle_subscribe_authorized).
     AuthorizeSubscribe {

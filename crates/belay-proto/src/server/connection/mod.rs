@@ -16,6 +16,7 @@ mod frames;
 mod handshake;
 mod io;
 mod outputs;
+mod refresh;
 mod requests;
 mod subscriptions;
 
@@ -87,6 +88,8 @@ struct Open {
     session: Arc<str>,
     expires_at: Option<Instant>,
     heartbeat: Heartbeat,
+    /// The `refresh` whose credential is being checked.
+    refreshing: Option<Ticket>,
 }
 
 /// Every decision about one server-side connection, sans-IO.

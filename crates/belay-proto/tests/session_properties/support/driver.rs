@@ -130,6 +130,7 @@ impl Driver {
                     mismatch: false,
                     ping_interval_ms: *ping_interval_ms,
                     pacing: *pacing,
+                    expires_in_ms: None,
                 });
                 self.feed(Input::Message(id, welcome))
             }

@@ -47,6 +47,7 @@ impl Driver {
                 mismatch,
                 ping_interval_ms,
                 pacing,
+                expires_in_ms,
             } => ServerMessage::Welcome(Welcome {
                 session: format!("s-{}", self.step),
                 protocol: if *mismatch {
@@ -59,6 +60,7 @@ impl Driver {
                     period_ms,
                     phase_ms,
                 }),
+                expires_in_ms: *expires_in_ms,
             }),
             Msg::Ping => ServerMessage::Ping,
             Msg::Pong => ServerMessage::Pong,

@@ -99,6 +99,8 @@ pub(crate) enum Msg {
         mismatch: bool,
         ping_interval_ms: Option<u64>,
         pacing: Option<(u64, u64)>,
+        /// Credentials expiring this many ms after `welcome`.
+        expires_in_ms: Option<u64>,
     },
     Ping,
     Pong,

@@ -71,12 +71,16 @@ pub(crate) fn msg() -> impl Strategy<Value = Msg> {
             prop::bool::weighted(0.05),
             proptest::option::of(prop_oneof![0u64..100, 100u64..60_000]),
             proptest::option::of((0u64..400_000, 0u64..400_000)),
+            proptest::option::of(prop_oneof![0u64..10, 10u64..120_000]),
         )
-            .prop_map(|(mismatch, ping_interval_ms, pacing)| Msg::Welcome {
-                mismatch,
-                ping_interval_ms,
-                pacing,
-            }),
+            .prop_map(
+                |(mismatch, ping_interval_ms, pacing, expires_in_ms)| Msg::Welcome {
+                    mismatch,
+                    ping_interval_ms,
+                    pacing,
+                    expires_in_ms,
+                },
+            ),
         2 => Just(Msg::Ping),
         2 => Just(Msg::Pong),
         10 => (
