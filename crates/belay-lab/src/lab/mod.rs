@@ -3,10 +3,13 @@
 //!
 //! Each repetition starts a fresh `belay serve --demo` process (in its own
 //! network namespace for the link cut), a fault [`Proxy`](crate::Proxy) in
-//! front of it, and one client wrapped as an [`Agent`]. The agent runs a
-//! fixed workload and reports [`Observation`]s; the lab switches the fault
-//! on and off through the server's admin API, the proxy or the link, and
-//! turns the observations into [`RepFigures`].
+//! front of it, and one client wrapped as an [`Agent`]; for the cluster
+//! faults ([`LabFault::cluster`]) a fresh cluster instead: a `redis-server`,
+//! two `belay serve --demo --broker redis://…` nodes and HAProxy in front.
+//! The agent runs a fixed workload and reports [`Observation`]s; the lab
+//! switches the fault on and off through the server's admin API, the proxy,
+//! the link or signals to the cluster's processes, and turns the
+//! observations into [`RepFigures`].
 //!
 //! ```text
 //!   lab ──admin API──▶ belay serve --demo ◀── proxy ◀── agent (naive | belay | browser)
