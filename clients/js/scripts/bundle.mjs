@@ -9,8 +9,9 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 // except for new protocol rules (7600 -> 7750 for checked resumes, the 120 s
 // ping clamp and the outbound frame limit with TooLargeError: +144 B; 7750 ->
 // 7850 for leaving an advised transport once idle, so no request is sent as a
-// draining server closes: +71 B).
-export const BUDGET_GZ = 7850;
+// draining server closes: +71 B; 7850 -> 8000, the issue's hard budget, for
+// token refresh without reconnecting: +185 B).
+export const BUDGET_GZ = 8000;
 
 /** `entry`: "index" (the default entry, `@belay/client`) or "policies" (`@belay/client/policies`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {

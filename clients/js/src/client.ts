@@ -22,6 +22,12 @@ import { Subscription, type ChannelItem } from "./subscription.js";
 
 export interface BelayOptions {
   token?: string;
+  /**
+   * Called when the server says the credentials expire (at 75–90 % of their
+   * lifetime): the token it resolves to is sent in-band, without reconnecting.
+   * Without it (or if it rejects) the server closes 4001 at the expiry.
+   */
+  tokenProvider?: () => Promise<string>;
   backoff?: BackoffPolicy;
   /** Automatic reconnects in a row before halting; default: never halts. */
   maxAttempts?: number | null;
@@ -100,6 +106,7 @@ export class BelayClient extends EventTarget {
   private readonly _page: EventTarget | null;
   private _timer: ReturnType<typeof setTimeout> | undefined;
   private _pumping = false;
+  private readonly _tokens: (() => Promise<string>) | undefined;
   /** State and readiness level of the last status reported. */
   private _lastStatus = "";
 
@@ -109,6 +116,7 @@ export class BelayClient extends EventTarget {
     const config = defaultConfig();
     for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
     this._WS = options.WebSocket ?? globalThis.WebSocket;
+    this._tokens = options.tokenProvider;
     this._clock = options.now ?? (() => performance.now());
     this._session = new Session(config, this._clock(), options.seed ?? randomSeed());
     this._lastStatus = this._statusKey();
@@ -329,6 +337,12 @@ export class BelayClient extends EventTarget {
     switch (e.event) {
       case "readiness_changed":
       case "stopped":
+        return;
+      case "token_wanted":
+        this._tokens?.().then((token) => {
+          this._session.refreshToken(this._clock(), token);
+          this._pump();
+        }, () => {});
         return;
       case "connected":
         return this._fire("connected", e.session);

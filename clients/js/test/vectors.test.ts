@@ -156,7 +156,7 @@ export function configFromJson(json: J): Config {
   return makeConfig(overrides as Partial<Config>);
 }
 
-const ACTIONS = ["start", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input"];
+const ACTIONS = ["start", "refresh_token", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input"];
 const CHECKS = ["at", "expect", "result", "state", "ready", "readiness", "next_timeout_ms", "attempt"];
 
 function inputFromJson(a: J): Input {
@@ -202,6 +202,9 @@ function perform(s: Session, action: string, arg: J, now: number): J {
     }
     case "input":
       s.handleInput(now, inputFromJson(arg));
+      return "ok";
+    case "refresh_token":
+      s.refreshToken(now, arg);
       return "ok";
   }
   throw new Error(`unknown action ${action}`);

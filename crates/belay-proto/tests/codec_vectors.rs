@@ -11,8 +11,8 @@ use std::path::Path;
 
 use belay_proto::message::{
     decode_client, decode_server, encode_client, encode_server, encoded_len, ClientMessage,
-    DecodeError, ErrorBody, Pacing, Publication, RawJson, ReconnectAdvice, Reply, Response,
-    ServerMessage, Subscribed, Unsubscribed, Welcome,
+    DecodeError, ErrorBody, Pacing, Publication, RawJson, ReconnectAdvice, Refreshed, Reply,
+    Response, ServerMessage, Subscribed, Unsubscribed, Welcome,
 };
 use serde_json::{Map, Value};
 
@@ -333,7 +333,10 @@ fn server_message(value: &Value) -> Result<ServerMessage, String> {
                 }
                 None => None,
             },
-            expires_in_ms: None,
+            expires_in_ms: fields.opt_int("expires_in_ms")?,
+        }),
+        "refreshed" => ServerMessage::Refreshed(Refreshed {
+            expires_in_ms: fields.opt_int("expires_in_ms")?,
         }),
         "ping" => ServerMessage::Ping,
         "pong" => ServerMessage::Pong,

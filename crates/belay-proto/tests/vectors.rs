@@ -456,8 +456,9 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
     Ok(config)
 }
 
-const ACTIONS: [&str; 9] = [
+const ACTIONS: [&str; 10] = [
     "start",
+    "refresh_token",
     "stop",
     "reconnect_now",
     "check_liveness",
@@ -613,6 +614,11 @@ fn perform(
             .map_or_else(|e| request_error(&e), |id| json!(id.0)),
         "input" => {
             session.handle_input(now, input_from_json(arg)?);
+            ok()
+        }
+        "refresh_token" => {
+            let token = arg.as_str().ok_or("\"refresh_token\" takes a token")?;
+            session.refresh_token(now, token.to_owned());
             ok()
         }
         other => return Err(format!("unknown action {other:?}")),

@@ -23,9 +23,10 @@ type Obj = Record<string, unknown>;
  */
 const ERROR_BODY = "codes messageS retry_after_msn";
 const SCHEMA: Record<string, string> = {
-  welcome: "sessions protocoli ping_interval_msn pacingP",
+  welcome: "sessions protocoli ping_interval_msn pacingP expires_in_msn",
   ping: "",
   pong: "",
+  refreshed: "expires_in_msn",
   response: "idi errorE",
   subscribed: "channels epochs offseti recoveredb",
   unsubscribed: "channels codes reasonS",
@@ -34,7 +35,7 @@ const SCHEMA: Record<string, string> = {
   error: ERROR_BODY,
 };
 const NESTED: Record<string, string> = { P: "period_msi phase_msi", E: ERROR_BODY };
-const CLIENT_KINDS = ["connect", "request", "subscribe", "unsubscribe"];
+const CLIENT_KINDS = ["connect", "refresh", "request", "subscribe", "unsubscribe"];
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 

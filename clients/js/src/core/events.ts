@@ -46,4 +46,6 @@ export type Event =
   | { event: "subscription_lost"; channel: string; code: string }
   | { event: "subscription_failed"; channel: string; code: string }
   | { event: "publication"; channel: string; epoch: string; offset: number; data: Json }
-  | ({ event: "server_error" } & ErrorBody);
+  | ({ event: "server_error" } & ErrorBody)
+  /** The credentials expire in `expires_in_ms`: call `refreshToken` with a new token (sent in-band). */
+  | { event: "token_wanted"; expires_in_ms: number };

@@ -22,6 +22,7 @@ export type ClientMessage =
   | { type: "connect"; protocol: number; token?: string; session?: string }
   | { type: "ping" }
   | { type: "pong" }
+  | { type: "refresh"; token: string }
   | { type: "request"; id: number; method: string; params: Json; idem?: string; timeout_ms?: number }
   | { type: "subscribe"; channel: string; since?: StreamPosition }
   | { type: "unsubscribe"; channel: string };
@@ -32,6 +33,8 @@ export interface Welcome {
   protocol: number;
   ping_interval_ms?: number;
   pacing?: { period_ms: number; phase_ms: number };
+  /** The credentials expire this many ms after `welcome` (send `refresh` before). */
+  expires_in_ms?: number;
 }
 export interface Publication {
   type: "publication";
@@ -72,6 +75,7 @@ export type ServerMessage =
   | Welcome
   | { type: "ping" }
   | { type: "pong" }
+  | { type: "refreshed"; expires_in_ms?: number }
   | Response
   | Subscribed
   | Unsubscribed

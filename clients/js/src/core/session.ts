@@ -102,6 +102,9 @@ export class Session implements SubscriptionSink {
   private _advice: ReconnectAdvice | undefined;
   /** Advised to leave the open transport: nothing new is sent on it; closed once idle. */
   _leaving = false;
+  /** When to ask for a new token, and when the credentials expire (µs). */
+  private _askAt: number | undefined;
+  private _expiresAt: number | undefined;
   private _notBefore: number | undefined;
   private _online = true;
   private _nextTransport = 0;
@@ -158,6 +161,7 @@ export class Session implements SubscriptionSink {
       earliest([...this._registry._entries.values()]),
       this._subscriptions._pollTimeout(),
       this._cooldownDeadline(),
+      this._askAt, // set only while open
     ]);
     return t === undefined ? t : t / US;
   }
@@ -236,6 +240,13 @@ export class Session implements SubscriptionSink {
   /** Replace the token sent in the next `connect`. */
   setToken(token: string | null): void {
     this._config.token = token;
+  }
+
+  /** Use `token` from now on: sent with `refresh` on the open session (no reconnect), and in every later `connect`. */
+  refreshToken(nowMs: number, token: string): void {
+    this._advance(nowMs);
+    this._config.token = token;
+    if (this._state === "open") this._send(this._id!, { type: "refresh", token });
   }
 
   subscribe(nowMs: number, channel: string): SubscribeError | undefined {
@@ -327,6 +338,10 @@ export class Session implements SubscriptionSink {
       }
     } else if (s === "waiting" && due) this._dial(now);
     if (this._state === "open") this._subscriptions._handleTimeout(now);
+    if (this._askAt! <= now) {
+      this._askAt = undefined;
+      this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, this._expiresAt! - now)) });
+    }
     if (this._cooldownDeadline()! <= now) this._resetBackoff();
   }
 
@@ -395,6 +410,8 @@ export class Session implements SubscriptionSink {
       case "publication":
         subs._handlePublication(now, m);
         break;
+      case "refreshed":
+        return this._expireIn(now, m.expires_in_ms);
       case "reconnect":
         this._advice = m;
         // The server will close this transport: send nothing new on it and
@@ -433,6 +450,7 @@ export class Session implements SubscriptionSink {
     this._go("open", id);
     this._backoff._slots = w.pacing ? new PacingSlots(w.pacing.period_ms, w.pacing.phase_ms, now) : undefined;
     this._sessionId = w.session;
+    this._expireIn(now, w.expires_in_ms);
     this._emit({ event: "connected", session: w.session });
     this._subscriptions._handleProtocolUp(now);
     this._refreshReadiness(now);
@@ -515,8 +533,15 @@ export class Session implements SubscriptionSink {
     this._loseTransport(now, { kind: "advised" });
   }
 
+  /** The credentials expire `ms` from now: ask for a new token at 75–90 % of that (PROTOCOL.md §2.8). */
+  private _expireIn(now: number, ms: number | undefined): void {
+    this._askAt = ms === undefined ? ms : now + Math.floor(ms * (0.75 + 0.15 * this._rng.nextUnit())) * US;
+    this._expiresAt = ms === undefined ? ms : now + ms * US;
+  }
+
   private _dropTransportState(now: number): void {
     this._leaving = false;
+    this._askAt = this._expiresAt = undefined;
     this._refreshReadiness(now);
     this._registry._settleAll();
     this._subscriptions._handleTransportDown();

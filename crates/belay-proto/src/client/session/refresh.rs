@@ -50,14 +50,14 @@ impl Session {
         if !matches!(self.phase, Phase::Open { .. }) {
             return;
         }
-        let Some(at) = self.credentials.ask_at.filter(|at| *at <= now) else {
+        if !self.credentials.ask_at.is_some_and(|at| at <= now) {
             return;
-        };
+        }
         self.credentials.ask_at = None;
         let expires_in = self
             .credentials
             .expires_at
-            .map_or(Duration::ZERO, |e| e.saturating_duration_since(at.max(now)));
+            .map_or(Duration::ZERO, |e| e.saturating_duration_since(now));
         self.emit(Event::TokenWanted { expires_in });
     }
 
