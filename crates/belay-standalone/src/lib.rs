@@ -33,6 +33,7 @@
 //! # let _ = server;
 //! ```
 
+pub mod api;
 pub mod auth;
 pub mod config;
 

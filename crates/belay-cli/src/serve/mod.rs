@@ -53,6 +53,7 @@ async fn serve(args: &Args) -> Result<(), String> {
         broker,
         redis,
         auth,
+        api,
     } = setup;
     let demo = args.demo.then(Demo::new);
     let builder = match &demo {
@@ -76,6 +77,13 @@ async fn serve(args: &Args) -> Result<(), String> {
             demo.router(&server)
         }
         None => server.router().merge(server.admin_router()),
+    };
+    // With an API key: the HTTP server API under /api/.
+    let router = match &api {
+        Some((key, max_body)) => {
+            router.merge(belay_standalone::api::router(&server, key, *max_body))
+        }
+        None => router,
     };
     // On Redis: `GET /admin/cluster`, and this node's answer to it.
     let router = match &redis {

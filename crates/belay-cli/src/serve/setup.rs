@@ -24,6 +24,8 @@ pub(crate) struct Setup {
     /// The Redis broker again, for its cluster routes.
     pub(crate) redis: Option<RedisBroker>,
     pub(crate) auth: Option<JwtAuthenticator>,
+    /// The HTTP server API's key and longest body.
+    pub(crate) api: Option<(String, usize)>,
 }
 
 impl Setup {
@@ -67,6 +69,7 @@ impl Setup {
             broker,
             redis,
             auth: None,
+            api: None,
         })
     }
 
@@ -90,6 +93,7 @@ impl Setup {
             broker,
             redis,
             auth: plan.auth,
+            api: plan.api,
         })
     }
 }

@@ -43,6 +43,8 @@ pub struct Plan {
     /// JWT connection auth (`auth.mode = "jwt"`); `None`: everyone is
     /// anonymous.
     pub auth: Option<JwtAuthenticator>,
+    /// The HTTP server API: its key and longest body; `None`: no API.
+    pub api: Option<(String, usize)>,
 }
 
 /// Why checked settings do not make a server.
@@ -78,6 +80,9 @@ impl Plan {
             },
             broker: broker(s),
             auth: jwt(s)?,
+            api: s
+                .text("api.key")
+                .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
         })
     }
 }

@@ -48,6 +48,17 @@ pub async fn http_call(
     path: &str,
     body: Option<&str>,
 ) -> HttpResponse {
+    http_call_with(addr, method, path, &[], body).await
+}
+
+/// [`http_call`] with extra request headers (`Name: value` each).
+pub async fn http_call_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: Option<&str>,
+) -> HttpResponse {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut tcp = TcpStream::connect(addr).await.expect("connect");
     let body = body.unwrap_or("");
@@ -56,8 +67,9 @@ pub async fn http_call(
     } else {
         "Content-Type: application/json\r\n".to_owned()
     };
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{content_type}\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{content_type}{extra}\
          Content-Length: {}\r\n\r\n{body}",
         body.len()
     );

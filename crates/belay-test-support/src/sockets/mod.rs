@@ -9,8 +9,8 @@ mod http;
 mod raw;
 
 pub use http::{
-    exchange, fault, http_call, metric, metric_until, tcp_from, upgrade_head, upgrade_request,
-    HttpResponse,
+    exchange, fault, http_call, http_call_with, metric, metric_until, tcp_from, upgrade_head,
+    upgrade_request, HttpResponse,
 };
 pub use raw::{Closed, Next, Raw};
 

@@ -1,0 +1,109 @@
+//! The HTTP server API for the application's backend: publish (with an
+//! idempotency key), broadcast to many channels, and the node's info,
+//! behind an API key. Described, strictly, in spec/http-api.yaml.
+//!
+//! Every answer is JSON. Errors are `{"error": {"code", "message"}}`:
+//!
+//! | status | code | when |
+//! |---|---|---|
+//! | 401 | `unauthorized` | no API key, or another one (`Authorization: Bearer KEY` or `X-API-Key: KEY`) |
+//! | 400 | `bad_request` | not JSON, an unknown or missing field (named in the message), a bad channel name, data nested too deep |
+//! | 413 | `too_large` | a body over the limit, or a publication over `max_publication_len` |
+//! | 409 | `idempotency_conflict` | an idempotency key reused with another body |
+//! | 409 | `in_flight` | the same key is being published now: retry |
+//! | 429 | `rate_limited` | too many keys held |
+//! | 503 | `unavailable` | the broker cannot take publications now (retry) |
+
+mod handlers;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use belay_proto::server::IdempotencyCache;
+use belay_server::Server;
+use serde_json::json;
+
+/// How long a publish's outcome is kept for a retry with its key.
+const KEY_RETENTION: Duration = Duration::from_secs(300);
+/// Keys held at most.
+const MAX_KEYS: usize = 100_000;
+/// Bytes the keys and outcomes hold at most.
+const MAX_KEY_BYTES: usize = 16 << 20;
+/// Channels one broadcast may name.
+pub const MAX_BROADCAST: usize = 1_000;
+
+/// What the API's handlers share.
+#[derive(Clone)]
+pub(crate) struct Api {
+    pub(crate) server: Server,
+    pub(crate) key: Arc<str>,
+    pub(crate) max_body: usize,
+    pub(crate) keys: Arc<Mutex<IdempotencyCache>>,
+    pub(crate) started: std::time::Instant,
+}
+
+/// The API's routes under `/api/`, for `server`, accepting `key`; bodies
+/// over `max_body` bytes are refused 413.
+pub fn router(server: &Server, key: &str, max_body: usize) -> Router {
+    let mut cache = IdempotencyCache::new(KEY_RETENTION, MAX_KEYS);
+    cache.set_max_bytes(MAX_KEY_BYTES);
+    let api = Api {
+        server: server.clone(),
+        key: Arc::from(key),
+        max_body,
+        keys: Arc::new(Mutex::new(cache)),
+        started: std::time::Instant::now(),
+    };
+    Router::new()
+        .route("/api/publish", post(handlers::publish))
+        .route("/api/broadcast", post(handlers::broadcast))
+        .route("/api/info", get(handlers::info))
+        .layer(middleware::from_fn_with_state(api.clone(), check_key))
+        .with_state(api)
+}
+
+/// An error answer.
+pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let message: String = message.into();
+    (
+        status,
+        Json(json!({"error": {"code": code, "message": message}})),
+    )
+        .into_response()
+}
+
+async fn check_key(
+    axum::extract::State(api): axum::extract::State<Api>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !presented(request.headers()).is_some_and(|k| same(k.as_bytes(), api.key.as_bytes())) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "an API key is required: Authorization: Bearer KEY, or X-API-Key: KEY",
+        );
+    }
+    next.run(request).await
+}
+
+fn presented(headers: &HeaderMap) -> Option<&str> {
+    if let Some(key) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(key);
+    }
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// Compare without stopping at the first difference.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
