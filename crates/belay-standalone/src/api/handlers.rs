@@ -55,6 +55,21 @@ async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T, Response>
     })
 }
 
+/// The API's channel names: printable ASCII without spaces, 1 to 255
+/// characters (so a name's length in characters is its length in bytes,
+/// and spec/http-api.yaml states the rule exactly).
+fn check_channel(name: &str) -> Result<(), Response> {
+    if (1..=255).contains(&name.len()) && name.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        Ok(())
+    } else {
+        Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "channel: 1 to 255 printable ASCII characters, no spaces",
+        ))
+    }
+}
+
 fn published(p: &Publication) -> Value {
     json!({"channel": p.channel, "epoch": p.epoch, "offset": p.offset})
 }
@@ -84,6 +99,9 @@ pub(crate) async fn publish(State(api): State<Api>, request: Request) -> Respons
         Ok(b) => b,
         Err(response) => return response,
     };
+    if let Err(response) = check_channel(&publish.channel) {
+        return response;
+    }
     let Some(key) = publish.idempotency_key.clone() else {
         return match api.server.publish(&publish.channel, publish.data).await {
             Ok(p) => Json(published(&p)).into_response(),
@@ -161,6 +179,13 @@ pub(crate) async fn broadcast(State(api): State<Api>, request: Request) -> Respo
             "bad_request",
             format!("channels: 1 to {MAX_BROADCAST} names"),
         );
+    }
+    if let Some(response) = broadcast
+        .channels
+        .iter()
+        .find_map(|c| check_channel(c).err())
+    {
+        return response;
     }
     let mut results = Vec::with_capacity(broadcast.channels.len());
     for channel in &broadcast.channels {

@@ -367,6 +367,16 @@ pub(crate) const KEYS: &[Key] = &[
         "0",
         "Clock skew allowed on `exp` and `nbf`.",
     ),
+    secret(
+        "api.key",
+        "The HTTP server API's key (`Authorization: Bearer KEY` or `X-API-Key`); unset: no API (best given as BELAY_API_KEY).",
+    ),
+    key(
+        "api.max_body_bytes",
+        int(1_024, 64 << 20),
+        "1048576",
+        "Longest API request body (413 above it).",
+    ),
 ];
 
 /// The setting at `path`, if there is one.

@@ -155,3 +155,11 @@ fn a_plan_carries_the_settings_into_the_server_config() {
     );
     assert!(plan.auth.is_none());
 }
+
+#[test]
+fn the_api_key_comes_from_the_environment() {
+    let env = |var: &str| (var == "BELAY_API_KEY").then(|| "k1".to_owned());
+    let settings = Settings::parse("", None, env).expect("valid");
+    let plan = Plan::from_settings(&settings).expect("a plan");
+    assert_eq!(plan.api, Some(("k1".to_owned(), 1_048_576)));
+}
