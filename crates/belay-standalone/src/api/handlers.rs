@@ -58,11 +58,11 @@ async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T, Response>
 /// The API's channel names: printable ASCII without spaces, 1 to 255
 /// characters (so a name's length in characters is its length in bytes,
 /// and spec/http-api.yaml states the rule exactly).
-fn check_channel(name: &str) -> Result<(), Response> {
+fn bad_channel(name: &str) -> Option<Response> {
     if (1..=255).contains(&name.len()) && name.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        Ok(())
+        None
     } else {
-        Err(error(
+        Some(error(
             StatusCode::BAD_REQUEST,
             "bad_request",
             "channel: 1 to 255 printable ASCII characters, no spaces",
@@ -99,7 +99,7 @@ pub(crate) async fn publish(State(api): State<Api>, request: Request) -> Respons
         Ok(b) => b,
         Err(response) => return response,
     };
-    if let Err(response) = check_channel(&publish.channel) {
+    if let Some(response) = bad_channel(&publish.channel) {
         return response;
     }
     let Some(key) = publish.idempotency_key.clone() else {
@@ -180,11 +180,7 @@ pub(crate) async fn broadcast(State(api): State<Api>, request: Request) -> Respo
             format!("channels: 1 to {MAX_BROADCAST} names"),
         );
     }
-    if let Some(response) = broadcast
-        .channels
-        .iter()
-        .find_map(|c| check_channel(c).err())
-    {
+    if let Some(response) = broadcast.channels.iter().find_map(|c| bad_channel(c)) {
         return response;
     }
     let mut results = Vec::with_capacity(broadcast.channels.len());
