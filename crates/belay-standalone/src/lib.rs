@@ -36,6 +36,8 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod proxy;
 
 pub use auth::{JwtAuthenticator, JwtError};
 pub use config::{defaults_file, BrokerPlan, ConfigError, LoadError, Plan, PlanError, Settings};
+pub use proxy::{ProxyError, RpcProxy};

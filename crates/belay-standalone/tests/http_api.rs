@@ -109,9 +109,17 @@ async fn a_broadcast_publishes_on_every_channel_and_reports_each() {
     let results = answer["results"].as_array().expect("results");
     assert_eq!(results[0]["offset"], 1);
     assert_eq!(results[1]["channel"], "b");
-    let (status, answer) =
-        post(addr, "/api/broadcast", &[AUTH], r#"{"channels":["a","no spaces"],"data":1}"#).await;
-    assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("bad_request")));
+    let (status, answer) = post(
+        addr,
+        "/api/broadcast",
+        &[AUTH],
+        r#"{"channels":["a","no spaces"],"data":1}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
 }
 
 #[tokio::test]

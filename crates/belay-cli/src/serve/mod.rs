@@ -54,14 +54,20 @@ async fn serve(args: &Args) -> Result<(), String> {
         redis,
         auth,
         api,
+        proxy,
     } = setup;
     let demo = args.demo.then(Demo::new);
     let builder = match &demo {
         Some(demo) => demo.builder_on(config, broker),
         None => Server::builder().broker(broker).config(config),
     };
-    let server = match auth {
+    let builder = match auth {
         Some(jwt) => builder.authenticator(jwt),
+        None => builder,
+    };
+    // With a backend: every request is its (the demo's methods give way).
+    let server = match &proxy {
+        Some(proxy) => builder.methods(proxy.methods()),
         None => builder,
     }
     .build();

@@ -11,7 +11,7 @@ use belay_redis::{RedisBroker, RedisConfig};
 use belay_server::broker::{Broker, HistoryLimits, MemoryBroker};
 use belay_server::tls::rustls;
 use belay_server::ServerConfig;
-use belay_standalone::{BrokerPlan, JwtAuthenticator, Plan, Settings};
+use belay_standalone::{BrokerPlan, JwtAuthenticator, Plan, RpcProxy, Settings};
 
 use super::flags::Args;
 
@@ -26,6 +26,8 @@ pub(crate) struct Setup {
     pub(crate) auth: Option<JwtAuthenticator>,
     /// The HTTP server API's key and longest body.
     pub(crate) api: Option<(String, usize)>,
+    /// Client requests forwarded to the backend.
+    pub(crate) proxy: Option<RpcProxy>,
 }
 
 impl Setup {
@@ -70,6 +72,7 @@ impl Setup {
             redis,
             auth: None,
             api: None,
+            proxy: None,
         })
     }
 
@@ -94,6 +97,7 @@ impl Setup {
             redis,
             auth: plan.auth,
             api: plan.api,
+            proxy: plan.proxy,
         })
     }
 }

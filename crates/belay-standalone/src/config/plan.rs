@@ -10,6 +10,7 @@ use belay_server::ServerConfig;
 
 use super::Settings;
 use crate::auth::{JwtAuthenticator, JwtError};
+use crate::proxy::{ProxyError, RpcProxy};
 
 /// Where the server's channels live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct Plan {
     pub auth: Option<JwtAuthenticator>,
     /// The HTTP server API: its key and longest body; `None`: no API.
     pub api: Option<(String, usize)>,
+    /// Client requests forwarded to the backend; `None`: no methods.
+    pub proxy: Option<RpcProxy>,
 }
 
 /// Why checked settings do not make a server.
@@ -54,6 +57,9 @@ pub enum PlanError {
     /// The JWT key or secret is not usable.
     #[error("auth: {0}")]
     Jwt(#[from] JwtError),
+    /// The proxy's URL is not usable.
+    #[error("proxy: {0}")]
+    Proxy(#[from] ProxyError),
     /// A key file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -83,6 +89,14 @@ impl Plan {
             api: s
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
+            proxy: match s.text("proxy.rpc_url") {
+                Some(url) => Some(RpcProxy::new(
+                    url,
+                    millis(s, "proxy.timeout_ms"),
+                    s.size("proxy.max_in_flight"),
+                )?),
+                None => None,
+            },
         })
     }
 }

@@ -377,6 +377,23 @@ pub(crate) const KEYS: &[Key] = &[
         "1048576",
         "Longest API request body (413 above it).",
     ),
+    optional(
+        "proxy.rpc_url",
+        Kind::Str,
+        "Forward every client request to this backend URL (http://HOST:PORT/PATH) as a POST; unset: no methods.",
+    ),
+    key(
+        "proxy.timeout_ms",
+        MILLIS,
+        "5000",
+        "How long the backend has to answer a request (then `timeout`: it may have run).",
+    ),
+    key(
+        "proxy.max_in_flight",
+        int(1, 1 << 20),
+        "256",
+        "Requests at the backend at once (more: `unavailable`, not executed).",
+    ),
 ];
 
 /// The setting at `path`, if there is one.
