@@ -28,6 +28,9 @@ pub(crate) enum Control {
     Drain,
     /// A request the connection called finished with this outcome.
     Reply(Ticket, Reply),
+    /// Close now with this code and reason (the application disconnects
+    /// the connection's user).
+    Disconnect(u16, String),
 }
 
 #[derive(Debug, Default)]

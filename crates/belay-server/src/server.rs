@@ -14,6 +14,7 @@ use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Payload, RawJson};
 use belay_proto::server::{check_channel_name, payload_depth, IdempotencyCache, MAX_PAYLOAD_DEPTH};
 use belay_proto::server::{SourceTable, TokenBucket};
+use belay_proto::CloseCode;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 
@@ -21,6 +22,7 @@ use crate::auth::{AllowAll, Authenticator};
 use crate::broker::{Broker, MemoryBroker, PublishError, Publishing};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
+use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
 use crate::rpc::Methods;
 use crate::shared::{Lifecycle, Server, Shared};
@@ -120,6 +122,7 @@ impl ServerBuilder {
             stream_layer: self.stream_layer,
             lifecycle,
             idempotent_waiters: Mutex::new(HashMap::new()),
+            users: Mutex::new(HashMap::new()),
             events: broadcast::channel(1_024).0,
         };
         Server {
@@ -222,6 +225,27 @@ impl Server {
         let mut rx = self.shared.lifecycle.subscribe();
         // The sender lives in `shared`, which outlives this borrow.
         let _ = rx.wait_for(|l| *l == Lifecycle::Drained).await;
+    }
+
+    /// Close every connection of `user` on this server with 4003
+    /// `disconnected: REASON` (a final close: Belay clients stop
+    /// reconnecting, `HaltReason::ServerClosed`). Returns how many.
+    pub fn disconnect_user(&self, user: &str, reason: &str) -> usize {
+        let ids: Vec<u64> = lock(&self.shared.users)
+            .iter()
+            .filter(|(_, u)| &***u == user)
+            .map(|(id, _)| *id)
+            .collect();
+        let connections = lock(&self.shared.connections);
+        let reason = format!("disconnected: {reason}");
+        ids.iter()
+            .filter_map(|id| connections.get(id))
+            .filter(|control| {
+                control
+                    .send(Control::Disconnect(CloseCode::FORBIDDEN.0, reason.clone()))
+                    .is_ok()
+            })
+            .count()
     }
 
     /// Start a graceful drain (idempotent): `/readyz` answers 503 at once;

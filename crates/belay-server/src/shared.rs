@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     /// Keyed executions running now.
     pub(crate) keyed_running: AtomicUsize,
     pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
+    /// The user of each authenticated connection.
+    pub(crate) users: Mutex<HashMap<u64, Arc<str>>>,
     pub(crate) next_connection: AtomicU64,
     pub(crate) stream_layer: Option<Arc<dyn StreamLayer>>,
     pub(crate) lifecycle: watch::Sender<Lifecycle>,
@@ -72,6 +74,12 @@ impl Shared {
 
     pub(crate) fn unregister(&self, id: u64) {
         lock(&self.connections).remove(&id);
+        lock(&self.users).remove(&id);
+    }
+
+    /// Connection `id` is `user`'s (its credentials were accepted).
+    pub(crate) fn identify(&self, id: u64, user: &str) {
+        lock(&self.users).insert(id, Arc::from(user));
     }
 
     /// Publish a server event (dropped if nobody listens).

@@ -17,7 +17,7 @@ async fn start() -> (Server, SocketAddr) {
     let server = Server::builder().build();
     let router = server
         .router()
-        .merge(belay_standalone::api::router(&server, KEY, 4_096));
+        .merge(belay_standalone::api::router(&server, KEY, 4_096, None));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

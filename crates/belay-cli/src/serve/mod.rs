@@ -87,7 +87,12 @@ async fn serve(args: &Args) -> Result<(), String> {
     // With an API key: the HTTP server API under /api/.
     let router = match &api {
         Some((key, max_body)) => {
-            router.merge(belay_standalone::api::router(&server, key, *max_body))
+            let cluster = redis
+                .as_ref()
+                .map(|redis| belay_standalone::api::ClusterApi::new(&server, redis));
+            router.merge(belay_standalone::api::router(
+                &server, key, *max_body, cluster,
+            ))
         }
         None => router,
     };

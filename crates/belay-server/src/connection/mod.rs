@@ -82,6 +82,8 @@ struct Driver {
     /// The session id, once welcomed.
     session: Arc<str>,
     peer: SocketAddr,
+    /// This connection's id in the server's registry.
+    id: u64,
 }
 
 pub(crate) async fn run<S>(shared: Arc<Shared>, mut ws: WebSocket<S>, meta: ConnectionMeta)
@@ -121,6 +123,7 @@ where
         principal: Principal::anonymous(),
         session: Arc::from(""),
         peer,
+        id,
     };
     let end = driver.run_loop(&mut ws, control_rx).await;
     // Whatever ended it, the broker forgets this connection's subscriptions
@@ -278,6 +281,7 @@ impl Driver {
                 self.core.drain(now, until);
             }
             Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
+            Control::Disconnect(code, reason) => self.core.close(CloseCode(code), &reason),
         }
     }
 

@@ -123,6 +123,7 @@ impl Driver {
                 let expires_at = principal
                     .expires_at
                     .map(|at| self.shared.clock.core_instant(at));
+                self.shared.identify(self.id, &principal.user);
                 self.principal = principal;
                 let pacing = self.shared.config.pacing.then(|| {
                     let connections = self.shared.metrics.open_connections().max(1) as usize;

@@ -30,6 +30,14 @@ pub(crate) struct PublishBody {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct DisconnectBody {
+    user: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct BroadcastBody {
     channels: Vec<String>,
     data: Value,
@@ -215,4 +223,30 @@ pub(crate) async fn info(State(api): State<Api>) -> Response {
         "connections": server.metrics().open_connections(),
     }))
     .into_response()
+}
+
+pub(crate) async fn disconnect(State(api): State<Api>, request: Request) -> Response {
+    let body: DisconnectBody = match body(&api, request.into_body()).await {
+        Ok(b) => b,
+        Err(response) => return response,
+    };
+    if body.user.is_empty() || body.user.chars().count() > 256 {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "user: 1 to 256 characters",
+        );
+    }
+    let reason = body
+        .reason
+        .unwrap_or_else(|| "by the application".to_owned());
+    let reason: String = reason.chars().take(80).collect();
+    let disconnected = match &api.cluster {
+        Some(cluster) => match cluster.disconnect_user(&body.user, &reason).await {
+            Ok(n) => n,
+            Err(message) => return error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message),
+        },
+        None => api.server.disconnect_user(&body.user, &reason),
+    };
+    Json(json!({ "disconnected": disconnected })).into_response()
 }

@@ -1,6 +1,6 @@
 //! The HTTP server API for the application's backend: publish (with an
 //! idempotency key), broadcast to many channels, and the node's info,
-//! behind an API key. Described, strictly, in spec/http-api.yaml.
+//! disconnect a user (on every node of a cluster), behind an API key. Described, strictly, in spec/http-api.yaml.
 //!
 //! Every answer is JSON. Errors are `{"error": {"code", "message"}}`:
 //!
@@ -14,7 +14,10 @@
 //! | 429 | `rate_limited` | too many keys held |
 //! | 503 | `unavailable` | the broker cannot take publications now (retry) |
 
+mod cluster;
 mod handlers;
+
+pub use cluster::ClusterApi;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,11 +49,14 @@ pub(crate) struct Api {
     pub(crate) max_body: usize,
     pub(crate) keys: Arc<Mutex<IdempotencyCache>>,
     pub(crate) started: std::time::Instant,
+    /// Every node, when the server is one of a cluster.
+    pub(crate) cluster: Option<ClusterApi>,
 }
 
 /// The API's routes under `/api/`, for `server`, accepting `key`; bodies
-/// over `max_body` bytes are refused 413.
-pub fn router(server: &Server, key: &str, max_body: usize) -> Router {
+/// over `max_body` bytes are refused 413. With `cluster`, what concerns a
+/// user (disconnecting them) reaches every node.
+pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<ClusterApi>) -> Router {
     let mut cache = IdempotencyCache::new(KEY_RETENTION, MAX_KEYS);
     cache.set_max_bytes(MAX_KEY_BYTES);
     let api = Api {
@@ -59,11 +65,13 @@ pub fn router(server: &Server, key: &str, max_body: usize) -> Router {
         max_body,
         keys: Arc::new(Mutex::new(cache)),
         started: std::time::Instant::now(),
+        cluster,
     };
     Router::new()
         .route("/api/publish", post(handlers::publish))
         .route("/api/broadcast", post(handlers::broadcast))
         .route("/api/info", get(handlers::info))
+        .route("/api/disconnect", post(handlers::disconnect))
         .layer(middleware::from_fn_with_state(api.clone(), check_key))
         .with_state(api)
 }
