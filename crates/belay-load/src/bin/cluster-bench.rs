@@ -100,13 +100,21 @@ enum Cmd {
     },
     /// kill -9 of node A under subscribed clients; time until all resume on B.
     Recovery {
-        #[arg(long, default_value_t = 10_000)]
-        clients: usize,
+        /// Fleet sizes on node A, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "10000")]
+        clients: Vec<usize>,
+        /// Window of the first dial after the loss, ms (0: at once), comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "0")]
+        reconnect_window_ms: Vec<u64>,
+        /// Longest wait from the kill for every client to catch up.
+        #[arg(long, default_value_t = 60)]
+        bound_secs: u64,
         #[arg(long, default_value_t = 3)]
         runs: usize,
-        #[arg(long, default_value_t = 50.0)]
-        rate: f64,
-        #[arg(long, default_value_t = 15.0)]
+        /// Node B's publications per second, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "5")]
+        rate: Vec<f64>,
+        #[arg(long, default_value_t = 30.0)]
         publish_secs: f64,
         #[arg(long, default_value_t = 256)]
         handshakes: usize,
@@ -189,14 +197,21 @@ fn main() -> Result<(), String> {
         })),
         Cmd::Recovery {
             clients,
+            reconnect_window_ms,
+            bound_secs,
             runs,
             rate,
             publish_secs,
             handshakes,
         } => runtime.block_on(recovery::run(&RecoveryBench {
-            clients: clients.clamp(1, 19_000),
+            clients: clients.into_iter().map(|n| n.clamp(1, 19_000)).collect(),
+            reconnect_windows: reconnect_window_ms
+                .into_iter()
+                .map(|ms| Duration::from_millis(ms.min(60_000)))
+                .collect(),
+            bound: Duration::from_secs(bound_secs.clamp(1, 600)),
             runs: runs.clamp(1, 10),
-            rate: rate.clamp(1.0, 1_000.0),
+            rates: rate.into_iter().map(|r| r.clamp(1.0, 1_000.0)).collect(),
             publish_secs: publish_secs.clamp(1.0, 300.0),
             handshakes,
             sources,

@@ -176,8 +176,16 @@ pub struct NodeArgs {
     pub ping_interval: Duration,
 }
 
-/// The node process's main: serve until stdin closes.
+/// The node process's main: serve until stdin closes. Warnings (the
+/// broker's lost PUB/SUB connections, refused joins) go to stderr.
 pub async fn serve(args: NodeArgs) -> Result<(), String> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
     let broker: Option<Arc<dyn Broker>> = if args.broker == "memory" {
         None
     } else if args.broker.starts_with("redis://") {
