@@ -10,7 +10,7 @@
 //! parent                         hold child (sessions answer pings all along)
 //!   (start)                 ──▶  opens N sessions            ──▶ OPENED ok failed ms first-error
 //!   alive                   ──▶                              ──▶ ALIVE n
-//!   subscribe               ──▶  every session subscribes    ──▶ SUBSCRIBED ok failed first-error
+//!   subscribe               ──▶  every session subscribes    ──▶ SUBSCRIBED ok refused retried ms first-refusal
 //!   collect SECS            ──▶  waits for M publications    ──▶ RECEIVED deliveries complete gaps last-wall-µs first-error
 //!                                                            ──▶ LAT µs,µs,…
 //!   (stdin closed)          ──▶  closes every session, exits
@@ -78,6 +78,8 @@ enum Phase {
 enum Event {
     Opened(Result<(), String>),
     Subscribed(Result<(), String>),
+    /// A subscribe refused and to be retried after the backoff.
+    Refused(String),
     Done(Received),
 }
 
@@ -113,6 +115,7 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
             alive: Arc::clone(&alive),
             subscribe: subscribe.clone(),
             messages: args.messages,
+            rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
         };
         tasks.spawn(session.run(permit));
     }
@@ -142,8 +145,9 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
         match words.next() {
             Some("alive") => println!("ALIVE {}", alive.load(Ordering::Relaxed)),
             Some("subscribe") => {
+                let asked = std::time::Instant::now();
                 let _ = phase_tx.send(Phase::Subscribe);
-                let (mut refused, mut first) = (0usize, None);
+                let (mut refused, mut retried, mut first) = (0usize, 0usize, None);
                 let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
                 while subscribed + refused < ok {
                     match tokio::time::timeout_at(deadline, events.recv()).await {
@@ -152,12 +156,17 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
                             refused += 1;
                             first.get_or_insert(e);
                         }
+                        Ok(Some(Event::Refused(e))) => {
+                            retried += 1;
+                            first.get_or_insert(e);
+                        }
                         Ok(Some(other)) => pending.push(other),
                         Ok(None) | Err(_) => break,
                     }
                 }
                 println!(
-                    "SUBSCRIBED {subscribed} {refused} {}",
+                    "SUBSCRIBED {subscribed} {refused} {retried} {} {}",
+                    asked.elapsed().as_millis(),
                     one_line(first.as_deref())
                 );
             }
@@ -234,12 +243,19 @@ struct Session {
     alive: Arc<AtomicUsize>,
     subscribe: String,
     messages: u64,
+    /// The backoff's jitter (xorshift64*, never 0).
+    rng: u64,
 }
+
+/// Refusals of one session's subscribe retried before it counts as refused.
+const MAX_REFUSALS: u32 = 30;
 
 #[derive(Debug)]
 enum State {
     Idle,
     Pending,
+    /// Refused: subscribe again at this instant.
+    Retry(tokio::time::Instant),
     Receiving(Received, Option<u64>),
     Finished,
 }
@@ -258,8 +274,21 @@ impl Session {
         self.alive.fetch_add(1, Ordering::Relaxed);
         let _ = self.events.send(Event::Opened(Ok(())));
         let mut state = State::Idle;
+        let mut refusals = 0u32;
         loop {
+            let retry_at = match state {
+                State::Retry(at) => Some(at),
+                _ => None,
+            };
             tokio::select! {
+                () = tokio::time::sleep_until(retry_at.unwrap_or_else(tokio::time::Instant::now)), if retry_at.is_some() => {
+                    if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
+                        let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
+                        state = State::Finished;
+                    } else {
+                        state = State::Pending;
+                    }
+                }
                 text = client::next_text(&mut ws) => {
                     let text = match text {
                         Ok(text) => text,
@@ -300,6 +329,16 @@ impl Session {
                                 }
                             }
                         }
+                        // A refused subscribe is retried after the
+                        // protocol's resubscribe backoff, equal_jitter(500
+                        // ms, 2 s), at most MAX_REFUSALS times.
+                        Some("unsubscribed") if matches!(state, State::Pending) && refusals < MAX_REFUSALS => {
+                            let window = 500u64 << refusals.min(2);
+                            refusals += 1;
+                            let delay = window / 2 + self.next_random() % (window / 2);
+                            state = State::Retry(tokio::time::Instant::now() + Duration::from_millis(delay));
+                            let _ = self.events.send(Event::Refused(text.clone()));
+                        }
                         Some("unsubscribed") => self.end(&mut state, text.clone()),
                         _ => {}
                     }
@@ -333,6 +372,15 @@ impl Session {
         self.alive.fetch_sub(1, Ordering::Relaxed);
     }
 
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
     fn finish(&self, state: &mut State) {
         if let State::Receiving(r, _) = std::mem::replace(state, State::Finished) {
             let _ = self.events.send(Event::Done(r));
@@ -342,7 +390,7 @@ impl Session {
     /// The session stops receiving: say why to whoever waits for it.
     fn end(&self, state: &mut State, why: String) {
         match std::mem::replace(state, State::Finished) {
-            State::Pending => {
+            State::Pending | State::Retry(_) => {
                 let _ = self.events.send(Event::Subscribed(Err(why)));
             }
             State::Receiving(mut r, _) => {
@@ -489,8 +537,8 @@ pub async fn run(bench: &CapacityBench) -> Result<(), String> {
     let redis = RedisProcess::start()?;
     println!("redis-server {} (pid {})", redis.url(), redis.pid());
     println!();
-    println!("| run | setup | sessions opened / asked | alive after hold | per node (min–max) | idle B/conn per node, median (min–max) | subscribed B/conn, median (min–max) | CPU µs per conn·s over the hold (nodes) | deliveries / expected | gaps | deliveries/s | p50 (ms) | p99 (ms) | load clients' RSS (MiB) |");
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| run | setup | sessions opened / asked | alive after hold | per node (min–max) | idle B/conn per node, median (min–max) | all subscribed after (s) | subscribes refused and retried | subscribed B/conn, median (min–max) | CPU µs per conn·s over the hold (nodes) | deliveries / expected | gaps | deliveries/s | p50 (ms) | p99 (ms) | load clients' RSS (MiB) |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut base = Vec::new();
     let mut cluster = Vec::new();
     for run in 1..=bench.runs {
@@ -638,17 +686,21 @@ async fn measure(
         cpu_ticks as f64 / CLK_TCK * 1e6 / (total_open.max(1) as f64 * bench.hold.as_secs_f64());
     // Subscribe everyone.
     let mut subscribed = 0usize;
+    let (mut retried, mut subscribe_ms) = (0usize, 0u64);
     for h in &mut holds {
         h.send("subscribe").await?;
     }
     for h in &mut holds {
-        let w = h.expect("SUBSCRIBED", 3, Duration::from_secs(900)).await?;
+        let w = h.expect("SUBSCRIBED", 5, Duration::from_secs(900)).await?;
         subscribed += word::<usize>(&w, 0)?;
-        if word::<usize>(&w, 1)? > 0 {
+        retried += word::<usize>(&w, 2)?;
+        subscribe_ms = subscribe_ms.max(word::<u64>(&w, 3)?);
+        if word::<usize>(&w, 1)? > 0 || word::<usize>(&w, 2)? > 0 {
             eprintln!(
-                "{name}: {} subscriptions refused: {}",
+                "{name}: {} subscriptions refused for good, {} refusals retried: {}",
                 w[1],
-                w.get(2).map_or("", String::as_str)
+                w[2],
+                w.get(4).map_or("", String::as_str)
             );
         }
     }
@@ -714,8 +766,9 @@ async fn measure(
     let min = per_node.iter().min().copied().unwrap_or(0);
     let max = per_node.iter().max().copied().unwrap_or(0);
     println!(
-        "| {run} | {name} | {opened} / {asked} | {alive} | {min}–{max} | {} | {} | {cpu_us:.2} | {deliveries} / {expected} | {gaps} | {deliveries_per_sec:.0} | {} | {} | {:.0} |",
+        "| {run} | {name} | {opened} / {asked} | {alive} | {min}–{max} | {} | {:.1} | {retried} | {} | {cpu_us:.2} | {deliveries} / {expected} | {gaps} | {deliveries_per_sec:.0} | {} | {} | {:.0} |",
         spread(&idle_bytes, 0),
+        subscribe_ms as f64 / 1e3,
         spread(&subscribed_bytes, 0),
         ms(p50),
         ms(p99),

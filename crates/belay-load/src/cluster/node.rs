@@ -185,6 +185,7 @@ pub async fn serve(args: NodeArgs) -> Result<(), String> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(false)
         .try_init();
     let broker: Option<Arc<dyn Broker>> = if args.broker == "memory" {
         None
