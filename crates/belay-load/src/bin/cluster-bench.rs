@@ -51,6 +51,8 @@ enum Cmd {
         messages: u64,
         #[arg(long, default_value_t = 256)]
         handshakes: usize,
+        #[arg(long, default_value_t = 256)]
+        subscribes_in_flight: usize,
     },
     /// Publishing through Redis on 1, 2, 4 nodes vs the memory broker and redis-benchmark.
     Publish {
@@ -97,6 +99,9 @@ enum Cmd {
         no_baseline: bool,
         #[arg(long, default_value_t = 256)]
         handshakes: usize,
+        /// Subscribes pending at once per load-client process (0: all at once).
+        #[arg(long, default_value_t = 256)]
+        subscribes_in_flight: usize,
     },
     /// kill -9 of node A under subscribed clients; time until all resume on B.
     Recovery {
@@ -141,6 +146,7 @@ fn main() -> Result<(), String> {
             channel,
             messages,
             handshakes,
+            subscribes_in_flight,
         } => runtime.block_on(capacity::hold_main(HoldArgs {
             url,
             connections,
@@ -148,6 +154,7 @@ fn main() -> Result<(), String> {
             channel,
             messages,
             handshakes,
+            subscribes_in_flight,
         })),
         Cmd::Publish {
             nodes,
@@ -182,6 +189,7 @@ fn main() -> Result<(), String> {
             runs,
             no_baseline,
             handshakes,
+            subscribes_in_flight,
         } => runtime.block_on(capacity::run(&CapacityBench {
             nodes: nodes.clamp(1, 32),
             clients: clients.clamp(1, 32),
@@ -193,6 +201,7 @@ fn main() -> Result<(), String> {
             baseline: !no_baseline,
             sources,
             handshakes,
+            subscribes_in_flight,
             ping_interval,
         })),
         Cmd::Recovery {

@@ -64,6 +64,9 @@ pub struct HoldArgs {
     pub messages: u64,
     /// Handshakes in flight at once.
     pub handshakes: usize,
+    /// Subscribes pending at once (sent, not yet answered for good; 0:
+    /// every session subscribes at once).
+    pub subscribes_in_flight: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +105,8 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
     let alive = Arc::new(AtomicUsize::new(0));
     let permits = Arc::new(Semaphore::new(args.handshakes.max(1)));
     let subscribe = format!(r#"{{"type":"subscribe","channel":"{}"}}"#, args.channel);
+    let subscribe_permits = (args.subscribes_in_flight > 0)
+        .then(|| Arc::new(Semaphore::new(args.subscribes_in_flight)));
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..connections {
         let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
@@ -116,6 +121,7 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
             subscribe: subscribe.clone(),
             messages: args.messages,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
+            subscribe_permits: subscribe_permits.clone(),
         };
         tasks.spawn(session.run(permit));
     }
@@ -245,7 +251,17 @@ struct Session {
     messages: u64,
     /// The backoff's jitter (xorshift64*, never 0).
     rng: u64,
+    /// Subscribes pending at once in this process (`None`: unbounded).
+    subscribe_permits: Option<Arc<Semaphore>>,
 }
+
+type Acquiring = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<tokio::sync::OwnedSemaphorePermit, tokio::sync::AcquireError>,
+            > + Send,
+    >,
+>;
 
 /// Refusals of one session's subscribe retried before it counts as refused.
 const MAX_REFUSALS: u32 = 30;
@@ -253,6 +269,8 @@ const MAX_REFUSALS: u32 = 30;
 #[derive(Debug)]
 enum State {
     Idle,
+    /// Waiting for a turn to subscribe (the in-flight bound).
+    Waiting,
     Pending,
     /// Refused: subscribe again at this instant.
     Retry(tokio::time::Instant),
@@ -275,12 +293,28 @@ impl Session {
         let _ = self.events.send(Event::Opened(Ok(())));
         let mut state = State::Idle;
         let mut refusals = 0u32;
+        let mut acquiring: Option<Acquiring> = None;
+        let mut turn: Option<tokio::sync::OwnedSemaphorePermit> = None;
         loop {
+            // A turn lasts until the subscribe is answered for good.
+            if !matches!(state, State::Pending | State::Retry(_)) {
+                drop(turn.take());
+            }
             let retry_at = match state {
                 State::Retry(at) => Some(at),
                 _ => None,
             };
             tokio::select! {
+                acquired = async { acquiring.as_mut().expect("guarded").await }, if acquiring.is_some() => {
+                    acquiring = None;
+                    turn = acquired.ok();
+                    if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
+                        let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
+                        state = State::Finished;
+                    } else {
+                        state = State::Pending;
+                    }
+                }
                 () = tokio::time::sleep_until(retry_at.unwrap_or_else(tokio::time::Instant::now)), if retry_at.is_some() => {
                     if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
                         let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
@@ -349,6 +383,11 @@ impl Session {
                     }
                     let phase = *self.phase.borrow_and_update();
                     match phase {
+                        Phase::Subscribe if matches!(state, State::Idle) && self.subscribe_permits.is_some() => {
+                            let permits = self.subscribe_permits.clone().expect("checked");
+                            acquiring = Some(Box::pin(permits.acquire_owned()));
+                            state = State::Waiting;
+                        }
                         Phase::Subscribe if matches!(state, State::Idle) => {
                             if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
                                 let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
@@ -390,7 +429,7 @@ impl Session {
     /// The session stops receiving: say why to whoever waits for it.
     fn end(&self, state: &mut State, why: String) {
         match std::mem::replace(state, State::Finished) {
-            State::Pending | State::Retry(_) => {
+            State::Waiting | State::Pending | State::Retry(_) => {
                 let _ = self.events.send(Event::Subscribed(Err(why)));
             }
             State::Receiving(mut r, _) => {
@@ -422,6 +461,10 @@ impl HoldProcess {
             .args(["--channel", &args.channel])
             .args(["--messages", &args.messages.to_string()])
             .args(["--handshakes", &args.handshakes.to_string()])
+            .args([
+                "--subscribes-in-flight",
+                &args.subscribes_in_flight.to_string(),
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -516,6 +559,8 @@ pub struct CapacityBench {
     pub sources: Vec<IpAddr>,
     /// Handshakes in flight per hold process.
     pub handshakes: usize,
+    /// Subscribes pending at once per hold process (0: all at once).
+    pub subscribes_in_flight: usize,
     /// The nodes' ping interval.
     pub ping_interval: Duration,
 }
@@ -642,6 +687,7 @@ async fn measure(
         channel: channel.clone(),
         messages: bench.messages,
         handshakes: bench.handshakes,
+        subscribes_in_flight: bench.subscribes_in_flight,
     };
     let mut holds = Vec::new();
     for _ in 0..clients {
@@ -753,7 +799,15 @@ async fn measure(
         }
     }
     let cpu = cpu_seconds(&pids) - cpu0;
-    let expected = subscribed as u64 * answer.published;
+    // Every session was asked to wait for every publication: one refused
+    // by the broker counts as missing.
+    let expected = subscribed as u64 * bench.messages;
+    if answer.published != bench.messages {
+        eprintln!(
+            "{name}: node 0 published {} of {} (refused: {})",
+            answer.published, bench.messages, answer.failed
+        );
+    }
     let elapsed = last_wall.saturating_sub(start_wall) as f64 / 1e6;
     let deliveries_per_sec = deliveries as f64 / elapsed.max(1e-9);
     let client_rss: u64 = holds
@@ -775,7 +829,8 @@ async fn measure(
         client_rss as f64 / 1024.0,
     );
     eprintln!(
-        "{name} run {run}: broadcast CPU {cpu:.2} s (nodes + redis), {complete_sessions} sessions complete; per node: {per_node:?}"
+        "{name} run {run}: broadcast CPU {cpu:.2} s (nodes + redis), {} of {} published, {complete_sessions} sessions got every one; per node: {per_node:?}",
+        answer.published, bench.messages
     );
     let figures = Figures {
         opened: opened as f64,
