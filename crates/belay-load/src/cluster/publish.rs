@@ -71,6 +71,9 @@ struct RunFigures {
     p50_ms: f64,
     p99_ms: f64,
     cpu_per_million: f64,
+    /// Per concurrency: every subscriber got every publication, in order.
+    throughput_complete: Vec<bool>,
+    /// The same for the latency test.
     complete: bool,
 }
 
@@ -146,14 +149,19 @@ pub async fn run(bench: &PublishBench) -> Result<(), String> {
         for (s, setup) in setups.iter().enumerate() {
             let v: Vec<f64> = figures[s].iter().map(|f| f.pubs_per_sec[i]).collect();
             let d: Vec<f64> = figures[s].iter().map(|f| f.delivered_per_sec[i]).collect();
+            let complete = figures[s]
+                .iter()
+                .filter(|f| f.throughput_complete[i])
+                .count();
             let _ = writeln!(
                 out,
-                "MEDIAN publish throughput, concurrency {k}: {}: {} publications/s ({:.3}x memory, {:.3}x redis-benchmark); to last delivery {}",
+                "MEDIAN publish throughput, concurrency {k}: {}: {} publications/s ({:.3}x memory, {:.3}x redis-benchmark); to last delivery {}; every subscriber got every publication in {complete} of {} runs",
                 setup.name,
                 spread(&v, 0),
                 med(&v) / memory_median,
                 med(&v) / floor_median,
-                spread(&d, 0)
+                spread(&d, 0),
+                figures[s].len()
             );
         }
     }
@@ -207,10 +215,7 @@ async fn run_setup(
     if setup.redis {
         pids.push(redis.pid());
     }
-    let mut figures = RunFigures {
-        complete: true,
-        ..RunFigures::default()
-    };
+    let mut figures = RunFigures::default();
     let tag = format!(
         "{}n{}r{run}",
         if setup.redis { "redis" } else { "mem" },
@@ -249,7 +254,7 @@ async fn run_setup(
             .map_or(Duration::ZERO, |t| t.saturating_duration_since(started));
         let delivered_rate = answer.published as f64 / to_last.as_secs_f64().max(1e-9);
         let ok = report.deliveries == report.expected && report.gaps == 0 && answer.failed == 0;
-        figures.complete &= ok;
+        figures.throughput_complete.push(ok);
         println!(
             "| {run} | {} | throughput, concurrency {k} | {} | {} | {:.0} | {delivered_rate:.0} | {} / {} | {} | {} | {} | {cpu:.2} | {:.2} |",
             setup.name,
@@ -294,7 +299,7 @@ async fn run_setup(
     let mut report = subs.collect().await;
     let cpu = cpu_seconds(&pids) - cpu_before;
     let ok = report.deliveries == report.expected && report.gaps == 0 && answer.failed == 0;
-    figures.complete &= ok;
+    figures.complete = ok;
     let p50 = report.latencies.percentile(50.0);
     let p99 = report.latencies.percentile(99.0);
     figures.p50_ms = p50.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
