@@ -11,7 +11,7 @@
 //!   (start)                 ──▶  opens N sessions            ──▶ OPENED ok failed ms first-error
 //!   alive                   ──▶                              ──▶ ALIVE n
 //!   subscribe               ──▶  every session subscribes    ──▶ SUBSCRIBED ok refused retried ms first-refusal
-//!   collect SECS            ──▶  waits for M publications    ──▶ RECEIVED deliveries complete gaps last-wall-µs first-error
+//!   collect SECS            ──▶  waits for M publications    ──▶ RECEIVED deliveries complete gaps last-wall-µs resumed not-recovered first-problem
 //!                                                            ──▶ LAT µs,µs,…
 //!   (stdin closed)          ──▶  closes every session, exits
 //! ```
@@ -36,6 +36,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio_websockets::Message;
 
 use super::node::NodeProcess;
+use super::recovery::field_str;
 use super::redis::{free_port, RedisProcess};
 use super::subscribers::{self, PublishRequest};
 use super::{cpu_seconds, med, spread};
@@ -90,6 +91,11 @@ enum Event {
 struct Received {
     got: u64,
     gaps: u64,
+    /// Subscriptions lost (`unsubscribed`) and subscribed again from the
+    /// last position, as a Belay client does.
+    resumed: u32,
+    /// Of those, answered `recovered: false` (publications skipped).
+    not_recovered: u32,
     latencies: Vec<u32>,
     last_wall: u64,
     error: Option<String>,
@@ -119,6 +125,7 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
             events: events_tx.clone(),
             alive: Arc::clone(&alive),
             subscribe: subscribe.clone(),
+            channel: args.channel.clone(),
             messages: args.messages,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
             subscribe_permits: subscribe_permits.clone(),
@@ -213,8 +220,10 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
                 let gaps: u64 = done.iter().map(|r| r.gaps).sum();
                 let last = done.iter().map(|r| r.last_wall).max().unwrap_or(0);
                 let first = done.iter().find_map(|r| r.error.clone());
+                let resumed: u32 = done.iter().map(|r| r.resumed).sum();
+                let not_recovered: u32 = done.iter().map(|r| r.not_recovered).sum();
                 println!(
-                    "RECEIVED {deliveries} {complete} {gaps} {last} {}",
+                    "RECEIVED {deliveries} {complete} {gaps} {last} {resumed} {not_recovered} {}",
                     one_line(first.as_deref())
                 );
                 let mut lat = String::with_capacity(deliveries as usize * 7);
@@ -248,6 +257,7 @@ struct Session {
     events: mpsc::UnboundedSender<Event>,
     alive: Arc<AtomicUsize>,
     subscribe: String,
+    channel: String,
     messages: u64,
     /// The backoff's jitter (xorshift64*, never 0).
     rng: u64,
@@ -275,6 +285,10 @@ enum State {
     /// Refused: subscribe again at this instant.
     Retry(tokio::time::Instant),
     Receiving(Received, Option<u64>),
+    /// Lost after subscribing: resubscribe from the position at this instant.
+    Lost(Received, Option<u64>, tokio::time::Instant),
+    /// Resubscribed from the position, waiting for `subscribed`.
+    Resuming(Received, Option<u64>),
     Finished,
 }
 
@@ -295,13 +309,14 @@ impl Session {
         let mut refusals = 0u32;
         let mut acquiring: Option<Acquiring> = None;
         let mut turn: Option<tokio::sync::OwnedSemaphorePermit> = None;
+        let mut epoch = String::new();
         loop {
             // A turn lasts until the subscribe is answered for good.
             if !matches!(state, State::Pending | State::Retry(_)) {
                 drop(turn.take());
             }
             let retry_at = match state {
-                State::Retry(at) => Some(at),
+                State::Retry(at) | State::Lost(_, _, at) => Some(at),
                 _ => None,
             };
             tokio::select! {
@@ -316,7 +331,16 @@ impl Session {
                     }
                 }
                 () = tokio::time::sleep_until(retry_at.unwrap_or_else(tokio::time::Instant::now)), if retry_at.is_some() => {
-                    if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
+                    if let State::Lost(r, offset, _) = std::mem::replace(&mut state, State::Finished) {
+                        let frame = serde_json::json!({
+                            "type": "subscribe", "channel": self.channel,
+                            "since": {"epoch": epoch, "offset": offset.unwrap_or(0)},
+                        });
+                        state = State::Resuming(r, offset);
+                        if ws.send(Message::text(frame.to_string())).await.is_err() {
+                            self.end(&mut state, "send failed".into());
+                        }
+                    } else if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
                         let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
                         state = State::Finished;
                     } else {
@@ -336,7 +360,21 @@ impl Session {
                             self.end(&mut state, "pong failed".into());
                             break;
                         }
+                        Some("subscribed") if matches!(state, State::Resuming(..)) => {
+                            if let State::Resuming(mut r, offset) = std::mem::replace(&mut state, State::Finished) {
+                                let recovered = text.contains(r#""recovered":true"#)
+                                    && field_str(&text, "epoch") == Some(epoch.as_str());
+                                let offset = if recovered {
+                                    offset
+                                } else {
+                                    r.not_recovered += 1;
+                                    client::field_u64(&text, "offset")
+                                };
+                                state = State::Receiving(r, offset);
+                            }
+                        }
                         Some("subscribed") if matches!(state, State::Pending) => {
+                            epoch = field_str(&text, "epoch").unwrap_or_default().to_owned();
                             state = State::Receiving(Received::default(), client::field_u64(&text, "offset"));
                             let _ = self.events.send(Event::Subscribed(Ok(())));
                             if self.messages == 0 {
@@ -372,6 +410,24 @@ impl Session {
                             let delay = window / 2 + self.next_random() % (window / 2);
                             state = State::Retry(tokio::time::Instant::now() + Duration::from_millis(delay));
                             let _ = self.events.send(Event::Refused(text.clone()));
+                        }
+                        // A subscription lost after it was confirmed is
+                        // subscribed again from its position, after the same
+                        // backoff (at most MAX_REFUSALS times).
+                        Some("unsubscribed") if matches!(state, State::Receiving(..) | State::Resuming(..)) => {
+                            match std::mem::replace(&mut state, State::Finished) {
+                                State::Receiving(mut r, offset) | State::Resuming(mut r, offset) if r.resumed < MAX_REFUSALS => {
+                                    let window = 500u64 << r.resumed.min(2);
+                                    r.resumed += 1;
+                                    r.error.get_or_insert(text.clone());
+                                    let delay = window / 2 + self.next_random() % (window / 2);
+                                    state = State::Lost(r, offset, tokio::time::Instant::now() + Duration::from_millis(delay));
+                                }
+                                other => {
+                                    state = other;
+                                    self.end(&mut state, text.clone());
+                                }
+                            }
                         }
                         Some("unsubscribed") => self.end(&mut state, text.clone()),
                         _ => {}
@@ -432,7 +488,7 @@ impl Session {
             State::Waiting | State::Pending | State::Retry(_) => {
                 let _ = self.events.send(Event::Subscribed(Err(why)));
             }
-            State::Receiving(mut r, _) => {
+            State::Receiving(mut r, _) | State::Lost(mut r, _, _) | State::Resuming(mut r, _) => {
                 r.error.get_or_insert(why);
                 let _ = self.events.send(Event::Done(r));
             }
@@ -582,8 +638,10 @@ pub async fn run(bench: &CapacityBench) -> Result<(), String> {
     let redis = RedisProcess::start()?;
     println!("redis-server {} (pid {})", redis.url(), redis.pid());
     println!();
-    println!("| run | setup | sessions opened / asked | alive after hold | per node (min–max) | idle B/conn per node, median (min–max) | all subscribed after (s) | subscribes refused and retried | subscribed B/conn, median (min–max) | CPU µs per conn·s over the hold (nodes) | deliveries / expected | gaps | deliveries/s | p50 (ms) | p99 (ms) | load clients' RSS (MiB) |");
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| run | setup | sessions opened / asked | alive after hold | per node (min–max) | idle B/conn per node, median (min–max) | all subscribed after (s) | subscribes refused and retried | subscribed B/conn, median (min–max) | CPU µs per conn·s over the hold (nodes) | deliveries / expected | gaps | subscriptions lost and resumed (not recovered) | deliveries/s | p50 (ms) | p99 (ms) | load clients' RSS (MiB) |");
+    println!(
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     let mut base = Vec::new();
     let mut cluster = Vec::new();
     for run in 1..=bench.runs {
@@ -781,17 +839,20 @@ async fn measure(
         h.send(&format!("collect {collect_secs}")).await?;
     }
     let (mut deliveries, mut gaps, mut last_wall, mut complete_sessions) = (0u64, 0u64, 0u64, 0);
+    let (mut resumed, mut not_recovered) = (0u64, 0u64);
     let mut latencies = Latencies::new();
     for h in &mut holds {
         let w = h
-            .expect("RECEIVED", 5, Duration::from_secs(collect_secs + 60))
+            .expect("RECEIVED", 7, Duration::from_secs(collect_secs + 60))
             .await?;
         deliveries += word::<u64>(&w, 0)?;
         complete_sessions += word::<usize>(&w, 1)?;
         gaps += word::<u64>(&w, 2)?;
         last_wall = last_wall.max(word::<u64>(&w, 3)?);
-        if w.get(4).is_some_and(|e| e != "-") {
-            eprintln!("{name}: first delivery problem: {}", w[4]);
+        resumed += word::<u64>(&w, 4)?;
+        not_recovered += word::<u64>(&w, 5)?;
+        if w.get(6).is_some_and(|e| e != "-") {
+            eprintln!("{name}: first delivery problem: {}", w[6]);
         }
         let lat = h.expect("LAT", 1, Duration::from_secs(60)).await?.join(" ");
         for v in lat.split(',').filter_map(|v| v.trim().parse::<u64>().ok()) {
@@ -820,7 +881,7 @@ async fn measure(
     let min = per_node.iter().min().copied().unwrap_or(0);
     let max = per_node.iter().max().copied().unwrap_or(0);
     println!(
-        "| {run} | {name} | {opened} / {asked} | {alive} | {min}–{max} | {} | {:.1} | {retried} | {} | {cpu_us:.2} | {deliveries} / {expected} | {gaps} | {deliveries_per_sec:.0} | {} | {} | {:.0} |",
+        "| {run} | {name} | {opened} / {asked} | {alive} | {min}–{max} | {} | {:.1} | {retried} | {} | {cpu_us:.2} | {deliveries} / {expected} | {gaps} | {resumed} ({not_recovered}) | {deliveries_per_sec:.0} | {} | {} | {:.0} |",
         spread(&idle_bytes, 0),
         subscribe_ms as f64 / 1e3,
         spread(&subscribed_bytes, 0),
@@ -846,7 +907,8 @@ async fn measure(
             && total_open == asked
             && deliveries == expected
             && expected == asked as u64 * bench.messages
-            && gaps == 0,
+            && gaps == 0
+            && not_recovered == 0,
     };
     for h in holds {
         h.stop().await;

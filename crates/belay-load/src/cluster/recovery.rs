@@ -88,7 +88,7 @@ struct Outcome {
 }
 
 /// The value of the first `"key":"…"` in `text`.
-fn field_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn field_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     let pattern = format!("\"{key}\":\"");
     let start = text.find(&pattern)? + pattern.len();
     let rest = &text[start..];
