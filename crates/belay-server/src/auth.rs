@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use belay_proto::message::RawJson;
 use belay_proto::server::ChannelPattern;
 
 /// Who is on the other end of a connection.
@@ -25,6 +26,13 @@ pub struct Principal {
     /// (the authenticator decides). [`Authenticator::authorize_subscribe`]'s
     /// default honours it.
     pub subscribe: Option<Arc<[String]>>,
+    /// Channel patterns this principal may publish to from the client
+    /// (`$publish`); `None`: no grant, and
+    /// [`Authenticator::authorize_publish`]'s default refuses.
+    pub publish: Option<Arc<[String]>>,
+    /// What the application tells other clients about this principal
+    /// (presence entries, join/leave), from the credentials (JWT `info`).
+    pub info: Option<RawJson>,
 }
 
 impl Principal {
@@ -34,6 +42,8 @@ impl Principal {
             user: "anonymous".into(),
             expires_at: None,
             subscribe: None,
+            publish: None,
+            info: None,
         }
     }
 
@@ -43,6 +53,8 @@ impl Principal {
             user: user.into(),
             expires_at: None,
             subscribe: None,
+            publish: None,
+            info: None,
         }
     }
 
@@ -56,6 +68,19 @@ impl Principal {
     /// match `patterns`.
     pub fn subscribing_to(mut self, patterns: impl Into<Arc<[String]>>) -> Self {
         self.subscribe = Some(patterns.into());
+        self
+    }
+
+    /// The same principal, allowed to publish from the client to channels
+    /// that match `patterns`.
+    pub fn publishing_to(mut self, patterns: impl Into<Arc<[String]>>) -> Self {
+        self.publish = Some(patterns.into());
+        self
+    }
+
+    /// The same principal, described to other clients by `info`.
+    pub fn with_info(mut self, info: RawJson) -> Self {
+        self.info = Some(info);
         self
     }
 
@@ -106,6 +131,22 @@ pub trait Authenticator: Send + Sync + 'static {
                 )))
             }
             _ => Ok(()),
+        }
+    }
+
+    /// May `principal` publish to `channel` from the client (`$publish`)?
+    /// The default allows what the principal's publish grant
+    /// ([`Principal::publish`]) allows, and nothing without a grant.
+    fn authorize_publish(&self, principal: &Principal, channel: &str) -> Result<(), AuthError> {
+        match &principal.publish {
+            Some(patterns)
+                if ChannelPattern::any_matches(patterns.iter().map(String::as_str), channel) =>
+            {
+                Ok(())
+            }
+            _ => Err(AuthError::Forbidden(format!(
+                "the credentials do not allow publishing to {channel:?}"
+            ))),
         }
     }
 

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use belay_proto::server::DrainConfig;
 use belay_proto::server::Limits;
+use belay_proto::server::Namespaces;
 use belay_proto::server::TrustedProxies;
 
 use crate::broker::HistoryLimits;
@@ -65,6 +66,8 @@ pub struct ServerConfig {
     /// The credential of the admin routes (`Authorization: Bearer …`);
     /// without one they answer only loopback peers.
     pub admin_token: Option<String>,
+    /// Per-prefix channel settings (history bounds, presence, join/leave).
+    pub namespaces: Namespaces,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +92,7 @@ impl Default for ServerConfig {
             idempotency_lease: Duration::from_secs(10),
             max_publication_len: 64 * 1024,
             admin_token: None,
+            namespaces: Namespaces::default(),
         }
     }
 }
@@ -109,6 +113,12 @@ impl ServerConfig {
     /// Replace the history bounds.
     pub fn with_history(mut self, history: HistoryLimits) -> Self {
         self.history = history;
+        self
+    }
+
+    /// Replace the per-prefix channel settings.
+    pub fn with_namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
         self
     }
 

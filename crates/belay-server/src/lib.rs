@@ -60,6 +60,7 @@ pub mod tls;
 mod upgrade;
 mod ws;
 
+pub use belay_proto::server::{ChannelOptions, Namespaces};
 pub use config::ServerConfig;
 pub use server::ServerBuilder;
 pub use shared::{Lifecycle, Server};

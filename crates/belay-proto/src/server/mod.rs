@@ -27,6 +27,7 @@
 mod admission;
 mod channel;
 mod channel_pattern;
+mod namespaces;
 mod connection;
 mod drain;
 mod fleet;
@@ -46,6 +47,7 @@ pub use channel::{
     check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
 };
 pub use channel_pattern::ChannelPattern;
+pub use namespaces::{ChannelOptions, Namespaces};
 pub use connection::{
     AuthVerdict, Connection, Event, Frame, JoinAnswer, Output, Phase, Ticket, TransportError,
     MAX_BEFORE_WELCOME,

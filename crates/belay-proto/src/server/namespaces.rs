@@ -1,0 +1,115 @@
+//! [`Namespaces`]: per-prefix channel settings (`chat:*` keeps 100
+//! publications for 10 minutes and tracks presence; `feed` keeps none).
+//! A channel takes the options of the first rule whose pattern covers it,
+//! in the order the rules were added, else the defaults.
+
+use std::time::Duration;
+
+use super::ChannelPattern;
+
+/// The settings of the channels one rule covers. `None` history bounds
+/// leave the broker's own bounds in force.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChannelOptions {
+    /// Publications kept per channel (at most the broker's bound).
+    pub history_size: Option<usize>,
+    /// How long a publication is kept (at most the broker's bound).
+    pub history_ttl: Option<Duration>,
+    /// Whether the channel's subscribers are tracked as members
+    /// (the `$presence` query).
+    pub presence: bool,
+    /// Whether joins and leaves are published (on `$presence:CHANNEL`).
+    pub join_leave: bool,
+}
+
+impl ChannelOptions {
+    /// Keep at most `size` publications.
+    pub fn with_history_size(mut self, size: usize) -> Self {
+        self.history_size = Some(size);
+        self
+    }
+
+    /// Keep publications at most `ttl`.
+    pub fn with_history_ttl(mut self, ttl: Duration) -> Self {
+        self.history_ttl = Some(ttl);
+        self
+    }
+
+    /// Track the subscribers as members.
+    pub fn with_presence(mut self, on: bool) -> Self {
+        self.presence = on;
+        self
+    }
+
+    /// Publish joins and leaves.
+    pub fn with_join_leave(mut self, on: bool) -> Self {
+        self.join_leave = on;
+        self
+    }
+}
+
+/// Ordered rules from channel patterns to [`ChannelOptions`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespaces {
+    rules: Vec<(ChannelPattern, ChannelOptions)>,
+    defaults: ChannelOptions,
+}
+
+impl Namespaces {
+    /// No rules: every channel has the defaults.
+    pub fn new() -> Self {
+        Namespaces::default()
+    }
+
+    /// The same rules plus `pattern` → `options`, after the others.
+    pub fn with(mut self, pattern: impl Into<String>, options: ChannelOptions) -> Self {
+        self.rules.push((ChannelPattern::new(pattern), options));
+        self
+    }
+
+    /// The options of channels no rule covers.
+    pub fn with_defaults(mut self, options: ChannelOptions) -> Self {
+        self.defaults = options;
+        self
+    }
+
+    /// The options of `channel`.
+    pub fn options_for(&self, channel: &str) -> &ChannelOptions {
+        self.rules
+            .iter()
+            .find(|(pattern, _)| pattern.matches(channel))
+            .map_or(&self.defaults, |(_, options)| options)
+    }
+
+    /// Whether no rule is set (every channel has the defaults).
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_covering_rule_wins() {
+        let chat = ChannelOptions::default().with_presence(true);
+        let room = ChannelOptions::default().with_history_size(5);
+        let ns = Namespaces::new()
+            .with("chat:room-1", room.clone())
+            .with("chat:*", chat.clone());
+        assert_eq!(ns.options_for("chat:room-1"), &room);
+        assert_eq!(ns.options_for("chat:room-2"), &chat);
+    }
+
+    #[test]
+    fn an_uncovered_channel_has_the_defaults() {
+        let defaults = ChannelOptions::default().with_history_ttl(Duration::from_secs(9));
+        let ns = Namespaces::new()
+            .with("chat:*", ChannelOptions::default().with_join_leave(true))
+            .with_defaults(defaults.clone());
+        assert_eq!(ns.options_for("news"), &defaults);
+        assert!(!Namespaces::new().options_for("x").presence);
+    }
+}
