@@ -188,15 +188,26 @@ impl Inner {
         }
     }
 
+    /// `channel`'s history length and age: its namespace's, capped by
+    /// the configured ones.
+    fn history_bounds(&self, channel: &str) -> (usize, Duration) {
+        self.config.namespaces.history_bounds(
+            channel,
+            self.config.history_len,
+            self.config.history_age,
+        )
+    }
+
     async fn publish(&self, channel: String, data: RawJson) -> Result<Publication, PublishError> {
         let keys = ChannelKeys::new(&self.config.prefix, &channel);
+        let (history_len, history_age) = self.history_bounds(&channel);
         let mut call = self.scripts.publish.prepare_invoke();
         call.key(&keys.meta)
             .key(&keys.history)
             .arg(&keys.live)
             .arg(data.get())
-            .arg(self.config.history_len)
-            .arg(self.config.history_age.as_secs().max(1))
+            .arg(history_len)
+            .arg(history_age.as_secs().max(1))
             .arg(self.config.meta_ttl.as_secs().max(1))
             .arg(new_epoch());
         // A publication whose answer is lost may or may not have been
@@ -245,7 +256,8 @@ impl Inner {
             .map_err(|_| "the broker is shutting down".to_string())??;
         let channel = live.channel().to_string();
         let read = self.history(&channel, since.map(|s| s.offset)).await?;
-        let max_age = u64::try_from(self.config.history_age.as_millis()).unwrap_or(u64::MAX);
+        let (_, history_age) = self.history_bounds(&channel);
+        let max_age = u64::try_from(history_age.as_millis()).unwrap_or(u64::MAX);
         // Entries are in offset (and so in time) order: the fresh ones are
         // a suffix.
         let fresh: Vec<_> = read

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use belay_proto::server::Namespaces;
+
 /// How a [`RedisBroker`](crate::RedisBroker) reaches Redis and bounds what
 /// it keeps there. `Default` plus setters.
 #[derive(Debug, Clone)]
@@ -23,6 +25,9 @@ pub struct RedisConfig {
     /// How long a publication stays resumable. The Stream key also expires
     /// this long after its last publication.
     pub history_age: Duration,
+    /// Per-namespace history bounds, capped by `history_len` and
+    /// `history_age` (every node on one Redis should have the same).
+    pub namespaces: Namespaces,
     /// How long a channel's epoch and top offset outlive its last
     /// publication or subscription. A position older than this resumes as
     /// a new epoch (`recovered: false`).
@@ -66,6 +71,7 @@ impl Default for RedisConfig {
             prefix: "belay".into(),
             history_len: 1_000,
             history_age: Duration::from_secs(300),
+            namespaces: Namespaces::default(),
             meta_ttl: Duration::from_secs(24 * 3_600),
             command_timeout: Duration::from_secs(2),
             probe_every: Duration::from_secs(1),
@@ -97,6 +103,12 @@ impl RedisConfig {
     /// Set [`history_len`](Self::history_len).
     pub fn history_len(mut self, len: usize) -> Self {
         self.history_len = len;
+        self
+    }
+
+    /// Set [`namespaces`](Self::namespaces).
+    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = namespaces;
         self
     }
 

@@ -92,9 +92,17 @@ impl ServerBuilder {
     pub fn build(self) -> Server {
         let clock = Clock::new();
         let now = clock.now();
-        let broker = self
-            .broker
-            .unwrap_or_else(|| Arc::new(MemoryBroker::new(self.config.history)));
+        let broker = self.broker.unwrap_or_else(|| {
+            Arc::new(
+                MemoryBroker::new(self.config.history)
+                    .with_namespaces(self.config.namespaces.clone()),
+            )
+        });
+        let presence = broker.presence().unwrap_or_else(|| {
+            Arc::new(crate::broker::MemoryPresence::new(
+                self.config.presence_max_bytes,
+            ))
+        });
         let rate = self.config.accept_rate;
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
         let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
@@ -116,6 +124,7 @@ impl ServerBuilder {
             methods: self.methods,
             auth: self.auth,
             broker,
+            presence,
             metrics: Metrics::default(),
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use belay_redis::{RedisBroker, RedisConfig};
 use belay_server::broker::{Broker, HistoryLimits, MemoryBroker};
 use belay_server::tls::rustls;
-use belay_server::ServerConfig;
+use belay_server::{Namespaces, ServerConfig};
 use belay_standalone::{BrokerPlan, JwtAuthenticator, Plan, RpcProxy, Settings};
 
 use super::flags::Args;
@@ -63,7 +63,7 @@ impl Setup {
                 ))
             }
         };
-        let (broker, redis) = connect(&broker, &config.history).await?;
+        let (broker, redis) = connect(&broker, &config.history, &config.namespaces).await?;
         Ok(Setup {
             listen: args.listen,
             config,
@@ -88,7 +88,8 @@ impl Setup {
             ),
             None => None,
         };
-        let (broker, redis) = connect(&plan.broker, &plan.server.history).await?;
+        let (broker, redis) =
+            connect(&plan.broker, &plan.server.history, &plan.server.namespaces).await?;
         Ok(Setup {
             listen: plan.listen,
             config: plan.server,
@@ -106,6 +107,7 @@ impl Setup {
 async fn connect(
     plan: &BrokerPlan,
     history: &HistoryLimits,
+    namespaces: &Namespaces,
 ) -> Result<(Arc<dyn Broker>, Option<RedisBroker>), String> {
     let BrokerPlan::Redis {
         url,
@@ -113,12 +115,14 @@ async fn connect(
         ca_file,
     } = plan
     else {
-        return Ok((Arc::new(MemoryBroker::new(*history)), None));
+        let memory = MemoryBroker::new(*history).with_namespaces(namespaces.clone());
+        return Ok((Arc::new(memory), None));
     };
     let mut redis = RedisConfig::new(url.clone())
         .prefix(prefix.clone())
         .history_len(history.max_len)
-        .history_age(history.max_age);
+        .history_age(history.max_age)
+        .namespaces(namespaces.clone());
     redis.max_channels = history.max_channels;
     if let Some(path) = ca_file {
         let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -86,6 +86,22 @@ impl Namespaces {
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+
+    /// The history bounds of `channel`: its namespace's, capped by the
+    /// broker's own `max_len` and `max_age` (which apply where the
+    /// namespace sets none).
+    pub fn history_bounds(
+        &self,
+        channel: &str,
+        max_len: usize,
+        max_age: Duration,
+    ) -> (usize, Duration) {
+        let options = self.options_for(channel);
+        (
+            options.history_size.map_or(max_len, |n| n.min(max_len)),
+            options.history_ttl.map_or(max_age, |t| t.min(max_age)),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -111,5 +127,21 @@ mod tests {
             .with_defaults(defaults.clone());
         assert_eq!(ns.options_for("news"), &defaults);
         assert!(!Namespaces::new().options_for("x").presence);
+    }
+
+    #[test]
+    fn history_bounds_are_capped_by_the_brokers() {
+        let age = Duration::from_secs(60);
+        let ns = Namespaces::new()
+            .with("chat:*", ChannelOptions::default().with_history_size(3))
+            .with("big:*", ChannelOptions::default().with_history_size(5_000))
+            .with(
+                "long:*",
+                ChannelOptions::default().with_history_ttl(Duration::from_secs(600)),
+            );
+        assert_eq!(ns.history_bounds("chat:a", 1_000, age), (3, age));
+        assert_eq!(ns.history_bounds("big:a", 1_000, age), (1_000, age));
+        assert_eq!(ns.history_bounds("long:a", 1_000, age), (1_000, age));
+        assert_eq!(ns.history_bounds("other", 1_000, age), (1_000, age));
     }
 }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use belay_proto::message::{Publication, RawJson, StreamPosition};
-use belay_proto::server::ChannelLog;
+use belay_proto::server::{ChannelLog, Namespaces};
 use belay_proto::Instant;
 
 use super::{
@@ -100,6 +100,8 @@ pub struct MemoryBroker {
     /// channel gets a new epoch while this is non-zero.
     freed_published: AtomicU64,
     limits: HistoryLimits,
+    /// Per-namespace history bounds (capped by `limits`).
+    namespaces: Arc<Namespaces>,
     /// This process's epoch, shared by every channel created before the
     /// first published channel is freed.
     epoch: Arc<str>,
@@ -131,9 +133,17 @@ impl MemoryBroker {
             last_sweep_ms: AtomicU64::new(u64::MAX),
             freed_published: AtomicU64::new(0),
             limits,
+            namespaces: Arc::new(Namespaces::default()),
             epoch: format!("{:x}", nanos & 0xffff_ffff_ffff).into(),
             clock: Clock::new(),
         }
+    }
+
+    /// The same broker, keeping each channel's history within its
+    /// namespace's bounds (themselves capped by the [`HistoryLimits`]).
+    pub fn with_namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = Arc::new(namespaces);
+        self
     }
 
     /// Channels held now.
@@ -153,8 +163,11 @@ impl MemoryBroker {
         } else {
             format!("{}.{generation:x}", self.epoch).into()
         };
+        let (max_len, max_age) =
+            self.namespaces
+                .history_bounds(&name, self.limits.max_len, self.limits.max_age);
         Channel {
-            log: ChannelLog::new(name, epoch, self.limits.max_len, self.limits.max_age),
+            log: ChannelLog::new(name, epoch, max_len, max_age),
             subscribers: Vec::new(),
         }
     }
