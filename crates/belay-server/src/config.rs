@@ -68,6 +68,10 @@ pub struct ServerConfig {
     pub admin_token: Option<String>,
     /// Per-prefix channel settings (history bounds, presence, join/leave).
     pub namespaces: Namespaces,
+    /// Bytes of presence members this node keeps in memory (when the
+    /// broker shares no presence store); a member beyond it is not
+    /// recorded (the subscription is still granted).
+    pub presence_max_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +97,7 @@ impl Default for ServerConfig {
             max_publication_len: 64 * 1024,
             admin_token: None,
             namespaces: Namespaces::default(),
+            presence_max_bytes: 16 << 20,
         }
     }
 }
@@ -188,6 +193,12 @@ impl ServerConfig {
     /// Bound the bytes of the idempotency cache.
     pub fn with_idempotency_max_bytes(mut self, bytes: usize) -> Self {
         self.idempotency_max_bytes = bytes;
+        self
+    }
+
+    /// Bound the bytes of presence members kept in memory.
+    pub fn with_presence_max_bytes(mut self, bytes: usize) -> Self {
+        self.presence_max_bytes = bytes;
         self
     }
 

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) methods: Methods,
     pub(crate) auth: Arc<dyn Authenticator>,
     pub(crate) broker: Arc<dyn Broker>,
+    /// Where presence members are kept (the broker's, else this node's).
+    pub(crate) presence: Arc<dyn crate::broker::PresenceStore>,
     pub(crate) metrics: Metrics,
     pub(crate) admission: Mutex<TokenBucket>,
     pub(crate) pacing: Mutex<FleetPacing>,

@@ -36,6 +36,7 @@
 mod live;
 mod memory;
 mod outcomes;
+mod presence;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,6 +51,7 @@ pub use live::{Delivered, LiveSender, SubscriberId};
 pub(crate) use live::{LiveInbox, LiveItem};
 pub use memory::{HistoryLimits, MemoryBroker};
 pub use outcomes::{OutcomeError, OutcomeFuture, OutcomeKey, OutcomeStore};
+pub use presence::{Member, MemoryPresence, PresenceError, PresenceFuture, PresenceStore};
 
 /// One publication, encoded once for every subscriber.
 #[derive(Debug, Clone)]
@@ -181,6 +183,15 @@ pub trait Broker: Send + Sync + 'static {
     /// outcomes in each node's memory only. A broker that wraps another
     /// must forward this, or its cluster runs keyed requests once per node.
     fn outcomes(&self) -> Option<std::sync::Arc<dyn OutcomeStore>> {
+        None
+    }
+
+    /// The presence store every node shares, for a broker that serves
+    /// several nodes (see [`PresenceStore`]); `None` (the default) keeps
+    /// members in this node's memory ([`MemoryPresence`], bounded by
+    /// `ServerConfig::presence_max_bytes`). A broker that wraps another
+    /// must forward this.
+    fn presence(&self) -> Option<std::sync::Arc<dyn PresenceStore>> {
         None
     }
 }

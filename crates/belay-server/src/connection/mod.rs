@@ -29,6 +29,7 @@ use crate::shared::Shared;
 use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
 
 mod outputs;
+mod presence;
 
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.

@@ -45,7 +45,10 @@ impl Driver {
                     let verdict = self
                         .shared
                         .auth
-                        .authorize_subscribe(&self.principal, &channel)
+                        .authorize_subscribe(
+                            &self.principal,
+                            super::presence::authorized_as(&channel),
+                        )
                         .map_err(|denied| refusal(&denied));
                     self.core.handle_subscribe_authorized(now, ticket, verdict);
                 }
@@ -61,17 +64,22 @@ impl Driver {
                 Output::Leave {
                     channel,
                     subscription,
-                } => self
-                    .shared
-                    .broker
-                    .unsubscribe(&channel, SubscriberId::from_raw(subscription)),
+                } => {
+                    let subscriber = SubscriberId::from_raw(subscription);
+                    self.shared.broker.unsubscribe(&channel, subscriber);
+                    self.presence_left(&channel, subscriber);
+                }
                 Output::AuthorizeRequest { ticket, method } => {
                     let now = self.now();
-                    let verdict = self
-                        .shared
-                        .auth
-                        .authorize_request(&self.principal, &method)
-                        .map_err(|denied| refusal(&denied));
+                    // `$presence` checks the channel's permission when it runs.
+                    let verdict = if method == super::presence::PRESENCE_METHOD {
+                        Ok(())
+                    } else {
+                        self.shared
+                            .auth
+                            .authorize_request(&self.principal, &method)
+                            .map_err(|denied| refusal(&denied))
+                    };
                     self.core.handle_request_authorized(now, ticket, verdict);
                 }
                 Output::Call { ticket, request } => self.call(self.now(), ticket, request),
@@ -179,7 +187,12 @@ impl Driver {
             .sender(Arc::from(channel));
         let subscriber = live.id();
         match self.shared.broker.subscribe(channel, since, live) {
-            Joining::Now(answer) => Some(join_answer(subscriber, answer)),
+            Joining::Now(answer) => {
+                if answer.is_ok() {
+                    self.presence_joined(channel, subscriber);
+                }
+                Some(join_answer(subscriber, answer))
+            }
             Joining::Later => {
                 self.joining.push((subscriber, ticket));
                 None
@@ -197,6 +210,10 @@ impl Driver {
             return;
         };
         let (_, ticket) = self.joining.swap_remove(at);
+        if let Ok(granted) = &answer {
+            let channel = granted.subscribed.channel.clone();
+            self.presence_joined(&channel, subscriber);
+        }
         let now = self.now();
         self.core
             .handle_joined(now, ticket, join_answer(subscriber, answer));
@@ -206,6 +223,10 @@ impl Driver {
     /// its idempotency key) answers at once; otherwise a task runs it and
     /// reports back through the mailbox.
     fn call(&mut self, now: Instant, ticket: Ticket, request: belay_proto::message::Request) {
+        if request.method == super::presence::PRESENCE_METHOD {
+            self.presence_query(ticket, &request);
+            return;
+        }
         let start = requests::admit(&self.shared, &self.principal, &request);
         if let Admit::Answer(reply) = start {
             self.core.handle_reply(now, ticket, reply);

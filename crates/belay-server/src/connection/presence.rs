@@ -1,0 +1,181 @@
+//! Presence on the connection's side: recording a granted subscription as a
+//! member, forgetting it when the subscription ends, publishing joins and
+//! leaves on `$presence:CHANNEL`, and answering the reserved `$presence`
+//! request.
+//!
+//! Store operations are started on the connection's task in the order the
+//! core decided them (so a join is recorded before its leave); the memory
+//! store answers at once and its join/leave publication takes its offset
+//! right then, so `join` precedes `leave` on `$presence:CHANNEL`.
+
+use std::sync::Arc;
+
+use belay_proto::message::{ErrorBody, RawJson, Reply, Request};
+use belay_proto::server::Ticket;
+use futures_util::FutureExt;
+
+use super::Driver;
+use crate::broker::{Member, PresenceError, SubscriberId};
+use crate::mailbox::Control;
+use crate::shared::Shared;
+
+/// The reserved method that lists a channel's members.
+pub(crate) const PRESENCE_METHOD: &str = "$presence";
+/// The prefix of the derived channels that carry joins and leaves.
+pub(crate) const PRESENCE_CHANNEL_PREFIX: &str = "$presence:";
+
+/// The channel whose permissions a subscription to `channel` needs:
+/// `$presence:X` is authorized as `X`.
+pub(crate) fn authorized_as(channel: &str) -> &str {
+    channel
+        .strip_prefix(PRESENCE_CHANNEL_PREFIX)
+        .unwrap_or(channel)
+}
+
+impl Driver {
+    fn presence_key(&self, subscriber: SubscriberId) -> String {
+        format!("{}/{}", self.session, subscriber.get())
+    }
+
+    /// A subscription to `channel` was granted.
+    pub(super) fn presence_joined(&self, channel: &str, subscriber: SubscriberId) {
+        let options = self.shared.config.namespaces.options_for(channel);
+        if !options.presence {
+            return;
+        }
+        let member = Member::new(
+            self.session.to_string(),
+            self.principal.user.clone(),
+            self.principal.info.clone(),
+        );
+        let added =
+            self.shared
+                .presence
+                .add(channel, &self.presence_key(subscriber), member.clone());
+        let announce = options.join_leave.then(|| (channel.to_owned(), member));
+        settle(
+            &self.shared,
+            added.map(|r| r.map(|()| true)),
+            announce,
+            "join",
+        );
+    }
+
+    /// A subscription to `channel` ended.
+    pub(super) fn presence_left(&self, channel: &str, subscriber: SubscriberId) {
+        let options = self.shared.config.namespaces.options_for(channel);
+        if !options.presence {
+            return;
+        }
+        let member = Member::new(
+            self.session.to_string(),
+            self.principal.user.clone(),
+            self.principal.info.clone(),
+        );
+        let removed = self
+            .shared
+            .presence
+            .remove(channel, &self.presence_key(subscriber));
+        let announce = options.join_leave.then(|| (channel.to_owned(), member));
+        settle(
+            &self.shared,
+            removed.map(|r| r.map(|was| was.is_some())),
+            announce,
+            "leave",
+        );
+    }
+
+    /// The `$presence` request: `{"channel": "..."}` → `{"members": [...]}`,
+    /// allowed iff the principal may subscribe to the channel.
+    pub(super) fn presence_query(&mut self, ticket: Ticket, request: &Request) {
+        let now = self.now();
+        let members = match self.presence_members(request) {
+            Ok(members) => members,
+            Err(error) => {
+                self.core.handle_reply(now, ticket, Reply::Error(error));
+                return;
+            }
+        };
+        let control = self.control.clone();
+        tokio::spawn(async move {
+            let reply = match members.await {
+                Ok(members) => Reply::Result(members_json(&members)),
+                Err(error) => Reply::Error(presence_error(&error)),
+            };
+            let _ = control.send(Control::Reply(ticket, reply));
+        });
+    }
+
+    fn presence_members(
+        &self,
+        request: &Request,
+    ) -> Result<crate::broker::PresenceFuture<Vec<Member>>, ErrorBody> {
+        let Some(channel) = request.params.get("channel").and_then(|c| c.as_str()) else {
+            return Err(ErrorBody::new(
+                "bad_request",
+                "params must be {\"channel\": \"...\"}",
+            ));
+        };
+        self.shared
+            .auth
+            .authorize_subscribe(&self.principal, channel)
+            .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()))?;
+        if !self.shared.config.namespaces.options_for(channel).presence {
+            return Err(ErrorBody::new(
+                "bad_request",
+                format!("channel {channel:?} does not track presence"),
+            ));
+        }
+        Ok(self.shared.presence.members(channel))
+    }
+}
+
+/// `{"members": [...]}`.
+pub(crate) fn members_json(members: &[Member]) -> RawJson {
+    let members: Vec<serde_json::Value> = members.iter().map(Member::to_json).collect();
+    RawJson::from_value(&serde_json::json!({ "members": members }))
+}
+
+/// The error a failed presence read answers.
+pub(crate) fn presence_error(error: &PresenceError) -> ErrorBody {
+    ErrorBody::new("unavailable", error.to_string())
+}
+
+/// Wait for a store operation (at once when it is ready, so the memory
+/// store's publications take their offsets in the connection's order), then
+/// publish the join or leave if it changed something.
+fn settle(
+    shared: &Arc<Shared>,
+    changed: impl std::future::Future<Output = Result<bool, PresenceError>> + Send + 'static,
+    announce: Option<(String, Member)>,
+    kind: &'static str,
+) {
+    let mut changed = Box::pin(changed);
+    let publish = {
+        let shared = Arc::clone(shared);
+        move |announce: Option<(String, Member)>| {
+            let (channel, member) = announce?;
+            let data = RawJson::from_value(&serde_json::json!({ kind: member.to_json() }));
+            Some(
+                shared
+                    .broker
+                    .publish(&format!("{PRESENCE_CHANNEL_PREFIX}{channel}"), data),
+            )
+        }
+    };
+    if let Some(result) = changed.as_mut().now_or_never() {
+        if let (Ok(true), Some(publishing)) = (result, publish(announce)) {
+            tokio::spawn(async move {
+                let _ = publishing.await;
+            });
+        }
+        return;
+    }
+    tokio::spawn(async move {
+        if let Ok(true) = changed.await {
+            if let Some(publishing) = publish(announce) {
+                let _ = publishing.await;
+            }
+        }
+    });
+}
