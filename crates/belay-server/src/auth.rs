@@ -13,6 +13,10 @@ use std::time::Instant;
 use belay_proto::message::RawJson;
 use belay_proto::server::ChannelPattern;
 
+/// The prefix of user channels: `#USER` carries what is published to one
+/// user (every connection of theirs); only that user may subscribe.
+pub const USER_CHANNEL_PREFIX: char = '#';
+
 /// Who is on the other end of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -119,9 +123,19 @@ pub trait Authenticator: Send + Sync + 'static {
     fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError>;
 
     /// May `principal` subscribe to `channel`?
-    /// The default allows what the principal's grant
-    /// ([`Principal::subscribe`]) allows, and everything without a grant.
+    /// The default: a user channel `#USER` only to the principal whose
+    /// `user` is USER (whatever its grant; spec/PROTOCOL.md §5.2); any other
+    /// channel as the principal's grant ([`Principal::subscribe`]) allows,
+    /// and everything without a grant.
     fn authorize_subscribe(&self, principal: &Principal, channel: &str) -> Result<(), AuthError> {
+        if let Some(user) = channel.strip_prefix(USER_CHANNEL_PREFIX) {
+            if user.is_empty() || user != principal.user {
+                return Err(AuthError::Forbidden(format!(
+                    "{channel:?} is another user's channel"
+                )));
+            }
+            return Ok(());
+        }
         match &principal.subscribe {
             Some(patterns)
                 if !ChannelPattern::any_matches(patterns.iter().map(String::as_str), channel) =>

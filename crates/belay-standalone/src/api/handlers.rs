@@ -22,10 +22,10 @@ use super::{error, Api, MAX_BROADCAST};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PublishBody {
-    channel: String,
-    data: Value,
+    pub(crate) channel: String,
+    pub(crate) data: Value,
     #[serde(default)]
-    idempotency_key: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,7 +44,7 @@ pub(crate) struct BroadcastBody {
 }
 
 /// The body, within the limit, parsed as `T`.
-async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T, Response> {
+pub(crate) async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T, Response> {
     let bytes = axum::body::to_bytes(body, api.max_body)
         .await
         .map_err(|_| {
@@ -107,6 +107,11 @@ pub(crate) async fn publish(State(api): State<Api>, request: Request) -> Respons
         Ok(b) => b,
         Err(response) => return response,
     };
+    publish_once(&api, publish).await
+}
+
+/// Publish `publish.data` to `publish.channel`, once per idempotency key.
+pub(crate) async fn publish_once(api: &Api, publish: PublishBody) -> Response {
     if let Some(response) = bad_channel(&publish.channel) {
         return response;
     }

@@ -16,6 +16,7 @@
 
 mod cluster;
 mod handlers;
+mod user_publish;
 
 pub use cluster::ClusterApi;
 
@@ -69,6 +70,7 @@ pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<Clust
     };
     Router::new()
         .route("/api/publish", post(handlers::publish))
+        .route("/api/user_publish", post(user_publish::user_publish))
         .route("/api/broadcast", post(handlers::broadcast))
         .route("/api/info", get(handlers::info))
         .route("/api/disconnect", post(handlers::disconnect))
