@@ -71,6 +71,9 @@ pub enum PresenceError {
     /// The store cannot be reached now.
     #[error("presence unavailable: {0}")]
     Unavailable(String),
+    /// The channel's namespace does not track presence.
+    #[error("channel {0:?} does not track presence")]
+    NotTracked(String),
 }
 
 /// A presence operation on its way.

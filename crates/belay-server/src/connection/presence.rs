@@ -121,10 +121,8 @@ impl Driver {
             .authorize_subscribe(&self.principal, channel)
             .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()))?;
         if !self.shared.config.namespaces.options_for(channel).presence {
-            return Err(ErrorBody::new(
-                "bad_request",
-                format!("channel {channel:?} does not track presence"),
-            ));
+            let error = PresenceError::NotTracked(channel.to_owned());
+            return Err(presence_error(&error));
         }
         Ok(self.shared.presence.members(channel))
     }
@@ -138,7 +136,23 @@ pub(crate) fn members_json(members: &[Member]) -> RawJson {
 
 /// The error a failed presence read answers.
 pub(crate) fn presence_error(error: &PresenceError) -> ErrorBody {
-    ErrorBody::new("unavailable", error.to_string())
+    let code = match error {
+        PresenceError::NotTracked(_) => "bad_request",
+        _ => "unavailable",
+    };
+    ErrorBody::new(code, error.to_string())
+}
+
+impl crate::Server {
+    /// The members of `channel` now (for the backend's HTTP API);
+    /// [`PresenceError::NotTracked`] when its namespace has no presence,
+    /// [`PresenceError::Unavailable`] when the shared store cannot answer.
+    pub async fn presence(&self, channel: &str) -> Result<Vec<Member>, PresenceError> {
+        if !self.shared.config.namespaces.options_for(channel).presence {
+            return Err(PresenceError::NotTracked(channel.to_owned()));
+        }
+        self.shared.presence.members(channel).await
+    }
 }
 
 /// Wait for a store operation (at once when it is ready, so the memory

@@ -16,6 +16,7 @@
 
 mod cluster;
 mod handlers;
+mod presence;
 mod user_publish;
 
 pub use cluster::ClusterApi;
@@ -74,6 +75,7 @@ pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<Clust
         .route("/api/broadcast", post(handlers::broadcast))
         .route("/api/info", get(handlers::info))
         .route("/api/disconnect", post(handlers::disconnect))
+        .route("/api/presence", post(presence::presence))
         .layer(middleware::from_fn_with_state(api.clone(), check_key))
         .with_state(api)
 }
