@@ -37,6 +37,7 @@
 pub mod admin;
 pub mod auth;
 pub mod broker;
+mod client_publish;
 mod clock;
 pub mod config;
 pub mod conformance;

@@ -87,6 +87,11 @@ impl RpcError {
     }
 }
 
+/// A method name the server reserves (it starts with `$`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("method names starting with `$` are reserved for the server: {0:?}")]
+pub struct ReservedMethod(pub String);
+
 /// What a method knows about its caller.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -191,6 +196,27 @@ impl Methods {
         self
     }
 
+    /// [`register`](Self::register), refusing a name the server reserves
+    /// (one starting with `$`, such as `$publish`; spec/PROTOCOL.md §4.6).
+    /// `register` itself takes such a name, but the server's built-in
+    /// answers it, so the method would never run.
+    pub fn try_register<P, R, F, Fut>(
+        &mut self,
+        name: &str,
+        method: F,
+    ) -> Result<&mut Self, ReservedMethod>
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(CallContext, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
+    {
+        if name.starts_with('$') {
+            return Err(ReservedMethod(name.to_owned()));
+        }
+        Ok(self.register(name, method))
+    }
+
     /// Run every call (of a registered method or not) through `layer`,
     /// after the layers added before it. See the module docs.
     pub fn layer<F, Fut>(&mut self, layer: F) -> &mut Self
@@ -274,6 +300,18 @@ mod tests {
         assert_eq!(err.code, "bad_request");
         let err = m.call("nope", ctx(), json!(null)).await.unwrap_err();
         assert_eq!(err.code, "unknown_method");
+    }
+
+    #[test]
+    fn a_reserved_name_is_refused() {
+        let mut m = Methods::new();
+        let echo = |_c, v: Payload| async move { Ok::<_, RpcError>(v) };
+        assert_eq!(
+            m.try_register("$publish", echo).err(),
+            Some(ReservedMethod("$publish".into()))
+        );
+        assert!(!m.contains("$publish"));
+        assert!(m.try_register("echo", echo).is_ok());
     }
 
     #[tokio::test]

@@ -188,6 +188,9 @@ async fn call(task: &RequestTask) -> Reply {
             shared: Arc::clone(&task.shared),
         },
     };
+    if task.request.method == crate::client_publish::METHOD {
+        return crate::client_publish::run(ctx, task.request.params.clone()).await;
+    }
     match task
         .shared
         .methods

@@ -1,0 +1,53 @@
+//! The reserved method `$publish`: a client publishes to a channel with a
+//! request (spec/PROTOCOL.md §4.6), so it gets exactly one answer and its
+//! idempotency key is honoured by the request path like any method's.
+//!
+//! Params `{"channel": "...", "data": <json>}`; result
+//! `{"offset": N, "epoch": "..."}`. The caller must be allowed by
+//! [`Authenticator::authorize_publish`](crate::auth::Authenticator::authorize_publish),
+//! then the checks of [`Server::publish`](crate::Server::publish) apply.
+
+use belay_proto::message::{ErrorBody, Payload, Reply};
+use serde::Deserialize;
+
+use crate::broker::PublishError;
+use crate::rpc::CallContext;
+
+/// The reserved method's name.
+pub(crate) const METHOD: &str = "$publish";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    channel: String,
+    data: Payload,
+}
+
+/// Run `$publish` for the caller in `ctx`.
+pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
+    let params: Params = match serde_json::from_value(params) {
+        Ok(p) => p,
+        Err(e) => return refused("bad_request", format!("invalid $publish params: {e}")),
+    };
+    let auth = &ctx.server.shared.auth;
+    if let Err(e) = auth.authorize_publish(&ctx.principal, &params.channel) {
+        return refused(e.code(), e.to_string());
+    }
+    match ctx.server.publish(&params.channel, params.data).await {
+        Ok(p) => Reply::Result(
+            serde_json::json!({ "offset": p.offset, "epoch": p.epoch.to_string() }).into(),
+        ),
+        Err(e) => {
+            let code = match &e {
+                PublishError::InvalidChannel(_) | PublishError::TooDeep { .. } => "bad_request",
+                PublishError::TooLarge { .. } => "too_large",
+                _ => "unavailable",
+            };
+            refused(code, e.to_string())
+        }
+    }
+}
+
+fn refused(code: &str, message: String) -> Reply {
+    Reply::Error(ErrorBody::new(code, message))
+}
