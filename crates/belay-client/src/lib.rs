@@ -296,6 +296,27 @@ impl Client {
         answer.await.unwrap_or(Err(RequestError::Closed))
     }
 
+    /// Publish `data` to `channel` from this client: the reserved request
+    /// `$publish` (spec/PROTOCOL.md §4.6), with the config's default
+    /// deadline. The result is `{"offset": N, "epoch": "..."}`; a refusal
+    /// is [`RequestError::Server`] (`forbidden`, `too_large`, …).
+    pub async fn publish(&self, channel: &str, data: Value) -> Result<RawJson, RequestError> {
+        self.publish_with(channel, data, RequestOptions::default())
+            .await
+    }
+
+    /// [`publish`](Self::publish) with per-request options (a deadline, an
+    /// idempotency key so a retry publishes once).
+    pub async fn publish_with(
+        &self,
+        channel: &str,
+        data: Value,
+        options: RequestOptions,
+    ) -> Result<RawJson, RequestError> {
+        let params = serde_json::json!({ "channel": channel, "data": data });
+        self.request_with("$publish", params, options).await
+    }
+
     /// Subscribe to `channel`: a stream of its publications in offset order
     /// with no gap and no duplicate across reconnects, or [`Item::Resync`]
     /// when the server cannot replay what was missed.
