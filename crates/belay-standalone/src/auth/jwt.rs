@@ -5,7 +5,8 @@
 //! closes the connection with 4001 when it passes), optional `aud` and
 //! `iss` (checked when configured), `nbf`, and `channels`: a list of
 //! channel patterns (`news`, `chat:*`) the user may subscribe to (absent:
-//! any channel). One algorithm is accepted (HS256, RS256 or ES256); a
+//! any channel), `publish`: patterns the user may publish to from the
+//! client with `$publish` (absent: none). One algorithm is accepted (HS256, RS256 or ES256); a
 //! token signed with another is refused, so an HMAC secret can never be
 //! confused with a public key.
 //!
@@ -60,6 +61,10 @@ struct Claims {
     exp: u64,
     #[serde(default)]
     channels: Option<Vec<String>>,
+    /// Channel patterns the user may publish to from the client
+    /// (`$publish`); absent: none.
+    #[serde(default)]
+    publish: Option<Vec<String>>,
 }
 
 impl JwtAuthenticator {
@@ -141,7 +146,7 @@ fn refusal(kind: &ErrorKind) -> String {
         ErrorKind::InvalidToken | ErrorKind::Base64(_) | ErrorKind::Utf8(_) => {
             "malformed token (not a JWT)".into()
         }
-        ErrorKind::Json(_) => "malformed claims (`sub` must be a string, `exp` a number, `channels` a list of strings)".into(),
+        ErrorKind::Json(_) => "malformed claims (`sub` must be a string, `exp` a number, `channels` and `publish` lists of strings)".into(),
         _ => "invalid token".into(),
     }
 }
@@ -169,6 +174,9 @@ impl Authenticator for JwtAuthenticator {
             Principal::user(claims.sub).expiring_at(Instant::now() + Duration::from_secs(left));
         if let Some(channels) = claims.channels {
             principal = principal.subscribing_to(channels);
+        }
+        if let Some(publish) = claims.publish {
+            principal = principal.publishing_to(publish);
         }
         Ok(principal)
     }

@@ -1,0 +1,128 @@
+//! `belay serve --config` with JWT auth: a token's `publish` claim lets
+//! the client `$publish` to the channels it names, and nowhere else.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
+use belay_test_support::sockets::Raw;
+use jsonwebtoken::{encode, EncodingKey, Header};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const SOON: Duration = Duration::from_secs(5);
+const SECRET: &str = "a-test-secret-of-some-length";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("belay-config-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// `belay serve --config FILE` (with `--demo`: its `feed` ticks every
+/// 50 ms) with the JWT secret in the environment.
+async fn serve_with(file: &Path, demo: bool) -> (Child, SocketAddr) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_belay"));
+    command.arg("serve");
+    if demo {
+        command.args(["--demo", "--feed-every-ms", "50"]);
+    }
+    let mut child = command
+        .arg("--config")
+        .arg(file)
+        .env("BELAY_AUTH_JWT_SECRET", SECRET)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run belay serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = tokio::time::timeout(SOON, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            // "listening on ws://ADDR/ws", or the demo's "(WebSocket at ws://ADDR/ws)".
+            if let Some(rest) = line.split("ws://").nth(1) {
+                return rest
+                    .split("/ws")
+                    .next()
+                    .and_then(|a| a.parse::<SocketAddr>().ok());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the server says where it listens");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+async fn serve(file: &Path) -> (Child, SocketAddr) {
+    serve_with(file, false).await
+}
+
+fn token(claims: serde_json::Value, secret: &str) -> String {
+    encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()).expect("a key"),
+    )
+    .expect("a token")
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+async fn publish(raw: &mut Raw, id: u64, channel: &str) -> Reply {
+    raw.send(&ClientMessage::Request(Request {
+        id,
+        method: "$publish".into(),
+        params: json!({"channel": channel, "data": {"n": id}}),
+        idem: None,
+        timeout_ms: None,
+    }))
+    .await;
+    loop {
+        let message = tokio::time::timeout(SOON, raw.recv_skipping_pings())
+            .await
+            .expect("an answer in time")
+            .expect("open");
+        if let ServerMessage::Response(r) = message {
+            return r.reply;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_publish_claim_grants_client_publish_to_its_patterns_only() {
+    let dir = temp_dir("jwt-publish");
+    let file = dir.join("belay.toml");
+    std::fs::write(
+        &file,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[auth]\nmode = \"jwt\"\n",
+    )
+    .expect("write");
+    let (_server, addr) = serve(&file).await;
+    let claims = json!({"sub": "alice", "exp": now() + 600, "publish": ["chat:*"]});
+    let (mut raw, _) = Raw::connected(addr, Some(&token(claims, SECRET))).await;
+    let allowed = publish(&mut raw, 1, "chat:a").await;
+    assert!(matches!(allowed, Reply::Result(_)), "{allowed:?}");
+    let Reply::Error(refused) = publish(&mut raw, 2, "news").await else {
+        panic!("news is outside the grant")
+    };
+    assert_eq!(refused.code, "forbidden");
+    let without = json!({"sub": "bob", "exp": now() + 600});
+    let (mut raw, _) = Raw::connected(addr, Some(&token(without, SECRET))).await;
+    let Reply::Error(refused) = publish(&mut raw, 1, "chat:a").await else {
+        panic!("no publish claim, no client publish")
+    };
+    assert_eq!(refused.code, "forbidden");
+    let _ = std::fs::remove_dir_all(dir);
+}
