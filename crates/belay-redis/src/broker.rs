@@ -17,6 +17,7 @@ use crate::control::{control_names, ControlPlane};
 use crate::hub::{Hub, JoinFailure};
 use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
+use crate::presence::{RedisPresence, SharedPresence};
 use crate::pubsub::Link;
 use crate::scripts::{history_reply, publish_reply, HeldEntry, HistoryReply, Scripts};
 
@@ -51,6 +52,7 @@ pub(crate) struct Inner {
     pub(crate) hub: Arc<Hub>,
     pub(crate) link: Link,
     outcomes: Arc<RedisOutcomes>,
+    presence: Arc<RedisPresence>,
     control: ControlPlane,
     config: RedisConfig,
 }
@@ -120,10 +122,18 @@ impl RedisBroker {
             config.command_timeout,
             config.outcome_max_bytes,
         ));
+        let presence = RedisPresence::start(
+            commands.clone(),
+            &config.prefix,
+            config.command_timeout,
+            config.presence_ttl,
+            config.presence_max_bytes,
+        );
         let every = config.position_check_every;
         let inner = Arc::new(Inner {
             commands,
             outcomes,
+            presence,
             control,
             scripts: Scripts::new(),
             hub,
@@ -356,6 +366,10 @@ impl Broker for RedisBroker {
 
     fn outcomes(&self) -> Option<Arc<dyn OutcomeStore>> {
         Some(Arc::new(SharedOutcomes(Arc::clone(&self.inner.outcomes))))
+    }
+
+    fn presence(&self) -> Option<Arc<dyn belay_server::broker::PresenceStore>> {
+        Some(Arc::new(SharedPresence(Arc::clone(&self.inner.presence))))
     }
 }
 

@@ -61,6 +61,12 @@ pub struct RedisConfig {
     /// none after it (no gap to show the loss) is still delivered, in
     /// order, from the history.
     pub position_check_every: Duration,
+    /// How long a presence entry lives without its node refreshing it (the
+    /// node refreshes every third of this); a killed node's members are
+    /// gone from presence within it.
+    pub presence_ttl: Duration,
+    /// Bytes of presence entries this node keeps (and refreshes) in Redis.
+    pub presence_max_bytes: usize,
 }
 
 impl Default for RedisConfig {
@@ -78,6 +84,8 @@ impl Default for RedisConfig {
             join_buffer: 1_024,
             max_channels: 100_000,
             outcome_max_bytes: 64 << 20,
+            presence_ttl: Duration::from_secs(60),
+            presence_max_bytes: 16 << 20,
             node_id: None,
             node_ttl: Duration::from_secs(3),
             position_check_every: Duration::from_secs(5),
@@ -133,6 +141,18 @@ impl RedisConfig {
     /// Set [`probe_every`](Self::probe_every).
     pub fn probe_every(mut self, every: Duration) -> Self {
         self.probe_every = every;
+        self
+    }
+
+    /// Set [`presence_ttl`](Self::presence_ttl).
+    pub fn presence_ttl(mut self, ttl: Duration) -> Self {
+        self.presence_ttl = ttl;
+        self
+    }
+
+    /// Set [`presence_max_bytes`](Self::presence_max_bytes).
+    pub fn presence_max_bytes(mut self, bytes: usize) -> Self {
+        self.presence_max_bytes = bytes;
         self
     }
 

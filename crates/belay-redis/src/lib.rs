@@ -61,6 +61,7 @@ mod keys;
 mod ledger;
 mod outcomes;
 mod position_check;
+mod presence;
 mod pubsub;
 mod scripts;
 
