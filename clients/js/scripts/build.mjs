@@ -1,5 +1,6 @@
 // `npm run build`: dist/belay.js (minified ES module), dist/belay.debug.js,
-// dist/policies.js (the opt-in backoff policies, `@belay/client/policies`), dist/types/*.d.ts.
+// dist/policies.js (the opt-in backoff policies, `@belay/client/policies`),
+// dist/publish.js (client publish, `@belay/client/publish`), dist/types/*.d.ts.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
@@ -8,10 +9,13 @@ mkdirSync(ROOT + "dist", { recursive: true });
 await bundle({ outfile: ROOT + "dist/belay.js" });
 await bundle({ minify: false, outfile: ROOT + "dist/belay.debug.js" });
 await bundle({ entry: "policies", outfile: ROOT + "dist/policies.js" });
+await bundle({ entry: "publish", outfile: ROOT + "dist/publish.js" });
 execFileSync(process.execPath, [ROOT + "node_modules/typescript/bin/tsc", "-p", ROOT + "tsconfig.build.json"], { stdio: "inherit" });
 const min = readFileSync(ROOT + "dist/belay.js");
 const gz = gzSize(min);
 console.log(`dist/belay.js: ${min.length} B minified, ${gz} B gzipped (budget ${BUDGET_GZ} B)`);
 const pol = readFileSync(ROOT + "dist/policies.js");
 console.log(`dist/policies.js: ${pol.length} B minified, ${gzSize(pol)} B gzipped (opt-in)`);
+const pub = readFileSync(ROOT + "dist/publish.js");
+console.log(`dist/publish.js: ${pub.length} B minified, ${gzSize(pub)} B gzipped (opt-in)`);
 if (gz > BUDGET_GZ) process.exit(1);
