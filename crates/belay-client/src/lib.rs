@@ -48,6 +48,7 @@
 
 mod driver;
 mod error;
+mod presence;
 mod status;
 mod subscription;
 mod tls;
@@ -66,6 +67,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 pub use belay_proto;
 pub use error::{Closed, RequestError, SubscribeError, TlsError};
+pub use presence::{PresenceError, PresenceMember};
 pub use status::{ClientEvent, Disconnect, Status};
 pub use subscription::{Item, Subscription};
 pub use tls::TlsSettings;
