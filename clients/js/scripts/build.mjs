@@ -1,6 +1,7 @@
 // `npm run build`: dist/belay.js (minified ES module), dist/belay.debug.js,
 // dist/policies.js (the opt-in backoff policies, `@belay/client/policies`),
-// dist/publish.js (client publish, `@belay/client/publish`), dist/types/*.d.ts.
+// dist/publish.js (client publish, `@belay/client/publish`), dist/presence.js
+// (`@belay/client/presence`), dist/types/*.d.ts.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
@@ -10,6 +11,7 @@ await bundle({ outfile: ROOT + "dist/belay.js" });
 await bundle({ minify: false, outfile: ROOT + "dist/belay.debug.js" });
 await bundle({ entry: "policies", outfile: ROOT + "dist/policies.js" });
 await bundle({ entry: "publish", outfile: ROOT + "dist/publish.js" });
+await bundle({ entry: "presence", outfile: ROOT + "dist/presence.js" });
 execFileSync(process.execPath, [ROOT + "node_modules/typescript/bin/tsc", "-p", ROOT + "tsconfig.build.json"], { stdio: "inherit" });
 const min = readFileSync(ROOT + "dist/belay.js");
 const gz = gzSize(min);
@@ -18,4 +20,6 @@ const pol = readFileSync(ROOT + "dist/policies.js");
 console.log(`dist/policies.js: ${pol.length} B minified, ${gzSize(pol)} B gzipped (opt-in)`);
 const pub = readFileSync(ROOT + "dist/publish.js");
 console.log(`dist/publish.js: ${pub.length} B minified, ${gzSize(pub)} B gzipped (opt-in)`);
+const pres = readFileSync(ROOT + "dist/presence.js");
+console.log(`dist/presence.js: ${pres.length} B minified, ${gzSize(pres)} B gzipped (opt-in)`);
 if (gz > BUDGET_GZ) process.exit(1);
