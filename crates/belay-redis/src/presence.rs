@@ -54,6 +54,9 @@ struct Own {
     json: String,
 }
 
+/// This node's entries by (channel, key), and the bytes they cost.
+type OwnEntries = (usize, HashMap<(String, String), Own>);
+
 /// Presence in Redis, shared by every node on it.
 pub(crate) struct RedisPresence {
     commands: ConnectionManager,
@@ -64,7 +67,7 @@ pub(crate) struct RedisPresence {
     read: Script,
     write: Script,
     remove: Script,
-    own: Mutex<(usize, HashMap<(String, String), Own>)>,
+    own: Mutex<OwnEntries>,
 }
 
 fn now_ms() -> u64 {
@@ -107,7 +110,7 @@ impl RedisPresence {
         )
     }
 
-    fn own(&self) -> std::sync::MutexGuard<'_, (usize, HashMap<(String, String), Own>)> {
+    fn own(&self) -> std::sync::MutexGuard<'_, OwnEntries> {
         self.own.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
