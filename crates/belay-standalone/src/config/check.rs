@@ -10,7 +10,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::schema::{self, Key, Kind};
-use super::{ConfigError, Settings, Value};
+use super::{namespaces, ConfigError, Settings, Value};
 
 /// Check `text` (the file at `base`, whose directory relative paths start
 /// from) with environment variables from `env`.
@@ -25,6 +25,7 @@ pub(crate) fn check(
         errors: Vec::new(),
         values: BTreeMap::new(),
         spans: BTreeMap::new(),
+        namespaces: Vec::new(),
     };
     let (doc, syntax) = DeTable::parse_recoverable(text);
     for error in syntax {
@@ -38,6 +39,7 @@ pub(crate) fn check(
     if checker.errors.is_empty() {
         Ok(Settings {
             values: checker.values,
+            namespaces: checker.namespaces,
         })
     } else {
         checker.errors.sort_by_key(|e| (e.line, e.column));
@@ -52,6 +54,8 @@ struct Checker<'t> {
     values: BTreeMap<&'static str, Value>,
     /// Where each setting given in the file is.
     spans: BTreeMap<&'static str, Range<usize>>,
+    /// The checked `[[namespace]]` tables.
+    namespaces: Vec<namespaces::Table>,
 }
 
 impl Checker<'_> {
@@ -70,6 +74,10 @@ impl Checker<'_> {
         let sections = schema::sections();
         for (section, value) in doc {
             let name = section.get_ref().as_ref();
+            if name == "namespace" {
+                self.namespace_tables(section.span(), value.get_ref());
+                continue;
+            }
             if !sections.contains(&name) {
                 let hint = did_you_mean(name, sections.iter().copied(), "[", "]");
                 self.error_at(section.span(), format!("unknown section [{name}]{hint}"));
@@ -85,6 +93,49 @@ impl Checker<'_> {
             for (key, value) in table {
                 self.setting(name, key, value);
             }
+        }
+    }
+
+    /// `[[namespace]]`: an array of tables, each checked against
+    /// [`namespaces::NAMESPACE_KEYS`], with a `pattern`.
+    fn namespace_tables(&mut self, at: Range<usize>, value: &DeValue<'_>) {
+        let Some(tables) = value.as_array() else {
+            self.error_at(at, "`namespace` must be tables ([[namespace]])".into());
+            return;
+        };
+        for table in tables.iter() {
+            let Some(entries) = table.get_ref().as_table() else {
+                self.error_at(
+                    table.span(),
+                    "`namespace` must be tables ([[namespace]])".into(),
+                );
+                continue;
+            };
+            let mut checked = namespaces::Table::new();
+            for (key, value) in entries {
+                let name = key.get_ref().as_ref();
+                let Some(found) = namespaces::find(name) else {
+                    let names = namespaces::NAMESPACE_KEYS.iter().map(|k| k.name());
+                    let hint = did_you_mean(name, names, "`", "`");
+                    self.error_at(
+                        key.span(),
+                        format!("unknown key `{name}` in [[namespace]]{hint}"),
+                    );
+                    continue;
+                };
+                match self.convert(found, value.get_ref()) {
+                    Ok(v) => {
+                        checked.insert(found.path, v);
+                    }
+                    Err(message) => {
+                        self.error_at(value.span(), format!("{}: {message}", found.path))
+                    }
+                }
+            }
+            if !checked.contains_key("namespace.pattern") {
+                self.error_at(table.span(), "a [[namespace]] needs a `pattern`".into());
+            }
+            self.namespaces.push(checked);
         }
     }
 

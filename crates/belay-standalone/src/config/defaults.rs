@@ -1,6 +1,7 @@
 //! The defaults file: every setting with its default and what it does, as
 //! a TOML file that checks clean (`belay config defaults`).
 
+use super::namespaces::NAMESPACE_KEYS;
 use super::schema::{self, KEYS};
 
 /// A config file listing every setting: the set ones with their default,
@@ -22,6 +23,19 @@ pub fn defaults_file() -> String {
                 None => out.push_str(&format!("# {} =\n", key.name())),
             }
         }
+    }
+    out.push_str(
+        "\n# Per-channel settings, any number of tables; a channel takes the first\n\
+         # whose pattern covers it, else the [history] bounds.\n\
+         # [[namespace]]\n",
+    );
+    for key in NAMESPACE_KEYS {
+        out.push_str(&format!(
+            "# {} ({})\n# {} =\n",
+            key.doc,
+            "file only",
+            key.name()
+        ));
     }
     out
 }

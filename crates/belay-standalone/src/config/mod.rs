@@ -6,6 +6,7 @@
 
 mod check;
 mod defaults;
+mod namespaces;
 mod plan;
 mod schema;
 
@@ -73,6 +74,8 @@ pub(crate) enum Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     values: BTreeMap<&'static str, Value>,
+    /// The `[[namespace]]` tables, in file order.
+    namespaces: Vec<namespaces::Table>,
 }
 
 impl Settings {
@@ -101,7 +104,13 @@ impl Settings {
     pub fn defaults() -> Settings {
         check::check("", None, &|_| None).unwrap_or(Settings {
             values: BTreeMap::new(),
+            namespaces: Vec::new(),
         })
+    }
+
+    /// The server's namespaces from the `[[namespace]]` tables.
+    pub(crate) fn namespaces(&self) -> belay_server::Namespaces {
+        namespaces::namespaces(&self.namespaces)
     }
 
     pub(crate) fn int(&self, path: &str) -> i64 {

@@ -132,6 +132,7 @@ fn server_config(s: &Settings) -> ServerConfig {
         .drain
         .set_lb_delay(Duration::from_secs(s.uint("drain.lb_delay_secs")))
         .set_reconnect_spread(millis(s, "drain.spread_ms"));
+    config = config.with_namespaces(s.namespaces());
     let mut history = config.history;
     history.max_len = s.size("history.max_len");
     history.max_age = Duration::from_secs(s.uint("history.max_age_secs"));

@@ -1,0 +1,157 @@
+//! `[[namespace]]` tables in `belay serve --config`: a `chat:*` table with
+//! `history_size = 3` keeps 3 publications per channel, other channels the
+//! [history] default; `belay config check` reports an unknown key in a
+//! table with its line.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use belay_proto::message::{ClientMessage, ServerMessage, StreamPosition, Subscribe};
+use belay_test_support::sockets::Raw;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const SOON: Duration = Duration::from_secs(5);
+const SECRET: &str = "unused";
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("belay-config-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// `belay serve --config FILE` (with `--demo`: its `feed` ticks every
+/// 50 ms) with the JWT secret in the environment.
+async fn serve_with(file: &Path, demo: bool) -> (Child, SocketAddr) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_belay"));
+    command.arg("serve");
+    if demo {
+        command.args(["--demo", "--feed-every-ms", "50"]);
+    }
+    let mut child = command
+        .arg("--config")
+        .arg(file)
+        .env("BELAY_AUTH_JWT_SECRET", SECRET)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run belay serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = tokio::time::timeout(SOON, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            // "listening on ws://ADDR/ws", or the demo's "(WebSocket at ws://ADDR/ws)".
+            if let Some(rest) = line.split("ws://").nth(1) {
+                return rest
+                    .split("/ws")
+                    .next()
+                    .and_then(|a| a.parse::<SocketAddr>().ok());
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+    .expect("the server says where it listens");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+async fn serve(file: &Path) -> (Child, SocketAddr) {
+    serve_with(file, false).await
+}
+
+async fn next(raw: &mut Raw) -> ServerMessage {
+    tokio::time::timeout(SOON, raw.recv_skipping_pings())
+        .await
+        .expect("an answer in time")
+        .expect("open")
+}
+
+/// Whether a resume of `channel` after `offset` in `epoch` is recovered.
+async fn recovered(addr: SocketAddr, channel: &str, epoch: &str, offset: u64) -> bool {
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    raw.send(&ClientMessage::Subscribe(Subscribe {
+        channel: channel.into(),
+        since: Some(StreamPosition {
+            epoch: epoch.into(),
+            offset,
+        }),
+    }))
+    .await;
+    match next(&mut raw).await {
+        ServerMessage::Subscribed(s) => s.recovered,
+        other => panic!("subscribed expected, got {other:?}"),
+    }
+}
+
+/// Publish 5 on `channel` with the HTTP API; the epoch.
+async fn publish_five(addr: SocketAddr, channel: &str) -> String {
+    let mut epoch = String::new();
+    for n in 1..=5 {
+        let body = format!(r#"{{"channel":"{channel}","data":{n}}}"#);
+        let reply = belay_test_support::sockets::http_call_with(
+            addr,
+            "POST",
+            "/api/publish",
+            &["Authorization: Bearer k-of-some-length-0123456789"],
+            Some(&body),
+        )
+        .await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let v: serde_json::Value = serde_json::from_str(&reply.body).expect("JSON");
+        epoch = v["epoch"].as_str().expect("epoch").to_owned();
+    }
+    epoch
+}
+
+#[tokio::test]
+async fn a_namespace_table_bounds_its_channels_history() {
+    let dir = temp_dir("namespaces");
+    let file = dir.join("belay.toml");
+    std::fs::write(
+        &file,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[api]\nkey = \"k-of-some-length-0123456789\"\n\n[[namespace]]\npattern = \"chat:*\"\nhistory_size = 3\n",
+    )
+    .expect("write");
+    let (_server, addr) = serve(&file).await;
+    let chat = publish_five(addr, "chat:a").await;
+    let news = publish_five(addr, "news").await;
+    assert!(
+        recovered(addr, "chat:a", &chat, 2).await,
+        "chat:a holds 3..=5"
+    );
+    assert!(!recovered(addr, "chat:a", &chat, 1).await, "but not 2");
+    assert!(
+        recovered(addr, "news", &news, 0).await,
+        "news keeps the default"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn an_unknown_key_in_a_namespace_table_is_an_error_with_its_line() {
+    let dir = temp_dir("namespaces-check");
+    let file = dir.join("belay.toml");
+    std::fs::write(
+        &file,
+        "[[namespace]]\npattern = \"chat:*\"\nhistory_sise = 3\n[[namespace]]\npresence = true\n",
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_belay"))
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .expect("run belay config check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(":3:1: unknown key `history_sise` in [[namespace]]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("needs a `pattern`"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

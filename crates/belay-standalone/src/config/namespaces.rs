@@ -1,0 +1,88 @@
+//! `[[namespace]]` tables: per-pattern channel settings (history bounds,
+//! presence), checked key by key like the rest of the file and turned into
+//! the server's [`Namespaces`] (first matching table wins, in file order).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use belay_server::{ChannelOptions, Namespaces};
+
+use super::schema::{Key, Kind};
+use super::Value;
+
+const fn key(path: &'static str, kind: Kind, doc: &'static str) -> Key {
+    Key {
+        path,
+        kind,
+        default: None,
+        doc,
+        secret: false,
+    }
+}
+
+/// The keys of one `[[namespace]]` table.
+pub(crate) const NAMESPACE_KEYS: &[Key] = &[
+    key(
+        "namespace.pattern",
+        Kind::Str,
+        "channels this table covers: a name, or a prefix ending in `*` (`chat:*`); required",
+    ),
+    key(
+        "namespace.history_size",
+        Kind::Int {
+            min: 0,
+            max: 1_000_000,
+        },
+        "publications kept per channel (at most history.max_len)",
+    ),
+    key(
+        "namespace.history_ttl_ms",
+        Kind::Int {
+            min: 1,
+            max: 86_400_000,
+        },
+        "how long a publication is kept, ms (at most history.max_age_secs)",
+    ),
+    key(
+        "namespace.presence",
+        Kind::Bool,
+        "track the channel's subscribers as members",
+    ),
+    key(
+        "namespace.join_leave",
+        Kind::Bool,
+        "publish joins and leaves on $presence:CHANNEL",
+    ),
+];
+
+/// The key `namespace.NAME`, if there is one.
+pub(crate) fn find(name: &str) -> Option<&'static Key> {
+    NAMESPACE_KEYS
+        .iter()
+        .find(|k| k.path.strip_prefix("namespace.") == Some(name))
+}
+
+/// One checked `[[namespace]]` table.
+pub(crate) type Table = BTreeMap<&'static str, Value>;
+
+/// The server's namespaces from the checked tables, in file order.
+pub(crate) fn namespaces(tables: &[Table]) -> Namespaces {
+    tables.iter().fold(Namespaces::new(), |ns, table| {
+        let Some(Value::Str(pattern)) = table.get("namespace.pattern") else {
+            return ns;
+        };
+        let mut options = ChannelOptions::default();
+        if let Some(Value::Int(n)) = table.get("namespace.history_size") {
+            options = options.with_history_size(usize::try_from(*n).unwrap_or(0));
+        }
+        if let Some(Value::Int(ms)) = table.get("namespace.history_ttl_ms") {
+            options =
+                options.with_history_ttl(Duration::from_millis(u64::try_from(*ms).unwrap_or(1)));
+        }
+        let flag = |path| matches!(table.get(path), Some(Value::Bool(true)));
+        options = options
+            .with_presence(flag("namespace.presence"))
+            .with_join_leave(flag("namespace.join_leave"));
+        ns.with(pattern.clone(), options)
+    })
+}
