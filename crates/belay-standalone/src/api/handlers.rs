@@ -127,7 +127,7 @@ pub(crate) async fn publish_once(api: &Api, publish: PublishBody) -> Response {
         .keys
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .begin(now(&api), scope, &key, digest);
+        .begin(now(api), scope, &key, digest);
     match begin {
         Begin::New => {}
         Begin::Done(Reply::Result(stored)) => {
@@ -165,12 +165,7 @@ pub(crate) async fn publish_once(api: &Api, publish: PublishBody) -> Response {
     match outcome {
         Ok(p) => {
             let answer = published(&p);
-            keys.complete(
-                now(&api),
-                scope,
-                &key,
-                &Reply::Result(answer.clone().into()),
-            );
+            keys.complete(now(api), scope, &key, &Reply::Result(answer.clone().into()));
             Json(answer).into_response()
         }
         Err(e) => {
