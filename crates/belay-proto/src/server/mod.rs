@@ -27,7 +27,6 @@
 mod admission;
 mod channel;
 mod channel_pattern;
-mod namespaces;
 mod connection;
 mod drain;
 mod fleet;
@@ -36,6 +35,7 @@ mod history;
 mod idempotency;
 mod limits;
 mod live_follow;
+mod namespaces;
 mod rate;
 mod resume;
 mod sources;
@@ -47,7 +47,6 @@ pub use channel::{
     check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
 };
 pub use channel_pattern::ChannelPattern;
-pub use namespaces::{ChannelOptions, Namespaces};
 pub use connection::{
     AuthVerdict, Connection, Event, Frame, JoinAnswer, Output, Phase, Ticket, TransportError,
     MAX_BEFORE_WELCOME,
@@ -64,6 +63,7 @@ pub use idempotency::{
 };
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use live_follow::{Inconsistent, LiveFollow, Lost, Offer};
+pub use namespaces::{ChannelOptions, Namespaces};
 pub use rate::{RateDecision, RateLimiter};
 pub use resume::{can_resume, HeldHistory};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
