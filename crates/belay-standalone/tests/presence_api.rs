@@ -1,6 +1,6 @@
 //! `POST /api/presence` `{channel}`: the members of a presence channel
-//! (one per subscription: session, user), 400 `bad_request` for a channel
-//! without presence or an unknown field.
+//! (one per subscription: session, user), 404 `not_found` for a channel
+//! without presence, 400 `bad_request` for an unknown field.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -82,7 +82,7 @@ async fn presence_lists_the_subscribers_of_a_presence_channel() {
     let (status, body) = presence(addr, r#"{"channel":"news"}"#).await;
     assert_eq!(
         (status, &body["error"]["code"]),
-        (400, &json!("bad_request"))
+        (404, &json!("not_found"))
     );
     let (status, body) = presence(addr, r#"{"channel":"room:1","x":1}"#).await;
     assert_eq!(

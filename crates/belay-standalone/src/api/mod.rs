@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | 401 | `unauthorized` | no API key, or another one (`Authorization: Bearer KEY` or `X-API-Key: KEY`) |
 //! | 400 | `bad_request` | not JSON, an unknown or missing field (named in the message), a bad channel name, data nested too deep |
+//! | 404 | `not_found` | `/api/presence` for a channel whose namespace does not track presence |
 //! | 413 | `too_large` | a body over the limit, or a publication over `max_publication_len` |
 //! | 409 | `idempotency_conflict` | an idempotency key reused with another body |
 //! | 409 | `in_flight` | the same key is being published now: retry |

@@ -1,7 +1,7 @@
 //! `POST /api/presence` `{channel}` → `{"members": [{client, user, info?}]}`:
-//! who is subscribed to a channel whose namespace tracks presence (400
-//! `bad_request` for another channel, 503 `unavailable` when the shared
-//! presence store cannot answer).
+//! who is subscribed to a channel whose namespace tracks presence (404
+//! `not_found` for another channel: it has no presence to show; 503
+//! `unavailable` when the shared presence store cannot answer).
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
@@ -40,8 +40,8 @@ pub(crate) async fn presence(State(api): State<Api>, request: Request) -> Respon
             Json(json!({ "members": members })).into_response()
         }
         Err(PresenceError::NotTracked(_)) => error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
+            StatusCode::NOT_FOUND,
+            "not_found",
             format!("channel {:?} does not track presence", body.channel),
         ),
         Err(other) => error(
