@@ -31,6 +31,8 @@ use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
 mod outputs;
 mod presence;
 
+pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
+
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
