@@ -135,50 +135,40 @@ impl RedisPresence {
         Ok(())
     }
 
-    async fn add_entry(
-        &self,
-        channel: String,
-        key: String,
-        member: Member,
-    ) -> Result<(), PresenceError> {
+    /// Record `member` among this node's entries (now, in the caller's
+    /// order, so a later remove always sees it): its JSON, or `Full`.
+    fn remember(&self, channel: &str, key: &str, member: Member) -> Result<String, PresenceError> {
         let json = member.to_json().to_string();
-        {
-            let mut own = self.own();
-            let cost = member.cost(&channel, &key);
-            if own.0 + cost > self.max_bytes {
-                return Err(PresenceError::Full);
-            }
-            own.0 += cost;
-            let old = own.1.insert(
-                (channel.clone(), key.clone()),
-                Own {
-                    member,
-                    json: json.clone(),
-                },
-            );
-            if let Some(old) = old {
-                own.0 -= old.member.cost(&channel, &key);
-            }
+        let mut own = self.own();
+        let cost = member.cost(channel, key);
+        let old = own
+            .1
+            .get(&(channel.to_owned(), key.to_owned()))
+            .map_or(0, |old| old.member.cost(channel, key));
+        if own.0 - old + cost > self.max_bytes {
+            return Err(PresenceError::Full);
         }
-        self.write_entry(&channel, &key, &json).await
+        own.0 = own.0 - old + cost;
+        let entry = Own {
+            member,
+            json: json.clone(),
+        };
+        own.1.insert((channel.to_owned(), key.to_owned()), entry);
+        Ok(json)
     }
 
-    async fn remove_entry(
-        &self,
-        channel: String,
-        key: String,
-    ) -> Result<Option<Member>, PresenceError> {
-        let mine = {
-            let mut own = self.own();
-            let removed = own.1.remove(&(channel.clone(), key.clone()));
-            if let Some(removed) = &removed {
-                own.0 -= removed.member.cost(&channel, &key);
-            }
-            removed
-        };
-        let (hash, zset) = self.names(&channel);
+    /// Forget one of this node's entries (now): it is no longer refreshed.
+    fn forget(&self, channel: &str, key: &str) -> Option<Member> {
+        let mut own = self.own();
+        let removed = own.1.remove(&(channel.to_owned(), key.to_owned()))?;
+        own.0 -= removed.member.cost(channel, key);
+        Some(removed.member)
+    }
+
+    async fn delete_entry(&self, channel: &str, key: &str) -> Result<(), PresenceError> {
+        let (hash, zset) = self.names(channel);
         let mut call = self.remove.prepare_invoke();
-        call.key(&hash).key(&zset).arg(&key);
+        call.key(&hash).key(&zset).arg(key);
         let mut commands = self.commands.clone();
         timeout(
             self.command_timeout,
@@ -187,7 +177,7 @@ impl RedisPresence {
         .await
         .map_err(|_| unavailable("timed out"))?
         .map_err(unavailable)?;
-        Ok(mine.map(|own| own.member))
+        Ok(())
     }
 
     async fn read_members(&self, channel: String) -> Result<Vec<Member>, PresenceError> {
@@ -245,16 +235,24 @@ async fn refresh(presence: Weak<RedisPresence>, every: Duration) {
 pub(crate) struct SharedPresence(pub(crate) Arc<RedisPresence>);
 
 impl PresenceStore for SharedPresence {
+    // This node's record of its entries changes at once, in the caller's
+    // order; the Redis writes follow. Should a delete overtake its write,
+    // the entry is no longer refreshed and expires within the TTL.
     fn add(&self, channel: &str, key: &str, member: Member) -> PresenceFuture<()> {
         let store = Arc::clone(&self.0);
         let (channel, key) = (channel.to_owned(), key.to_owned());
-        Box::pin(async move { store.add_entry(channel, key, member).await })
+        let remembered = store.remember(&channel, &key, member);
+        Box::pin(async move { store.write_entry(&channel, &key, &remembered?).await })
     }
 
     fn remove(&self, channel: &str, key: &str) -> PresenceFuture<Option<Member>> {
         let store = Arc::clone(&self.0);
         let (channel, key) = (channel.to_owned(), key.to_owned());
-        Box::pin(async move { store.remove_entry(channel, key).await })
+        let mine = store.forget(&channel, &key);
+        Box::pin(async move {
+            store.delete_entry(&channel, &key).await?;
+            Ok(mine)
+        })
     }
 
     fn members(&self, channel: &str) -> PresenceFuture<Vec<Member>> {
