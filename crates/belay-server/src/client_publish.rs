@@ -30,7 +30,10 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
         Err(e) => return refused("bad_request", format!("invalid $publish params: {e}")),
     };
     // Joins and leaves are the server's to publish (spec/PROTOCOL.md §4.7).
-    if params.channel.starts_with(crate::connection::PRESENCE_CHANNEL_PREFIX) {
+    if params
+        .channel
+        .starts_with(crate::connection::PRESENCE_CHANNEL_PREFIX)
+    {
         return refused("forbidden", "$presence: channels are the server's".into());
     }
     let auth = &ctx.server.shared.auth;

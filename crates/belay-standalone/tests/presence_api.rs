@@ -80,10 +80,7 @@ async fn presence_lists_the_subscribers_of_a_presence_channel() {
         (200, json!({ "members": [] }))
     );
     let (status, body) = presence(addr, r#"{"channel":"news"}"#).await;
-    assert_eq!(
-        (status, &body["error"]["code"]),
-        (404, &json!("not_found"))
-    );
+    assert_eq!((status, &body["error"]["code"]), (404, &json!("not_found")));
     let (status, body) = presence(addr, r#"{"channel":"room:1","x":1}"#).await;
     assert_eq!(
         (status, &body["error"]["code"]),

@@ -81,7 +81,8 @@ struct Driver {
     joining: Vec<(SubscriberId, Ticket)>,
     requests: RequestSet,
     /// Who the client is, once authenticated.
-    principal: Principal,
+    /// Boxed: the connection future must stay in the 2 KiB task class.
+    principal: Box<Principal>,
     /// The session id, once welcomed.
     session: Arc<str>,
     peer: SocketAddr,
@@ -123,7 +124,7 @@ where
         inbox: None,
         joining: Vec::new(),
         requests: RequestSet::default(),
-        principal: Principal::anonymous(),
+        principal: Box::new(Principal::anonymous()),
         session: Arc::from(""),
         peer,
         id,

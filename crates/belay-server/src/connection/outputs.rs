@@ -132,7 +132,7 @@ impl Driver {
                     .expires_at
                     .map(|at| self.shared.clock.core_instant(at));
                 self.shared.identify(self.id, &principal.user);
-                self.principal = principal;
+                *self.principal = principal;
                 let pacing = self.shared.config.pacing.then(|| {
                     let connections = self.shared.metrics.open_connections().max(1) as usize;
                     lock(&self.shared.pacing).assign(now, connections)
@@ -159,7 +159,7 @@ impl Driver {
                 let expires_at = principal
                     .expires_at
                     .map(|at| self.shared.clock.core_instant(at));
-                self.principal = principal;
+                *self.principal = principal;
                 AuthVerdict::Accepted {
                     expires_at,
                     pacing: None,
@@ -237,7 +237,7 @@ impl Driver {
             shared: Arc::clone(&self.shared),
             control: self.control.clone(),
             ticket,
-            principal: self.principal.clone(),
+            principal: (*self.principal).clone(),
             session: Arc::clone(&self.session),
             request,
         };
