@@ -7,10 +7,12 @@
 //! principal, not only the handshake. A principal whose credentials expire
 //! is closed with 4001 so the client refreshes its token before reconnecting.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use belay_proto::message::RawJson;
+use belay_proto::message::{Payload, RawJson};
 use belay_proto::server::ChannelPattern;
 
 /// The prefix of user channels: `#USER` carries what is published to one
@@ -104,6 +106,12 @@ pub enum AuthError {
     /// Valid credentials without the right: error `forbidden`.
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// Nobody could decide now (the backend that decides is unreachable,
+    /// too slow or failing): a `connect` or `refresh` closes 1013 (the
+    /// client retries with backoff); a subscribe or publish gets error
+    /// `unavailable` (retryable). Not an auth failure.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl AuthError {
@@ -112,12 +120,52 @@ impl AuthError {
         match self {
             AuthError::Unauthorized(_) => "unauthorized",
             AuthError::Forbidden(_) => "forbidden",
+            AuthError::Unavailable(_) => "unavailable",
         }
     }
 }
 
+/// A decision that may take time: given now, or a future that gives it
+/// (a backend asked over the network). A future must end by itself
+/// (bound its own wait: the connection's handshake deadline is its last
+/// resort); it runs on its own task, so the connection keeps serving its
+/// other messages meanwhile.
+#[non_exhaustive]
+pub enum Verdict<T> {
+    /// Decided.
+    Now(Result<T, AuthError>),
+    /// Decided when this future ends.
+    Later(Pin<Box<dyn Future<Output = Result<T, AuthError>> + Send + 'static>>),
+}
+
+impl<T> Verdict<T> {
+    /// A verdict given when `decision` ends.
+    pub fn later(decision: impl Future<Output = Result<T, AuthError>> + Send + 'static) -> Self {
+        Verdict::Later(Box::pin(decision))
+    }
+}
+
+impl<T> std::fmt::Debug for Verdict<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Now(Ok(_)) => "Verdict::Now(Ok)",
+            Verdict::Now(Err(_)) => "Verdict::Now(Err)",
+            Verdict::Later(_) => "Verdict::Later",
+        })
+    }
+}
+
 /// The application's auth hooks. All methods are called on the connection's
-/// task and must not block.
+/// task and must not block: a decision that needs I/O is a
+/// [`Verdict::Later`] from the `check_*` methods.
+///
+/// Which hook decides a subscribe or a client publish follows the
+/// channel's namespace ([`crate::Access`]): `Grant` asks
+/// [`authorize_subscribe`](Self::authorize_subscribe) /
+/// [`authorize_publish`](Self::authorize_publish), `Backend` asks
+/// [`check_subscribe`](Self::check_subscribe) /
+/// [`check_publish`](Self::check_publish), `Anyone` and `Nobody` ask
+/// nobody.
 pub trait Authenticator: Send + Sync + 'static {
     /// Check the credentials of a new session.
     fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError>;
@@ -168,6 +216,33 @@ pub trait Authenticator: Send + Sync + 'static {
     fn authorize_request(&self, principal: &Principal, method: &str) -> Result<(), AuthError> {
         let _ = (principal, method);
         Ok(())
+    }
+
+    /// The credentials of a new session (`connect`) or of a `refresh`,
+    /// possibly decided later. The default: [`authenticate`](Self::authenticate), now.
+    fn check_connect(&self, token: Option<&str>) -> Verdict<Principal> {
+        Verdict::Now(self.authenticate(token))
+    }
+
+    /// May `principal` subscribe to `channel`, in a namespace whose
+    /// subscribers the backend decides ([`crate::Access::Backend`])? The
+    /// default refuses: no backend was given.
+    fn check_subscribe(&self, principal: &Principal, channel: &str) -> Verdict<()> {
+        let _ = principal;
+        Verdict::Now(Err(AuthError::Forbidden(format!(
+            "{channel:?} needs the backend's approval and the server has no backend"
+        ))))
+    }
+
+    /// May `principal` publish `data` to `channel` from the client, in a
+    /// namespace whose publishers the backend decides
+    /// ([`crate::Access::Backend`])? The default refuses: no backend was
+    /// given.
+    fn check_publish(&self, principal: &Principal, channel: &str, data: &Payload) -> Verdict<()> {
+        let _ = (principal, data);
+        Verdict::Now(Err(AuthError::Forbidden(format!(
+            "publishing to {channel:?} needs the backend's approval and the server has no backend"
+        ))))
     }
 }
 

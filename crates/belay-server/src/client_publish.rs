@@ -3,8 +3,10 @@
 //! idempotency key is honoured by the request path like any method's.
 //!
 //! Params `{"channel": "...", "data": <json>}`; result
-//! `{"offset": N, "epoch": "..."}`. The caller must be allowed by
-//! [`Authenticator::authorize_publish`](crate::auth::Authenticator::authorize_publish),
+//! `{"offset": N, "epoch": "..."}`. The caller must be allowed as the
+//! channel's namespace says ([`Access`](crate::Access): by its grant,
+//! through [`Authenticator::authorize_publish`](crate::auth::Authenticator::authorize_publish),
+//! or by the backend, through [`Authenticator::check_publish`](crate::auth::Authenticator::check_publish)),
 //! then the checks of [`Server::publish`](crate::Server::publish) apply.
 
 use belay_proto::message::{ErrorBody, Payload, Reply};
@@ -36,8 +38,9 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
     {
         return refused("forbidden", "$presence: channels are the server's".into());
     }
-    let auth = &ctx.server.shared.auth;
-    if let Err(e) = auth.authorize_publish(&ctx.principal, &params.channel) {
+    let shared = &ctx.server.shared;
+    let verdict = crate::access::publish(shared, &ctx.principal, &params.channel, &params.data);
+    if let Err(e) = crate::access::settle(verdict).await {
         return refused(e.code(), e.to_string());
     }
     match ctx.server.publish(&params.channel, params.data).await {

@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod access;
 pub mod admin;
 pub mod auth;
 pub mod broker;
@@ -61,7 +62,7 @@ pub mod tls;
 mod upgrade;
 mod ws;
 
-pub use belay_proto::server::{ChannelOptions, Namespaces};
+pub use belay_proto::server::{Access, ChannelOptions, Namespaces};
 pub use config::ServerConfig;
 pub use server::ServerBuilder;
 pub use shared::{Lifecycle, Server};

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 use belay_proto::message::{ReconnectAdvice, Reply};
 use belay_proto::server::Ticket;
 
+use crate::auth::{AuthError, Principal};
 use crate::metrics::lock;
 
 /// Orders from the rest of the server to one connection.
@@ -31,6 +32,20 @@ pub(crate) enum Control {
     /// Close now with this code and reason (the application disconnects
     /// the connection's user).
     Disconnect(u16, String),
+    /// The authenticator's later verdict on what the core asked under this
+    /// ticket.
+    Checked(Ticket, Checked),
+}
+
+/// A verdict that came later ([`crate::auth::Verdict::Later`]).
+#[derive(Debug)]
+pub(crate) enum Checked {
+    /// On the credentials of `connect`.
+    Connect(Box<Result<Principal, AuthError>>),
+    /// On the credentials of a `refresh`.
+    Refresh(Box<Result<Principal, AuthError>>),
+    /// On a subscribe.
+    Subscribe(Result<(), AuthError>),
 }
 
 #[derive(Debug, Default)]

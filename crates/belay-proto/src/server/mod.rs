@@ -63,7 +63,7 @@ pub use idempotency::{
 };
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use live_follow::{Inconsistent, LiveFollow, Lost, Offer};
-pub use namespaces::{ChannelOptions, Namespaces};
+pub use namespaces::{Access, ChannelOptions, Namespaces};
 pub use rate::{RateDecision, RateLimiter};
 pub use resume::{can_resume, HeldHistory};
 pub use sources::{SourceKey, SourceLimits, SourceTable};

@@ -21,6 +21,42 @@ pub struct ChannelOptions {
     pub presence: bool,
     /// Whether joins and leaves are published (on `$presence:CHANNEL`).
     pub join_leave: bool,
+    /// Who may subscribe.
+    pub subscribe: Access,
+    /// Who may publish from the client (`$publish`).
+    pub publish: Access,
+}
+
+/// Who may do something on a channel: subscribe to it, or publish to it
+/// from the client. A user channel (`#USER`) stays its user's whatever
+/// the rule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// As the connection's credentials grant (the authenticator decides;
+    /// a JWT's `channels` and `publish` claims). The default.
+    #[default]
+    Grant,
+    /// Every connection, whatever its grant.
+    Anyone,
+    /// No client.
+    Nobody,
+    /// The application's backend is asked each time (the subscribe or
+    /// publish proxy).
+    Backend,
+}
+
+impl Access {
+    /// The access a config names: `grant`, `anyone`, `nobody` or `backend`.
+    pub fn parse(name: &str) -> Option<Access> {
+        match name {
+            "grant" => Some(Access::Grant),
+            "anyone" => Some(Access::Anyone),
+            "nobody" => Some(Access::Nobody),
+            "backend" => Some(Access::Backend),
+            _ => None,
+        }
+    }
 }
 
 impl ChannelOptions {
@@ -45,6 +81,18 @@ impl ChannelOptions {
     /// Publish joins and leaves.
     pub fn with_join_leave(mut self, on: bool) -> Self {
         self.join_leave = on;
+        self
+    }
+
+    /// Who may subscribe.
+    pub fn with_subscribe(mut self, access: Access) -> Self {
+        self.subscribe = access;
+        self
+    }
+
+    /// Who may publish from the client.
+    pub fn with_publish(mut self, access: Access) -> Self {
+        self.publish = access;
         self
     }
 }

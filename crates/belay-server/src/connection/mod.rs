@@ -286,6 +286,7 @@ impl Driver {
             }
             Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
             Control::Disconnect(code, reason) => self.core.close(CloseCode(code), &reason),
+            Control::Checked(ticket, checked) => self.checked(ticket, checked),
         }
     }
 

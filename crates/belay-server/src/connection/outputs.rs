@@ -10,7 +10,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Driver, End};
-use crate::auth::AuthError;
+use crate::auth::{AuthError, Principal, Verdict};
+use crate::mailbox::{Checked, Control};
 use crate::broker::{Joining, LiveInbox, SubscribeError, SubscriberId, Subscription};
 use crate::metrics::{lock, Metrics};
 use crate::requests::{self, Admit, RequestTask};
@@ -33,24 +34,29 @@ impl Driver {
                 Output::SendEncoded(frame) => self.send(ws, frame),
                 Output::Pong(payload) => ws.queue_pong(&payload),
                 Output::Authenticate { ticket, token } => {
-                    let now = self.now();
-                    self.authenticate(now, ticket, token);
+                    match self.shared.auth.check_connect(token.as_deref()) {
+                        Verdict::Now(verdict) => self.authenticated(ticket, verdict),
+                        Verdict::Later(decision) => self.check_later(ticket, async move {
+                            Checked::Connect(Box::new(decision.await))
+                        }),
+                    }
                 }
                 Output::Reauthenticate { ticket, token } => {
-                    let now = self.now();
-                    self.reauthenticate(now, ticket, &token);
+                    match self.shared.auth.check_connect(Some(&token)) {
+                        Verdict::Now(verdict) => self.reauthenticated(ticket, verdict),
+                        Verdict::Later(decision) => self.check_later(ticket, async move {
+                            Checked::Refresh(Box::new(decision.await))
+                        }),
+                    }
                 }
                 Output::AuthorizeSubscribe { ticket, channel } => {
-                    let now = self.now();
-                    let verdict = self
-                        .shared
-                        .auth
-                        .authorize_subscribe(
-                            &self.principal,
-                            super::presence::authorized_as(&channel),
-                        )
-                        .map_err(|denied| refusal(&denied));
-                    self.core.handle_subscribe_authorized(now, ticket, verdict);
+                    let channel = super::presence::authorized_as(&channel);
+                    match crate::access::subscribe(&self.shared, &self.principal, channel) {
+                        Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),
+                        Verdict::Later(decision) => self.check_later(ticket, async move {
+                            Checked::Subscribe(decision.await)
+                        }),
+                    }
                 }
                 Output::Join {
                     ticket,
@@ -125,8 +131,40 @@ impl Driver {
         }
     }
 
-    fn authenticate(&mut self, now: Instant, ticket: Ticket, token: Option<String>) {
-        let verdict = match self.shared.auth.authenticate(token.as_deref()) {
+    /// Wait for a later verdict on its own task (the connection serves
+    /// its other messages meanwhile); it comes back through the mailbox.
+    /// The task ends with the connection.
+    fn check_later(
+        &mut self,
+        ticket: Ticket,
+        decision: impl std::future::Future<Output = Checked> + Send + 'static,
+    ) {
+        let control = self.control.clone();
+        let task = tokio::spawn(async move {
+            let _ = control.send(Control::Checked(ticket, decision.await));
+        });
+        self.requests.push(task.abort_handle(), false);
+    }
+
+    /// A later verdict, as if it had come at once.
+    pub(super) fn checked(&mut self, ticket: Ticket, checked: Checked) {
+        match checked {
+            Checked::Connect(verdict) => self.authenticated(ticket, *verdict),
+            Checked::Refresh(verdict) => self.reauthenticated(ticket, *verdict),
+            Checked::Subscribe(verdict) => self.subscribe_checked(ticket, verdict),
+        }
+    }
+
+    fn subscribe_checked(&mut self, ticket: Ticket, verdict: Result<(), AuthError>) {
+        let now = self.now();
+        let verdict = verdict.map_err(|denied| refusal(&denied));
+        self.core.handle_subscribe_authorized(now, ticket, verdict);
+    }
+
+    /// The verdict on `connect`'s credentials.
+    fn authenticated(&mut self, ticket: Ticket, verdict: Result<Principal, AuthError>) {
+        let now = self.now();
+        let verdict = match verdict {
             Ok(principal) => {
                 let expires_at = principal
                     .expires_at
@@ -139,19 +177,17 @@ impl Driver {
                 });
                 AuthVerdict::Accepted { expires_at, pacing }
             }
-            Err(error) => AuthVerdict::RefusedFor {
-                reason: match error {
-                    AuthError::Unauthorized(reason) | AuthError::Forbidden(reason) => reason,
-                },
-            },
+            Err(error) => core_refusal(error),
         };
         self.core.handle_auth(now, ticket, verdict);
     }
 
-    /// A `refresh`: the new credential must be good and name the same
-    /// user; the principal then takes its expiry (and channel grant).
-    fn reauthenticate(&mut self, now: Instant, ticket: Ticket, token: &str) {
-        let verdict = match self.shared.auth.authenticate(Some(token)) {
+    /// The verdict on a `refresh`'s credentials: they must be good and
+    /// name the same user; the principal then takes their expiry (and
+    /// channel grant).
+    fn reauthenticated(&mut self, ticket: Ticket, verdict: Result<Principal, AuthError>) {
+        let now = self.now();
+        let verdict = match verdict {
             Ok(principal) if principal.user != self.principal.user => AuthVerdict::RefusedFor {
                 reason: "the refreshed token names another user".into(),
             },
@@ -165,9 +201,7 @@ impl Driver {
                     pacing: None,
                 }
             }
-            Err(AuthError::Unauthorized(reason) | AuthError::Forbidden(reason)) => {
-                AuthVerdict::RefusedFor { reason }
-            }
+            Err(error) => core_refusal(error),
         };
         self.core.handle_refresh(now, ticket, verdict);
     }
@@ -293,6 +327,16 @@ fn join_answer(
         Err(SubscribeError::TooManyChannels) => JoinAnswer::NoRoom,
         Err(SubscribeError::Unavailable(reason)) => {
             JoinAnswer::Unavailable(ErrorBody::new("unavailable", reason))
+        }
+    }
+}
+
+/// The core's form of a refused credential.
+fn core_refusal(error: AuthError) -> AuthVerdict {
+    match error {
+        AuthError::Unavailable(reason) => AuthVerdict::Unavailable { reason },
+        AuthError::Unauthorized(reason) | AuthError::Forbidden(reason) => {
+            AuthVerdict::RefusedFor { reason }
         }
     }
 }

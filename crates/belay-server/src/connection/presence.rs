@@ -15,7 +15,8 @@ use belay_proto::server::Ticket;
 use futures_util::FutureExt;
 
 use super::Driver;
-use crate::broker::{Member, PresenceError, SubscriberId};
+use crate::auth::Verdict;
+use crate::broker::{Member, PresenceError, PresenceStore, SubscriberId};
 use crate::mailbox::Control;
 use crate::shared::Shared;
 
@@ -97,34 +98,37 @@ impl Driver {
             }
         };
         let control = self.control.clone();
+        let (allowed, store, channel) = members;
         tokio::spawn(async move {
-            let reply = match members.await {
-                Ok(members) => Reply::Result(members_json(&members)),
-                Err(error) => Reply::Error(presence_error(&error)),
+            let reply = match crate::access::settle(allowed).await {
+                Err(denied) => Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
+                Ok(()) => match store.members(&channel).await {
+                    Ok(members) => Reply::Result(members_json(&members)),
+                    Err(error) => Reply::Error(presence_error(&error)),
+                },
             };
             let _ = control.send(Control::Reply(ticket, reply));
         });
     }
 
+    /// The query's channel, whether the principal may ask (as for a
+    /// subscribe: the verdict may come later) and the store to ask.
     fn presence_members(
         &self,
         request: &Request,
-    ) -> Result<crate::broker::PresenceFuture<Vec<Member>>, ErrorBody> {
+    ) -> Result<(Verdict<()>, Arc<dyn PresenceStore>, String), ErrorBody> {
         let Some(channel) = request.params.get("channel").and_then(|c| c.as_str()) else {
             return Err(ErrorBody::new(
                 "bad_request",
                 "params must be {\"channel\": \"...\"}",
             ));
         };
-        self.shared
-            .auth
-            .authorize_subscribe(&self.principal, channel)
-            .map_err(|denied| ErrorBody::new(denied.code(), denied.to_string()))?;
         if !self.shared.config.namespaces.options_for(channel).presence {
             let error = PresenceError::NotTracked(channel.to_owned());
             return Err(presence_error(&error));
         }
-        Ok(self.shared.presence.members(channel))
+        let allowed = crate::access::subscribe(&self.shared, &self.principal, channel);
+        Ok((allowed, Arc::clone(&self.shared.presence), channel.to_owned()))
     }
 }
 

@@ -51,7 +51,8 @@ impl<F> Connection<F> {
 
     /// The authenticator's verdict on the credential of `connect`
     /// ([`Output::Authenticate`]), at `now`. Accepted and not yet expired:
-    /// `welcome`, then the messages that followed `connect`. Otherwise
+    /// `welcome`, then the messages that followed `connect`. Nobody could
+    /// judge it ([`AuthVerdict::Unavailable`]): close 1013. Otherwise
     /// close 4001.
     pub fn handle_auth(&mut self, now: Instant, ticket: Ticket, verdict: AuthVerdict) {
         let Stage::Authenticating {
@@ -74,6 +75,12 @@ impl<F> Connection<F> {
             }
             AuthVerdict::RefusedFor { reason } => {
                 return self.close_with(CloseCode::UNAUTHORIZED, &format!("unauthorized: {reason}"))
+            }
+            AuthVerdict::Unavailable { reason } => {
+                return self.close_with(
+                    CloseCode::TRY_AGAIN_LATER,
+                    &format!("unavailable: {reason}"),
+                )
             }
             _ => return self.close_with(CloseCode::UNAUTHORIZED, "unauthorized"),
         };

@@ -82,6 +82,14 @@ pub enum AuthVerdict {
         /// Why.
         reason: String,
     },
+    /// Nobody could judge the credential now (the backend that decides is
+    /// unreachable, too slow or failing): close 1013 `unavailable: REASON`,
+    /// which clients retry with backoff, as they do after an overload.
+    /// Not an auth failure: the credential may be good.
+    Unavailable {
+        /// Why (no secrets).
+        reason: String,
+    },
 }
 
 impl AuthVerdict {

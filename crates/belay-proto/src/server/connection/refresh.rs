@@ -1,6 +1,7 @@
 //! `refresh`: new credentials on an open session, checked like those of
 //! `connect`; good ones replace the old expiry and are confirmed with
-//! `refreshed`, bad ones (or another user's) close 4001.
+//! `refreshed`, bad ones (or another user's) close 4001, and a credential
+//! nobody could judge now closes 1013 (the client reconnects with it).
 
 use crate::close::CloseCode;
 use crate::message::{Refreshed, ServerMessage};
@@ -48,6 +49,11 @@ impl<F> Connection<F> {
             }
             AuthVerdict::RefusedFor { reason } => {
                 self.close_with(CloseCode::UNAUTHORIZED, &format!("unauthorized: {reason}"));
+            }
+            // The refresh cannot be answered: the client reconnects with
+            // its new credential (within backoff) rather than wait.
+            AuthVerdict::Unavailable { reason } => {
+                self.close_with(CloseCode::TRY_AGAIN_LATER, &format!("unavailable: {reason}"));
             }
             _ => self.close_with(CloseCode::UNAUTHORIZED, "unauthorized"),
         }

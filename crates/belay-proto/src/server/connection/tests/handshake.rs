@@ -133,6 +133,24 @@ fn a_refusal_with_a_reason_closes_4001_with_that_reason() {
 }
 
 #[test]
+fn a_credential_nobody_could_judge_closes_1013_so_the_client_retries() {
+    let mut conn = Conn::new(Limits::default(), T0, 1);
+    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
+    let ticket = ticket_of(&drain(&mut conn));
+    conn.handle_auth(
+        T0,
+        ticket,
+        AuthVerdict::Unavailable {
+            reason: "the backend is unreachable".into(),
+        },
+    );
+    assert_eq!(
+        sent(&drain(&mut conn)),
+        ["close 1013 unavailable: the backend is unreachable".to_owned()]
+    );
+}
+
+#[test]
 fn a_credential_that_expires_closes_4001_at_the_next_message() {
     let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));

@@ -1,0 +1,55 @@
+//! Who decides whether a connection may subscribe to a channel or publish
+//! to it from the client: the channel's namespace ([`Access`]), then the
+//! authenticator's hook it names. A user channel (`#USER`) is always its
+//! user's alone, whatever the namespace says.
+
+use belay_proto::message::Payload;
+use belay_proto::server::Access;
+
+use crate::auth::{AuthError, Principal, Verdict, USER_CHANNEL_PREFIX};
+use crate::shared::Shared;
+
+/// May `principal` subscribe to `channel` (or ask for its presence)?
+pub(crate) fn subscribe(shared: &Shared, principal: &Principal, channel: &str) -> Verdict<()> {
+    let auth = &shared.auth;
+    if channel.starts_with(USER_CHANNEL_PREFIX) {
+        return Verdict::Now(auth.authorize_subscribe(principal, channel));
+    }
+    match shared.config.namespaces.options_for(channel).subscribe {
+        Access::Anyone => Verdict::Now(Ok(())),
+        Access::Nobody => Verdict::Now(Err(AuthError::Forbidden(format!(
+            "no client may subscribe to {channel:?}"
+        )))),
+        Access::Backend => auth.check_subscribe(principal, channel),
+        _ => Verdict::Now(auth.authorize_subscribe(principal, channel)),
+    }
+}
+
+/// May `principal` publish `data` to `channel` from the client?
+pub(crate) fn publish(
+    shared: &Shared,
+    principal: &Principal,
+    channel: &str,
+    data: &Payload,
+) -> Verdict<()> {
+    let auth = &shared.auth;
+    if channel.starts_with(USER_CHANNEL_PREFIX) {
+        return Verdict::Now(auth.authorize_publish(principal, channel));
+    }
+    match shared.config.namespaces.options_for(channel).publish {
+        Access::Anyone => Verdict::Now(Ok(())),
+        Access::Nobody => Verdict::Now(Err(AuthError::Forbidden(format!(
+            "no client may publish to {channel:?}"
+        )))),
+        Access::Backend => auth.check_publish(principal, channel, data),
+        _ => Verdict::Now(auth.authorize_publish(principal, channel)),
+    }
+}
+
+/// The verdict, waiting for it if it comes later.
+pub(crate) async fn settle<T>(verdict: Verdict<T>) -> Result<T, AuthError> {
+    match verdict {
+        Verdict::Now(decided) => decided,
+        Verdict::Later(decision) => decision.await,
+    }
+}
