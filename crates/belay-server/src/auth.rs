@@ -218,10 +218,17 @@ pub trait Authenticator: Send + Sync + 'static {
         Ok(())
     }
 
-    /// The credentials of a new session (`connect`) or of a `refresh`,
-    /// possibly decided later. The default: [`authenticate`](Self::authenticate), now.
+    /// The credentials of a new session (`connect`), possibly decided
+    /// later. The default: [`authenticate`](Self::authenticate), now.
     fn check_connect(&self, token: Option<&str>) -> Verdict<Principal> {
         Verdict::Now(self.authenticate(token))
+    }
+
+    /// The new credentials of an open session (`refresh`), possibly
+    /// decided later; the server then refuses a principal of another
+    /// user. The default: as [`check_connect`](Self::check_connect).
+    fn check_refresh(&self, token: &str) -> Verdict<Principal> {
+        self.check_connect(Some(token))
     }
 
     /// May `principal` subscribe to `channel`, in a namespace whose

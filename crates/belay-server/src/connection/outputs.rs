@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Driver, End};
 use crate::auth::{AuthError, Principal, Verdict};
-use crate::mailbox::{Checked, Control};
 use crate::broker::{Joining, LiveInbox, SubscribeError, SubscriberId, Subscription};
+use crate::mailbox::{Checked, Control};
 use crate::metrics::{lock, Metrics};
 use crate::requests::{self, Admit, RequestTask};
 use crate::ws::{WebSocket, HIGH_WATER};
@@ -42,7 +42,7 @@ impl Driver {
                     }
                 }
                 Output::Reauthenticate { ticket, token } => {
-                    match self.shared.auth.check_connect(Some(&token)) {
+                    match self.shared.auth.check_refresh(&token) {
                         Verdict::Now(verdict) => self.reauthenticated(ticket, verdict),
                         Verdict::Later(decision) => self.check_later(ticket, async move {
                             Checked::Refresh(Box::new(decision.await))
@@ -53,9 +53,8 @@ impl Driver {
                     let channel = super::presence::authorized_as(&channel);
                     match crate::access::subscribe(&self.shared, &self.principal, channel) {
                         Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),
-                        Verdict::Later(decision) => self.check_later(ticket, async move {
-                            Checked::Subscribe(decision.await)
-                        }),
+                        Verdict::Later(decision) => self
+                            .check_later(ticket, async move { Checked::Subscribe(decision.await) }),
                     }
                 }
                 Output::Join {

@@ -6,7 +6,8 @@
 //! `iss` (checked when configured), `nbf`, and `channels`: a list of
 //! channel patterns (`news`, `chat:*`) the user may subscribe to (absent:
 //! any channel), `publish`: patterns the user may publish to from the
-//! client with `$publish` (absent: none). One algorithm is accepted (HS256, RS256 or ES256); a
+//! client with `$publish` (absent: none), and `info`: any JSON value other
+//! clients are told about the user (presence entries, join/leave). One algorithm is accepted (HS256, RS256 or ES256); a
 //! token signed with another is refused, so an HMAC secret can never be
 //! confused with a public key.
 //!
@@ -17,6 +18,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use belay_proto::message::RawJson;
 use belay_server::auth::{AuthError, Authenticator, Principal};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -65,6 +67,9 @@ struct Claims {
     /// (`$publish`); absent: none.
     #[serde(default)]
     publish: Option<Vec<String>>,
+    /// What other clients are told about the user (presence, join/leave).
+    #[serde(default)]
+    info: Option<Box<serde_json::value::RawValue>>,
 }
 
 impl JwtAuthenticator {
@@ -177,6 +182,11 @@ impl Authenticator for JwtAuthenticator {
         }
         if let Some(publish) = claims.publish {
             principal = principal.publishing_to(publish);
+        }
+        if let Some(info) = claims.info {
+            let info = RawJson::from_json(info.get().to_owned())
+                .map_err(|_| AuthError::Unauthorized("claim `info` is not JSON".into()))?;
+            principal = principal.with_info(info);
         }
         Ok(principal)
     }

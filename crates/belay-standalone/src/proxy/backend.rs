@@ -1,0 +1,110 @@
+//! [`Backend`]: JSON POSTs to one backend URL on pooled keep-alive
+//! connections, each bounded in time, a bounded number at once, every
+//! failure classified by whether the backend may have acted on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::CONTENT_TYPE;
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use super::ProxyError;
+
+/// Why a call to the backend has no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// It never reached the backend: refused, unreachable, or too many
+    /// calls in flight. Not acted on.
+    NotSent,
+    /// No answer within the timeout: the backend may have acted.
+    Timeout,
+    /// The connection broke after the call was sent: it may have acted.
+    Broke,
+}
+
+/// One backend URL.
+#[derive(Clone)]
+pub struct Backend {
+    client: Client<HttpConnector, Full<Bytes>>,
+    url: Uri,
+    timeout: Duration,
+    in_flight: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("url", &self.url)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backend {
+    /// POSTs to `url` (`http://…`), each answered within `timeout`, at most
+    /// `max_in_flight` at once.
+    pub fn new(url: &str, timeout: Duration, max_in_flight: usize) -> Result<Backend, ProxyError> {
+        let uri: Uri = url.parse().map_err(|_| ProxyError::Url(url.to_owned()))?;
+        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+            return Err(ProxyError::Url(url.to_owned()));
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(timeout));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Ok(Backend {
+            client,
+            url: uri,
+            timeout,
+            in_flight: Arc::new(Semaphore::new(max_in_flight.max(1))),
+        })
+    }
+
+    /// How long a call may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// POST `body`; the status and the whole answer.
+    pub async fn post(&self, body: &Value) -> Result<(StatusCode, Bytes), Failure> {
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            return Err(Failure::NotSent);
+        };
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|_| Failure::NotSent)?;
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                if e.is_connect() {
+                    Failure::NotSent
+                } else {
+                    Failure::Broke
+                }
+            })?;
+            let status = response.status();
+            let bytes = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|_| Failure::Broke)?
+                .to_bytes();
+            Ok((status, bytes))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| Failure::Timeout)?
+    }
+}

@@ -1,0 +1,75 @@
+//! What the proxy tests share: a backend app on a free loopback port, a
+//! Belay node in front of it, and reading a connection's answers.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use belay_proto::message::{ClientMessage, Request, ServerMessage, Subscribe};
+use belay_server::auth::Authenticator;
+use belay_server::{Namespaces, Server, ServerConfig};
+use belay_test_support::sockets::Raw;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+pub(crate) const SOON: Duration = Duration::from_secs(5);
+/// How long the backend has to answer in these tests.
+pub(crate) const BACKEND_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// `app` on a free loopback port; aborting the handle stops it.
+pub(crate) async fn backend(app: Router) -> (String, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("backend serves");
+    });
+    (format!("http://{addr}"), task)
+}
+
+/// A loopback URL where nothing listens.
+pub(crate) async fn nobody() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    format!("http://{addr}/gone")
+}
+
+/// A Belay node with `auth` and `namespaces`, on a free loopback port.
+pub(crate) async fn node(auth: impl Authenticator, namespaces: Namespaces) -> SocketAddr {
+    let server = Server::builder()
+        .authenticator(auth)
+        .config(ServerConfig::default().with_namespaces(namespaces))
+        .build();
+    let routes = server.router().merge(server.admin_router());
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { server.serve(listener, routes).await });
+    addr
+}
+
+pub(crate) fn subscribe(channel: &str) -> ClientMessage {
+    ClientMessage::Subscribe(Subscribe {
+        channel: channel.into(),
+        since: None,
+    })
+}
+
+pub(crate) fn request(id: u64, method: &str, params: Value) -> ClientMessage {
+    ClientMessage::Request(Request {
+        id,
+        method: method.into(),
+        params,
+        idem: None,
+        timeout_ms: Some(5_000),
+    })
+}
+
+/// The next message that is not a ping, within [`SOON`].
+pub(crate) async fn next(raw: &mut Raw) -> ServerMessage {
+    tokio::time::timeout(SOON, raw.recv_skipping_pings())
+        .await
+        .expect("a message in time")
+        .expect("the connection is open")
+}
