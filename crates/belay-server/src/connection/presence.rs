@@ -128,7 +128,11 @@ impl Driver {
             return Err(presence_error(&error));
         }
         let allowed = crate::access::subscribe(&self.shared, &self.principal, channel);
-        Ok((allowed, Arc::clone(&self.shared.presence), channel.to_owned()))
+        Ok((
+            allowed,
+            Arc::clone(&self.shared.presence),
+            channel.to_owned(),
+        ))
     }
 }
 

@@ -53,7 +53,10 @@ impl<F> Connection<F> {
             // The refresh cannot be answered: the client reconnects with
             // its new credential (within backoff) rather than wait.
             AuthVerdict::Unavailable { reason } => {
-                self.close_with(CloseCode::TRY_AGAIN_LATER, &format!("unavailable: {reason}"));
+                self.close_with(
+                    CloseCode::TRY_AGAIN_LATER,
+                    &format!("unavailable: {reason}"),
+                );
             }
             _ => self.close_with(CloseCode::UNAUTHORIZED, "unauthorized"),
         }
