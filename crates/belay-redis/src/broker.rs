@@ -6,8 +6,9 @@ use std::time::Duration;
 use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
 use belay_proto::server::{can_resume, HeldHistory};
 use belay_server::broker::{
-    Broker, Delivery, Joining, LiveSender, OutcomeStore, PublishError, Publishing, SubscribeError,
-    SubscriberId, Subscription,
+    Broker, ChannelList, ChannelQuery, ChannelTally, Delivery, HistoryError, HistoryFuture,
+    HistoryPage, HistoryQuery, Joining, ListError, LiveSender, OutcomeStore, PublishError,
+    Publishing, SubscribeError, SubscriberId, Subscription,
 };
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::timeout;
@@ -19,7 +20,7 @@ use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
 use crate::presence::{RedisPresence, SharedPresence};
 use crate::pubsub::Link;
-use crate::scripts::{history_reply, publish_reply, HeldEntry, HistoryReply, Scripts};
+use crate::scripts::{history_reply, publish_reply, read_reply, HeldEntry, HistoryReply, Scripts};
 
 /// Why a [`RedisBroker`] could not start.
 #[derive(Debug, thiserror::Error)]
@@ -253,6 +254,62 @@ impl Inner {
         history_reply(reply).map_err(|e| e.to_string())
     }
 
+    /// A page of `channel`'s history for `query` (see the read script).
+    async fn read(
+        &self,
+        channel: String,
+        query: HistoryQuery,
+    ) -> Result<HistoryPage, HistoryError> {
+        let keys = ChannelKeys::new(&self.config.prefix, &channel);
+        let (_, history_age) = self.history_bounds(&channel);
+        let since = query.since.as_ref();
+        // The first entry id to read, inclusive (offsets are entry ids).
+        let start = match (since, query.reverse) {
+            (None, false) => "-".to_owned(),
+            (None, true) => "+".to_owned(),
+            (Some(s), false) => format!("{}-0", s.offset.saturating_add(1)),
+            (Some(s), true) if s.offset == 0 => String::new(),
+            (Some(s), true) => format!("{}-0", s.offset - 1),
+        };
+        let mut call = self.scripts.read.prepare_invoke();
+        call.key(&keys.meta)
+            .key(&keys.history)
+            .arg(since.map(|s| s.epoch.as_str()).unwrap_or_default())
+            .arg(since.map(|s| s.offset.to_string()).unwrap_or_default())
+            .arg(if query.reverse { "1" } else { "0" })
+            // Within what Lua's numbers print as integers.
+            .arg(query.limit.min(1 << 31))
+            .arg(query.max_bytes)
+            .arg(u64::try_from(history_age.as_millis()).unwrap_or(u64::MAX))
+            .arg(self.config.meta_ttl.as_secs().max(1))
+            .arg(new_epoch())
+            .arg(start);
+        let reply = self
+            .run("history", &call)
+            .await
+            .map_err(HistoryError::Unavailable)?;
+        let read = read_reply(reply).map_err(|e| HistoryError::Unavailable(e.to_string()))?;
+        let position = StreamPosition {
+            epoch: read.epoch,
+            offset: read.top,
+        };
+        query.check(&position)?;
+        let mut page = HistoryPage::empty(position);
+        for entry in read.entries {
+            let data = RawJson::from_json(entry.data).map_err(|_| {
+                HistoryError::Unavailable("a publication in Redis is not JSON".into())
+            })?;
+            page.publications.push(Publication {
+                channel: channel.clone(),
+                epoch: page.position.epoch.clone(),
+                offset: entry.offset,
+                data,
+            });
+        }
+        page.truncated = read.truncated;
+        Ok(page)
+    }
+
     /// Subscribe the PUB/SUB name, read the history, grant.
     async fn join(
         &self,
@@ -362,6 +419,20 @@ impl Broker for RedisBroker {
 
     fn channels(&self) -> Option<usize> {
         Some(self.inner.hub.len())
+    }
+
+    fn history(&self, channel: &str, query: HistoryQuery) -> HistoryFuture {
+        let inner = Arc::clone(&self.inner);
+        let channel = channel.to_owned();
+        Box::pin(async move { inner.read(channel, query).await })
+    }
+
+    /// This node's subscribers only (its hub); every node's: ask each
+    /// (belay-standalone's cluster API does, over the control plane).
+    fn list_channels(&self, query: &ChannelQuery) -> Result<ChannelList, ListError> {
+        let mut tally = ChannelTally::new(query);
+        self.inner.hub.tally(&mut tally);
+        Ok(tally.finish())
     }
 
     fn outcomes(&self) -> Option<Arc<dyn OutcomeStore>> {

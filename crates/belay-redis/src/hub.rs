@@ -22,7 +22,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use belay_proto::message::ErrorBody;
 use belay_proto::server::{Inconsistent, LiveFollow, Offer};
-use belay_server::broker::{Delivered, Delivery, LiveSender, SubscribeError, SubscriberId};
+use belay_server::broker::{
+    ChannelTally, Delivered, Delivery, LiveSender, SubscribeError, SubscriberId,
+};
 
 /// Why a joining member cannot be granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,6 +186,19 @@ impl Hub {
             channels.remove(channel);
         }
         empty
+    }
+
+    /// Offer each channel's live members (granted, connection still
+    /// there) to `tally`: this node's subscriptions, for a channel list.
+    pub(crate) fn tally(&self, tally: &mut ChannelTally<'_>) {
+        let channels = self.lock();
+        for (channel, members) in channels.iter() {
+            let live = members
+                .iter()
+                .filter(|m| matches!(m.state, MemberState::Live(_)) && !m.live.is_gone())
+                .count();
+            tally.offer(channel, live);
+        }
     }
 
     /// Where each channel's live members are: the channel and the lowest

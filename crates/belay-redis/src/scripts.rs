@@ -60,12 +60,87 @@ end
 return {epoch, top, ms, entries}
 ";
 
+/// A page of history, for a read outside a subscription (the HTTP API's).
+/// KEYS: meta, history. ARGV: the position's epoch and offset (both empty:
+/// none), `1` to read newest first, the most entries, the most bytes of
+/// data (the first entry always goes in), the history's age in ms, meta
+/// TTL s, an epoch to start if there is none, and the entry id to start
+/// at (inclusive; empty: read nothing). Returns `{epoch, top, entries,
+/// truncated}`: nothing is read when the position is of another epoch or
+/// beyond the top (the caller refuses it). Entries are in time order, so
+/// the expired ones are the oldest: skipped going forward, the end going
+/// back.
+const READ: &str = r"
+local epoch = current_epoch(ARGV[8])
+redis.call('EXPIRE', KEYS[1], ARGV[7])
+local top = tonumber(redis.call('HGET', KEYS[1], 's'))
+local limit = tonumber(ARGV[4])
+local entries = {}
+local truncated = 0
+local reading = ARGV[9] ~= '' and limit > 0
+if ARGV[1] ~= '' and (ARGV[1] ~= epoch or tonumber(ARGV[2]) > top) then
+  reading = false
+end
+if reading then
+  local now = redis.call('TIME')
+  local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+  local max_age = tonumber(ARGV[6])
+  local budget = tonumber(ARGV[5])
+  local reverse = ARGV[3] == '1'
+  local cursor = ARGV[9]
+  local bytes = 0
+  local done = false
+  while not done do
+    local batch
+    if reverse then
+      batch = redis.call('XREVRANGE', KEYS[2], cursor, '-', 'COUNT', limit - #entries)
+    else
+      batch = redis.call('XRANGE', KEYS[2], cursor, '+', 'COUNT', limit - #entries)
+    end
+    if #batch == 0 then
+      break
+    end
+    for _, entry in ipairs(batch) do
+      local fields = entry[2]
+      local data, t = '', 0
+      for i = 1, #fields, 2 do
+        if fields[i] == 'd' then
+          data = fields[i + 1]
+        elseif fields[i] == 't' then
+          t = tonumber(fields[i + 1])
+        end
+      end
+      if ms - t >= max_age then
+        if reverse then
+          done = true
+          break
+        end
+      elseif #entries > 0 and bytes + #data > budget then
+        truncated = 1
+        done = true
+        break
+      else
+        bytes = bytes + #data
+        entries[#entries + 1] = entry
+        if #entries >= limit then
+          done = true
+          break
+        end
+      end
+    end
+    cursor = '(' .. batch[#batch][1]
+  end
+end
+return {epoch, top, entries, truncated}
+";
+
 /// The scripts, loaded once per broker (sent by hash, and by body when a
 /// restarted Redis no longer knows them).
 #[derive(Debug)]
 pub(crate) struct Scripts {
     pub(crate) publish: Script,
     pub(crate) history: Script,
+    pub(crate) read: Script,
 }
 
 impl Scripts {
@@ -73,6 +148,7 @@ impl Scripts {
         Scripts {
             publish: Script::new(&format!("{CURRENT_EPOCH}{PUBLISH}")),
             history: Script::new(&format!("{CURRENT_EPOCH}{HISTORY}")),
+            read: Script::new(&format!("{CURRENT_EPOCH}{READ}")),
         }
     }
 }
@@ -132,6 +208,37 @@ pub(crate) fn history_reply(value: Value) -> Result<HistoryReply, UnexpectedRepl
             .map(entry)
             .collect::<Option<Vec<_>>>()
             .ok_or(UnexpectedReply("history: entry"))?,
+    })
+}
+
+/// The read script's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReadReply {
+    pub(crate) epoch: String,
+    pub(crate) top: u64,
+    pub(crate) entries: Vec<HeldEntry>,
+    pub(crate) truncated: bool,
+}
+
+pub(crate) fn read_reply(value: Value) -> Result<ReadReply, UnexpectedReply> {
+    let Value::Array(items) = value else {
+        return Err(UnexpectedReply("read: not an array"));
+    };
+    let [epoch, top, entries, truncated] = items.as_slice() else {
+        return Err(UnexpectedReply("read: length"));
+    };
+    let Value::Array(entries) = entries else {
+        return Err(UnexpectedReply("read: entries"));
+    };
+    Ok(ReadReply {
+        epoch: text(epoch).ok_or(UnexpectedReply("read: epoch"))?,
+        top: int(top).ok_or(UnexpectedReply("read: top"))?,
+        entries: entries
+            .iter()
+            .map(entry)
+            .collect::<Option<Vec<_>>>()
+            .ok_or(UnexpectedReply("read: entry"))?,
+        truncated: int(truncated).ok_or(UnexpectedReply("read: truncated"))? == 1,
     })
 }
 

@@ -49,6 +49,7 @@ pub mod events;
 #[doc(hidden)]
 pub mod fuzzing;
 mod idempotency_expiry;
+mod inspect;
 mod mailbox;
 pub mod metrics;
 mod outbound;
@@ -64,5 +65,6 @@ mod ws;
 
 pub use belay_proto::server::{Access, ChannelOptions, Namespaces};
 pub use config::ServerConfig;
+pub use inspect::NodeStats;
 pub use server::ServerBuilder;
 pub use shared::{Lifecycle, Server};

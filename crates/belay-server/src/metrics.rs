@@ -51,6 +51,41 @@ impl Metrics {
         self.admission_refusals.load(Ordering::Relaxed)
     }
 
+    /// Publications accepted by the broker since start.
+    pub fn publications(&self) -> u64 {
+        self.publications.load(Ordering::Relaxed)
+    }
+
+    /// Resumed subscriptions replayed in full since start.
+    pub fn recoveries(&self) -> u64 {
+        self.recoveries.load(Ordering::Relaxed)
+    }
+
+    /// Resumed subscriptions answered `recovered: false` since start.
+    pub fn recovery_misses(&self) -> u64 {
+        self.recovery_misses.load(Ordering::Relaxed)
+    }
+
+    /// Subscribes refused by a limit since start.
+    pub fn subscribe_refusals(&self) -> u64 {
+        self.subscribe_refusals.load(Ordering::Relaxed)
+    }
+
+    /// Pings sent to quiet connections since start.
+    pub fn pings_sent(&self) -> u64 {
+        self.pings_sent.load(Ordering::Relaxed)
+    }
+
+    /// TCP connections refused at accept since start.
+    pub fn connection_refusals(&self) -> u64 {
+        self.connection_refusals.load(Ordering::Relaxed)
+    }
+
+    /// Frames rejected as malformed since start.
+    pub fn bad_frames(&self) -> u64 {
+        self.bad_frames.load(Ordering::Relaxed)
+    }
+
     /// Closes the server observed or sent, by code.
     pub fn closes_by_code(&self) -> BTreeMap<u16, u64> {
         lock(&self.closes_by_code).clone()

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use belay_proto::message::{ErrorBody, RawJson, StreamPosition};
 use belay_server::broker::{
-    Broker, Joining, LiveSender, OutcomeStore, Publishing, SubscribeError, SubscriberId,
+    Broker, ChannelList, ChannelQuery, HistoryFuture, HistoryQuery, Joining, ListError, LiveSender,
+    OutcomeStore, Publishing, SubscribeError, SubscriberId,
 };
 
 use super::{lock, Bench, FaultBench};
@@ -89,5 +90,13 @@ impl Broker for ServiceBroker {
 
     fn outcomes(&self) -> Option<Arc<dyn OutcomeStore>> {
         self.inner.outcomes()
+    }
+
+    fn history(&self, channel: &str, query: HistoryQuery) -> HistoryFuture {
+        self.inner.history(channel, query)
+    }
+
+    fn list_channels(&self, query: &ChannelQuery) -> Result<ChannelList, ListError> {
+        self.inner.list_channels(query)
     }
 }

@@ -11,6 +11,11 @@ impl ChannelPattern {
         ChannelPattern(text.into())
     }
 
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// Whether `channel` is covered. Only a trailing `*` is special.
     pub fn matches(&self, channel: &str) -> bool {
         match self.0.strip_suffix('*') {

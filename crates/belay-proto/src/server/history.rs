@@ -226,6 +226,14 @@ impl ChannelLog {
         self.entries.is_empty()
     }
 
+    /// The publications held at `now` (after pruning by age), oldest
+    /// first, as `(offset, data)`: what a history read (the HTTP API's
+    /// `/api/history`) chooses from, from either end.
+    pub fn held(&mut self, now: Instant) -> impl DoubleEndedIterator<Item = (u64, &RawJson)> {
+        self.prune(now);
+        self.entries.iter().map(|entry| (entry.offset, &entry.data))
+    }
+
     /// Offset of the oldest publication held, if any.
     pub fn oldest_offset(&self) -> Option<u64> {
         self.entries.front().map(|entry| entry.offset)
@@ -291,6 +299,22 @@ mod tests {
 
     fn offsets(recovery: &Recovery) -> Vec<u64> {
         recovery.replay.iter().map(|p| p.offset).collect()
+    }
+
+    #[test]
+    fn held_lists_what_is_kept_oldest_first_after_pruning_by_age() {
+        let mut log = log(3, Duration::from_millis(100));
+        publish_n(&mut log, 2, ms(0));
+        publish_n(&mut log, 3, ms(50));
+        let held: Vec<u64> = log.held(ms(60)).map(|(offset, _)| offset).collect();
+        assert_eq!(held, [3, 4, 5], "bounded by length");
+        let newest = log
+            .held(ms(60))
+            .next_back()
+            .map(|(o, d)| (o, d.get().to_owned()));
+        assert_eq!(newest, Some((5, "2".to_owned())));
+        assert_eq!(log.held(ms(150)).count(), 0, "aged out");
+        assert_eq!(log.top(), 5);
     }
 
     #[test]

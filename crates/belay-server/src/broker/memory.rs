@@ -20,8 +20,9 @@ use belay_proto::server::{ChannelLog, Namespaces};
 use belay_proto::Instant;
 
 use super::{
-    Broker, Delivered, Delivery, Joining, LiveSender, PublishError, Publishing, SubscribeError,
-    SubscriberId, Subscription,
+    Broker, ChannelList, ChannelQuery, ChannelTally, Delivered, Delivery, HistoryError,
+    HistoryFuture, HistoryPage, HistoryQuery, Joining, ListError, LiveSender, PublishError,
+    Publishing, SubscribeError, SubscriberId, Subscription,
 };
 use crate::clock::Clock;
 use crate::metrics::lock;
@@ -156,13 +157,18 @@ impl MemoryBroker {
         &self.shards[index]
     }
 
-    fn new_channel(&self, name: Arc<str>) -> Channel {
+    /// The epoch a channel created now gets.
+    fn epoch_now(&self) -> Arc<str> {
         let generation = self.freed_published.load(Ordering::Relaxed);
-        let epoch = if generation == 0 {
+        if generation == 0 {
             Arc::clone(&self.epoch)
         } else {
             format!("{}.{generation:x}", self.epoch).into()
-        };
+        }
+    }
+
+    fn new_channel(&self, name: Arc<str>) -> Channel {
+        let epoch = self.epoch_now();
         let (max_len, max_age) =
             self.namespaces
                 .history_bounds(&name, self.limits.max_len, self.limits.max_age);
@@ -290,6 +296,46 @@ impl MemoryBroker {
     }
 }
 
+impl MemoryBroker {
+    /// [`Broker::history`], answered at once. A channel the broker does not
+    /// hold (or frees now: nobody listens and its history aged out) has
+    /// no publication, at offset 0 of the epoch it would be created in.
+    pub fn history_now(
+        &self,
+        channel: &str,
+        query: &HistoryQuery,
+    ) -> Result<HistoryPage, HistoryError> {
+        let now = self.clock.now();
+        let mut shard = lock(self.shard(channel));
+        if let Some(c) = shard.get_mut(channel) {
+            if !c.forgettable(now) {
+                let position = c.log.position();
+                return query.select(channel, position, c.log.held(now));
+            }
+            self.free(&mut shard, channel);
+        }
+        let position = StreamPosition {
+            epoch: self.epoch_now().to_string(),
+            offset: 0,
+        };
+        query.select(channel, position, std::iter::empty())
+    }
+
+    /// [`Broker::list_channels`]: every shard in turn (never all under one
+    /// lock), each channel's live subscribers.
+    pub fn list_channels_now(&self, query: &ChannelQuery) -> ChannelList {
+        let mut tally = ChannelTally::new(query);
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            for (name, c) in shard.iter() {
+                let subscribers = c.subscribers.iter().filter(|s| !s.is_gone()).count();
+                tally.offer(name, subscribers);
+            }
+        }
+        tally.finish()
+    }
+}
+
 impl Broker for MemoryBroker {
     fn publish(&self, channel: &str, data: RawJson) -> Publishing {
         Box::pin(std::future::ready(self.publish_now(channel, data)))
@@ -306,6 +352,14 @@ impl Broker for MemoryBroker {
 
     fn channels(&self) -> Option<usize> {
         Some(self.channel_count())
+    }
+
+    fn history(&self, channel: &str, query: HistoryQuery) -> HistoryFuture {
+        Box::pin(std::future::ready(self.history_now(channel, &query)))
+    }
+
+    fn list_channels(&self, query: &ChannelQuery) -> Result<ChannelList, ListError> {
+        Ok(self.list_channels_now(query))
     }
 
     fn unsubscribe(&self, channel: &str, subscriber: SubscriberId) {
@@ -442,6 +496,109 @@ mod tests {
                 .collect();
             assert_eq!(offsets, [1, 2, 3]);
         }
+    }
+
+    fn offsets(page: &HistoryPage) -> Vec<u64> {
+        page.publications.iter().map(|p| p.offset).collect()
+    }
+
+    #[test]
+    fn history_reads_what_is_held_either_way_with_the_position() {
+        let b = MemoryBroker::new(HistoryLimits {
+            max_len: 3,
+            ..HistoryLimits::default()
+        });
+        for n in 1..=5 {
+            b.publish_now("h", serde_json::json!(n).into()).unwrap();
+        }
+        let page = b.history_now("h", &HistoryQuery::new(10)).unwrap();
+        assert_eq!(offsets(&page), [3, 4, 5], "the last three are held");
+        assert_eq!(page.position.offset, 5);
+        assert_eq!(page.publications[0].data.get(), "3");
+        let newest = b
+            .history_now("h", &HistoryQuery::new(2).reverse(true))
+            .unwrap();
+        assert_eq!(offsets(&newest), [5, 4]);
+        let after = b
+            .history_now("h", &HistoryQuery::new(10).since(page.position.clone()))
+            .unwrap();
+        assert!(after.publications.is_empty(), "nothing after the top");
+        let before = b
+            .history_now(
+                "h",
+                &HistoryQuery::new(10)
+                    .since(StreamPosition {
+                        epoch: page.position.epoch.clone(),
+                        offset: 4,
+                    })
+                    .reverse(true),
+            )
+            .unwrap();
+        assert_eq!(offsets(&before), [3]);
+    }
+
+    #[test]
+    fn history_of_an_unknown_channel_is_empty_in_the_epoch_it_would_get() {
+        let b = broker(10);
+        let page = b.history_now("nobody", &HistoryQuery::new(10)).unwrap();
+        assert_eq!((page.publications.len(), page.position.offset), (0, 0));
+        assert_eq!(b.channel_count(), 0, "reading creates nothing");
+        let first = b
+            .publish_now("nobody", serde_json::json!(1).into())
+            .unwrap();
+        assert_eq!(first.epoch, page.position.epoch);
+        let stale = StreamPosition {
+            epoch: "another".into(),
+            offset: 1,
+        };
+        assert_eq!(
+            b.history_now("nobody", &HistoryQuery::new(1).since(stale)),
+            Err(HistoryError::EpochChanged {
+                current: StreamPosition {
+                    epoch: first.epoch.clone(),
+                    offset: 1
+                }
+            })
+        );
+        let beyond = StreamPosition {
+            epoch: first.epoch,
+            offset: 2,
+        };
+        assert!(matches!(
+            b.history_now("nobody", &HistoryQuery::new(1).since(beyond)),
+            Err(HistoryError::BeyondTop { .. })
+        ));
+    }
+
+    #[test]
+    fn list_channels_counts_live_subscribers_in_name_order() {
+        let b = broker(10);
+        let first = inbox();
+        let second = inbox();
+        for (conn, channel) in [(&first, "chat:2"), (&first, "chat:1"), (&second, "chat:1")] {
+            b.subscribe_now(channel, None, conn.sender(Arc::from(channel)))
+                .unwrap();
+        }
+        b.subscribe_now("news", None, second.sender(Arc::from("news")))
+            .unwrap();
+        b.publish_now("history-only", serde_json::json!(1).into())
+            .unwrap();
+        let chat = ChannelQuery::new(belay_proto::server::ChannelPattern::new("chat:*"));
+        let list = b.list_channels_now(&chat);
+        let counts: Vec<_> = list
+            .channels
+            .iter()
+            .map(|c| (c.channel.as_str(), c.subscribers))
+            .collect();
+        assert_eq!(counts, [("chat:1", 2), ("chat:2", 1)]);
+        drop(second);
+        let all = ChannelQuery::new(belay_proto::server::ChannelPattern::new("*"));
+        let list = b.list_channels_now(&all);
+        assert_eq!(
+            (list.matched, list.subscriptions),
+            (2, 2),
+            "a gone connection's subscriptions and a channel without subscribers do not count"
+        );
     }
 
     #[test]

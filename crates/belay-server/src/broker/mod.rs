@@ -33,6 +33,8 @@
 //! subscription's first live frame, so the connection sees the replay and
 //! the live publications in one order.
 
+mod history;
+mod listing;
 mod live;
 mod memory;
 mod outcomes;
@@ -47,6 +49,8 @@ use belay_proto::message::{
 use belay_proto::server::ChannelNameError;
 use bytes::Bytes;
 
+pub use history::{HistoryError, HistoryFuture, HistoryPage, HistoryQuery};
+pub use listing::{ChannelCount, ChannelList, ChannelQuery, ChannelTally, ListError};
 pub use live::{Delivered, LiveSender, SubscriberId};
 pub(crate) use live::{LiveInbox, LiveItem};
 pub use memory::{HistoryLimits, MemoryBroker};
@@ -176,6 +180,23 @@ pub trait Broker: Send + Sync + 'static {
     /// Channels held now, if the broker knows (for `/metrics`).
     fn channels(&self) -> Option<usize> {
         None
+    }
+
+    /// Read `channel`'s retained history as `query` says, with its position
+    /// now (a channel with no history: no publication, top offset 0); the
+    /// default answers [`HistoryError::Unsupported`]. A broker that wraps
+    /// another must forward this.
+    fn history(&self, channel: &str, query: HistoryQuery) -> HistoryFuture {
+        let _ = (channel, query);
+        Box::pin(std::future::ready(Err(HistoryError::Unsupported)))
+    }
+
+    /// The channels this node's subscribers are on, with how many each, as
+    /// `query` bounds them; the default answers [`ListError::Unsupported`].
+    /// A broker that wraps another must forward this.
+    fn list_channels(&self, query: &ChannelQuery) -> Result<ChannelList, ListError> {
+        let _ = query;
+        Err(ListError::Unsupported)
     }
 
     /// The idempotency store every node shares, for a broker that serves
