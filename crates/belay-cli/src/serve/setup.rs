@@ -55,6 +55,7 @@ impl Setup {
                     url: url.to_owned(),
                     prefix: args.redis_prefix.clone(),
                     ca_file: args.redis_ca.clone(),
+                    presence_ttl: None,
                 }
             }
             other => {
@@ -113,6 +114,7 @@ async fn connect(
         url,
         prefix,
         ca_file,
+        presence_ttl,
     } = plan
     else {
         let memory = MemoryBroker::new(*history).with_namespaces(namespaces.clone());
@@ -124,6 +126,9 @@ async fn connect(
         .history_age(history.max_age)
         .namespaces(namespaces.clone());
     redis.max_channels = history.max_channels;
+    if let Some(ttl) = presence_ttl {
+        redis = redis.presence_ttl(*ttl);
+    }
     if let Some(path) = ca_file {
         let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         redis = redis.tls_ca_pem(pem);

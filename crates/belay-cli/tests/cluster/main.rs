@@ -2,7 +2,9 @@
 //! Redis, behind HAProxy (health checks on `/readyz`, the client address
 //! sent with `send-proxy-v2`), with Rust clients subscribed to `feed` and
 //! sending requests through it: a deploy (drain), a node killed with
-//! SIGKILL, and Redis restarted without persistence.
+//! SIGKILL, and Redis restarted without persistence. Without HAProxy:
+//! presence on two `belay serve --config` nodes, one killed with SIGKILL
+//! (`presence_node_killed`).
 //!
 //! HAProxy and redis-server come from Debian (the test command installs
 //! them); each runs on free loopback ports in a temporary directory. Every
@@ -11,4 +13,5 @@
 mod deploy;
 mod harness;
 mod node_kill;
+mod presence_node_killed;
 mod redis_restart;

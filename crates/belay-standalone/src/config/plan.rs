@@ -26,6 +26,9 @@ pub enum BrokerPlan {
         prefix: String,
         /// With `rediss://`: a PEM file of CA certificates.
         ca_file: Option<PathBuf>,
+        /// How long a presence entry lives without its node refreshing it
+        /// (`broker.presence_ttl_ms`); `None`: the broker's default (60 s).
+        presence_ttl: Option<Duration>,
     },
 }
 
@@ -173,6 +176,7 @@ fn broker(s: &Settings) -> BrokerPlan {
             url: url.to_owned(),
             prefix: s.text("broker.redis_prefix").unwrap_or("belay").to_owned(),
             ca_file: s.text("broker.redis_ca").map(PathBuf::from),
+            presence_ttl: Some(millis(s, "broker.presence_ttl_ms")),
         },
         _ => BrokerPlan::Memory,
     }

@@ -325,6 +325,12 @@ pub(crate) const KEYS: &[Key] = &[
         "\"belay\"",
         "With Redis: the prefix of every key and PUB/SUB name.",
     ),
+    key(
+        "broker.presence_ttl_ms",
+        int(1_000, 86_400_000),
+        "60000",
+        "With Redis: how long a presence entry outlives its last refresh (its node refreshes every third of this), so a killed node's members are gone from presence within it.",
+    ),
     optional(
         "broker.redis_ca",
         Kind::File,

@@ -163,3 +163,36 @@ fn the_api_key_comes_from_the_environment() {
     let plan = Plan::from_settings(&settings).expect("a plan");
     assert_eq!(plan.api, Some(("k1".to_owned(), 1_048_576)));
 }
+
+#[test]
+fn the_presence_ttl_defaults_to_60_s_is_checked_and_reaches_the_redis_plan() {
+    let ttl = |text: &str| {
+        let settings = Settings::parse(text, None, no_env).expect("valid");
+        match Plan::from_settings(&settings).expect("a plan").broker {
+            BrokerPlan::Redis { presence_ttl, .. } => presence_ttl,
+            BrokerPlan::Memory => panic!("a Redis broker expected"),
+        }
+    };
+    let redis = "[broker]\nurl = \"redis://127.0.0.1:6379\"\n";
+    assert_eq!(ttl(redis), Some(std::time::Duration::from_secs(60)));
+    assert_eq!(
+        ttl(&format!("{redis}presence_ttl_ms = 2000\n")),
+        Some(std::time::Duration::from_secs(2))
+    );
+    let found = errors(&format!("{redis}presence_ttl_ms = 999\n"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].line, 3);
+    assert!(
+        found[0]
+            .message
+            .contains("broker.presence_ttl_ms: expected 1000 to 86400000, found 999"),
+        "{}",
+        found[0]
+    );
+    let env = |var: &str| (var == "BELAY_BROKER_PRESENCE_TTL_MS").then(|| "0".to_owned());
+    let found = Settings::parse(redis, None, env).expect_err("out of range");
+    assert!(
+        found[0].message.contains("BELAY_BROKER_PRESENCE_TTL_MS"),
+        "{found:?}"
+    );
+}
