@@ -53,6 +53,7 @@ async fn serve(args: &Args) -> Result<(), String> {
         broker,
         redis,
         auth,
+        backend,
         api,
         proxy,
     } = setup;
@@ -61,9 +62,10 @@ async fn serve(args: &Args) -> Result<(), String> {
         Some(demo) => demo.builder_on(config, broker),
         None => Server::builder().broker(broker).config(config),
     };
-    let builder = match auth {
-        Some(jwt) => builder.authenticator(jwt),
-        None => builder,
+    let builder = match (backend, auth) {
+        (Some(backend), _) => builder.authenticator(backend),
+        (None, Some(jwt)) => builder.authenticator(jwt),
+        (None, None) => builder,
     };
     // With a backend: every request is its (the demo's methods give way).
     let server = match &proxy {

@@ -26,6 +26,7 @@ pub(crate) fn check(
         values: BTreeMap::new(),
         spans: BTreeMap::new(),
         namespaces: Vec::new(),
+        backend_rules: Vec::new(),
     };
     let (doc, syntax) = DeTable::parse_recoverable(text);
     for error in syntax {
@@ -36,6 +37,7 @@ pub(crate) fn check(
     checker.environment(env);
     checker.defaults();
     checker.relations();
+    checker.backend_relations();
     if checker.errors.is_empty() {
         Ok(Settings {
             values: checker.values,
@@ -56,6 +58,9 @@ struct Checker<'t> {
     spans: BTreeMap<&'static str, Range<usize>>,
     /// The checked `[[namespace]]` tables.
     namespaces: Vec<namespaces::Table>,
+    /// Where a namespace leaves `subscribe` or `publish` to the backend
+    /// (which then needs its proxy URL).
+    backend_rules: Vec<(Range<usize>, &'static str)>,
 }
 
 impl Checker<'_> {
@@ -125,6 +130,9 @@ impl Checker<'_> {
                 };
                 match self.convert(found, value.get_ref()) {
                     Ok(v) => {
+                        if v == Value::Str("backend".into()) {
+                            self.backend_rules.push((value.span(), found.path));
+                        }
                         checked.insert(found.path, v);
                     }
                     Err(message) => {
@@ -233,6 +241,28 @@ impl Checker<'_> {
                     "auth.mode",
                     "auth.mode = \"jwt\" with RS256 or ES256 needs auth.jwt_public_key",
                 );
+            }
+        }
+    }
+
+    /// A backend decision needs the backend's URL.
+    fn backend_relations(&mut self) {
+        if self.values.get("auth.mode") == Some(&Value::Str("proxy".into()))
+            && !self.values.contains_key("proxy.connect_url")
+        {
+            self.related(
+                "auth.mode",
+                "auth.mode = \"proxy\" needs proxy.connect_url (where the backend says who a connection is)",
+            );
+        }
+        for (at, path) in std::mem::take(&mut self.backend_rules) {
+            let (name, url) = if path == "namespace.subscribe" {
+                ("subscribe", "proxy.subscribe_url")
+            } else {
+                ("publish", "proxy.publish_url")
+            };
+            if !self.values.contains_key(url) {
+                self.error_at(at, format!("{name} = \"backend\" needs {url}"));
             }
         }
     }

@@ -1,11 +1,11 @@
 //! `[[namespace]]` tables: per-pattern channel settings (history bounds,
-//! presence), checked key by key like the rest of the file and turned into
+//! presence, who may subscribe and publish), checked key by key like the rest of the file and turned into
 //! the server's [`Namespaces`] (first matching table wins, in file order).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use belay_server::{ChannelOptions, Namespaces};
+use belay_server::{Access, ChannelOptions, Namespaces};
 
 use super::schema::{Key, Kind};
 use super::Value;
@@ -53,7 +53,20 @@ pub(crate) const NAMESPACE_KEYS: &[Key] = &[
         Kind::Bool,
         "publish joins and leaves on $presence:CHANNEL",
     ),
+    key(
+        "namespace.subscribe",
+        Kind::Choice(ACCESS),
+        "who may subscribe: \"grant\" (as the token's `channels` claim allows; the default), \"anyone\", \"nobody\", or \"backend\" (asked at proxy.subscribe_url)",
+    ),
+    key(
+        "namespace.publish",
+        Kind::Choice(ACCESS),
+        "who may publish from the client: \"grant\" (as the token's `publish` claim allows; the default), \"anyone\", \"nobody\", or \"backend\" (approved at proxy.publish_url)",
+    ),
 ];
+
+/// The names of [`Access`].
+const ACCESS: &[&str] = &["grant", "anyone", "nobody", "backend"];
 
 /// The key `namespace.NAME`, if there is one.
 pub(crate) fn find(name: &str) -> Option<&'static Key> {
@@ -83,6 +96,13 @@ pub(crate) fn namespaces(tables: &[Table]) -> Namespaces {
         options = options
             .with_presence(flag("namespace.presence"))
             .with_join_leave(flag("namespace.join_leave"));
+        let access = |path| match table.get(path) {
+            Some(Value::Str(name)) => Access::parse(name).unwrap_or_default(),
+            _ => Access::Grant,
+        };
+        options = options
+            .with_subscribe(access("namespace.subscribe"))
+            .with_publish(access("namespace.publish"));
         ns.with(pattern.clone(), options)
     })
 }
