@@ -11,7 +11,7 @@ use belay_redis::{RedisBroker, RedisConfig};
 use belay_server::broker::{Broker, HistoryLimits, MemoryBroker};
 use belay_server::tls::rustls;
 use belay_server::{Namespaces, ServerConfig};
-use belay_standalone::{BrokerPlan, JwtAuthenticator, Plan, RpcProxy, Settings};
+use belay_standalone::{BackendAuth, BrokerPlan, JwtAuthenticator, Plan, RpcProxy, Settings};
 
 use super::flags::Args;
 
@@ -24,6 +24,9 @@ pub(crate) struct Setup {
     /// The Redis broker again, for its cluster routes.
     pub(crate) redis: Option<RedisBroker>,
     pub(crate) auth: Option<JwtAuthenticator>,
+    /// The backend's say on connects, subscribes and publishes (over
+    /// `auth`); the server's authenticator when set.
+    pub(crate) backend: Option<BackendAuth>,
     /// The HTTP server API's key and longest body.
     pub(crate) api: Option<(String, usize)>,
     /// Client requests forwarded to the backend.
@@ -72,6 +75,7 @@ impl Setup {
             broker,
             redis,
             auth: None,
+            backend: None,
             api: None,
             proxy: None,
         })
@@ -98,6 +102,7 @@ impl Setup {
             broker,
             redis,
             auth: plan.auth,
+            backend: plan.backend,
             api: plan.api,
             proxy: plan.proxy,
         })

@@ -10,7 +10,7 @@ use belay_server::ServerConfig;
 
 use super::Settings;
 use crate::auth::{JwtAuthenticator, JwtError};
-use crate::proxy::{ProxyError, RpcProxy};
+use crate::proxy::{Backend, BackendAuth, ProxyError, RpcProxy};
 
 /// Where the server's channels live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,11 @@ pub struct Plan {
     /// JWT connection auth (`auth.mode = "jwt"`); `None`: everyone is
     /// anonymous.
     pub auth: Option<JwtAuthenticator>,
+    /// The backend's say on connects (`auth.mode = "proxy"`), subscribes
+    /// and client publishes (namespaces with `backend`), over `auth`'s
+    /// decisions; `None`: no proxy URL is set. When set, it is the
+    /// server's authenticator.
+    pub backend: Option<BackendAuth>,
     /// The HTTP server API: its key and longest body; `None`: no API.
     pub api: Option<(String, usize)>,
     /// Client requests forwarded to the backend; `None`: no methods.
@@ -80,6 +85,8 @@ impl Plan {
             .text("server.listen")
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+        let auth = jwt(s)?;
+        let backend = backend(s, auth.clone())?;
         Ok(Plan {
             listen,
             server: server_config(s),
@@ -88,7 +95,8 @@ impl Plan {
                 _ => None,
             },
             broker: broker(s),
-            auth: jwt(s)?,
+            auth,
+            backend,
             api: s
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
@@ -180,6 +188,37 @@ fn broker(s: &Settings) -> BrokerPlan {
         },
         _ => BrokerPlan::Memory,
     }
+}
+
+/// The backend's say, if a connect, subscribe or publish URL is set.
+fn backend(s: &Settings, jwt: Option<JwtAuthenticator>) -> Result<Option<BackendAuth>, PlanError> {
+    let url = |path| {
+        s.text(path)
+            .map(|url| Backend::new(url, millis(s, "proxy.timeout_ms"), s.size("proxy.max_in_flight")))
+            .transpose()
+    };
+    let (connect, subscribe, publish) = (
+        url("proxy.connect_url")?.filter(|_| s.text("auth.mode") == Some("proxy")),
+        url("proxy.subscribe_url")?,
+        url("proxy.publish_url")?,
+    );
+    if connect.is_none() && subscribe.is_none() && publish.is_none() {
+        return Ok(None);
+    }
+    let mut auth = match jwt {
+        Some(jwt) => BackendAuth::new(jwt),
+        None => BackendAuth::default(),
+    };
+    if let Some(backend) = connect {
+        auth = auth.connect_through(backend);
+    }
+    if let Some(backend) = subscribe {
+        auth = auth.subscribe_through(backend);
+    }
+    if let Some(backend) = publish {
+        auth = auth.publish_through(backend);
+    }
+    Ok(Some(auth))
 }
 
 fn jwt(s: &Settings) -> Result<Option<JwtAuthenticator>, PlanError> {

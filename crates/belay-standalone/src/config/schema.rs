@@ -338,9 +338,9 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     key(
         "auth.mode",
-        Kind::Choice(&["none", "jwt"]),
+        Kind::Choice(&["none", "jwt", "proxy"]),
         "\"none\"",
-        "\"none\": everyone is anonymous; \"jwt\": a JWT in `connect` (or the Bearer header) is required.",
+        "\"none\": everyone is anonymous; \"jwt\": a JWT in `connect` (or the Bearer header) is required; \"proxy\": the backend at proxy.connect_url says who each connection is.",
     ),
     key(
         "auth.jwt_algorithm",
@@ -384,6 +384,21 @@ pub(crate) const KEYS: &[Key] = &[
         "Longest API request body (413 above it).",
     ),
     optional(
+        "proxy.connect_url",
+        Kind::Str,
+        "With auth.mode = \"proxy\": POST every connect and refresh token here (http://HOST:PORT/PATH); the backend answers who it is.",
+    ),
+    optional(
+        "proxy.subscribe_url",
+        Kind::Str,
+        "POST subscribes to channels of namespaces with subscribe = \"backend\" here, for approval.",
+    ),
+    optional(
+        "proxy.publish_url",
+        Kind::Str,
+        "POST client publishes to channels of namespaces with publish = \"backend\" here, for approval.",
+    ),
+    optional(
         "proxy.rpc_url",
         Kind::Str,
         "Forward every client request to this backend URL (http://HOST:PORT/PATH) as a POST; unset: no methods.",
@@ -392,13 +407,13 @@ pub(crate) const KEYS: &[Key] = &[
         "proxy.timeout_ms",
         MILLIS,
         "5000",
-        "How long the backend has to answer a request (then `timeout`: it may have run).",
+        "How long the backend has to answer each proxy call (a request then fails `timeout`: it may have run; a connect closes 1013; a subscribe or publish fails `unavailable`).",
     ),
     key(
         "proxy.max_in_flight",
         int(1, 1 << 20),
         "256",
-        "Requests at the backend at once (more: `unavailable`, not executed).",
+        "Calls at the backend at once, per proxy (more: `unavailable`, not executed).",
     ),
 ];
 
