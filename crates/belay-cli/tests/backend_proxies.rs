@@ -32,7 +32,9 @@ fn app() -> Router {
             post(|Json(body): Json<Value>| async move {
                 match body["token"].as_str().and_then(|t| t.strip_prefix("t-")) {
                     Some(user) => Json(json!({"result": {"user": user, "expires_in_secs": 600}})),
-                    None => Json(json!({"error": {"code": "unauthorized", "message": "log in first"}})),
+                    None => {
+                        Json(json!({"error": {"code": "unauthorized", "message": "log in first"}}))
+                    }
                 }
             }),
         )
@@ -152,7 +154,10 @@ async fn the_backend_names_users_approves_subscribes_and_approves_publishes() {
 
     let (mut alice, _) = Raw::connected(addr, Some("t-alice")).await;
     alice.send(&subscribe("private:alice")).await;
-    assert!(matches!(next(&mut alice).await, ServerMessage::Subscribed(_)));
+    assert!(matches!(
+        next(&mut alice).await,
+        ServerMessage::Subscribed(_)
+    ));
     alice.send(&subscribe("private:bob")).await;
     let ServerMessage::Unsubscribed(refused) = next(&mut alice).await else {
         panic!("refused expected")
@@ -160,7 +165,10 @@ async fn the_backend_names_users_approves_subscribes_and_approves_publishes() {
     assert_eq!(refused.reason, "forbidden: not your room");
 
     alice.send(&subscribe("chat:1")).await;
-    assert!(matches!(next(&mut alice).await, ServerMessage::Subscribed(_)));
+    assert!(matches!(
+        next(&mut alice).await,
+        ServerMessage::Subscribed(_)
+    ));
     alice.send(&publish(1, json!("spam"))).await;
     let ServerMessage::Response(answer) = next(&mut alice).await else {
         panic!("an answer expected")

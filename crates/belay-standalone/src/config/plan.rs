@@ -194,7 +194,13 @@ fn broker(s: &Settings) -> BrokerPlan {
 fn backend(s: &Settings, jwt: Option<JwtAuthenticator>) -> Result<Option<BackendAuth>, PlanError> {
     let url = |path| {
         s.text(path)
-            .map(|url| Backend::new(url, millis(s, "proxy.timeout_ms"), s.size("proxy.max_in_flight")))
+            .map(|url| {
+                Backend::new(
+                    url,
+                    millis(s, "proxy.timeout_ms"),
+                    s.size("proxy.max_in_flight"),
+                )
+            })
             .transpose()
     };
     let (connect, subscribe, publish) = (
