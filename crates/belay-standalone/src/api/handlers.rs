@@ -66,7 +66,7 @@ pub(crate) async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T
 /// The API's channel names: printable ASCII without spaces, 1 to 255
 /// characters (so a name's length in characters is its length in bytes,
 /// and spec/http-api.yaml states the rule exactly).
-fn bad_channel(name: &str) -> Option<Response> {
+pub(crate) fn bad_channel(name: &str) -> Option<Response> {
     if (1..=255).contains(&name.len()) && name.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
         None
     } else {

@@ -1,23 +1,37 @@
 //! The HTTP server API for the application's backend: publish (with an
-//! idempotency key), broadcast to many channels, and the node's info,
-//! disconnect a user (on every node of a cluster), behind an API key. Described, strictly, in spec/http-api.yaml.
+//! idempotency key), broadcast to many channels, disconnect a user (on
+//! every node of a cluster), and read what the server holds: a channel's
+//! history, its presence, the channels with subscribers, the node's info
+//! and stats (every node's, in a cluster); behind an API key. Described,
+//! strictly, in spec/http-api.yaml.
 //!
 //! Every answer is JSON. Errors are `{"error": {"code", "message"}}`:
 //!
 //! | status | code | when |
 //! |---|---|---|
 //! | 401 | `unauthorized` | no API key, or another one (`Authorization: Bearer KEY` or `X-API-Key: KEY`) |
-//! | 400 | `bad_request` | not JSON, an unknown or missing field (named in the message), a bad channel name, data nested too deep |
+//! | 400 | `bad_request` | not JSON, an unknown or missing field or query parameter (named in the message), a field of the wrong type or out of range (named), a bad channel name or pattern, data nested too deep |
 //! | 404 | `not_found` | `/api/presence` for a channel whose namespace does not track presence |
 //! | 413 | `too_large` | a body over the limit, or a publication over `max_publication_len` |
 //! | 409 | `idempotency_conflict` | an idempotency key reused with another body |
 //! | 409 | `in_flight` | the same key is being published now: retry |
+//! | 409 | `epoch_changed` | `/api/history` `since` names another epoch: its history is gone (the answer's `position` is the channel's now) |
+//! | 409 | `beyond_top` | `/api/history` `since` is beyond the channel's top offset (`position` likewise) |
 //! | 429 | `rate_limited` | too many keys held |
-//! | 503 | `unavailable` | the broker cannot take publications now (retry) |
+//! | 501 | `unsupported` | `/api/history` or `/api/channels` on a broker that cannot read history or list channels |
+//! | 503 | `unavailable` | the broker cannot take publications or answer now (retry) |
+//!
+//! Bounds of one answer: `/api/history` at most [`MAX_HISTORY`]
+//! publications and [`MAX_HISTORY_BYTES`] of data; `/api/channels` at most
+//! [`MAX_CHANNELS`] channels and [`MAX_CHANNEL_BYTES`] of names (both say
+//! `truncated` when a bound cut the page).
 
+mod channels;
 mod cluster;
 mod handlers;
+mod history;
 mod presence;
+mod stats;
 mod user_publish;
 
 pub use cluster::ClusterApi;
@@ -43,6 +57,17 @@ const MAX_KEYS: usize = 100_000;
 const MAX_KEY_BYTES: usize = 16 << 20;
 /// Channels one broadcast may name.
 pub const MAX_BROADCAST: usize = 1_000;
+/// Publications one `/api/history` answer gives at most (and its default
+/// `limit`).
+pub const MAX_HISTORY: usize = 1_000;
+/// Bytes of data one `/api/history` answer gives at most (beyond its
+/// first publication, which always goes in).
+pub const MAX_HISTORY_BYTES: usize = 1 << 20;
+/// Channels one `/api/channels` answer lists at most.
+pub const MAX_CHANNELS: usize = 1_000;
+/// Bytes of channel names one `/api/channels` answer lists at most (each
+/// node's answer in a cluster too, within a control message).
+pub const MAX_CHANNEL_BYTES: usize = 24 << 10;
 
 /// What the API's handlers share.
 #[derive(Clone)]
@@ -58,7 +83,8 @@ pub(crate) struct Api {
 
 /// The API's routes under `/api/`, for `server`, accepting `key`; bodies
 /// over `max_body` bytes are refused 413. With `cluster`, what concerns a
-/// user (disconnecting them) reaches every node.
+/// user (disconnecting them), the channel list and the stats reach every
+/// node.
 pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<ClusterApi>) -> Router {
     let mut cache = IdempotencyCache::new(KEY_RETENTION, MAX_KEYS);
     cache.set_max_bytes(MAX_KEY_BYTES);
@@ -77,6 +103,9 @@ pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<Clust
         .route("/api/info", get(handlers::info))
         .route("/api/disconnect", post(handlers::disconnect))
         .route("/api/presence", post(presence::presence))
+        .route("/api/history", post(history::history))
+        .route("/api/channels", get(channels::channels))
+        .route("/api/stats", get(stats::stats))
         .layer(middleware::from_fn_with_state(api.clone(), check_key))
         .with_state(api)
 }
