@@ -98,7 +98,11 @@ impl Driver {
             }
         };
         let control = self.control.clone();
-        let (allowed, store, channel) = members;
+        let PresenceAsk {
+            allowed,
+            store,
+            channel,
+        } = members;
         tokio::spawn(async move {
             let reply = match crate::access::settle(allowed).await {
                 Err(denied) => Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
@@ -111,12 +115,11 @@ impl Driver {
         });
     }
 
-    /// The query's channel, whether the principal may ask (as for a
-    /// subscribe: the verdict may come later) and the store to ask.
+    /// What the query needs, or why it is refused at once.
     fn presence_members(
         &self,
         request: &Request,
-    ) -> Result<(Verdict<()>, Arc<dyn PresenceStore>, String), ErrorBody> {
+    ) -> Result<PresenceAsk, ErrorBody> {
         let Some(channel) = request.params.get("channel").and_then(|c| c.as_str()) else {
             return Err(ErrorBody::new(
                 "bad_request",
@@ -128,12 +131,20 @@ impl Driver {
             return Err(presence_error(&error));
         }
         let allowed = crate::access::subscribe(&self.shared, &self.principal, channel);
-        Ok((
+        Ok(PresenceAsk {
             allowed,
-            Arc::clone(&self.shared.presence),
-            channel.to_owned(),
-        ))
+            store: Arc::clone(&self.shared.presence),
+            channel: channel.to_owned(),
+        })
     }
+}
+
+/// A `$presence` query to run: whether the principal may ask (as for a
+/// subscribe: the verdict may come later), the store and the channel.
+struct PresenceAsk {
+    allowed: Verdict<()>,
+    store: Arc<dyn PresenceStore>,
+    channel: String,
 }
 
 /// `{"members": [...]}`.
