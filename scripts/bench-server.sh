@@ -6,6 +6,8 @@
 #
 #   scripts/bench-server.sh                 # everything, defaults below
 #   IDLE_COUNTS=10000 RUNS=1 scripts/bench-server.sh
+#   HTTP_PUBLISH=only scripts/bench-server.sh   # only the HTTP API vs Server::publish pair
+#   HTTP_PUBLISH=0 scripts/bench-server.sh      # everything but that pair
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,8 +27,20 @@ for n in ${IDLE_COUNTS//,/ }; do
 done
 
 cargo build --release -p belay-load --bin server-bench
+HTTP_PUBLISH=${HTTP_PUBLISH:-1}
 bin=${CARGO_TARGET_DIR:-target}/release/server-bench
 nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2
+
+# Publishing through the HTTP API (POST /api/publish from the load process,
+# keep-alive connections) against Server::publish, same server, same
+# subscribers, same run; MEDIAN lines give HTTP / Rust.
+http_publish() {
+  echo "== broadcast published through the HTTP API vs Server::publish (25 msg/s) =="
+  $bin http-publish --subscribers 10000 --messages 250 --rate 25 --runs "$RUNS"
+  echo "== broadcast published through the HTTP API vs Server::publish (as fast as possible) =="
+  $bin http-publish --subscribers 10000 --messages 200 --rate 1000 --runs "$RUNS"
+}
+if [[ $HTTP_PUBLISH == only ]]; then http_publish; exit 0; fi
 
 echo "== idle =="
 $bin idle --counts "$counts" --hold-secs "${HOLD_SECS:-30}" --runs "$RUNS"
@@ -36,3 +50,4 @@ echo "== broadcast (25 msg/s: 250k deliveries/s offered) =="
 $bin broadcast --subscribers 10000 --messages 250 --rate 25 --runs "$RUNS"
 echo "== broadcast (as fast as possible) =="
 $bin broadcast --subscribers 10000 --messages 200 --rate 1000 --runs "$RUNS"
+if [[ $HTTP_PUBLISH != 0 ]]; then http_publish; fi

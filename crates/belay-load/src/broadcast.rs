@@ -1,6 +1,8 @@
 //! Broadcast fan-out: S subscribers of one channel; a publisher session asks
 //! the server (method `bench.publish`) to publish M messages at X per second,
 //! each stamped with its publish time; subscribers measure delivery latency.
+//! With [`Publisher::Http`] the load itself publishes the same messages
+//! through the server's HTTP API instead ([`crate::http_publish`]).
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -11,12 +13,25 @@ use tokio::task::JoinSet;
 use tokio_websockets::Message;
 
 use crate::client;
+use crate::http_publish::{self, HttpPublishReport, HttpPublisher};
 use crate::stats::Latencies;
 use crate::target::Target;
 use crate::LoadError;
 
 /// The method the bench servers expose to start publishing.
 pub const PUBLISH_METHOD: &str = "bench.publish";
+
+/// Who publishes.
+#[derive(Debug, Clone, Default)]
+pub enum Publisher {
+    /// A session asks the server to publish (method `bench.publish`, which
+    /// calls `Server::publish`), stamped when each publish starts.
+    #[default]
+    Method,
+    /// The load posts each message to the server's `POST /api/publish`,
+    /// stamped when each request is written.
+    Http(HttpPublisher),
+}
 
 /// How to run the broadcast load.
 #[derive(Debug, Clone)]
@@ -33,6 +48,8 @@ pub struct BroadcastConfig {
     pub sources: Vec<IpAddr>,
     /// Bound on the whole run.
     pub time_limit: Duration,
+    /// Who publishes.
+    pub publisher: Publisher,
 }
 
 impl BroadcastConfig {
@@ -45,6 +62,7 @@ impl BroadcastConfig {
             channel: "bench".into(),
             sources: Vec::new(),
             time_limit: Duration::from_secs(180),
+            publisher: Publisher::Method,
         }
     }
 }
@@ -66,6 +84,8 @@ pub struct BroadcastReport {
     pub latencies: Latencies,
     /// The first problem seen, if any.
     pub first_error: Option<String>,
+    /// With [`Publisher::Http`]: what the HTTP publisher saw.
+    pub http: Option<HttpPublishReport>,
 }
 
 impl BroadcastReport {
@@ -164,19 +184,7 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
             Ok(None) | Err(_) => break,
         }
     }
-    // The publisher: one more session asks the server to publish.
-    let mut publisher = client::open(
-        target,
-        client::source_for(&config.sources, config.subscribers),
-        Duration::from_secs(10),
-    )
-    .await?;
-    let start = Instant::now();
-    let request = format!(
-        r#"{{"type":"request","id":1,"method":"{PUBLISH_METHOD}","params":{{"channel":"{}","messages":{},"rate":{}}}}}"#,
-        config.channel, config.messages, config.rate
-    );
-    publisher.send(Message::text(request)).await?;
+    let publisher_source = client::source_for(&config.sources, config.subscribers);
     let mut report = BroadcastReport {
         subscribers: subscribed,
         messages: config.messages,
@@ -185,16 +193,51 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
         elapsed: Duration::ZERO,
         latencies: Latencies::new(),
         first_error,
+        http: None,
+    };
+    let (start, publisher_task) = match &config.publisher {
+        Publisher::Method => {
+            // One more session asks the server to publish.
+            let mut publisher =
+                client::open(target, publisher_source, Duration::from_secs(10)).await?;
+            let start = Instant::now();
+            let request = format!(
+                r#"{{"type":"request","id":1,"method":"{PUBLISH_METHOD}","params":{{"channel":"{}","messages":{},"rate":{}}}}}"#,
+                config.channel, config.messages, config.rate
+            );
+            publisher.send(Message::text(request)).await?;
+            // Keep the publisher session answering pings while the subscribers work.
+            let task = tokio::spawn(async move {
+                loop {
+                    if client::next_non_ping(&mut publisher).await.is_err() {
+                        return None;
+                    }
+                }
+            });
+            (start, task)
+        }
+        Publisher::Http(http) => {
+            let (target, http) = (target.clone(), http.clone());
+            let (channel, messages, rate) = (config.channel.clone(), config.messages, config.rate);
+            let start = Instant::now();
+            let task = tokio::spawn(async move {
+                Some(
+                    http_publish::run(
+                        &target,
+                        publisher_source,
+                        &http,
+                        &channel,
+                        messages,
+                        rate,
+                        deadline,
+                    )
+                    .await,
+                )
+            });
+            (start, task)
+        }
     };
     let mut last_delivery = start;
-    // Keep the publisher session answering pings while the subscribers work.
-    let publisher_task = tokio::spawn(async move {
-        loop {
-            if client::next_non_ping(&mut publisher).await.is_err() {
-                return;
-            }
-        }
-    });
     while let Some(done) = tasks.join_next().await {
         let Ok((got, latencies, last, error)) = done else {
             continue;
@@ -208,7 +251,26 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
             report.first_error = error;
         }
     }
-    publisher_task.abort();
+    if matches!(config.publisher, Publisher::Http(_)) {
+        match publisher_task.await {
+            Ok(Some(Ok(http))) => {
+                if report.first_error.is_none() {
+                    report.first_error.clone_from(&http.first_error);
+                }
+                report.http = Some(http);
+            }
+            Ok(Some(Err(e))) => {
+                report.first_error.get_or_insert(e.to_string());
+            }
+            Ok(None) | Err(_) => {
+                report
+                    .first_error
+                    .get_or_insert("the HTTP publisher failed".into());
+            }
+        }
+    } else {
+        publisher_task.abort();
+    }
     report.elapsed = last_delivery.saturating_duration_since(start);
     Ok(report)
 }

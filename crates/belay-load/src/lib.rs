@@ -17,6 +17,8 @@
 //! * [`echo`]: C sessions × R sequential `echo` requests; throughput and latency.
 //! * [`broadcast`]: S subscribers of one channel, a publisher asking the
 //!   server to publish M stamped messages; deliveries/s and delivery latency.
+//! * [`http_publish`]: the broadcast load's other publisher, `POST /api/publish`
+//!   over keep-alive HTTP connections.
 //! * [`channels`]: S sessions × N distinct channels each, subscribed then
 //!   left, in rounds; what a channel costs and whether memory comes back.
 //! * [`floor`]: the bare tokio-websockets server Belay is compared with.
@@ -34,6 +36,7 @@ pub mod client;
 pub mod cluster;
 pub mod echo;
 pub mod floor;
+pub mod http_publish;
 pub mod idle;
 pub mod procfs;
 pub mod server_runtime;

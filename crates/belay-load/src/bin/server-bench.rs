@@ -4,6 +4,11 @@
 //! client's. Run it through `scripts/bench-server.sh`, which raises the
 //! descriptor limit.
 //!
+//! `http-publish` runs the broadcast load twice per run on the same Belay
+//! server (with belay-standalone's HTTP API mounted): published with
+//! `Server::publish` (`bench.publish`), then through `POST /api/publish`
+//! from the load process, and reports HTTP / Rust.
+//!
 //! With `--baseline-exe PATH` the floor's place is taken by the Belay
 //! server of another `server-bench` binary (a build of an earlier commit):
 //! the same interleaved runs then compare the new server with the old one
@@ -21,9 +26,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use belay_load::broadcast::{self, BroadcastConfig};
+use belay_load::broadcast::{self, BroadcastConfig, BroadcastReport, Publisher};
 use belay_load::echo::{self, EchoConfig};
 use belay_load::floor::{self, FloorConfig};
+use belay_load::http_publish::HttpPublisher;
 use belay_load::idle::{self, IdleConfig};
 use belay_load::procfs::{self, CLK_TCK};
 use belay_load::stats::{median, ms};
@@ -55,6 +61,9 @@ enum Cmd {
         kind: Kind,
         #[arg(long, default_value_t = 10_000)]
         ping_interval_ms: u64,
+        /// Mount the HTTP server API (belay-standalone) with this key (Belay only).
+        #[arg(long)]
+        api_key: Option<String>,
     },
     /// Idle sessions held with heartbeats: RSS and CPU per connection.
     Idle {
@@ -93,6 +102,25 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Broadcast fan-out published two ways on the same server, same
+    /// subscribers: with `Server::publish` (`bench.publish`) and through
+    /// the HTTP API (`POST /api/publish` from the load process); HTTP / Rust.
+    HttpPublish {
+        #[arg(long, default_value_t = 10_000)]
+        subscribers: usize,
+        #[arg(long, default_value_t = 100)]
+        messages: u64,
+        #[arg(long, default_value_t = 25.0)]
+        rate: f64,
+        /// Keep-alive HTTP connections the publisher uses (one request at a
+        /// time on each).
+        #[arg(long, default_value_t = 4)]
+        http_connections: usize,
+        #[arg(long, default_value = "127.0.0.1-127.0.0.40")]
+        sources: String,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Channels: what one subscribed channel costs, and whether the memory
     /// comes back once every subscriber left (rounds of subscribe + leave).
     Channels {
@@ -120,7 +148,12 @@ fn main() -> Result<(), String> {
         Cmd::Serve {
             kind,
             ping_interval_ms,
-        } => runtime.block_on(serve(kind, Duration::from_millis(ping_interval_ms))),
+            api_key,
+        } => runtime.block_on(serve(
+            kind,
+            Duration::from_millis(ping_interval_ms),
+            api_key,
+        )),
         Cmd::Idle {
             counts,
             hold_secs,
@@ -155,6 +188,25 @@ fn main() -> Result<(), String> {
                 ..BroadcastConfig::new(subscribers, messages, rate)
             };
             runtime.block_on(bench_broadcast(&config, runs.clamp(1, 10)))
+        }
+        Cmd::HttpPublish {
+            subscribers,
+            messages,
+            rate,
+            http_connections,
+            sources,
+            runs,
+        } => {
+            let sources = parse_sources(&sources).map_err(|e| e.to_string())?;
+            let config = BroadcastConfig {
+                sources,
+                ..BroadcastConfig::new(subscribers, messages, rate)
+            };
+            runtime.block_on(bench_http_publish(
+                &config,
+                http_connections.clamp(1, 64),
+                runs.clamp(1, 10),
+            ))
         }
         Cmd::Channels {
             sessions,
@@ -255,7 +307,7 @@ async fn bench_channels(
     Ok(())
 }
 
-async fn serve(kind: Kind, ping_interval: Duration) -> Result<(), String> {
+async fn serve(kind: Kind, ping_interval: Duration, api_key: Option<String>) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
@@ -270,8 +322,17 @@ async fn serve(kind: Kind, ping_interval: Duration) -> Result<(), String> {
     match kind {
         Kind::Belay => {
             let server = belay_load::bench_server::build(ping_interval);
+            let router = match &api_key {
+                Some(key) => server.router().merge(belay_standalone::api::router(
+                    &server,
+                    key,
+                    API_MAX_BODY,
+                    None,
+                )),
+                None => server.router(),
+            };
             server
-                .serve(listener, server.router())
+                .serve(listener, router)
                 .await
                 .map_err(|e| e.to_string())
         }
@@ -286,6 +347,9 @@ async fn serve(kind: Kind, ping_interval: Duration) -> Result<(), String> {
     }
 }
 
+/// The bench server's longest API body (`api.max_body_bytes`' default).
+const API_MAX_BODY: usize = 1 << 20;
+
 /// A server child process.
 struct ServerProcess {
     child: Child,
@@ -294,14 +358,32 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(kind: Kind, ping_interval_ms: u64) -> Result<ServerProcess, String> {
+        ServerProcess::start_with(kind, ping_interval_ms, None)
+    }
+
+    /// With `api_key`: this binary's Belay server with the HTTP API mounted.
+    fn start_with(
+        kind: Kind,
+        ping_interval_ms: u64,
+        api_key: Option<&str>,
+    ) -> Result<ServerProcess, String> {
         let (exe, kind_arg) = match (kind, BASELINE.get()) {
             (Kind::Floor, Some(baseline)) => (baseline.clone(), "belay"),
             (Kind::Floor, None) => (std::env::current_exe().map_err(|e| e.to_string())?, "floor"),
             (Kind::Belay, _) => (std::env::current_exe().map_err(|e| e.to_string())?, "belay"),
         };
-        let mut child = Command::new(exe)
+        let (exe, kind_arg) = match api_key {
+            Some(_) => (std::env::current_exe().map_err(|e| e.to_string())?, "belay"),
+            None => (exe, kind_arg),
+        };
+        let mut command = Command::new(exe);
+        command
             .args(["serve", "--kind", kind_arg, "--ping-interval-ms"])
-            .arg(ping_interval_ms.to_string())
+            .arg(ping_interval_ms.to_string());
+        if let Some(key) = api_key {
+            command.args(["--api-key", key]);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -405,12 +487,16 @@ async fn bench_idle(
 }
 
 fn summary(what: &str, values: &[Vec<f64>; 2]) {
-    let reference_median = median(&values[0]).unwrap_or(f64::NAN);
-    let belay = median(&values[1]).unwrap_or(f64::NAN);
-    let name = reference();
+    summary_of(what, [reference(), "belay"], values);
+}
+
+/// `MEDIAN what: A a, B b, B/A ratio (runs: …)` for the two series.
+fn summary_of(what: &str, [first, second]: [&str; 2], values: &[Vec<f64>; 2]) {
+    let a = median(&values[0]).unwrap_or(f64::NAN);
+    let b = median(&values[1]).unwrap_or(f64::NAN);
     println!(
-        "MEDIAN {what}: {name} {reference_median:.3}, belay {belay:.3}, belay/{name} {:.2}x (runs: {name} {:?}, belay {:?})",
-        belay / reference_median,
+        "MEDIAN {what}: {first} {a:.3}, {second} {b:.3}, {second}/{first} {:.2}x (runs: {first} {:?}, {second} {:?})",
+        b / a,
         values[0],
         values[1]
     );
@@ -499,5 +585,107 @@ async fn bench_broadcast(config: &BroadcastConfig, runs: usize) -> Result<(), St
     summary("broadcast deliveries/s", &dps);
     summary("broadcast p50 ms", &p50);
     summary("broadcast p99 ms", &p99);
+    Ok(())
+}
+
+/// The API key of the `http-publish` bench server.
+const BENCH_API_KEY: &str = "server-bench-api-key-0123456789";
+
+/// One broadcast run on a fresh server; its report and the server's CPU
+/// seconds over it.
+async fn broadcast_once(
+    server: &ServerProcess,
+    config: &BroadcastConfig,
+) -> Result<(BroadcastReport, f64), String> {
+    let before = server.sample()?;
+    let report = broadcast::run(&server.target, config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let after = server.sample()?;
+    let cpu = after.cpu_ticks.saturating_sub(before.cpu_ticks) as f64 / CLK_TCK;
+    Ok((report, cpu))
+}
+
+async fn bench_http_publish(
+    config: &BroadcastConfig,
+    http_connections: usize,
+    runs: usize,
+) -> Result<(), String> {
+    let publishers = [
+        ("rust", Publisher::Method),
+        (
+            "http",
+            Publisher::Http(HttpPublisher {
+                key: BENCH_API_KEY.into(),
+                connections: http_connections,
+            }),
+        ),
+    ];
+    println!("| publisher | run | subscribers | deliveries / expected | all arrived | deliveries/s | p50 (ms) | p99 (ms) | server CPU (s) | publish round trip p50 / p99 (ms) |");
+    println!("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|");
+    let mut dps = [Vec::new(), Vec::new()];
+    let mut p50 = [Vec::new(), Vec::new()];
+    let mut p99 = [Vec::new(), Vec::new()];
+    let mut cpu = [Vec::new(), Vec::new()];
+    let mut complete = [0usize, 0usize];
+    for run in 1..=runs {
+        for (i, (name, publisher)) in publishers.iter().enumerate() {
+            // The same server for both: this binary's Belay with the API mounted.
+            let server = ServerProcess::start_with(Kind::Belay, 25_000, Some(BENCH_API_KEY))?;
+            let started = Instant::now();
+            let config = BroadcastConfig {
+                publisher: publisher.clone(),
+                ..config.clone()
+            };
+            let (mut report, cpu_s) = broadcast_once(&server, &config).await?;
+            let (a, b) = (
+                report.latencies.percentile(50.0),
+                report.latencies.percentile(99.0),
+            );
+            let all = report.subscribers == config.subscribers
+                && report.deliveries == report.expected
+                && report.first_error.is_none();
+            let round_trip = match report.http.as_mut() {
+                Some(http) => format!(
+                    "{} / {}",
+                    ms(http.round_trips.percentile(50.0)),
+                    ms(http.round_trips.percentile(99.0))
+                ),
+                None => "–".into(),
+            };
+            println!(
+                "| {name} | {run} | {} | {} / {} | {} | {:.0} | {} | {} | {cpu_s:.2} | {round_trip} |",
+                report.subscribers,
+                report.deliveries,
+                report.expected,
+                if all { "yes" } else { "NO" },
+                report.deliveries_per_sec(),
+                ms(a),
+                ms(b),
+            );
+            if let Some(e) = &report.first_error {
+                eprintln!(
+                    "{name}: first problem: {e} ({:.1} s)",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            complete[i] += usize::from(all);
+            dps[i].push(report.deliveries_per_sec());
+            p50[i].push(a.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+            p99[i].push(b.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
+            cpu[i].push(cpu_s);
+            drop(server);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    let names = ["rust", "http"];
+    summary_of("http-publish deliveries/s", names, &dps);
+    summary_of("http-publish p50 ms", names, &p50);
+    summary_of("http-publish p99 ms", names, &p99);
+    summary_of("http-publish server CPU s", names, &cpu);
+    println!(
+        "ALL DELIVERED http-publish: rust {}/{runs} runs, http {}/{runs} runs",
+        complete[0], complete[1]
+    );
     Ok(())
 }
