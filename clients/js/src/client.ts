@@ -215,8 +215,12 @@ export class BelayClient extends EventTarget {
     return promise;
   }
 
-  /** Want `channel`: confirmed, resubscribed and resumed across reconnects. */
-  subscribe(channel: string): Subscription {
+  /**
+   * Want `channel`: confirmed, resubscribed and resumed across reconnects.
+   * `token`: a subscription token, for a channel whose server asks for one
+   * (sent with every subscribe of it, the resubscribes too).
+   */
+  subscribe(channel: string, token?: string): Subscription {
     const existing = this._channels.get(channel);
     if (existing) return existing;
     const sub = new Subscription(channel, (s) => {
@@ -226,7 +230,7 @@ export class BelayClient extends EventTarget {
       this._pump();
     });
     this._channels.set(channel, sub);
-    if (this._session.subscribe(this._clock(), channel) === "stopped") sub._end();
+    if (this._session.subscribe(this._clock(), channel, token) === "stopped") sub._end();
     this._pump();
     return sub;
   }

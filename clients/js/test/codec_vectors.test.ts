@@ -147,7 +147,7 @@ describe("codec.json encode_client", () => {
     s.start(0);
     s.handleInput(1, { kind: "opened", id: 1 });
     frame(2, 1, '{"type":"welcome","session":"s-1","protocol":1}');
-    s.subscribe(3, "c");
+    s.subscribe(3, "c", "st");
     frame(4, 1, '{"type":"subscribed","channel":"c","epoch":"e","offset":0}');
     frame(5, 1, '{"type":"publication","channel":"c","epoch":"e","offset":1,"data":null}');
     s.request(6, { method: "m", params: { a: 1 }, idempotencyKey: "k", timeoutMs: 100 });
@@ -166,7 +166,7 @@ describe("codec.json encode_client", () => {
     const types = new Set(sent.map((m) => m.type));
     expect([...types].sort()).toEqual(["connect", "ping", "pong", "request", "subscribe", "unsubscribe"]);
     expect(sent).toContainEqual({ type: "connect", protocol: 1, token: "t", session: "s-1" });
-    expect(sent).toContainEqual({ type: "subscribe", channel: "c", since: { epoch: "e", offset: 1 } });
+    expect(sent).toContainEqual({ type: "subscribe", channel: "c", since: { epoch: "e", offset: 1 }, token: "st" });
     for (const m of sent) {
       const keys = Object.keys(m);
       expect(isOrdered(keys, order[m.type]!), `${JSON.stringify(m)} out of the order ${order[m.type]}`).toBe(true);

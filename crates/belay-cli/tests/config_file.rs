@@ -206,6 +206,7 @@ async fn a_server_from_a_config_file_checks_jwts_and_their_channel_grants() {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: "chat:lobby".into(),
         since: None,
+        token: None,
     }))
     .await;
     let granted = tokio::time::timeout(SOON, raw.recv_skipping_pings())
@@ -219,6 +220,7 @@ async fn a_server_from_a_config_file_checks_jwts_and_their_channel_grants() {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: "orders".into(),
         since: None,
+        token: None,
     }))
     .await;
     let refused = tokio::time::timeout(SOON, raw.recv_skipping_pings())

@@ -80,6 +80,7 @@ async fn recovered(addr: SocketAddr, channel: &str, epoch: &str, offset: u64) ->
             epoch: epoch.into(),
             offset,
         }),
+        token: None,
     }))
     .await;
     match next(&mut raw).await {
@@ -153,5 +154,30 @@ fn an_unknown_key_in_a_namespace_table_is_an_error_with_its_line() {
         "{stderr}"
     );
     assert!(stderr.contains("needs a `pattern`"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn config_check_refuses_subscription_tokens_without_jwt_auth() {
+    let dir = temp_dir("token-check");
+    let file = dir.join("belay.toml");
+    std::fs::write(
+        &file,
+        "[[namespace]]\npattern = \"private:*\"\nsubscribe = \"token\"\npublish = \"token\"\n",
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_belay"))
+        .args(["config", "check"])
+        .arg(&file)
+        .output()
+        .expect("run belay config check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(":3:13: subscribe = \"token\" needs auth.mode = \"jwt\""),
+        "{stderr}"
+    );
+    // Tokens are for subscribes: `publish = "token"` is not a choice.
+    assert!(stderr.contains(":4:"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -42,6 +42,8 @@ pub(crate) enum Command {
     },
     Subscribe {
         channel: String,
+        /// A subscription token sent with every subscribe of the channel.
+        token: Option<String>,
         reply: oneshot::Sender<Result<Subscription, SubscribeError>>,
     },
     Unsubscribe {
@@ -179,12 +181,16 @@ impl Driver {
                     let _ = reply.send(Err(RequestError::Closed));
                 }
             },
-            Command::Subscribe { channel, reply } => {
+            Command::Subscribe {
+                channel,
+                token,
+                reply,
+            } => {
                 if self.subscriptions.contains_key(&channel) {
                     let _ = reply.send(Err(SubscribeError::AlreadySubscribed(channel)));
                     return;
                 }
-                match self.session.subscribe(now, &channel) {
+                match self.session.subscribe_with_token(now, &channel, token) {
                     Ok(()) => {
                         let (tx, rx) = mpsc::unbounded_channel();
                         self.next_subscription += 1;

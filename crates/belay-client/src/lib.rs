@@ -323,10 +323,32 @@ impl Client {
     /// with no gap and no duplicate across reconnects, or [`Item::Resync`]
     /// when the server cannot replay what was missed.
     pub async fn subscribe(&self, channel: &str) -> Result<Subscription, SubscribeError> {
+        self.subscribe_inner(channel, None).await
+    }
+
+    /// Subscribe to `channel` with a subscription token: for channels whose
+    /// server asks for one (a private channel; spec/PROTOCOL.md §5.2). The
+    /// token goes with every subscribe of the channel, the resubscribes
+    /// after a reconnect too. A token the server refuses ends the
+    /// subscription (`unsubscribed` `unauthorized` or `forbidden`).
+    pub async fn subscribe_with_token(
+        &self,
+        channel: &str,
+        token: &str,
+    ) -> Result<Subscription, SubscribeError> {
+        self.subscribe_inner(channel, Some(token.to_owned())).await
+    }
+
+    async fn subscribe_inner(
+        &self,
+        channel: &str,
+        token: Option<String>,
+    ) -> Result<Subscription, SubscribeError> {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Command::Subscribe {
                 channel: channel.to_owned(),
+                token,
                 reply,
             })
             .map_err(|_| SubscribeError::Closed)?;

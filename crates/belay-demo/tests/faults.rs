@@ -46,6 +46,7 @@ fn subscribe(channel: &str, since: Option<StreamPosition>) -> ClientMessage {
     ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since,
+        token: None,
     })
 }
 

@@ -357,7 +357,9 @@ fn output_json(
         Output::Authenticate { ticket, token } => {
             json!({"authenticate": tickets.name("auth", ticket), "token": token})
         }
-        Output::AuthorizeSubscribe { ticket, channel } => {
+        Output::AuthorizeSubscribe {
+            ticket, channel, ..
+        } => {
             json!({"authorize_subscribe": tickets.name("sub", ticket), "channel": channel})
         }
         Output::Join {

@@ -9,8 +9,14 @@ use belay_proto::server::Access;
 use crate::auth::{AuthError, Principal, Verdict, USER_CHANNEL_PREFIX};
 use crate::shared::Shared;
 
-/// May `principal` subscribe to `channel` (or ask for its presence)?
-pub(crate) fn subscribe(shared: &Shared, principal: &Principal, channel: &str) -> Verdict<()> {
+/// May `principal` subscribe to `channel` (or ask for its presence), with
+/// the subscription `token` it sent?
+pub(crate) fn subscribe(
+    shared: &Shared,
+    principal: &Principal,
+    channel: &str,
+    token: Option<&str>,
+) -> Verdict<()> {
     let auth = &shared.auth;
     if channel.starts_with(USER_CHANNEL_PREFIX) {
         return Verdict::Now(auth.authorize_subscribe(principal, channel));
@@ -21,6 +27,7 @@ pub(crate) fn subscribe(shared: &Shared, principal: &Principal, channel: &str) -
             "no client may subscribe to {channel:?}"
         )))),
         Access::Backend => auth.check_subscribe(principal, channel),
+        Access::Token => auth.check_subscription_token(principal, channel, token),
         _ => Verdict::Now(auth.authorize_subscribe(principal, channel)),
     }
 }
@@ -38,7 +45,7 @@ pub(crate) fn publish(
     }
     match shared.config.namespaces.options_for(channel).publish {
         Access::Anyone => Verdict::Now(Ok(())),
-        Access::Nobody => Verdict::Now(Err(AuthError::Forbidden(format!(
+        Access::Nobody | Access::Token => Verdict::Now(Err(AuthError::Forbidden(format!(
             "no client may publish to {channel:?}"
         )))),
         Access::Backend => auth.check_publish(principal, channel, data),

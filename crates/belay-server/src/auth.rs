@@ -164,8 +164,9 @@ impl<T> std::fmt::Debug for Verdict<T> {
 /// [`authorize_subscribe`](Self::authorize_subscribe) /
 /// [`authorize_publish`](Self::authorize_publish), `Backend` asks
 /// [`check_subscribe`](Self::check_subscribe) /
-/// [`check_publish`](Self::check_publish), `Anyone` and `Nobody` ask
-/// nobody.
+/// [`check_publish`](Self::check_publish), `Token` asks
+/// [`check_subscription_token`](Self::check_subscription_token), `Anyone`
+/// and `Nobody` ask nobody.
 pub trait Authenticator: Send + Sync + 'static {
     /// Check the credentials of a new session.
     fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError>;
@@ -238,6 +239,22 @@ pub trait Authenticator: Send + Sync + 'static {
         let _ = principal;
         Verdict::Now(Err(AuthError::Forbidden(format!(
             "{channel:?} needs the backend's approval and the server has no backend"
+        ))))
+    }
+
+    /// May `principal` subscribe to `channel` with the subscription
+    /// `token` the client sent (`None`: it sent none), in a namespace whose
+    /// subscribers need one ([`crate::Access::Token`])? The default
+    /// refuses: this authenticator issues no subscription tokens.
+    fn check_subscription_token(
+        &self,
+        principal: &Principal,
+        channel: &str,
+        token: Option<&str>,
+    ) -> Verdict<()> {
+        let _ = (principal, token);
+        Verdict::Now(Err(AuthError::Forbidden(format!(
+            "{channel:?} needs a subscription token and the server checks none"
         ))))
     }
 

@@ -67,6 +67,7 @@ async fn subscriber(addr: std::net::SocketAddr, channel: &str) -> Raw {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     }))
     .await;
     assert!(matches!(next(&mut raw).await, ServerMessage::Subscribed(_)));

@@ -208,6 +208,7 @@ async fn a_reader_that_stops_reading_is_closed_as_a_slow_consumer() {
     slow.send(&ClientMessage::Subscribe(Subscribe {
         channel: "firehose".into(),
         since: None,
+        token: None,
     }))
     .await;
     assert!(matches!(
@@ -346,6 +347,7 @@ async fn subscribe_answer(raw: &mut Raw, channel: &str) -> ServerMessage {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     }))
     .await;
     raw.recv_skipping_pings()

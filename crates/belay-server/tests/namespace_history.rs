@@ -18,6 +18,7 @@ async fn resume(raw: &mut Raw, channel: &str, epoch: &str, offset: u64) -> (bool
             epoch: epoch.into(),
             offset,
         }),
+        token: None,
     }))
     .await;
     let ServerMessage::Subscribed(sub) = next(raw).await else {

@@ -37,6 +37,7 @@ async fn subscribe(raw: &mut Raw, channel: &str) {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     }))
     .await;
     match next(raw).await {

@@ -126,6 +126,7 @@ async fn subscribe(raw: &mut Raw, channel: &str, since: Option<StreamPosition>) 
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since,
+        token: None,
     }))
     .await;
     raw.recv_skipping_pings()

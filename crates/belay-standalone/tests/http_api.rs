@@ -41,6 +41,7 @@ async fn a_publish_reaches_a_subscriber_with_its_offset() {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: "news".into(),
         since: None,
+        token: None,
     }))
     .await;
     assert!(matches!(

@@ -53,6 +53,7 @@ async fn join(addr: SocketAddr, claims: Value) -> Raw {
         belay_proto::message::Subscribe {
             channel: "room:1".into(),
             since: None,
+            token: None,
         },
     ))
     .await;

@@ -58,6 +58,7 @@ async fn presence_lists_the_subscribers_of_a_presence_channel() {
         .send(&ClientMessage::Subscribe(Subscribe {
             channel: "room:1".into(),
             since: None,
+            token: None,
         }))
         .await;
     let answer = tokio::time::timeout(Duration::from_secs(5), alice.recv_skipping_pings())

@@ -33,6 +33,7 @@ async fn subscribe(raw: &mut Raw, channel: &str) {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     }))
     .await;
     let answer = raw.recv_skipping_pings().await;

@@ -58,6 +58,7 @@ async fn subscribed(addr: SocketAddr, user: &str, channel: &str) -> (Raw, Server
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     }))
     .await;
     let answer = tokio::time::timeout(SOON, raw.recv_skipping_pings())

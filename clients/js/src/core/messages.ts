@@ -24,7 +24,7 @@ export type ClientMessage =
   | { type: "pong" }
   | { type: "refresh"; token: string }
   | { type: "request"; id: number; method: string; params: Json; idem?: string; timeout_ms?: number }
-  | { type: "subscribe"; channel: string; since?: StreamPosition }
+  | { type: "subscribe"; channel: string; since?: StreamPosition | undefined; token?: string | undefined }
   | { type: "unsubscribe"; channel: string };
 
 export interface Welcome {

@@ -249,8 +249,9 @@ export class Session implements SubscriptionSink {
     if (this._state === "open") this._send(this._id!, { type: "refresh", token });
   }
 
-  subscribe(nowMs: number, channel: string): SubscribeError | undefined {
-    return this._channelCommand(nowMs, () => this._subscriptions._add(this._now, channel) || "already_subscribed");
+  /** Want `channel`; `token`: a subscription token sent with every subscribe of it. */
+  subscribe(nowMs: number, channel: string, token?: string): SubscribeError | undefined {
+    return this._channelCommand(nowMs, () => this._subscriptions._add(this._now, channel, token) || "already_subscribed");
   }
 
   unsubscribe(nowMs: number, channel: string): SubscribeError | undefined {

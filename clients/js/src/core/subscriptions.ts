@@ -30,6 +30,8 @@ interface Channel {
   resumed?: boolean;
   position?: StreamPosition | undefined;
   retry: Backoff;
+  /** A subscription token, sent with every subscribe of the channel. */
+  token?: string | undefined;
 }
 
 /** Byte-wise UTF-8 order (= code point order), like Rust's `BTreeMap<String, _>`. */
@@ -62,7 +64,8 @@ export class Subscriptions {
   /** Send `subscribe` (from the channel's position if `resume`) and wait for the confirmation. */
   private _subscribeNow(now: number, channel: string, c: Channel, resume: boolean): void {
     const since = resume ? c.position : undefined;
-    this._out._subSend(since ? { type: "subscribe", channel, since: { ...since } } : { type: "subscribe", channel });
+    // Fields left undefined are not sent (JSON.stringify drops them).
+    this._out._subSend({ type: "subscribe", channel, since: since && { ...since }, token: c.token });
     c.s = "pending";
     c.t = now + this._confirmTimeout;
     c.resumed = since !== undefined;
@@ -78,10 +81,10 @@ export class Subscriptions {
     return this._channels.get(channel)?.position;
   }
 
-  /** Want `channel`; subscribes at once if the protocol is up. False if already wanted. */
-  _add(now: number, channel: string): boolean {
+  /** Want `channel` (with a subscription token); subscribes at once if the protocol is up. False if already wanted. */
+  _add(now: number, channel: string, token?: string): boolean {
     if (this._channels.has(channel)) return false;
-    const c: Channel = { s: "idle", retry: new Backoff(this._resubscribe) };
+    const c: Channel = { s: "idle", retry: new Backoff(this._resubscribe), token };
     this._channels.set(channel, c);
     if (this._online) this._subscribeNow(now, channel, c, false);
     return true;

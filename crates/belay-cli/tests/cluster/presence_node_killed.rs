@@ -113,6 +113,7 @@ async fn member(addr: SocketAddr) -> (Raw, String) {
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: CHANNEL.into(),
         since: None,
+        token: None,
     }))
     .await;
     let answer = timeout(SOON, raw.recv_skipping_pings())

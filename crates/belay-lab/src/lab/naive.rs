@@ -114,6 +114,7 @@ async fn session(
     let subscribe = ClientMessage::Subscribe(Subscribe {
         channel: work.channel.clone(),
         since: None,
+        token: None,
     });
     for message in [hello, subscribe] {
         if let Err(why) = send(&mut socket, &message).await {

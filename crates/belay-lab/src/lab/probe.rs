@@ -37,6 +37,7 @@ pub(crate) async fn position(addr: SocketAddr, channel: &str) -> Result<Position
             ClientMessage::Subscribe(Subscribe {
                 channel: channel.to_owned(),
                 since: None,
+                token: None,
             }),
         ] {
             ws.send(Message::text(encode_client(&message)))

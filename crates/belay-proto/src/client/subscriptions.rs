@@ -60,6 +60,9 @@ struct Channel {
     state: ChannelState,
     position: Option<StreamPosition>,
     retry: Backoff,
+    /// Sent with every subscribe of the channel, where the server asks
+    /// for a subscription token.
+    token: Option<String>,
 }
 
 /// Every channel the application wants, and where each one stands.
@@ -135,6 +138,18 @@ impl Subscriptions {
     /// Want `channel`; subscribes at once if the protocol is up. Returns
     /// `false` if it was already wanted.
     pub fn add(&mut self, now: Instant, channel: &str, out: &mut Vec<SubscriptionOutput>) -> bool {
+        self.add_with_token(now, channel, None, out)
+    }
+
+    /// Want `channel`, sending `token` (a subscription token) with every
+    /// subscribe of it. Returns `false` if it was already wanted.
+    pub fn add_with_token(
+        &mut self,
+        now: Instant,
+        channel: &str,
+        token: Option<String>,
+        out: &mut Vec<SubscriptionOutput>,
+    ) -> bool {
         if self.channels.contains_key(channel) {
             return false;
         }
@@ -142,12 +157,26 @@ impl Subscriptions {
             state: ChannelState::Idle,
             position: None,
             retry: Backoff::new(self.resubscribe.clone()),
+            token,
         };
         if self.online {
-            entry.state = self.send_subscribe(now, channel, None, out);
+            let timeout = self.confirm_timeout;
+            entry.state = subscribe_now(now, timeout, channel, None, entry.token.as_deref(), out);
         }
         self.channels.insert(channel.to_owned(), entry);
         true
+    }
+
+    /// Send `token` with the next subscribes of `channel` (a renewed
+    /// subscription token). Returns `false` if the channel is not wanted.
+    pub fn set_token(&mut self, channel: &str, token: Option<String>) -> bool {
+        match self.channels.get_mut(channel) {
+            Some(entry) => {
+                entry.token = token;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Stop wanting `channel`. Returns `false` if it was not wanted.
@@ -189,7 +218,14 @@ impl Subscriptions {
                 continue;
             }
             entry.retry.reset();
-            entry.state = subscribe_now(now, timeout, name, entry.position.clone(), out);
+            entry.state = subscribe_now(
+                now,
+                timeout,
+                name,
+                entry.position.clone(),
+                entry.token.as_deref(),
+                out,
+            );
         }
     }
 
@@ -288,7 +324,14 @@ impl Subscriptions {
         if publication.epoch != position.epoch || publication.offset > next {
             // A gap (or a new epoch): ask the server to replay from where we are.
             let since = Some(position.clone());
-            entry.state = subscribe_now(now, timeout, &publication.channel, since, out);
+            entry.state = subscribe_now(
+                now,
+                timeout,
+                &publication.channel,
+                since,
+                entry.token.as_deref(),
+                out,
+            );
             return;
         }
         position.offset = publication.offset;
@@ -308,7 +351,14 @@ impl Subscriptions {
                 _ => false,
             };
             if due {
-                entry.state = subscribe_now(now, timeout, name, entry.position.clone(), out);
+                entry.state = subscribe_now(
+                    now,
+                    timeout,
+                    name,
+                    entry.position.clone(),
+                    entry.token.as_deref(),
+                    out,
+                );
             }
         }
     }
@@ -326,16 +376,6 @@ impl Subscriptions {
                 _ => None,
             })
             .min()
-    }
-
-    fn send_subscribe(
-        &self,
-        now: Instant,
-        channel: &str,
-        since: Option<StreamPosition>,
-        out: &mut Vec<SubscriptionOutput>,
-    ) -> ChannelState {
-        subscribe_now(now, self.confirm_timeout, channel, since, out)
     }
 }
 
@@ -365,6 +405,7 @@ fn subscribe_now(
     confirm_timeout: Duration,
     channel: &str,
     since: Option<StreamPosition>,
+    token: Option<&str>,
     out: &mut Vec<SubscriptionOutput>,
 ) -> ChannelState {
     let resumed = since.is_some();
@@ -372,6 +413,7 @@ fn subscribe_now(
         Subscribe {
             channel: channel.to_owned(),
             since,
+            token: token.map(str::to_owned),
         },
     )));
     ChannelState::Pending {
@@ -413,6 +455,38 @@ mod tests {
             &mut out,
         );
         out
+    }
+
+    fn tokens(out: &[SubscriptionOutput]) -> Vec<Option<String>> {
+        out.iter()
+            .filter_map(|o| match o {
+                SubscriptionOutput::Send(ClientMessage::Subscribe(s)) => Some(s.token.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_subscription_token_goes_with_every_subscribe_of_its_channel() {
+        let mut subs = machine();
+        let mut out = Vec::new();
+        subs.handle_protocol_up(ms(0), &mut out);
+        assert!(subs.add_with_token(ms(0), "private:a", Some("st-1".into()), &mut out));
+        assert!(subs.add(ms(0), "news", &mut out));
+        assert_eq!(tokens(&out), [Some("st-1".to_owned()), None]);
+        confirm(&mut subs, "private:a", 4, false);
+        // After a reconnect, the resubscribe carries it (and its position);
+        // a renewed token replaces it from then on.
+        subs.handle_transport_down();
+        assert!(subs.set_token("private:a", Some("st-2".into())));
+        assert!(!subs.set_token("unknown", None));
+        let mut out = Vec::new();
+        subs.handle_protocol_up(ms(10), &mut out);
+        assert_eq!(
+            subscribes(&out),
+            [("news".to_owned(), None), ("private:a".to_owned(), Some(4))]
+        );
+        assert_eq!(tokens(&out), [None, Some("st-2".to_owned())]);
     }
 
     fn subscribes(out: &[SubscriptionOutput]) -> Vec<(String, Option<u64>)> {

@@ -102,9 +102,9 @@ impl Harness {
                 Output::Authenticate { ticket, .. } => {
                     self.pending.push_back((ticket, Asked::Auth, String::new()))
                 }
-                Output::AuthorizeSubscribe { ticket, channel } => {
-                    self.pending.push_back((ticket, Asked::Subscribe, channel))
-                }
+                Output::AuthorizeSubscribe {
+                    ticket, channel, ..
+                } => self.pending.push_back((ticket, Asked::Subscribe, channel)),
                 Output::Join {
                     ticket, channel, ..
                 } => self.pending.push_back((ticket, Asked::Join, channel)),
@@ -281,6 +281,7 @@ impl Harness {
                     epoch: if first { "a" } else { "b" }.into(),
                     offset: u64::from(offset),
                 }),
+                token: None,
             }),
             ClientFrame::Unsubscribe { channel: c } => ClientMessage::Unsubscribe(Unsubscribe {
                 channel: channel(*c),

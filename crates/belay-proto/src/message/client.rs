@@ -99,6 +99,10 @@ pub struct Subscribe {
         deserialize_with = "super::decode::object"
     )]
     pub since: Option<StreamPosition>,
+    /// A subscription token for the channel (spec/PROTOCOL.md §5.2), where
+    /// the server asks for one; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// `unsubscribe`: leave a channel.

@@ -44,16 +44,22 @@ pub enum Access {
     /// The application's backend is asked each time (the subscribe or
     /// publish proxy).
     Backend,
+    /// Each subscribe must carry a subscription token the application
+    /// issued for this user and this channel (subscribes only: for
+    /// publishing it means [`Access::Nobody`]).
+    Token,
 }
 
 impl Access {
-    /// The access a config names: `grant`, `anyone`, `nobody` or `backend`.
+    /// The access a config names: `grant`, `anyone`, `nobody`, `backend`
+    /// or `token`.
     pub fn parse(name: &str) -> Option<Access> {
         match name {
             "grant" => Some(Access::Grant),
             "anyone" => Some(Access::Anyone),
             "nobody" => Some(Access::Nobody),
             "backend" => Some(Access::Backend),
+            "token" => Some(Access::Token),
             _ => None,
         }
     }

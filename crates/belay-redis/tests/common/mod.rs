@@ -55,6 +55,7 @@ pub async fn subscribe(
     raw.send(&ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since,
+        token: None,
     }))
     .await;
     next(raw).await

@@ -49,9 +49,19 @@ impl Driver {
                         }),
                     }
                 }
-                Output::AuthorizeSubscribe { ticket, channel } => {
+                Output::AuthorizeSubscribe {
+                    ticket,
+                    channel,
+                    token,
+                } => {
                     let channel = super::presence::authorized_as(&channel);
-                    match crate::access::subscribe(&self.shared, &self.principal, channel) {
+                    let shared = &self.shared;
+                    match crate::access::subscribe(
+                        shared,
+                        &self.principal,
+                        channel,
+                        token.as_deref(),
+                    ) {
                         Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),
                         Verdict::Later(decision) => self
                             .check_later(ticket, async move { Checked::Subscribe(decision.await) }),

@@ -116,10 +116,7 @@ impl Driver {
     }
 
     /// What the query needs, or why it is refused at once.
-    fn presence_members(
-        &self,
-        request: &Request,
-    ) -> Result<PresenceAsk, ErrorBody> {
+    fn presence_members(&self, request: &Request) -> Result<PresenceAsk, ErrorBody> {
         let Some(channel) = request.params.get("channel").and_then(|c| c.as_str()) else {
             return Err(ErrorBody::new(
                 "bad_request",
@@ -130,7 +127,9 @@ impl Driver {
             let error = PresenceError::NotTracked(channel.to_owned());
             return Err(presence_error(&error));
         }
-        let allowed = crate::access::subscribe(&self.shared, &self.principal, channel);
+        // A channel that needs a subscription token: the query carries one.
+        let token = request.params.get("token").and_then(|t| t.as_str());
+        let allowed = crate::access::subscribe(&self.shared, &self.principal, channel, token);
         Ok(PresenceAsk {
             allowed,
             store: Arc::clone(&self.shared.presence),

@@ -43,6 +43,7 @@ fn subscribe(channel: &str) -> ClientMessage {
     ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     })
 }
 

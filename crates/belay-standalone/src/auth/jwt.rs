@@ -11,6 +11,9 @@
 //! token signed with another is refused, so an HMAC secret can never be
 //! confused with a public key.
 //!
+//! A subscription token (for namespaces with `subscribe = "token"`) is a JWT
+//! with the same key, `sub`, `exp` and `channel`: the one channel it opens.
+//!
 //! Every failure is `unauthorized` (close 4001) with a reason a developer
 //! can act on (`token expired`, `bad signature`, `wrong audience`, …); a
 //! reason never contains key material or the token.
@@ -19,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use belay_proto::message::RawJson;
-use belay_server::auth::{AuthError, Authenticator, Principal};
+use belay_server::auth::{AuthError, Authenticator, Principal, Verdict};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -70,6 +73,14 @@ struct Claims {
     /// What other clients are told about the user (presence, join/leave).
     #[serde(default)]
     info: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// The claims of a subscription token.
+#[derive(Debug, Deserialize)]
+struct SubscriptionClaims {
+    sub: String,
+    #[serde(default)]
+    channel: Option<String>,
 }
 
 impl JwtAuthenticator {
@@ -130,6 +141,35 @@ impl JwtAuthenticator {
     }
 }
 
+impl JwtAuthenticator {
+    fn subscription(
+        &self,
+        principal: &Principal,
+        channel: &str,
+        token: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let Some(token) = token else {
+            return Err(AuthError::Unauthorized(format!(
+                "{channel:?} needs a subscription token"
+            )));
+        };
+        let claims = jsonwebtoken::decode::<SubscriptionClaims>(token, &self.key, &self.validation)
+            .map_err(|e| AuthError::Unauthorized(format!("subscription {}", refusal(e.kind()))))?
+            .claims;
+        if claims.channel.as_deref() != Some(channel) {
+            return Err(AuthError::Forbidden(format!(
+                "the subscription token is not for {channel:?}"
+            )));
+        }
+        if claims.sub != principal.user {
+            return Err(AuthError::Forbidden(
+                "the subscription token is for another user".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn key_error(algorithm: &str, reason: &str) -> JwtError {
     JwtError::Key {
         algorithm: algorithm.to_owned(),
@@ -157,6 +197,19 @@ fn refusal(kind: &ErrorKind) -> String {
 }
 
 impl Authenticator for JwtAuthenticator {
+    /// A subscription token is a JWT signed like the connection's, with
+    /// `sub` (the connection's user), `channel` (the channel, exactly) and
+    /// `exp`; it is checked at each subscribe (a resubscribe after a
+    /// reconnect too), not while the subscription lasts.
+    fn check_subscription_token(
+        &self,
+        principal: &Principal,
+        channel: &str,
+        token: Option<&str>,
+    ) -> Verdict<()> {
+        Verdict::Now(self.subscription(principal, channel, token))
+    }
+
     fn authenticate(&self, token: Option<&str>) -> Result<Principal, AuthError> {
         let Some(token) = token else {
             return Err(AuthError::Unauthorized("a token is required".into()));

@@ -59,7 +59,8 @@ struct Checker<'t> {
     /// The checked `[[namespace]]` tables.
     namespaces: Vec<namespaces::Table>,
     /// Where a namespace leaves `subscribe` or `publish` to the backend
-    /// (which then needs its proxy URL).
+    /// (which then needs its proxy URL), or subscribes to tokens
+    /// (`namespace.token`: which need JWT auth).
     backend_rules: Vec<(Range<usize>, &'static str)>,
 }
 
@@ -132,6 +133,9 @@ impl Checker<'_> {
                     Ok(v) => {
                         if v == Value::Str("backend".into()) {
                             self.backend_rules.push((value.span(), found.path));
+                        }
+                        if v == Value::Str("token".into()) {
+                            self.backend_rules.push((value.span(), "namespace.token"));
                         }
                         checked.insert(found.path, v);
                     }
@@ -255,7 +259,18 @@ impl Checker<'_> {
                 "auth.mode = \"proxy\" needs proxy.connect_url (where the backend says who a connection is)",
             );
         }
+        let jwt = self.values.get("auth.mode") == Some(&Value::Str("jwt".into()));
         for (at, path) in std::mem::take(&mut self.backend_rules) {
+            if path == "namespace.token" {
+                if !jwt {
+                    self.error_at(
+                        at,
+                        "subscribe = \"token\" needs auth.mode = \"jwt\" (subscription tokens are JWTs)"
+                            .into(),
+                    );
+                }
+                continue;
+            }
             let (name, url) = if path == "namespace.subscribe" {
                 ("subscribe", "proxy.subscribe_url")
             } else {

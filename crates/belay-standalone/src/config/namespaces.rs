@@ -56,17 +56,19 @@ pub(crate) const NAMESPACE_KEYS: &[Key] = &[
     key(
         "namespace.subscribe",
         Kind::Choice(ACCESS),
-        "who may subscribe: \"grant\" (as the token's `channels` claim allows; the default), \"anyone\", \"nobody\", or \"backend\" (asked at proxy.subscribe_url)",
+        "who may subscribe: \"grant\" (as the token's `channels` claim allows; the default), \"anyone\", \"nobody\", \"backend\" (asked at proxy.subscribe_url), or \"token\" (each subscribe carries a subscription token: a JWT with `sub`, `channel`, `exp`; needs auth.mode = \"jwt\")",
     ),
     key(
         "namespace.publish",
-        Kind::Choice(ACCESS),
+        Kind::Choice(PUBLISH_ACCESS),
         "who may publish from the client: \"grant\" (as the token's `publish` claim allows; the default), \"anyone\", \"nobody\", or \"backend\" (approved at proxy.publish_url)",
     ),
 ];
 
 /// The names of [`Access`].
-const ACCESS: &[&str] = &["grant", "anyone", "nobody", "backend"];
+const ACCESS: &[&str] = &["grant", "anyone", "nobody", "backend", "token"];
+/// The names of [`Access`] for publishing (tokens are for subscribes).
+const PUBLISH_ACCESS: &[&str] = &["grant", "anyone", "nobody", "backend"];
 
 /// The key `namespace.NAME`, if there is one.
 pub(crate) fn find(name: &str) -> Option<&'static Key> {

@@ -215,6 +215,16 @@ impl Authenticator for BackendAuth {
         Verdict::later(async move { ask(&backend, body, AuthError::Forbidden).await.map(drop) })
     }
 
+    fn check_subscription_token(
+        &self,
+        principal: &Principal,
+        channel: &str,
+        token: Option<&str>,
+    ) -> Verdict<()> {
+        self.base
+            .check_subscription_token(principal, channel, token)
+    }
+
     fn check_publish(&self, principal: &Principal, channel: &str, data: &Payload) -> Verdict<()> {
         let Some(backend) = self.publish.clone() else {
             return self.base.check_publish(principal, channel, data);

@@ -53,6 +53,7 @@ pub(crate) fn subscribe(channel: &str) -> ClientMessage {
     ClientMessage::Subscribe(Subscribe {
         channel: channel.into(),
         since: None,
+        token: None,
     })
 }
 

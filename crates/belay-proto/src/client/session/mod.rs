@@ -401,17 +401,46 @@ impl Session {
     /// Want `channel`. It is subscribed now if the session is established,
     /// and on every (re)connection after, resuming from its position.
     pub fn subscribe(&mut self, now: Instant, channel: &str) -> Result<(), SubscribeError> {
+        self.subscribe_with_token(now, channel, None)
+    }
+
+    /// Want `channel`, sending `token` with every subscribe of it: a
+    /// subscription token, for channels whose server asks for one
+    /// (spec/PROTOCOL.md §5.2).
+    pub fn subscribe_with_token(
+        &mut self,
+        now: Instant,
+        channel: &str,
+        token: Option<String>,
+    ) -> Result<(), SubscribeError> {
         let now = self.advance(now);
         if matches!(self.phase, Phase::Stopped) {
             return Err(SubscribeError::Stopped);
         }
         let mut out = Vec::new();
-        if !self.subscriptions.add(now, channel, &mut out) {
+        if !self
+            .subscriptions
+            .add_with_token(now, channel, token, &mut out)
+        {
             return Err(SubscribeError::AlreadySubscribed(channel.to_owned()));
         }
         self.apply_subscription_outputs(out);
         self.refresh_readiness(now);
         Ok(())
+    }
+
+    /// Send `token` with the next subscribes of `channel` (a renewed
+    /// subscription token: after a reconnect, the server checks it again).
+    pub fn set_subscription_token(
+        &mut self,
+        channel: &str,
+        token: Option<String>,
+    ) -> Result<(), SubscribeError> {
+        if self.subscriptions.set_token(channel, token) {
+            Ok(())
+        } else {
+            Err(SubscribeError::NotSubscribed(channel.to_owned()))
+        }
     }
 
     /// Stop wanting `channel`.

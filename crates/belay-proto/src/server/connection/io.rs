@@ -160,6 +160,8 @@ pub enum Output<F> {
         ticket: Ticket,
         /// The channel.
         channel: String,
+        /// The subscription token the client sent with it, if any.
+        token: Option<String>,
     },
     /// Subscribe to `channel` in the broker, resuming after `since`; answer
     /// with [`handle_joined`](super::Connection::handle_joined).

@@ -90,7 +90,11 @@ impl Subscriptions {
 
 impl<F> Connection<F> {
     pub(super) fn on_subscribe(&mut self, subscribe: Subscribe) {
-        let Subscribe { channel, since } = subscribe;
+        let Subscribe {
+            channel,
+            since,
+            token,
+        } = subscribe;
         if let Err(violation) = self.limits.check_channel(&channel) {
             // Not even held in a refusal: the reply names a prefix.
             let shown = truncate_name(&channel, self.limits.max_channel_len()).to_owned();
@@ -116,8 +120,11 @@ impl<F> Connection<F> {
                 joining: false,
             },
         ));
-        self.out
-            .push_back(Output::AuthorizeSubscribe { ticket, channel });
+        self.out.push_back(Output::AuthorizeSubscribe {
+            ticket,
+            channel,
+            token,
+        });
     }
 
     pub(super) fn on_unsubscribe(&mut self, channel: &str) {
