@@ -23,37 +23,35 @@ fn printable(text: &str) -> bool {
     (1..=255).contains(&text.len()) && text.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
-fn bad(message: impl Into<String>) -> Response {
-    error(StatusCode::BAD_REQUEST, "bad_request", message)
-}
-
-/// The query string's `pattern` and `after`, each at most once.
-fn parse(uri: &Uri) -> Result<ChannelQuery, Response> {
+/// The query string's `pattern` and `after`, each at most once, or a
+/// message naming the bad one.
+fn parse(uri: &Uri) -> Result<ChannelQuery, String> {
     let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
-        .map_err(|e| bad(format!("invalid query string: {}", e.body_text())))?;
+        .map_err(|e| format!("invalid query string: {}", e.body_text()))?;
     let (mut pattern, mut after) = (None, None);
     for (name, value) in pairs {
         let slot = match name.as_str() {
             "pattern" => &mut pattern,
             "after" => &mut after,
             other => {
-                return Err(bad(format!(
+                return Err(format!(
                     "unknown parameter `{other}`, expected `pattern` or `after`"
-                )))
+                ))
             }
         };
         if slot.replace(value).is_some() {
-            return Err(bad(format!("`{name}` given twice")));
+            return Err(format!("`{name}` given twice"));
         }
     }
     let pattern = pattern.unwrap_or_else(|| "*".to_owned());
     if !printable(&pattern) {
-        return Err(bad(
-            "pattern: 1 to 255 printable ASCII characters, no spaces (a name, or a prefix and `*`)",
-        ));
+        return Err(
+            "pattern: 1 to 255 printable ASCII characters, no spaces (a name, or a prefix and `*`)"
+                .into(),
+        );
     }
     if after.as_deref().is_some_and(|a| !printable(a)) {
-        return Err(bad("after: 1 to 255 printable ASCII characters, no spaces"));
+        return Err("after: 1 to 255 printable ASCII characters, no spaces".into());
     }
     Ok(ChannelQuery::new(ChannelPattern::new(pattern))
         .after(after)
@@ -71,7 +69,7 @@ pub(crate) fn listed(list: &ChannelList) -> Vec<Value> {
 pub(crate) async fn channels(State(api): State<Api>, uri: Uri) -> Response {
     let query = match parse(&uri) {
         Ok(q) => q,
-        Err(response) => return response,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "bad_request", message),
     };
     let Some(cluster) = &api.cluster else {
         return match api.server.list_channels(&query) {

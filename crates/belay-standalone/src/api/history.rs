@@ -52,8 +52,11 @@ pub(crate) async fn history(State(api): State<Api>, request: Request) -> Respons
     };
     let request = match parse(value) {
         Ok(r) => r,
-        Err(response) => return response,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "bad_request", message),
     };
+    if let Some(response) = bad_channel(&request.channel) {
+        return response;
+    }
     match api.server.history(&request.channel, request.query).await {
         Ok(page) => Json(Page {
             publications: page
@@ -98,36 +101,30 @@ fn refused(e: &HistoryError) -> Response {
     }
 }
 
-fn bad(message: impl Into<String>) -> Response {
-    error(StatusCode::BAD_REQUEST, "bad_request", message)
-}
-
-/// The body's fields, each checked with a message naming it (a `null` is
-/// not a value any field takes).
-fn parse(value: Value) -> Result<HistoryRequest, Response> {
+/// The body's fields, each checked, or a message naming the bad one (a
+/// `null` is not a value any field takes). The channel's name is checked
+/// apart.
+fn parse(value: Value) -> Result<HistoryRequest, String> {
     let Value::Object(mut fields) = value else {
-        return Err(bad("the body must be a JSON object"));
+        return Err("the body must be a JSON object".into());
     };
     unknown(&fields, &["channel", "limit", "since", "reverse"], "")?;
     let channel = match fields.remove("channel") {
         Some(Value::String(c)) => c,
-        Some(_) => return Err(bad("channel: a string")),
-        None => return Err(bad("missing field `channel`")),
+        Some(_) => return Err("channel: a string".into()),
+        None => return Err("missing field `channel`".into()),
     };
-    if let Some(response) = bad_channel(&channel) {
-        return Err(response);
-    }
     let limit = match fields.remove("limit") {
         None => MAX_HISTORY,
         Some(v) => match v.as_u64() {
             Some(n) if n <= MAX_HISTORY as u64 => n as usize,
-            _ => return Err(bad(format!("limit: an integer from 0 to {MAX_HISTORY}"))),
+            _ => return Err(format!("limit: an integer from 0 to {MAX_HISTORY}")),
         },
     };
     let reverse = match fields.remove("reverse") {
         None => false,
         Some(Value::Bool(b)) => b,
-        Some(_) => return Err(bad("reverse: true or false")),
+        Some(_) => return Err("reverse: true or false".into()),
     };
     let mut query = HistoryQuery::new(limit)
         .reverse(reverse)
@@ -135,43 +132,39 @@ fn parse(value: Value) -> Result<HistoryRequest, Response> {
     match fields.remove("since") {
         None => {}
         Some(Value::Object(since)) => query = query.since(position(since)?),
-        Some(_) => return Err(bad("since: an object {offset, epoch}")),
+        Some(_) => return Err("since: an object {offset, epoch}".into()),
     }
     Ok(HistoryRequest { channel, query })
 }
 
-fn position(mut since: Map<String, Value>) -> Result<StreamPosition, Response> {
+fn position(mut since: Map<String, Value>) -> Result<StreamPosition, String> {
     unknown(&since, &["offset", "epoch"], "since.")?;
     let offset = match since.remove("offset") {
         Some(v) => match v.as_u64() {
             Some(n) if n <= MAX_OFFSET => n,
-            _ => {
-                return Err(bad(format!(
-                    "since.offset: an integer from 0 to {MAX_OFFSET}"
-                )))
-            }
+            _ => return Err(format!("since.offset: an integer from 0 to {MAX_OFFSET}")),
         },
-        None => return Err(bad("missing field `since.offset`")),
+        None => return Err("missing field `since.offset`".into()),
     };
     let epoch = match since.remove("epoch") {
         Some(Value::String(e)) if e.chars().count() <= 255 => e,
-        Some(_) => return Err(bad("since.epoch: a string of at most 255 characters")),
-        None => return Err(bad("missing field `since.epoch`")),
+        Some(_) => return Err("since.epoch: a string of at most 255 characters".into()),
+        None => return Err("missing field `since.epoch`".into()),
     };
     Ok(StreamPosition { epoch, offset })
 }
 
 /// Refuse the first field not in `known`, naming it.
-fn unknown(fields: &Map<String, Value>, known: &[&str], prefix: &str) -> Result<(), Response> {
+fn unknown(fields: &Map<String, Value>, known: &[&str], prefix: &str) -> Result<(), String> {
     match fields.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(field) => Err(bad(format!(
+        Some(field) => Err(format!(
             "unknown field `{prefix}{field}`, expected one of {}",
             known
                 .iter()
                 .map(|k| format!("`{prefix}{k}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ))),
+        )),
         None => Ok(()),
     }
 }
