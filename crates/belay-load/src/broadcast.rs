@@ -86,6 +86,9 @@ pub struct BroadcastReport {
     pub first_error: Option<String>,
     /// With [`Publisher::Http`]: what the HTTP publisher saw.
     pub http: Option<HttpPublishReport>,
+    /// From the earliest to the latest publish stamp delivered: how long
+    /// the publisher took to issue the messages (`None` without deliveries).
+    pub publish_span: Option<Duration>,
 }
 
 impl BroadcastReport {
@@ -133,17 +136,19 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
                 }
                 Ok(Err(e)) => {
                     let _ = ready_tx.send(Err(e.to_string()));
-                    return (0, Latencies::new(), None, None);
+                    return (0, Latencies::new(), None, None, None);
                 }
                 Err(_) => {
                     let _ = ready_tx.send(Err("time limit while subscribing".into()));
-                    return (0, Latencies::new(), None, None);
+                    return (0, Latencies::new(), None, None, None);
                 }
             };
             drop(ready_tx);
             let mut latencies = Latencies::new();
             let mut got = 0u64;
             let mut last = None;
+            // The earliest and latest publish stamps this subscriber saw.
+            let mut stamps: Option<(u64, u64)> = None;
             let mut error = None;
             while got < messages {
                 match tokio::time::timeout_at(deadline, client::next_non_ping(&mut ws)).await {
@@ -151,6 +156,10 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
                         let now = client::wall_micros();
                         if let Some(t) = client::field_u64(&text, "t") {
                             latencies.record_micros(now.saturating_sub(t));
+                            stamps = Some(match stamps {
+                                Some((lo, hi)) => (lo.min(t), hi.max(t)),
+                                None => (t, t),
+                            });
                         }
                         got += 1;
                         last = Some(Instant::now());
@@ -169,7 +178,7 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
                 }
             }
             let _ = ws.send(Message::close(None, "")).await;
-            (got, latencies, last, error)
+            (got, latencies, last, error, stamps)
         });
     }
     drop(ready_tx);
@@ -194,6 +203,7 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
         latencies: Latencies::new(),
         first_error,
         http: None,
+        publish_span: None,
     };
     let (start, publisher_task) = match &config.publisher {
         Publisher::Method => {
@@ -238,12 +248,19 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
         }
     };
     let mut last_delivery = start;
+    let mut stamps: Option<(u64, u64)> = None;
     while let Some(done) = tasks.join_next().await {
-        let Ok((got, latencies, last, error)) = done else {
+        let Ok((got, latencies, last, error, seen)) = done else {
             continue;
         };
         report.deliveries += got;
         report.latencies.merge(latencies);
+        if let Some((lo, hi)) = seen {
+            stamps = Some(match stamps {
+                Some((a, b)) => (lo.min(a), hi.max(b)),
+                None => (lo, hi),
+            });
+        }
         if let Some(last) = last {
             last_delivery = last_delivery.max(last);
         }
@@ -272,5 +289,6 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
         publisher_task.abort();
     }
     report.elapsed = last_delivery.saturating_duration_since(start);
+    report.publish_span = stamps.map(|(lo, hi)| Duration::from_micros(hi - lo));
     Ok(report)
 }

@@ -48,6 +48,9 @@ async fn messages_posted_to_the_api_reach_every_subscriber_with_their_stamp() {
     // Every delivery carried the stamp of its request.
     assert_eq!(report.latencies.len(), 200);
     assert!(report.latencies.percentile(100.0).expect("samples") < Duration::from_secs(30));
+    // The span of the stamps delivered (first to last publish) is known.
+    let span = report.publish_span.expect("stamps were delivered");
+    assert!(span < Duration::from_secs(30), "{span:?}");
     let http = report.http.expect("the HTTP publisher's report");
     assert_eq!((http.published, http.failed), (10, 0));
     assert_eq!(http.round_trips.len(), 10);

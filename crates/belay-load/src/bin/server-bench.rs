@@ -621,12 +621,13 @@ async fn bench_http_publish(
             }),
         ),
     ];
-    println!("| publisher | run | subscribers | deliveries / expected | all arrived | deliveries/s | p50 (ms) | p99 (ms) | server CPU (s) | publish round trip p50 / p99 (ms) |");
-    println!("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|");
+    println!("| publisher | run | subscribers | deliveries / expected | all arrived | deliveries/s | p50 (ms) | p99 (ms) | server CPU (s) | publish span (ms) | publish round trip p50 / p99 (ms) |");
+    println!("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|");
     let mut dps = [Vec::new(), Vec::new()];
     let mut p50 = [Vec::new(), Vec::new()];
     let mut p99 = [Vec::new(), Vec::new()];
     let mut cpu = [Vec::new(), Vec::new()];
+    let mut span = [Vec::new(), Vec::new()];
     let mut complete = [0usize, 0usize];
     for run in 1..=runs {
         for (i, (name, publisher)) in publishers.iter().enumerate() {
@@ -654,7 +655,7 @@ async fn bench_http_publish(
                 None => "–".into(),
             };
             println!(
-                "| {name} | {run} | {} | {} / {} | {} | {:.0} | {} | {} | {cpu_s:.2} | {round_trip} |",
+                "| {name} | {run} | {} | {} / {} | {} | {:.0} | {} | {} | {cpu_s:.2} | {} | {round_trip} |",
                 report.subscribers,
                 report.deliveries,
                 report.expected,
@@ -662,6 +663,7 @@ async fn bench_http_publish(
                 report.deliveries_per_sec(),
                 ms(a),
                 ms(b),
+                ms(report.publish_span),
             );
             if let Some(e) = &report.first_error {
                 eprintln!(
@@ -674,6 +676,11 @@ async fn bench_http_publish(
             p50[i].push(a.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
             p99[i].push(b.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3));
             cpu[i].push(cpu_s);
+            span[i].push(
+                report
+                    .publish_span
+                    .map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+            );
             drop(server);
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
@@ -683,6 +690,7 @@ async fn bench_http_publish(
     summary_of("http-publish p50 ms", names, &p50);
     summary_of("http-publish p99 ms", names, &p99);
     summary_of("http-publish server CPU s", names, &cpu);
+    summary_of("http-publish publish span ms", names, &span);
     println!(
         "ALL DELIVERED http-publish: rust {}/{runs} runs, http {}/{runs} runs",
         complete[0], complete[1]
