@@ -5,15 +5,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use axum::routing::post;
 use axum::{Json, Router};
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};
+use belay_test_support::serving::spawn_listening;
 use belay_test_support::sockets::Raw;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const SOON: Duration = Duration::from_secs(5);
@@ -92,33 +91,9 @@ publish = "backend"
 }
 
 async fn serve(file: &PathBuf) -> (Child, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_belay"))
-        .arg("serve")
-        .arg("--config")
-        .arg(file)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("run belay serve");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let addr = tokio::time::timeout(SOON, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(rest) = line.split("ws://").nth(1) {
-                return rest
-                    .split("/ws")
-                    .next()
-                    .and_then(|a| a.parse::<SocketAddr>().ok());
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten()
-    .expect("the server says where it listens");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
+    let mut command = Command::new(env!("CARGO_BIN_EXE_belay"));
+    command.arg("serve").arg("--config").arg(file);
+    spawn_listening(&mut command).await
 }
 
 async fn next(raw: &mut Raw) -> ServerMessage {

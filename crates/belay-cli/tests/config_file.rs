@@ -6,15 +6,14 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use belay_proto::message::{ClientMessage, Connect, ServerMessage, Subscribe};
 use belay_test_support::services::free_port;
+use belay_test_support::serving::spawn_listening;
 use belay_test_support::sockets::{Closed, Raw};
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 const SOON: Duration = Duration::from_secs(5);
@@ -112,34 +111,11 @@ async fn serve_with(file: &Path, demo: bool) -> (Child, SocketAddr) {
     if demo {
         command.args(["--demo", "--feed-every-ms", "50"]);
     }
-    let mut child = command
+    command
         .arg("--config")
         .arg(file)
-        .env("BELAY_AUTH_JWT_SECRET", SECRET)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("run belay serve");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let addr = tokio::time::timeout(SOON, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            // "listening on ws://ADDR/ws", or the demo's "(WebSocket at ws://ADDR/ws)".
-            if let Some(rest) = line.split("ws://").nth(1) {
-                return rest
-                    .split("/ws")
-                    .next()
-                    .and_then(|a| a.parse::<SocketAddr>().ok());
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten()
-    .expect("the server says where it listens");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
+        .env("BELAY_AUTH_JWT_SECRET", SECRET);
+    spawn_listening(&mut command).await
 }
 
 async fn serve(file: &Path) -> (Child, SocketAddr) {

@@ -28,6 +28,8 @@ mod link;
 mod pair;
 #[cfg(feature = "services")]
 pub mod services;
+#[cfg(feature = "services")]
+pub mod serving;
 #[cfg(feature = "sockets")]
 pub mod sockets;
 
