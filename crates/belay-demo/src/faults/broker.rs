@@ -6,7 +6,7 @@ use std::sync::Arc;
 use belay_proto::message::{ErrorBody, RawJson, StreamPosition};
 use belay_server::broker::{
     Broker, ChannelList, ChannelQuery, HistoryFuture, HistoryQuery, Joining, ListError, LiveSender,
-    OutcomeStore, Publishing, SubscribeError, SubscriberId,
+    OutcomeStore, PresenceStore, Publishing, SubscribeError, SubscriberId,
 };
 
 use super::{lock, Bench, FaultBench};
@@ -98,5 +98,54 @@ impl Broker for ServiceBroker {
 
     fn list_channels(&self, query: &ChannelQuery) -> Result<ChannelList, ListError> {
         self.inner.list_channels(query)
+    }
+
+    /// The wrapped broker's presence (on Redis: every node's members), not
+    /// a store of this process's own.
+    fn presence(&self) -> Option<Arc<dyn PresenceStore>> {
+        self.inner.presence()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use belay_server::broker::{MemoryBroker, MemoryPresence};
+
+    use super::*;
+
+    /// A broker with a presence store of its own (as the Redis broker has).
+    struct Shared(MemoryBroker, Arc<MemoryPresence>);
+
+    impl Broker for Shared {
+        fn publish(&self, channel: &str, data: RawJson) -> Publishing {
+            self.0.publish(channel, data)
+        }
+        fn subscribe(
+            &self,
+            channel: &str,
+            since: Option<&StreamPosition>,
+            live: LiveSender,
+        ) -> Joining {
+            self.0.subscribe(channel, since, live)
+        }
+        fn unsubscribe(&self, channel: &str, subscriber: SubscriberId) {
+            self.0.unsubscribe(channel, subscriber);
+        }
+        fn presence(&self) -> Option<Arc<dyn PresenceStore>> {
+            Some(Arc::clone(&self.1) as Arc<dyn PresenceStore>)
+        }
+    }
+
+    #[test]
+    fn the_wrapped_brokers_presence_is_the_demos() {
+        let store = Arc::new(MemoryPresence::new(1 << 20));
+        let inner = Shared(
+            MemoryBroker::new(belay_server::broker::HistoryLimits::default()),
+            Arc::clone(&store),
+        );
+        let wrapped = FaultBench::new().wrap_broker(Arc::new(inner));
+        let given = wrapped.presence().expect("forwarded");
+        let expected: Arc<dyn PresenceStore> = store;
+        assert!(Arc::ptr_eq(&given, &expected));
     }
 }
