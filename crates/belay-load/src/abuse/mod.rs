@@ -6,7 +6,7 @@
 //!  runner ──spawns──▶ belay serve --demo ◀── /proc/PID/{status,stat} every 500 ms
 //!    │                    ▲        ▲
 //!    │   victim thread ───┘        └─── attacker thread (nice 19), from 127.0.0.2
-//!    │   (127.0.0.1: subscribed to `feed`, echo every 200 ms, a new session every 500 ms)
+//!    │   (127.0.0.1: subscribed to `feed`, echo every 20 ms, a new session every 500 ms)
 //!    └── phases: baseline (victim alone) → abuse (victim + attacker) → recovery (attacker gone)
 //! ```
 //!

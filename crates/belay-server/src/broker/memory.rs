@@ -29,6 +29,9 @@ use crate::metrics::lock;
 
 /// How often a full broker looks for channels to free, at most.
 const SWEEP_EVERY_MS: u64 = 100;
+/// Channels one sweep looks at, about (whole shards): a pass over 100,000
+/// takes a dozen sweeps.
+const SWEEP_BUDGET: usize = 8_192;
 
 /// Independently locked parts of the channel map.
 pub(crate) const SHARDS: usize = 32;
@@ -97,6 +100,8 @@ pub struct MemoryBroker {
     /// When `make_room` last swept (ms on the broker's clock; `u64::MAX`:
     /// never).
     last_sweep_ms: AtomicU64,
+    /// The shard the next sweep starts at.
+    sweep_from: AtomicUsize,
     /// Channels freed after they had publications: a new incarnation of a
     /// channel gets a new epoch while this is non-zero.
     freed_published: AtomicU64,
@@ -132,6 +137,7 @@ impl MemoryBroker {
             hasher: RandomState::new(),
             count: AtomicUsize::new(0),
             last_sweep_ms: AtomicU64::new(u64::MAX),
+            sweep_from: AtomicUsize::new(0),
             freed_published: AtomicU64::new(0),
             limits,
             namespaces: Arc::new(Namespaces::default()),
@@ -210,11 +216,20 @@ impl MemoryBroker {
         {
             return false;
         }
-        for shard in self.shards.iter() {
-            if self.channel_count() < self.limits.max_channels {
-                return true;
+        // A sweep looks at about SWEEP_BUDGET channels, from the shard the
+        // last one stopped at: at the cap (100,000 channels) a whole pass
+        // would hold this task for milliseconds while other connections
+        // wait, so it is spread over several sweeps.
+        let from = self.sweep_from.load(Ordering::Relaxed);
+        let mut examined = 0;
+        for step in 0..SHARDS {
+            let index = (from + step) % SHARDS;
+            if self.channel_count() < self.limits.max_channels || examined >= SWEEP_BUDGET {
+                self.sweep_from.store(index, Ordering::Relaxed);
+                return self.channel_count() < self.limits.max_channels;
             }
-            let mut shard = lock(shard);
+            let mut shard = lock(&self.shards[index]);
+            examined += shard.len();
             let forgettable: Vec<Arc<str>> = shard
                 .iter_mut()
                 .filter_map(|(name, c)| c.forgettable(now).then(|| Arc::clone(name)))

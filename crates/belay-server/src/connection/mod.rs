@@ -37,6 +37,10 @@ pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
 /// handshake before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
+/// Outputs a closing connection carries out between two yields (most are
+/// the leaves of its subscriptions).
+const LEAVE_BATCH: usize = 64;
+
 /// Whether the upgrade passed admission control.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Admission {
@@ -133,7 +137,11 @@ where
     // Whatever ended it, the broker forgets this connection's subscriptions
     // (the core leaves them as it closes).
     driver.core.close(CloseCode::ABNORMAL, "connection dropped");
-    let _ = driver.carry_out(&mut ws);
+    // A connection with thousands of subscriptions leaves them in batches,
+    // so its end does not hold a worker thread while others wait.
+    while driver.carry_out_at_most(&mut ws, LEAVE_BATCH).1 {
+        tokio::task::yield_now().await;
+    }
     // Nobody will read the answers of what is still running (keyed
     // executions finish, so a retry gets their outcome).
     driver.requests.abandon();

@@ -24,8 +24,24 @@ impl Driver {
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
+        self.carry_out_at_most(ws, usize::MAX).0
+    }
+
+    /// Like [`carry_out`](Self::carry_out), at most `max` outputs; and
+    /// whether more wait (a closing connection leaves its subscriptions in
+    /// batches, yielding between them).
+    pub(super) fn carry_out_at_most<S>(
+        &mut self,
+        ws: &mut WebSocket<S>,
+        max: usize,
+    ) -> (Option<End>, bool)
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
         let mut end = None;
-        while let Some(output) = self.core.poll_output() {
+        let mut done = 0;
+        while let Some(output) = (done < max).then(|| self.core.poll_output()).flatten() {
+            done += 1;
             match output {
                 Output::Send(message) => {
                     let frame = Bytes::from(belay_proto::message::encode_server(&message));
@@ -116,7 +132,7 @@ impl Driver {
                 _ => {}
             }
         }
-        end
+        (end, done == max)
     }
 
     /// Send an encoded frame: straight into the socket's write buffer when

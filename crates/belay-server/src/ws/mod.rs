@@ -76,6 +76,12 @@ pub(crate) enum Message {
     Close(Option<u16>),
 }
 
+/// Bytes of a message that cost one more unit of the connection task's
+/// cooperative budget ([`WebSocket::next_event`]): about the JSON a core
+/// parses in well under a microsecond, so one poll handles at most ~32 KiB
+/// of a peer's messages before other tasks get the thread.
+const BUDGET_UNIT_BYTES: usize = 256;
+
 /// What [`WebSocket::next_event`] saw.
 #[derive(Debug)]
 pub(crate) enum Event {
@@ -286,18 +292,37 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
     /// write buffer drains below [`HIGH_WATER`] after being above it, so a
     /// caller that stopped queueing because it was full learns when to go
     /// on. Cancel-safe.
+    ///
+    /// Each event takes a unit of the task's cooperative budget (tokio's,
+    /// 128 a poll), and a message one more per [`BUDGET_UNIT_BYTES`] of it:
+    /// frames already in the read buffer need no socket read, which is
+    /// where tokio would otherwise count, so a peer that packs many frames
+    /// (or a few large ones) into its segments would keep its worker thread
+    /// for all of them while other connections wait. Spent, the task
+    /// yields before its next event.
     pub(crate) async fn next_event(&mut self) -> Event {
         poll_fn(|cx| {
+            let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
             let was_full = self.write.len() >= HIGH_WATER;
-            match self.poll_next(cx) {
-                Poll::Ready(Some(Ok(message))) => Poll::Ready(Event::Message(message)),
-                Poll::Ready(Some(Err(error))) => Poll::Ready(Event::Error(error)),
-                Poll::Ready(None) => Poll::Ready(Event::End),
-                Poll::Pending if was_full && self.write.len() < HIGH_WATER => {
-                    Poll::Ready(Event::Room)
+            let event = match self.poll_next(cx) {
+                Poll::Ready(Some(Ok(message))) => Event::Message(message),
+                Poll::Ready(Some(Err(error))) => Event::Error(error),
+                Poll::Ready(None) => Event::End,
+                Poll::Pending if was_full && self.write.len() < HIGH_WATER => Event::Room,
+                Poll::Pending => return Poll::Pending,
+            };
+            coop.made_progress();
+            if let Event::Message(Message::Text(bytes) | Message::Binary(bytes)) = &event {
+                for _ in 0..bytes.len() / BUDGET_UNIT_BYTES {
+                    // Pending: the budget is spent; this event still goes
+                    // out, the next poll yields.
+                    match tokio::task::coop::poll_proceed(cx) {
+                        Poll::Ready(unit) => unit.made_progress(),
+                        Poll::Pending => break,
+                    }
                 }
-                Poll::Pending => Poll::Pending,
             }
+            Poll::Ready(event)
         })
         .await
     }
