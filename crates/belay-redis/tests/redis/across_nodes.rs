@@ -2,10 +2,8 @@
 //! live fan-out across nodes, and a resume on another node that replays
 //! exactly what was missed.
 
-mod common;
-
+use crate::common::{config, node, publications, subscribe, Raw, RedisServer};
 use belay_proto::message::{ServerMessage, StreamPosition};
-use common::{config, node, publications, subscribe, Raw, RedisServer};
 use serde_json::json;
 
 #[tokio::test]

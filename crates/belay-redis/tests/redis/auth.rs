@@ -2,11 +2,9 @@
 //! channels, named with its password in the URL; a wrong password is
 //! refused at connect with a clear error.
 
-mod common;
-
+use crate::common::{node, publications, subscribe, Raw, RedisServer};
 use belay_proto::message::ServerMessage;
 use belay_redis::{ConnectError, RedisBroker, RedisConfig};
-use common::{node, publications, subscribe, Raw, RedisServer};
 use serde_json::json;
 
 /// Add the ACL user `belay` (password `s3cret`), allowed only
@@ -32,7 +30,7 @@ async fn limited_user(redis: &RedisServer) {
 }
 
 fn with_user(redis: &RedisServer, password: &str) -> RedisConfig {
-    let mut config = common::config(redis);
+    let mut config = crate::common::config(redis);
     config.url = format!("redis://belay:{password}@{}", redis.addr());
     config
 }

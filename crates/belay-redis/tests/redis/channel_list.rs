@@ -4,13 +4,11 @@
 //! over every node is belay-standalone's `/api/channels`, through the
 //! control plane.)
 
-mod common;
-
+use crate::common::{config, next, node, subscribe, Raw, RedisServer};
 use belay_proto::message::{ClientMessage, Request, ServerMessage, Unsubscribe};
 use belay_proto::server::ChannelPattern;
 use belay_server::broker::{ChannelList, ChannelQuery};
 use belay_server::Server;
-use common::{config, next, node, subscribe, Raw, RedisServer};
 use serde_json::json;
 
 fn listed(server: &Server, pattern: &str) -> Vec<(String, usize)> {

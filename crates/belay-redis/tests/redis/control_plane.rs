@@ -3,14 +3,12 @@
 //! node, the registry lists live nodes and forgets a killed one, and
 //! `/admin/cluster` shows every node's figures.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{config, Node, Raw, RedisServer, SOON};
 use belay_redis::ControlError;
 use belay_server::rpc::Methods;
 use belay_test_support::sockets::http_call;
-use common::{config, Node, Raw, RedisServer, SOON};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 

@@ -8,11 +8,9 @@
 //! published on is empty at offset 0 of the epoch its first publication
 //! then gets.
 
-mod common;
-
+use crate::common::{config, node, RedisServer};
 use belay_proto::message::StreamPosition;
 use belay_server::broker::{HistoryError, HistoryPage, HistoryQuery};
-use common::{config, node, RedisServer};
 use serde_json::json;
 
 fn offsets(page: &HistoryPage) -> Vec<u64> {

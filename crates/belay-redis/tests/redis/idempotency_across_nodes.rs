@@ -3,15 +3,13 @@
 //! gets the stored outcome; a retry while it still runs elsewhere waits for
 //! it; a retry after the running node died is told the attempt was lost.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::common::{config, next, Node, Raw, RedisServer};
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
 use belay_server::rpc::{Methods, RpcError};
-use common::{config, next, Node, Raw, RedisServer};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -53,7 +51,7 @@ impl Effects {
 
     /// Wait until a `hold` has started.
     async fn held(&self) {
-        tokio::time::timeout(common::SOON, self.started.notified())
+        tokio::time::timeout(crate::common::SOON, self.started.notified())
             .await
             .expect("the method started in time");
     }

@@ -2,13 +2,11 @@
 //! keeps 3 publications keeps 3, another channel keeps the broker's
 //! default, seen by resuming over a real socket.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{config, node, Raw, RedisServer};
 use belay_proto::message::{ClientMessage, ServerMessage, StreamPosition, Subscribe};
 use belay_server::{ChannelOptions, Namespaces};
-use common::{config, node, Raw, RedisServer};
 use serde_json::json;
 
 async fn resume(raw: &mut Raw, channel: &str, epoch: &str, offset: u64) -> (bool, Vec<u64>) {

@@ -3,12 +3,10 @@
 //! one the history does not hold, or a channel Redis lost, ends the
 //! subscription with `unavailable` instead of leaving a silent gap.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::{config, next, node, publications, subscribe, Raw, RedisServer};
 use belay_proto::message::{ServerMessage, StreamPosition};
-use common::{config, next, node, publications, subscribe, Raw, RedisServer};
 use serde_json::json;
 
 /// Redis commands the test runs itself: a publication appended without

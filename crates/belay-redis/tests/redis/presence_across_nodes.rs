@@ -4,16 +4,14 @@
 //! node A dies without a goodbye (its runtime stopped at once, like
 //! `kill -9`) its member is gone from B's queries within the presence TTL.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{config, next, subscribe, Raw, RedisServer};
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Unsubscribe};
 use belay_redis::{RedisBroker, RedisConfig};
 use belay_server::{ChannelOptions, Namespaces, Server, ServerConfig};
-use common::{config, next, subscribe, Raw, RedisServer};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;

@@ -3,15 +3,13 @@
 //! hanging, and the connection stays open; once Redis answers again, a
 //! member that subscribes again is listed.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{config, next, subscribe, Raw, RedisServer};
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
 use belay_redis::RedisBroker;
 use belay_server::{ChannelOptions, Namespaces, Server, ServerConfig};
-use common::{config, next, subscribe, Raw, RedisServer};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 

@@ -5,11 +5,9 @@
 //! Redis that comes back empty gives a resuming client `recovered: false`
 //! (a Resync, announced), never a silent gap.
 
-mod common;
-
+use crate::common::{config, next, node, publications, subscribe, Raw, RedisServer};
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, StreamPosition};
 use belay_server::broker::PublishError;
-use common::{config, next, node, publications, subscribe, Raw, RedisServer};
 use serde_json::json;
 
 #[tokio::test]

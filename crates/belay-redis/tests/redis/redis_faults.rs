@@ -6,11 +6,9 @@
 //! connections Redis drops are replaced; a lost history key makes a resume
 //! a Resync, never a partial replay.
 
-mod common;
-
+use crate::common::{config, next, node, publications, subscribe, Raw, RedisServer};
 use belay_proto::message::ServerMessage;
 use belay_server::broker::PublishError;
-use common::{config, next, node, publications, subscribe, Raw, RedisServer};
 use redis::AsyncCommands;
 use serde_json::json;
 

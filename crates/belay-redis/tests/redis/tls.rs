@@ -2,12 +2,10 @@
 //! TLS-only redis-server and serves a channel through it; one that does
 //! not trust it is refused at connect with a clear error.
 
-mod common;
-
+use crate::common::{node, publications, subscribe, Raw};
 use belay_proto::message::ServerMessage;
 use belay_redis::{ConnectError, RedisBroker, RedisConfig};
 use belay_test_support::services::{RedisServer, RedisTls};
-use common::{node, publications, subscribe, Raw};
 use serde_json::json;
 
 /// A self-signed certificate for `localhost`, written where redis-server
@@ -38,7 +36,7 @@ async fn a_broker_that_trusts_the_ca_serves_channels_over_tls() {
     let (tls, ca) = certificate(&dir);
     let redis = RedisServer::start_tls(tls).await;
     assert!(redis.url().starts_with("rediss://"));
-    let config = common::config(&redis).tls_ca_pem(ca.into_bytes());
+    let config = crate::common::config(&redis).tls_ca_pem(ca.into_bytes());
     let (server, addr) = node(config).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
     let ServerMessage::Subscribed(_) = subscribe(&mut raw, "secure", None).await else {

@@ -3,17 +3,15 @@
 //! closes 1013 `unavailable` (the client retries: not an auth failure),
 //! and a connection waiting for the backend holds up no other.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
+use crate::common::{backend, next, nobody, node, subscribe, BACKEND_TIMEOUT, SOON};
 use axum::routing::post;
 use axum::{Json, Router};
 use belay_proto::message::ServerMessage;
 use belay_server::Namespaces;
 use belay_standalone::{Backend, BackendAuth};
 use belay_test_support::sockets::{http_call, Closed, Raw};
-use common::{backend, next, nobody, node, subscribe, BACKEND_TIMEOUT, SOON};
 use serde_json::{json, Value};
 
 /// `alice` is Alice; `expired` is refused; `hang` is never answered.

@@ -2,8 +2,7 @@
 //! approves each client publish before it is published (and delivered
 //! with its offset) or refuses it with its message (nothing published).
 
-mod common;
-
+use crate::common::{backend, next, node, request, subscribe, BACKEND_TIMEOUT};
 use axum::routing::post;
 use axum::{Json, Router};
 use belay_proto::message::{Reply, ServerMessage};
@@ -11,7 +10,6 @@ use belay_server::auth::{AuthError, Authenticator, Principal};
 use belay_server::{Access, ChannelOptions, Namespaces};
 use belay_standalone::{Backend, BackendAuth};
 use belay_test_support::sockets::Raw;
-use common::{backend, next, node, request, subscribe, BACKEND_TIMEOUT};
 use serde_json::{json, Value};
 
 /// The token is the user's name; no publish grant at all.

@@ -3,8 +3,7 @@
 //! client); a backend that is down or slow refuses it `unavailable`
 //! (retryable), and the connection serves its other messages meanwhile.
 
-mod common;
-
+use crate::common::{backend, next, nobody, node, subscribe, BACKEND_TIMEOUT};
 use axum::routing::post;
 use axum::{Json, Router};
 use belay_proto::message::ServerMessage;
@@ -12,7 +11,6 @@ use belay_server::auth::{AuthError, Authenticator, Principal};
 use belay_server::{Access, ChannelOptions, Namespaces};
 use belay_standalone::{Backend, BackendAuth};
 use belay_test_support::sockets::Raw;
-use common::{backend, next, nobody, node, subscribe, BACKEND_TIMEOUT};
 use serde_json::{json, Value};
 
 /// The token is the user's name.

@@ -3,15 +3,13 @@
 //! (`sub`) and the channel (`channel`). Missing, expired, another user's or
 //! another channel's token is refused with a reason; a good one subscribes.
 
-mod common;
-
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::common::{next, node};
 use belay_proto::message::{ClientMessage, ServerMessage, Subscribe};
 use belay_server::{Access, ChannelOptions, Namespaces};
 use belay_standalone::JwtAuthenticator;
 use belay_test_support::sockets::Raw;
-use common::{next, node};
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::{json, Value};
 

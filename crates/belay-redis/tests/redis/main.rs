@@ -1,0 +1,18 @@
+//! belay-redis against a real `redis-server` (started per test on a free
+//! loopback port): one test binary, so it links once; one behaviour per
+//! module.
+
+mod across_nodes;
+mod auth;
+mod channel_list;
+mod common;
+mod control_plane;
+mod history_read;
+mod idempotency_across_nodes;
+mod namespace_history;
+mod position_check;
+mod presence_across_nodes;
+mod presence_redis_down;
+mod redis_down;
+mod redis_faults;
+mod tls;

@@ -1,0 +1,21 @@
+//! belay-standalone's HTTP API, proxies and auth against a running server
+//! (and a real `redis-server` for the cluster modules): one test binary, so
+//! it links once; one behaviour per module.
+
+mod channels_api;
+mod cluster_channels;
+mod cluster_stats;
+mod common;
+mod connect_proxy;
+mod disconnect;
+mod history_api;
+mod history_refusals;
+mod http_api;
+mod jwt_info_claim;
+mod presence_api;
+mod publish_proxy;
+mod rpc_proxy;
+mod stats_api;
+mod subscribe_proxy;
+mod subscription_tokens;
+mod user_publish;
