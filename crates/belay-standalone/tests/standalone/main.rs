@@ -3,6 +3,7 @@
 //! it links once; one behaviour per module.
 
 mod channels_api;
+mod cluster;
 mod cluster_channels;
 mod cluster_stats;
 mod common;
