@@ -5,26 +5,12 @@
 
 use std::net::SocketAddr;
 
-use belay_proto::message::{ClientMessage, Request, ServerMessage, Subscribe, Unsubscribe};
-use belay_server::Server;
+use crate::common::{api_node as start, subscribed};
+use belay_proto::message::{ClientMessage, Request, ServerMessage, Unsubscribe};
 use belay_test_support::sockets::{http_call_with, Raw};
 use serde_json::{json, Value};
 
 const AUTH: &str = "Authorization: Bearer k";
-
-async fn start() -> (Server, SocketAddr) {
-    let server = Server::builder().build();
-    let routes = server
-        .router()
-        .merge(belay_standalone::api::router(&server, "k", 4_096, None));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let serving = server.clone();
-    tokio::spawn(async move { serving.serve(listener, routes).await });
-    (server, addr)
-}
 
 async fn channels(addr: SocketAddr, query: &str) -> (u16, Value) {
     let path = format!("/api/channels{query}");
@@ -33,29 +19,15 @@ async fn channels(addr: SocketAddr, query: &str) -> (u16, Value) {
     (response.status, value)
 }
 
-async fn subscribe(raw: &mut Raw, channel: &str) {
-    raw.send(&ClientMessage::Subscribe(Subscribe {
-        channel: channel.into(),
-        since: None,
-        token: None,
-    }))
-    .await;
-    let answer = raw.recv_skipping_pings().await;
-    assert!(
-        matches!(answer, Some(ServerMessage::Subscribed(_))),
-        "{answer:?}"
-    );
-}
-
 #[tokio::test]
 async fn channels_lists_subscribed_channels_with_their_counts() {
     let (server, addr) = start().await;
     let (mut alice, _) = Raw::connected(addr, None).await;
     let (mut bob, _) = Raw::connected(addr, None).await;
     for channel in ["chat:2", "chat:1", "news"] {
-        subscribe(&mut alice, channel).await;
+        subscribed(&mut alice, channel).await;
     }
-    subscribe(&mut bob, "chat:1").await;
+    subscribed(&mut bob, "chat:1").await;
     server
         .publish("history-only", json!(1))
         .await

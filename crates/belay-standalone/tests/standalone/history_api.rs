@@ -7,25 +7,11 @@
 
 use std::net::SocketAddr;
 
-use belay_server::Server;
+use crate::common::api_node as start;
 use belay_test_support::sockets::http_call_with;
 use serde_json::{json, Value};
 
 const AUTH: &str = "Authorization: Bearer k";
-
-async fn start() -> (Server, SocketAddr) {
-    let server = Server::builder().build();
-    let routes = server
-        .router()
-        .merge(belay_standalone::api::router(&server, "k", 4_096, None));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let serving = server.clone();
-    tokio::spawn(async move { serving.serve(listener, routes).await });
-    (server, addr)
-}
 
 async fn history(addr: SocketAddr, body: Value) -> (u16, Value) {
     let body = body.to_string();

@@ -4,43 +4,15 @@
 
 use std::net::SocketAddr;
 
-use belay_proto::message::{ClientMessage, Request, ServerMessage, Subscribe};
-use belay_server::Server;
+use crate::common::{api_node as start, subscribed};
+use belay_proto::message::{ClientMessage, Request, ServerMessage};
 use belay_test_support::sockets::{http_call_with, Raw};
 use serde_json::{json, Value};
-
-async fn start() -> (Server, SocketAddr) {
-    let server = Server::builder().build();
-    let routes = server
-        .router()
-        .merge(belay_standalone::api::router(&server, "k", 4_096, None));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let serving = server.clone();
-    tokio::spawn(async move { serving.serve(listener, routes).await });
-    (server, addr)
-}
 
 async fn stats(addr: SocketAddr) -> Value {
     let response = http_call_with(addr, "GET", "/api/stats", &["X-API-Key: k"], None).await;
     assert_eq!(response.status, 200, "{}", response.body);
     serde_json::from_str(&response.body).expect("JSON")
-}
-
-async fn subscribe(raw: &mut Raw, channel: &str) {
-    raw.send(&ClientMessage::Subscribe(Subscribe {
-        channel: channel.into(),
-        since: None,
-        token: None,
-    }))
-    .await;
-    let answer = raw.recv_skipping_pings().await;
-    assert!(
-        matches!(answer, Some(ServerMessage::Subscribed(_))),
-        "{answer:?}"
-    );
 }
 
 #[tokio::test]
@@ -53,9 +25,9 @@ async fn stats_counts_connections_subscriptions_publications_and_requests() {
 
     let (mut alice, _) = Raw::connected(addr, None).await;
     let (mut bob, _) = Raw::connected(addr, None).await;
-    subscribe(&mut alice, "a").await;
-    subscribe(&mut alice, "b").await;
-    subscribe(&mut bob, "a").await;
+    subscribed(&mut alice, "a").await;
+    subscribed(&mut alice, "b").await;
+    subscribed(&mut bob, "a").await;
     for n in 0..3 {
         server.publish("a", json!(n)).await.expect("published");
     }

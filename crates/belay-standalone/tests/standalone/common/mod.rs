@@ -74,3 +74,27 @@ pub(crate) async fn next(raw: &mut Raw) -> ServerMessage {
         .expect("a message in time")
         .expect("the connection is open")
 }
+
+/// A node with the HTTP API (key `k`, 4 KiB bodies) and the default
+/// everything else, on a free loopback port.
+pub(crate) async fn api_node() -> (Server, SocketAddr) {
+    let server = Server::builder().build();
+    let routes = server
+        .router()
+        .merge(belay_standalone::api::router(&server, "k", 4_096, None));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve(listener, routes).await });
+    (server, addr)
+}
+
+/// Subscribe `raw` to `channel` and check it is granted.
+pub(crate) async fn subscribed(raw: &mut Raw, channel: &str) {
+    raw.send(&subscribe(channel)).await;
+    let answer = raw.recv_skipping_pings().await;
+    assert!(
+        matches!(answer, Some(ServerMessage::Subscribed(_))),
+        "{answer:?}"
+    );
+}
