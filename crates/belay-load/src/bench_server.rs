@@ -16,7 +16,8 @@ pub fn build(ping_interval: Duration) -> Server {
     // the per-source and pending-upgrade bounds are lifted like the rest.
     let mut config = ServerConfig::default()
         .with_accept_rate(1_000_000.0)
-        .with_pending_upgrades(u32::MAX, u32::MAX);
+        .with_pending_upgrades(u32::MAX, u32::MAX)
+        .with_work_share_per_ip(0.0, 0);
     config
         .limits
         .set_ping_interval(ping_interval)

@@ -37,6 +37,12 @@ pub struct ServerConfig {
     /// Sessions per second one source may be admitted; `None`: a quarter of
     /// `accept_rate`.
     pub accept_rate_per_ip: Option<f64>,
+    /// Work units per second one source's frames may take (one per frame,
+    /// one more per 256 B); past it its connections are read more slowly,
+    /// nothing is refused. 0: no share.
+    pub work_rate_per_ip: f64,
+    /// Work units one source may take at once before it is paced.
+    pub work_burst_per_ip: u32,
     /// Time a new TCP connection has to deliver its PROXY header (if
     /// expected) and its request headers; slower ones are closed.
     pub upgrade_timeout: Duration,
@@ -87,6 +93,8 @@ impl Default for ServerConfig {
             max_pending_upgrades: 2_048,
             max_pending_upgrades_per_ip: 64,
             accept_rate_per_ip: None,
+            work_rate_per_ip: 8_000.0,
+            work_burst_per_ip: 500,
             upgrade_timeout: Duration::from_secs(5),
             trusted_proxies: TrustedProxies::default(),
             proxy_protocol: false,
@@ -158,6 +166,14 @@ impl ServerConfig {
         self
     }
 
+    /// Give each source `rate` work units per second (0: unpaced), `burst`
+    /// at once ([`work_rate_per_ip`](Self::work_rate_per_ip)).
+    pub fn with_work_share_per_ip(mut self, rate: f64, burst: u32) -> Self {
+        self.work_rate_per_ip = rate;
+        self.work_burst_per_ip = burst;
+        self
+    }
+
     /// Set the time a new connection has to deliver its request headers.
     pub fn with_upgrade_timeout(mut self, timeout: Duration) -> Self {
         self.upgrade_timeout = timeout;
@@ -222,6 +238,8 @@ impl ServerConfig {
             .set_max_pending_per_source(self.max_pending_upgrades_per_ip)
             .set_max_pending(self.max_pending_upgrades)
             .set_accept_rate_per_source(self.accept_rate_per_ip.unwrap_or(self.accept_rate / 4.0))
+            .set_work_rate_per_source(self.work_rate_per_ip)
+            .set_work_burst_per_source(self.work_burst_per_ip)
             .set_retry_after(self.limits.reap_bound());
         sources
     }

@@ -26,6 +26,7 @@ pub struct Metrics {
     pub(crate) drain_advised: AtomicU64,
     pub(crate) drain_remaining: AtomicI64,
     pub(crate) bad_frames: AtomicU64,
+    pub(crate) paced_frames: AtomicU64,
     pub(crate) connection_refusals: AtomicU64,
     pub(crate) violations_by_name: Mutex<BTreeMap<&'static str, u64>>,
 }
@@ -86,6 +87,12 @@ impl Metrics {
         self.bad_frames.load(Ordering::Relaxed)
     }
 
+    /// Frames after which a connection's reads waited for its source's
+    /// share of the work.
+    pub fn paced_frames(&self) -> u64 {
+        self.paced_frames.load(Ordering::Relaxed)
+    }
+
     /// Closes the server observed or sent, by code.
     pub fn closes_by_code(&self) -> BTreeMap<u16, u64> {
         lock(&self.closes_by_code).clone()
@@ -136,13 +143,18 @@ impl Metrics {
             "Connections left to close in a drain.",
             self.drain_remaining.load(Ordering::Relaxed),
         );
-        let counters: [(&str, &str, &AtomicU64); 11] = [
+        let counters: [(&str, &str, &AtomicU64); 12] = [
             (
                 "belay_connection_refusals_total",
                 "TCP connections refused at accept (per-source or pending-upgrade limits).",
                 &self.connection_refusals,
             ),
             ("belay_connects_total", "Sessions accepted.", &self.connects),
+            (
+                "belay_paced_frames_total",
+                "Frames after which reads waited for the source's share of the work.",
+                &self.paced_frames,
+            ),
             (
                 "belay_pings_sent_total",
                 "Pings sent to quiet connections.",

@@ -112,6 +112,14 @@ pub(crate) struct LimitArgs {
     /// Sessions per second admitted from one IP (default: a quarter of --accept-rate).
     #[arg(long)]
     pub(crate) accept_rate_per_ip: Option<f64>,
+    /// Work units per second one IP's frames may take (1 per frame, 1 more
+    /// per 256 B): past it its connections are read more slowly, nothing is
+    /// refused. 0: no share (a load generator on one address).
+    #[arg(long, default_value_t = 8_000.0)]
+    pub(crate) work_rate_per_ip: f64,
+    /// Work units one IP may take at once before its frames are paced.
+    #[arg(long, default_value_t = 500)]
+    pub(crate) work_burst_per_ip: u32,
     /// Frames queued for one connection (full: 4009 slow consumer).
     #[arg(long, default_value_t = 1_024)]
     pub(crate) outbound_queue: usize,
@@ -184,6 +192,7 @@ impl LimitArgs {
             .with_history(history)
             .with_upgrade_timeout(Duration::from_millis(self.upgrade_timeout_ms))
             .with_pending_upgrades(self.max_pending_upgrades, self.max_pending_upgrades_per_ip)
+            .with_work_share_per_ip(self.work_rate_per_ip, self.work_burst_per_ip)
             .with_max_outbound_bytes(self.max_outbound_bytes)
             .with_max_keyed_running(self.max_keyed_running)
             .with_idempotency_max_bytes(self.idempotency_max_bytes)
@@ -269,6 +278,8 @@ mod tests {
             default.max_pending_upgrades_per_ip
         );
         assert_eq!(config.accept_rate_per_ip, default.accept_rate_per_ip);
+        assert_eq!(config.work_rate_per_ip, default.work_rate_per_ip);
+        assert_eq!(config.work_burst_per_ip, default.work_burst_per_ip);
         assert_eq!(config.max_outbound_bytes, default.max_outbound_bytes);
         assert_eq!(config.max_keyed_running, default.max_keyed_running);
         assert_eq!(config.idempotency_max_bytes, default.idempotency_max_bytes);

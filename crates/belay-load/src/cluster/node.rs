@@ -52,7 +52,8 @@ pub const BACKLOG: u32 = 4_096;
 pub fn build(ping_interval: Duration, broker: Option<Arc<dyn Broker>>) -> Server {
     let mut config = ServerConfig::default()
         .with_accept_rate(1_000_000.0)
-        .with_pending_upgrades(u32::MAX, u32::MAX);
+        .with_pending_upgrades(u32::MAX, u32::MAX)
+        .with_work_share_per_ip(0.0, 0);
     config
         .limits
         .set_ping_interval(ping_interval)

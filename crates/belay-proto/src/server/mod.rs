@@ -41,6 +41,7 @@ mod resume;
 mod sources;
 mod upgrade;
 mod violation;
+mod work_share;
 
 pub use admission::TokenBucket;
 pub use channel::{
@@ -69,3 +70,4 @@ pub use resume::{can_resume, HeldHistory};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
 pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use violation::{Violation, ViolationResponse};
+pub use work_share::{work_units, WorkPacer, MAX_WORK_WAIT, WORK_UNIT_BYTES};

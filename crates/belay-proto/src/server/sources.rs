@@ -13,6 +13,8 @@
 //!                                 ≤ max_pending_per_source for the source
 //!  upgrade    ──▶ admit(now, key) the source's own bucket (then the global one)
 //!                 upgraded(key)   no longer pending
+//!  each frame ──▶ pace_work(now, key, units)   the source's share of the work
+//!                 (a WorkPacer): now, or later
 //!  closed     ──▶ close(key, pending)
 //! ```
 //!
@@ -28,7 +30,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
-use super::{TokenBucket, Violation};
+use super::{TokenBucket, Violation, WorkPacer};
 use crate::time::Instant;
 
 /// What connections are counted by: an IPv4 address or an IPv6 /64.
@@ -65,6 +67,8 @@ pub struct SourceLimits {
     max_pending_per_source: u32,
     max_pending: u32,
     accept_rate_per_source: f64,
+    work_rate_per_source: f64,
+    work_burst_per_source: u32,
     max_tracked: usize,
     retry_after: Duration,
 }
@@ -76,6 +80,8 @@ impl Default for SourceLimits {
             max_pending_per_source: 64,
             max_pending: 2_048,
             accept_rate_per_source: 125.0,
+            work_rate_per_source: 8_000.0,
+            work_burst_per_source: 500,
             max_tracked: 65_536,
             retry_after: Duration::from_secs(35),
         }
@@ -131,6 +137,34 @@ impl SourceLimits {
         self
     }
 
+    /// Work units per second one source's frames may take
+    /// ([`work_units`](super::work_units): one per frame, one more per
+    /// 256 B; a [`WorkPacer`]). Frames past it are read later, never
+    /// refused. Default: 8 000 (about 2 MiB/s of messages, or 8 000 small
+    /// ones); 0: no share.
+    pub fn work_rate_per_source(&self) -> f64 {
+        self.work_rate_per_source
+    }
+
+    /// See [`work_rate_per_source`](Self::work_rate_per_source); NaN and
+    /// negative values become 0 (no share).
+    pub fn set_work_rate_per_source(&mut self, value: f64) -> &mut Self {
+        self.work_rate_per_source = if value > 0.0 { value } else { 0.0 };
+        self
+    }
+
+    /// Work units one source may take at once before its frames are paced.
+    /// Default: 500.
+    pub fn work_burst_per_source(&self) -> u32 {
+        self.work_burst_per_source
+    }
+
+    /// See [`work_burst_per_source`](Self::work_burst_per_source).
+    pub fn set_work_burst_per_source(&mut self, value: u32) -> &mut Self {
+        self.work_burst_per_source = value;
+        self
+    }
+
     /// Sources tracked at once. Default: 65 536.
     pub fn max_tracked(&self) -> usize {
         self.max_tracked
@@ -155,6 +189,14 @@ struct Entry {
     open: u32,
     pending: u32,
     bucket: TokenBucket,
+    work: WorkPacer,
+}
+
+impl Entry {
+    /// Nothing held and nothing owed: the entry may go.
+    fn is_idle(&self, now: Instant) -> bool {
+        self.open == 0 && self.bucket.is_full(now) && self.work.is_full(now)
+    }
 }
 
 /// Connections and admissions per source. Pure: the caller passes `now`.
@@ -218,6 +260,20 @@ impl SourceTable {
         }
     }
 
+    /// A frame of `units` work units from `key` arrived at `now`: `None`,
+    /// handle it now; `Some(t)`, the source is past its share of the work,
+    /// handle it at `t` (reading nothing more from that connection
+    /// meanwhile). A source without an entry (a trusted proxy, or the table
+    /// full) is not paced.
+    pub fn pace_work(&mut self, now: Instant, key: SourceKey, units: u32) -> Option<Instant> {
+        let (rate, burst) = (
+            self.limits.work_rate_per_source,
+            self.limits.work_burst_per_source,
+        );
+        let entry = self.entries.get_mut(&key)?;
+        entry.work.reserve(now, units, rate, burst)
+    }
+
     /// The connection from `key` was upgraded: no longer pending.
     pub fn upgraded(&mut self, key: Option<SourceKey>) {
         self.pending = self.pending.saturating_sub(1);
@@ -239,7 +295,7 @@ impl SourceTable {
         if pending {
             entry.pending = entry.pending.saturating_sub(1);
         }
-        if entry.open == 0 && entry.bucket.is_full(now) {
+        if entry.is_idle(now) {
             self.entries.remove(&key);
         }
     }
@@ -264,8 +320,7 @@ impl SourceTable {
     fn entry(&mut self, now: Instant, key: SourceKey) -> Option<&mut Entry> {
         if !self.entries.contains_key(&key) {
             if self.entries.len() >= self.limits.max_tracked {
-                self.entries
-                    .retain(|_, entry| entry.open > 0 || !entry.bucket.is_full(now));
+                self.entries.retain(|_, entry| !entry.is_idle(now));
             }
             if self.entries.len() >= self.limits.max_tracked {
                 return None;
@@ -277,6 +332,7 @@ impl SourceTable {
                     open: 0,
                     pending: 0,
                     bucket: TokenBucket::new(rate, rate.max(1.0), now, true),
+                    work: WorkPacer::new(now),
                 },
             );
         }
@@ -353,6 +409,27 @@ mod tests {
         assert!(table.admit(T0, other).is_ok());
         let wait = table.admit(T0, flood).unwrap_err();
         assert_eq!(wait, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn one_source_past_its_work_share_waits_and_the_others_do_not() {
+        let mut limits = SourceLimits::default();
+        limits
+            .set_work_rate_per_source(1_000.0)
+            .set_work_burst_per_source(100);
+        let mut table = SourceTable::new(limits);
+        let (flood, other) = (key("10.0.0.1"), key("10.0.0.2"));
+        table.open(T0, flood).unwrap();
+        table.open(T0, other).unwrap();
+        let flood = flood.unwrap();
+        let paced = (0..1_000)
+            .filter(|_| table.pace_work(T0, flood, 1).is_some())
+            .count();
+        assert_eq!(paced, 900, "the burst goes at once, the rest later");
+        assert_eq!(table.pace_work(T0, other.unwrap(), 1), None);
+        // Not forgotten while it owes work, even with no connection left.
+        table.close(T0, Some(flood), true);
+        assert_eq!(table.tracked(), 2);
     }
 
     #[test]

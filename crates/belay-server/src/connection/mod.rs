@@ -9,13 +9,18 @@
 //! WebSocket layer, the outbound queue is bounded in frames and bytes
 //! (when it is full the core closes 4009), and frames move from the queue
 //! to the socket only while less than `ws::HIGH_WATER` bytes wait to be
-//! written.
+//! written. The source's share of the work
+//! ([`SourceTable::pace_work`](belay_proto::server::SourceTable::pace_work))
+//! is taken here too: after a frame past it, the driver reads nothing more
+//! until the share allows (it still writes, and still serves the server's
+//! orders and the broker).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use belay_proto::server::{Connection, Frame, Ticket, TransportError};
+use belay_proto::server::{work_units, Connection, Frame, Ticket, TransportError};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,6 +29,7 @@ use crate::auth::Principal;
 use crate::broker::{LiveInbox, LiveItem, SubscriberId};
 use crate::mailbox::{mailbox, Control, ControlReceiver, ControlSender};
 use crate::outbound::Outbound;
+use crate::peer_limits::PeerSlot;
 use crate::requests::RequestSet;
 use crate::shared::Shared;
 use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
@@ -37,9 +43,10 @@ pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
 /// handshake before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
-/// Outputs a closing connection carries out between two yields (most are
-/// the leaves of its subscriptions).
-const LEAVE_BATCH: usize = 64;
+/// Outputs a connection carries out between two yields: a close that
+/// leaves a thousand subscriptions (or any other burst of the core's
+/// outputs) does not hold a worker thread while other connections wait.
+const OUTPUT_BATCH: usize = 16;
 
 /// Whether the upgrade passed admission control.
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +66,7 @@ pub(crate) struct ConnectionMeta {
     pub(crate) admission: Admission,
     /// Held for the connection's life: what counts it against its source
     /// address (released when the connection ends).
-    pub(crate) _peer_slot: Option<crate::peer_limits::PeerSlot>,
+    pub(crate) _peer_slot: Option<PeerSlot>,
 }
 
 /// How the connection ended.
@@ -90,6 +97,14 @@ struct Driver {
     /// The session id, once welcomed.
     session: Arc<str>,
     peer: SocketAddr,
+    /// What counts the connection against its source (released when the
+    /// connection ends), and so what its frames are paced against (`None`,
+    /// or a slot without a key: a trusted proxy, not paced).
+    slot: Option<PeerSlot>,
+    /// While the source is past its share, the time reads resume
+    /// ([`Instant::ZERO`]: reading). Not an `Option`: the connection
+    /// future stays in its size class.
+    reads_at: Instant,
     /// This connection's id in the server's registry.
     id: u64,
 }
@@ -131,6 +146,8 @@ where
         principal: Box::new(Principal::anonymous()),
         session: Arc::from(""),
         peer,
+        slot: peer_slot,
+        reads_at: Instant::ZERO,
         id,
     };
     let end = driver.run_loop(&mut ws, control_rx).await;
@@ -139,12 +156,13 @@ where
     driver.core.close(CloseCode::ABNORMAL, "connection dropped");
     // A connection with thousands of subscriptions leaves them in batches,
     // so its end does not hold a worker thread while others wait.
-    while driver.carry_out_at_most(&mut ws, LEAVE_BATCH).1 {
+    while driver.carry_out_at_most(&mut ws, OUTPUT_BATCH).1 {
         tokio::task::yield_now().await;
     }
     // Nobody will read the answers of what is still running (keyed
     // executions finish, so a retry gets their outcome).
     driver.requests.abandon();
+    let peer_slot = driver.slot.take();
     let mut out = driver.into_outbound();
     let code = match end {
         End::Close {
@@ -212,18 +230,21 @@ impl Driver {
         let timer = tokio::time::sleep_until(self.shared.clock.to_std(self.next_deadline()).into());
         tokio::pin!(timer);
         loop {
-            if let Some(end) = self.carry_out(ws) {
-                return end;
-            }
+            let more = match self.carry_out_at_most(ws, OUTPUT_BATCH) {
+                (Some(end), _) => return end,
+                (None, more) => more,
+            };
             let deadline =
                 tokio::time::Instant::from_std(self.shared.clock.to_std(self.next_deadline()));
             if timer.deadline() != deadline {
                 timer.as_mut().reset(deadline);
             }
             let queued = !self.out.is_empty() && ws.buffered() < HIGH_WATER;
+            let reading = self.reads_at == Instant::ZERO;
             // Biased: orders come first, then a due timer (so a peer that
             // keeps sending cannot postpone it), then the peer's frames
-            // (reading also writes what is buffered), then queued frames to
+            // (reading also writes what is buffered; while reads wait for
+            // the source's share, a flush writes it), then queued frames to
             // send.
             tokio::select! {
                 biased;
@@ -231,9 +252,20 @@ impl Driver {
                 () = timer.as_mut() => {
                     // The timer can fire a little late or early: the core
                     // re-checks `now >= deadline` itself.
-                    self.core.handle_timeout(self.now());
+                    let now = self.now();
+                    if self.reads_at <= now {
+                        self.reads_at = Instant::ZERO;
+                    }
+                    self.core.handle_timeout(now);
                 }
-                event = ws.next_event() => self.on_socket_event(event),
+                // With more outputs than one batch waiting, this yields
+                // instead (other tasks get the thread first).
+                event = socket_event(ws, reading, more) => {
+                    if let Some(event) = event {
+                        self.pace(&event);
+                        self.on_socket_event(event);
+                    }
+                }
                 item = next_live(&mut self.inbox), if self.inbox.is_some() => {
                     if let Some(end) = self.on_live_batch(ws, item) {
                         return end;
@@ -244,8 +276,38 @@ impl Driver {
         }
     }
 
+    /// The core's next deadline, or the end of a wait for the source's
+    /// share if sooner.
     fn next_deadline(&self) -> Instant {
-        self.core.poll_timeout().unwrap_or(Instant::MAX)
+        let core = self.core.poll_timeout().unwrap_or(Instant::MAX);
+        match self.reads_at {
+            Instant::ZERO => core,
+            at => at.min(core),
+        }
+    }
+
+    /// Take `event`'s work from the source's share; past it, stop reading
+    /// until the share allows.
+    fn pace(&mut self, event: &Event) {
+        let Some(source) = self.slot.as_ref().and_then(PeerSlot::key) else {
+            return;
+        };
+        let units = match event {
+            Event::Message(Message::Text(bytes) | Message::Binary(bytes)) => {
+                work_units(bytes.len())
+            }
+            Event::Message(Message::Ping(_) | Message::Pong) => 1,
+            _ => return,
+        };
+        let now = self.now();
+        let resume = crate::metrics::lock(&self.shared.sources).pace_work(now, source, units);
+        self.reads_at = resume.unwrap_or(Instant::ZERO);
+        if resume.is_some() {
+            self.shared
+                .metrics
+                .paced_frames
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn on_socket_event(&mut self, event: Event) {
@@ -340,6 +402,41 @@ impl Driver {
             LiveItem::Joined { subscriber, answer } => self.joined(subscriber, *answer),
         }
     }
+}
+
+/// The peer's next event; while reads wait for the source's share
+/// (`reading` false), only the writing of what is buffered (pending once
+/// written, or with an error). With more outputs waiting (`yielding`):
+/// `None` after one yield to the scheduler. A hand-written poll, so the
+/// connection future stays in its size class.
+fn socket_event<S>(
+    ws: &mut WebSocket<S>,
+    reading: bool,
+    yielding: bool,
+) -> impl std::future::Future<Output = Option<Event>> + '_
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut yielded = false;
+    std::future::poll_fn(move |cx| {
+        if yielding {
+            if yielded {
+                return Poll::Ready(None);
+            }
+            yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if reading {
+            return ws.poll_event(cx).map(Some);
+        }
+        if ws.buffered() > 0 {
+            if let Poll::Ready(Err(error)) = ws.poll_flush(cx) {
+                return Poll::Ready(Some(Event::Error(WsError::Io(error))));
+            }
+        }
+        Poll::Pending
+    })
 }
 
 /// The next item of the connection's inbox (pending forever without one;

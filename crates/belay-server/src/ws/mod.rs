@@ -77,12 +77,12 @@ pub(crate) enum Message {
 }
 
 /// Bytes of a message that cost one more unit of the connection task's
-/// cooperative budget ([`WebSocket::next_event`]): about the JSON a core
-/// parses in well under a microsecond, so one poll handles at most ~32 KiB
-/// of a peer's messages before other tasks get the thread.
-const BUDGET_UNIT_BYTES: usize = 256;
+/// cooperative budget ([`WebSocket::poll_event`]): the same unit as the
+/// source's work share, so one poll handles at most ~32 KiB of a peer's
+/// messages before other tasks get the thread.
+const BUDGET_UNIT_BYTES: usize = belay_proto::server::WORK_UNIT_BYTES;
 
-/// What [`WebSocket::next_event`] saw.
+/// What [`WebSocket::poll_event`] saw.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// A message from the peer.
@@ -300,8 +300,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
     /// (or a few large ones) into its segments would keep its worker thread
     /// for all of them while other connections wait. Spent, the task
     /// yields before its next event.
-    pub(crate) async fn next_event(&mut self) -> Event {
-        poll_fn(|cx| {
+    pub(crate) fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
+        {
             let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
             let was_full = self.write.len() >= HIGH_WATER;
             let event = match self.poll_next(cx) {
@@ -323,12 +323,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
                 }
             }
             Poll::Ready(event)
-        })
-        .await
+        }
     }
 
     /// Write everything queued.
-    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
     pub(crate) async fn flush(&mut self) -> io::Result<()> {
         poll_fn(|cx| self.poll_flush(cx)).await
     }
@@ -383,7 +381,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
         }
     }
 
-    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while !self.write.is_empty() {
             let n = ready!(Pin::new(&mut self.io).poll_write(cx, &self.write))?;
             if n == 0 {

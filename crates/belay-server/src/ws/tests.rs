@@ -130,7 +130,7 @@ async fn a_full_write_buffer_reports_room_once_it_drains() {
         }
         peer
     });
-    assert!(matches!(ws.next_event().await, Event::Room));
+    assert!(matches!(poll_fn(|cx| ws.poll_event(cx)).await, Event::Room));
     assert!(ws.buffered() < HIGH_WATER);
     ws.flush().await.unwrap();
     assert_eq!(ws.buffered(), 0);

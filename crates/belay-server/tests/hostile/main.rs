@@ -14,6 +14,7 @@ mod idempotency;
 mod in_flight;
 mod publish;
 mod sources;
+mod work_share;
 
 use belay_demo as demo;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};

@@ -160,6 +160,10 @@ fn server_config(s: &Settings) -> ServerConfig {
             u32::try_from(s.int("limits.max_pending_upgrades")).unwrap_or(2_048),
             u32::try_from(s.int("limits.max_pending_upgrades_per_ip")).unwrap_or(64),
         )
+        .with_work_share_per_ip(
+            s.int("limits.work_rate_per_ip") as f64,
+            u32::try_from(s.int("limits.work_burst_per_ip")).unwrap_or(500),
+        )
         .with_max_outbound_bytes(s.size("limits.max_outbound_bytes"))
         .with_max_keyed_running(s.size("idempotency.max_keyed_running"))
         .with_idempotency_max_bytes(s.size("idempotency.max_bytes"))

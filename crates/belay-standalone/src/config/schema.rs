@@ -224,6 +224,18 @@ pub(crate) const KEYS: &[Key] = &[
         "TCP connections not yet upgraded from one IP: 503 above it.",
     ),
     key(
+        "limits.work_rate_per_ip",
+        int(0, 1 << 31),
+        "8000",
+        "Work units per second one IP's frames may take (1 per frame, 1 more per 256 B); past it its connections are read more slowly, nothing is refused. 0: no share.",
+    ),
+    key(
+        "limits.work_burst_per_ip",
+        int(0, 1 << 31),
+        "500",
+        "Work units one IP may take at once before its frames are paced.",
+    ),
+    key(
         "limits.outbound_queue",
         COUNT,
         "1024",
