@@ -17,7 +17,9 @@ pub fn build(ping_interval: Duration) -> Server {
     let mut config = ServerConfig::default()
         .with_accept_rate(1_000_000.0)
         .with_pending_upgrades(u32::MAX, u32::MAX)
-        .with_work_share_per_ip(0.0, 0);
+        // A share no load reaches: every frame still takes it (the default
+        // path's cost is measured), none waits.
+        .with_work_share_per_ip(1e12, u32::MAX);
     config
         .limits
         .set_ping_interval(ping_interval)
