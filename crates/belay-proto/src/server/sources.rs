@@ -260,10 +260,9 @@ impl SourceTable {
         }
     }
 
-    /// A frame of `units` work units from `key` arrived at `now`: `None`,
-    /// handle it now; `Some(t)`, the source is past its share of the work,
-    /// handle it at `t` (reading nothing more from that connection
-    /// meanwhile). A source without an entry (a trusted proxy, or the table
+    /// A frame of `units` work units from `key` was read at `now`: `None`,
+    /// within the source's share of the work; `Some(t)`, past it, read
+    /// nothing more from that connection until `t`. A source without an entry (a trusted proxy, or the table
     /// full) is not paced.
     pub fn pace_work(&mut self, now: Instant, key: SourceKey, units: u32) -> Option<Instant> {
         let (rate, burst) = (

@@ -6,10 +6,10 @@
 //! and a well-behaved client's frame then waits behind theirs. The pacer
 //! gives each source a share of the work in **units** ([`work_units`]: one
 //! per frame, one more per 256 bytes of it), refilling at `rate` units per
-//! second up to `burst`. A frame within the share is handled at once; a
-//! frame past it is handled later, at the time the share allows — nothing
-//! is refused, the source's connections are only read more slowly (TCP
-//! pushes back on the sender).
+//! second up to `burst`. Within the share, frames are read and handled at
+//! once; after a frame past it, the connection that read it reads nothing
+//! more until the time the share allows. Nothing is refused: the source's
+//! connections are only read more slowly (TCP pushes back on the sender).
 //!
 //! It is a GCRA (the "virtual scheduling" form of a token bucket): one
 //! timestamp, `full_at`, the time the source's bucket would be full again.
@@ -25,8 +25,8 @@
 //! connection still reads often enough for its heartbeat.
 //!
 //! ```text
-//!  frame of n bytes ──▶ reserve(now, work_units(n)) ──▶ None: handle it now
-//!                                                   └─▶ Some(t): read nothing more, handle it at t
+//!  frame of n bytes ──▶ reserve(now, work_units(n)) ──▶ None: go on reading
+//!                                                   └─▶ Some(t): read nothing more until t
 //! ```
 
 use std::time::Duration;
@@ -62,8 +62,8 @@ impl WorkPacer {
     }
 
     /// Take `units` of the share at `now`, refilling at `rate` units/s up
-    /// to `burst` units. `None`: handle the frame now; `Some(t)`: at `t`
-    /// (at most [`MAX_WORK_WAIT`] after `now`). A `rate` that is not
+    /// to `burst` units. `None`: within the share; `Some(t)`: past it, the
+    /// next frame waits until `t` (at most [`MAX_WORK_WAIT`] after `now`). A `rate` that is not
     /// positive means no share: always `None`.
     pub fn reserve(&mut self, now: Instant, units: u32, rate: f64, burst: u32) -> Option<Instant> {
         if rate.is_nan() || rate <= 0.0 {
