@@ -327,6 +327,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
     }
 
     /// Write everything queued.
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
     pub(crate) async fn flush(&mut self) -> io::Result<()> {
         poll_fn(|cx| self.poll_flush(cx)).await
     }
