@@ -103,7 +103,12 @@ impl Hub {
             return None;
         }
         let members = channels.entry(Arc::clone(live.channel())).or_default();
-        members.retain(|m| !m.live.is_gone());
+        // Members whose connection is gone are dropped when the list would
+        // grow (and by every dispatch): sweeping at every join made a
+        // channel's n joins cost n² under the hub's lock.
+        if members.len() == members.capacity() {
+            members.retain(|m| !m.live.is_gone());
+        }
         members.push(Member {
             live,
             state: MemberState::Joining(Vec::new()),
@@ -123,7 +128,13 @@ impl Hub {
         let Some(members) = channels.get_mut(channel) else {
             return then(Interest::Same);
         };
-        members.retain(|m| m.live.id() != subscriber && !m.live.is_gone());
+        // Order among members does not matter (each gets every delivery).
+        // Members whose connection is gone leave by themselves (a closing
+        // connection leaves every subscription) or at the next dispatch;
+        // sweeping them here made n leaves cost n².
+        if let Some(at) = members.iter().rposition(|m| m.live.id() == subscriber) {
+            members.swap_remove(at);
+        }
         if members.is_empty() {
             channels.remove(channel);
             if channels.capacity() > 64 && channels.len() < channels.capacity() / 4 {
@@ -149,7 +160,8 @@ impl Hub {
         let mut channels = self.lock();
         let member = channels
             .get_mut(channel)
-            .and_then(|members| members.iter_mut().find(|m| m.live.id() == subscriber))
+            // From the end: the member joined a moment ago.
+            .and_then(|members| members.iter_mut().rev().find(|m| m.live.id() == subscriber))
             .ok_or(JoinFailure::Left)?;
         if let Some(last) = replay.last() {
             after = last.offset;

@@ -15,4 +15,5 @@ mod presence_across_nodes;
 mod presence_redis_down;
 mod redis_down;
 mod redis_faults;
+mod shared_subscription;
 mod tls;

@@ -28,14 +28,20 @@ async fn session_from(source: &str, addr: std::net::SocketAddr) -> Raw {
     raw
 }
 
-#[tokio::test]
-async fn a_source_past_its_work_share_is_read_later_and_another_source_is_not() {
-    let mut config = ServerConfig::default().with_work_share_per_ip(400.0, 20);
+/// A server whose sources get `rate` work units per second, `burst` at
+/// once, and whose connections' own message rates are out of the way.
+fn with_share(rate: f64, burst: u32) -> belay_server::Server {
+    let mut config = ServerConfig::default().with_work_share_per_ip(rate, burst);
     config
         .limits
         .set_messages_per_sec(10_000.0)
         .set_burst(10_000);
-    let server = server(config);
+    server(config)
+}
+
+#[tokio::test]
+async fn a_source_past_its_work_share_is_read_later_and_another_source_is_not() {
+    let server = with_share(400.0, 20);
     let addr = common::start(&server).await;
     let mut flood = session_from("127.0.0.2", addr).await;
     let mut other = session_from("127.0.0.1", addr).await;
@@ -81,12 +87,7 @@ async fn a_source_past_its_work_share_is_read_later_and_another_source_is_not() 
 
 #[tokio::test]
 async fn a_work_rate_of_zero_paces_nothing() {
-    let mut config = ServerConfig::default().with_work_share_per_ip(0.0, 0);
-    config
-        .limits
-        .set_messages_per_sec(10_000.0)
-        .set_burst(10_000);
-    let server = server(config);
+    let server = with_share(0.0, 0);
     let addr = common::start(&server).await;
     let mut flood = session_from("127.0.0.2", addr).await;
     for id in 1..=FLOOD {

@@ -297,7 +297,12 @@ impl MemoryBroker {
             }
         };
         let recovery = c.log.recover(now, since);
-        c.subscribers.retain(|s| !s.is_gone());
+        // Subscribers whose connection is gone are swept when the list
+        // would grow (and at every publish): sweeping at every subscribe
+        // made a channel's n subscribes cost n² under its shard's lock.
+        if c.subscribers.len() == c.subscribers.capacity() {
+            c.subscribers.retain(|s| !s.is_gone());
+        }
         if c.subscribers.capacity() == 0 {
             // Most channels have one subscriber: room for exactly one first
             // (a Vec would start at four); later pushes grow it as usual.
@@ -383,8 +388,17 @@ impl Broker for MemoryBroker {
         let Some(c) = shard.get_mut(channel) else {
             return;
         };
-        c.subscribers.retain(|s| s.id() != subscriber);
-        if c.subscribers.is_empty() && c.subscribers.capacity() > 4 {
+        // Order among subscribers does not matter. The gone ones leave by
+        // themselves (a closing connection leaves every subscription), so
+        // only an empty channel is looked at: a sweep at every leave made
+        // n leaves cost n².
+        if let Some(at) = c.subscribers.iter().rposition(|s| s.id() == subscriber) {
+            c.subscribers.swap_remove(at);
+        }
+        if !c.subscribers.is_empty() {
+            return;
+        }
+        if c.subscribers.capacity() > 4 {
             c.subscribers = Vec::new();
         }
         if c.forgettable(now) {
