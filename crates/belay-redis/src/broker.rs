@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     outcomes: Arc<RedisOutcomes>,
     presence: Arc<RedisPresence>,
     control: ControlPlane,
+    /// Permits for joins reading their history ([`RedisConfig::joins_in_flight`]).
+    history_reads: tokio::sync::Semaphore,
     config: RedisConfig,
 }
 
@@ -139,6 +141,7 @@ impl RedisBroker {
             scripts: Scripts::new(),
             hub,
             link,
+            history_reads: tokio::sync::Semaphore::new(config.joins_in_flight.max(1)),
             config,
         });
         tokio::spawn(crate::position_check::run(Arc::downgrade(&inner), every));
@@ -321,6 +324,13 @@ impl Inner {
             .await
             .map_err(|_| "Redis did not confirm the subscription in time".to_string())?
             .map_err(|_| "the broker is shutting down".to_string())??;
+        // Live publications are buffered for this member from here on, so
+        // waiting for a permit loses nothing.
+        let _reading = self
+            .history_reads
+            .acquire()
+            .await
+            .map_err(|_| "the broker is shutting down".to_string())?;
         let channel = live.channel().to_string();
         let read = self.history(&channel, since.map(|s| s.offset)).await?;
         let (_, history_age) = self.history_bounds(&channel);
@@ -394,9 +404,10 @@ impl Broker for RedisBroker {
         live: LiveSender,
     ) -> Joining {
         let inner = Arc::clone(&self.inner);
-        // Asked on every join (Redis confirms a repeat at once), in the
-        // hub's order: a join never goes live on a name an earlier leave is
-        // about to unsubscribe.
+        // Asked of the PUB/SUB connection on every join (it answers at once
+        // for a name it holds, without asking Redis), in the hub's order: a
+        // join never goes live on a name an earlier leave is about to
+        // unsubscribe.
         let joined = inner.hub.join(live.clone(), inner.config.max_channels, || {
             inner.link.subscribe(channel)
         });

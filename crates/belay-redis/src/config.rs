@@ -42,6 +42,11 @@ pub struct RedisConfig {
     /// reading its history; more and the subscribe is refused
     /// (`unavailable`, so the client tries again).
     pub join_buffer: usize,
+    /// Joins reading their history from Redis at once on this node; more
+    /// wait their turn (buffering live publications meanwhile). Without a
+    /// bound, 15,000 clients resubscribing on one node sent 15,000 history
+    /// reads at once, and the heartbeats and probes behind them timed out.
+    pub joins_in_flight: usize,
     /// Channels this node subscribes to at most (each is one PUB/SUB
     /// subscription on Redis); a `subscribe` to one more is refused
     /// (`unsubscribed` `unavailable`, as by the memory broker).
@@ -82,6 +87,7 @@ impl Default for RedisConfig {
             command_timeout: Duration::from_secs(2),
             probe_every: Duration::from_secs(1),
             join_buffer: 1_024,
+            joins_in_flight: 64,
             max_channels: 100_000,
             outcome_max_bytes: 64 << 20,
             presence_ttl: Duration::from_secs(60),
@@ -117,6 +123,12 @@ impl RedisConfig {
     /// Set [`namespaces`](Self::namespaces).
     pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
         self.namespaces = namespaces;
+        self
+    }
+
+    /// Set [`joins_in_flight`](Self::joins_in_flight) (at least 1).
+    pub fn joins_in_flight(mut self, joins: usize) -> Self {
+        self.joins_in_flight = joins.max(1);
         self
     }
 
