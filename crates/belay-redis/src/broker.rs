@@ -119,6 +119,7 @@ impl RedisBroker {
             config.node_ttl,
             inbox,
         );
+        control.announce(config.node_ttl).await;
         let outcomes = Arc::new(RedisOutcomes::new(
             commands.clone(),
             &config.prefix,

@@ -35,8 +35,9 @@ pub struct RedisConfig {
     /// Longest wait for one Redis command (publish, history read,
     /// subscribe) before it counts as Redis being unavailable.
     pub command_timeout: Duration,
-    /// How often the PUB/SUB connection is probed with `PING`; one probe
-    /// unanswered within `command_timeout` replaces the connection.
+    /// How often the PUB/SUB connection is probed with `PING` when nothing
+    /// arrived on it for this long (any message is proof of life); one
+    /// probe unanswered within `command_timeout` replaces the connection.
     pub probe_every: Duration,
     /// Publications that may arrive for one subscription while it is still
     /// reading its history; more and the subscribe is refused

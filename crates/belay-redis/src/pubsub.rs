@@ -160,6 +160,10 @@ impl Task {
         // resubscribing to one channel wait behind each other past the
         // join's timeout, and their retries kept the queue full.)
         let mut subscribed: HashSet<String> = HashSet::new();
+        // Any message from Redis is proof of life: only a connection quiet
+        // for a probe interval is probed (a busy node probing a busy
+        // connection mistook a late PONG for a lost Redis).
+        let mut heard = tokio::time::Instant::now();
         let mut probe = tokio::time::interval(self.probe_every);
         probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -190,6 +194,7 @@ impl Task {
                 message = stream.next() => match message {
                     None => return Served::Lost,
                     Some(message) => {
+                        heard = tokio::time::Instant::now();
                         let name = message.get_channel_name();
                         if self.control_names.iter().any(|own| own == name) {
                             // Full: dropped, and its sender times out.
@@ -209,6 +214,9 @@ impl Task {
                     }
                 },
                 _ = probe.tick() => {
+                    if heard.elapsed() < self.probe_every {
+                        continue;
+                    }
                     let pong = timeout(self.command_timeout, sink.ping::<redis::Value>()).await;
                     if !matches!(pong, Ok(Ok(_))) {
                         return Served::Lost;

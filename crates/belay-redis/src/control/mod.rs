@@ -91,6 +91,10 @@ struct Inner {
     pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, ControlError>>>>,
     next_id: AtomicU64,
     running: Arc<Semaphore>,
+    /// Whether the node still renews its registry entry; held across each
+    /// renewal, so a leave waits for one in flight and no renewal lands
+    /// after it (one did, listing a node that had left).
+    beating: tokio::sync::Mutex<bool>,
 }
 
 /// The PUB/SUB names of a node's control messages: its own and the
@@ -125,10 +129,22 @@ impl ControlPlane {
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             running: Arc::new(Semaphore::new(MAX_RUNNING)),
+            beating: tokio::sync::Mutex::new(true),
         });
         tokio::spawn(beat(Arc::downgrade(&inner), node_ttl));
         tokio::spawn(read(Arc::downgrade(&inner), inbox));
         ControlPlane { inner }
+    }
+
+    /// Write the node's registry entry now (at start, so a node is listed
+    /// as soon as it serves; the heartbeat renews it from then on).
+    pub(crate) async fn announce(&self, ttl: Duration) {
+        if let Renewed::Failed = self.inner.renew(ttl).await {
+            tracing::warn!(
+                node = self.inner.node,
+                "node heartbeat not written to Redis"
+            );
+        }
     }
 
     /// This node's id.
@@ -241,6 +257,7 @@ impl ControlPlane {
     /// Leave the registry now (a node stopping on purpose), rather than
     /// when its heartbeat expires.
     pub async fn leave(&self) -> Result<(), ControlError> {
+        *self.inner.beating.lock().await = false;
         let mut commands = self.inner.commands.clone();
         let mut call = self.inner.scripts.leave.prepare_invoke();
         call.key(registry_key(&self.inner.prefix))
@@ -376,7 +393,7 @@ fn answer(id: u64, outcome: Result<Value, String>) -> Wire {
 }
 
 /// Renew the node's registry entry every third of `ttl` until the control
-/// plane is dropped.
+/// plane is dropped or the node leaves.
 async fn beat(inner: Weak<Inner>, ttl: Duration) {
     let mut every = tokio::time::interval((ttl / 3).max(Duration::from_millis(10)));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -385,18 +402,47 @@ async fn beat(inner: Weak<Inner>, ttl: Duration) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        let mut commands = inner.commands.clone();
-        let mut call = inner.scripts.beat.prepare_invoke();
-        call.key(registry_key(&inner.prefix))
-            .arg(&inner.node)
+        match inner.renew(ttl).await {
+            Renewed::Yes => {}
+            Renewed::Failed => {
+                tracing::warn!(node = inner.node, "node heartbeat not written to Redis");
+            }
+            Renewed::Left => return,
+        }
+    }
+}
+
+/// What one renewal of the registry entry did.
+enum Renewed {
+    Yes,
+    /// Redis did not take it in time.
+    Failed,
+    /// The node left the registry: no more renewals.
+    Left,
+}
+
+impl Inner {
+    /// Write this node's registry entry (expiring after `ttl`).
+    async fn renew(&self, ttl: Duration) -> Renewed {
+        let beating = self.beating.lock().await;
+        if !*beating {
+            return Renewed::Left;
+        }
+        let mut commands = self.commands.clone();
+        let mut call = self.scripts.beat.prepare_invoke();
+        call.key(registry_key(&self.prefix))
+            .arg(&self.node)
             .arg(ttl.as_millis().max(1).to_string());
         let beat = timeout(
-            inner.command_timeout,
+            self.command_timeout,
             call.invoke_async::<redis::Value>(&mut commands),
         )
         .await;
-        if !matches!(beat, Ok(Ok(_))) {
-            tracing::warn!(node = inner.node, "node heartbeat not written to Redis");
+        drop(beating);
+        if matches!(beat, Ok(Ok(_))) {
+            Renewed::Yes
+        } else {
+            Renewed::Failed
         }
     }
 }
