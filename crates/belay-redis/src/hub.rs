@@ -158,10 +158,24 @@ impl Hub {
         grant: impl FnOnce(&LiveSender, Vec<Delivery>),
     ) -> Result<(), JoinFailure> {
         let mut channels = self.lock();
-        let member = channels
-            .get_mut(channel)
+        let members = channels.get_mut(channel).ok_or(JoinFailure::Left)?;
+        // The channel's members share one copy of the epoch's name: look
+        // at a few (not all: n grants would cost n²).
+        let epoch: Arc<str> = members
+            .iter()
+            .take(4)
+            .find_map(|m| match &m.state {
+                MemberState::Live(follow) if follow.epoch() == epoch => {
+                    Some(Arc::clone(follow.shared_epoch()))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| Arc::from(epoch));
+        let member = members
+            .iter_mut()
             // From the end: the member joined a moment ago.
-            .and_then(|members| members.iter_mut().rev().find(|m| m.live.id() == subscriber))
+            .rev()
+            .find(|m| m.live.id() == subscriber)
             .ok_or(JoinFailure::Left)?;
         if let Some(last) = replay.last() {
             after = last.offset;

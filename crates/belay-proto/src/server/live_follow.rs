@@ -16,6 +16,8 @@
 //!  check:   behind(epoch, top)   ──▶ None | Some(Lost)    (a lost last publication)
 //! ```
 
+use std::sync::Arc;
+
 /// Why a subscriber can no longer be kept in step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -59,13 +61,14 @@ pub struct Inconsistent;
 /// One live subscriber's position: its epoch and the last offset it has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveFollow {
-    epoch: String,
+    /// Shared: a channel's subscribers may hold the same name.
+    epoch: Arc<str>,
     after: u64,
 }
 
 impl LiveFollow {
     /// A subscriber granted at `after` in `epoch` (after its replay).
-    pub fn new(epoch: impl Into<String>, after: u64) -> Self {
+    pub fn new(epoch: impl Into<Arc<str>>, after: u64) -> Self {
         LiveFollow {
             epoch: epoch.into(),
             after,
@@ -79,7 +82,7 @@ impl LiveFollow {
     /// deliver behind the replay, in order (those past the replay's end;
     /// earlier ones are in the replay already).
     pub fn merge_behind<'a>(
-        epoch: &str,
+        epoch: impl Into<Arc<str>>,
         replay_end: u64,
         buffered: impl IntoIterator<Item = (&'a str, u64)>,
     ) -> Result<(LiveFollow, Vec<usize>), Inconsistent> {
@@ -100,6 +103,11 @@ impl LiveFollow {
         &self.epoch
     }
 
+    /// The epoch followed, to share with another subscriber's position.
+    pub fn shared_epoch(&self) -> &Arc<str> {
+        &self.epoch
+    }
+
     /// The last offset the subscriber has.
     pub fn after(&self) -> u64 {
         self.after
@@ -107,7 +115,7 @@ impl LiveFollow {
 
     /// A live publication at `offset` in `epoch` arrived.
     pub fn offer(&mut self, epoch: &str, offset: u64) -> Offer {
-        if epoch != self.epoch {
+        if epoch != &*self.epoch {
             return Offer::Lost(Lost::Epoch);
         }
         if offset <= self.after {
@@ -124,7 +132,7 @@ impl LiveFollow {
     /// holds was offered): a subscriber still behind, or on another epoch,
     /// missed a publication nobody can give it now.
     pub fn behind(&self, epoch: &str, top: u64) -> Option<Lost> {
-        if epoch != self.epoch {
+        if epoch != &*self.epoch {
             Some(Lost::Epoch)
         } else if self.after < top {
             Some(Lost::Gap)

@@ -261,8 +261,11 @@ impl LiveInbox {
             }
             LiveItem::Joined { .. } => {}
         }
-        if state.items.is_empty() && state.items.capacity() > 64 {
-            // A burst is over: give the ring back.
+        // A burst is over, or the ring held only a notice (a join's answer,
+        // an end): give it back. Frames keep a small ring, since the next
+        // publication needs it again.
+        let notice = !matches!(item, LiveItem::Frame { .. });
+        if state.items.is_empty() && (state.items.capacity() > 64 || notice) {
             state.items = VecDeque::new();
         }
         Some(item)
@@ -366,5 +369,18 @@ mod tests {
         drop(inbox);
         assert!(a.is_gone());
         assert_eq!(a.deliver(1, &frame(1)), Delivered::Gone);
+    }
+
+    #[test]
+    fn an_inbox_that_held_only_a_notice_gives_its_ring_back() {
+        let mut inbox = LiveInbox::new(10, 1_000);
+        let a = inbox.sender(Arc::from("a"));
+        a.refuse(SubscribeError::Unavailable("down".into()));
+        assert!(matches!(inbox.try_next(), Some(LiveItem::Joined { .. })));
+        assert_eq!(lock(&inbox.0.state).items.capacity(), 0);
+        // A frame's ring stays for the next one.
+        assert_eq!(a.deliver(1, &frame(1)), Delivered::Queued);
+        assert!(matches!(inbox.try_next(), Some(LiveItem::Frame { .. })));
+        assert!(lock(&inbox.0.state).items.capacity() > 0);
     }
 }

@@ -269,6 +269,10 @@ impl Driver {
             return;
         };
         let (_, ticket) = self.joining.swap_remove(at);
+        if self.joining.is_empty() {
+            // Joins are rare once a connection is set up: hold no list.
+            self.joining = Vec::new();
+        }
         if let Ok(granted) = &answer {
             let channel = granted.subscribed.channel.clone();
             self.presence_joined(&channel, subscriber);
