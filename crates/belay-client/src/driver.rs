@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use belay_proto::message::{encode_client, RawJson};
 use belay_proto::{
-    Call, ConnectionState, Event, Failure, Input, Output, RequestId, RequestOutcome, RetryPlan,
-    Session, TransportId,
+    Call, ConnectionState, DialOutcome, Event, Failure, Input, Output, RequestId, RequestOutcome,
+    RetryPlan, Session, TransportChoice, TransportId, TransportKind,
 };
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
@@ -87,6 +87,15 @@ pub(crate) struct Driver {
     next_attempt: Option<tokio::time::Instant>,
     halted: Option<belay_proto::HaltReason>,
     closing: bool,
+    /// WebSocket or the fallback for each dial (`None`: WebSocket only).
+    choice: Option<TransportChoice>,
+    /// Each live transport's kind, and whether it opened.
+    kinds: HashMap<TransportId, (TransportKind, bool)>,
+    /// The kind of the last transport that opened.
+    transport: TransportKind,
+    /// Where a fallback's WebSocket probe reports whether it opened.
+    probes_tx: mpsc::UnboundedSender<bool>,
+    probes_rx: mpsc::UnboundedReceiver<bool>,
 }
 
 impl Driver {
@@ -99,8 +108,10 @@ impl Driver {
         commands: mpsc::UnboundedReceiver<Command>,
         weak_commands: mpsc::WeakUnboundedSender<Command>,
         outlets: Outlets,
+        choice: Option<TransportChoice>,
     ) -> Self {
         let (facts_tx, facts_rx) = mpsc::unbounded_channel();
+        let (probes_tx, probes_rx) = mpsc::unbounded_channel();
         Driver {
             session,
             origin,
@@ -120,6 +131,11 @@ impl Driver {
             next_attempt: None,
             halted: None,
             closing: false,
+            choice,
+            kinds: HashMap::new(),
+            transport: TransportKind::WebSocket,
+            probes_tx,
+            probes_rx,
         }
     }
 
@@ -138,11 +154,19 @@ impl Driver {
         let _ = self.session.start(now);
         loop {
             self.drain();
+            if self.switch_back() {
+                self.drain();
+            }
             if self.closing {
                 break;
             }
             let deadline = self.session.poll_timeout();
-            let wake = deadline.map(|at| self.wall(at));
+            let probe_at = self.choice.as_ref().and_then(TransportChoice::poll_timeout);
+            let wake = match (deadline, probe_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+            .map(|at| self.wall(at));
             tokio::select! {
                 command = self.commands.recv() => match command {
                     Some(command) => self.on_command(command),
@@ -156,6 +180,13 @@ impl Driver {
                     let now = self.now();
                     if deadline.is_some_and(|at| now >= at) {
                         self.session.handle_timeout(now);
+                    }
+                    self.probe(now);
+                }
+                Some(opened) = self.probes_rx.recv() => {
+                    let now = self.now();
+                    if let Some(choice) = &mut self.choice {
+                        choice.handle_probe(now, opened);
                     }
                 }
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
@@ -233,15 +264,30 @@ impl Driver {
     fn on_fact(&mut self, id: TransportId, fact: Fact) {
         let now = self.now();
         let input = match fact {
-            Fact::Opened => Input::TransportOpened(id),
+            Fact::Opened => {
+                if let Some((kind, opened)) = self.kinds.get_mut(&id) {
+                    *opened = true;
+                    self.transport = *kind;
+                    if let Some(choice) = &mut self.choice {
+                        choice.handle_dial(now, *kind, &DialOutcome::Opened);
+                    }
+                }
+                Input::TransportOpened(id)
+            }
             Fact::Frame(text) => Input::Frame(id, text),
             Fact::Failed(failure) => {
                 // The task has ended.
                 self.transports.remove(&id);
+                if let (Some((kind, false)), Some(choice)) =
+                    (self.kinds.remove(&id), &mut self.choice)
+                {
+                    choice.handle_dial(now, kind, &DialOutcome::Failed(failure.clone()));
+                }
                 Input::TransportFailed(id, failure)
             }
             Fact::Closed(close) => {
                 self.transports.remove(&id);
+                self.kinds.remove(&id);
                 Input::TransportClosed(id, close)
             }
         };
@@ -260,6 +306,7 @@ impl Driver {
                 }
                 Output::CloseTransport { id, code, reason } => {
                     // Forget it at once; its task closes and ends on its own.
+                    self.kinds.remove(&id);
                     if let Some(transport) = self.transports.remove(&id) {
                         let _ = transport.send(Outgoing::Close(code, reason));
                     }
@@ -284,12 +331,16 @@ impl Driver {
             Ok(target) => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 self.transports.insert(id, tx);
-                self.tasks.spawn(transport::run(
-                    id,
-                    Arc::clone(target),
-                    rx,
-                    self.facts_tx.clone(),
-                ));
+                let kind = self
+                    .choice
+                    .as_ref()
+                    .map_or(TransportKind::WebSocket, TransportChoice::next);
+                self.kinds.insert(id, (kind, false));
+                let (target, facts) = (Arc::clone(target), self.facts_tx.clone());
+                match kind {
+                    TransportKind::Sse => self.tasks.spawn(crate::sse::run(id, target, rx, facts)),
+                    _ => self.tasks.spawn(transport::run(id, target, rx, facts)),
+                };
             }
             Err(failure) => {
                 let now = self.now();
@@ -373,6 +424,34 @@ impl Driver {
         }
     }
 
+    /// On the fallback: start a WebSocket probe when one is due.
+    fn probe(&mut self, now: belay_proto::Instant) {
+        let (Some(choice), Ok(target)) = (&mut self.choice, &self.target) else {
+            return;
+        };
+        if choice.poll_probe(now) {
+            let (target, report) = (Arc::clone(target), self.probes_tx.clone());
+            self.tasks.spawn(async move {
+                let _ = report.send(transport::probe(target).await);
+            });
+        }
+    }
+
+    /// A probe opened a WebSocket: at a quiet moment (ready, no request in
+    /// flight) reconnect now, and the new dial is a WebSocket. The
+    /// subscriptions resume from their positions, so nothing is lost.
+    fn switch_back(&mut self) -> bool {
+        let quiet = self.session.is_ready() && self.session.requests_in_flight() == 0;
+        let Some(choice) = &mut self.choice else {
+            return false;
+        };
+        if !choice.poll_switch(quiet) {
+            return false;
+        }
+        let now = self.now();
+        self.session.replace_transport(now).is_ok()
+    }
+
     fn publish_status(&mut self) {
         let state = self.session.state();
         let status = Status {
@@ -389,6 +468,7 @@ impl Driver {
                 .filter(|_| state == ConnectionState::Halted),
             session: self.session.session_id().map(str::to_owned),
             attempts: self.session.stats().transports_opened,
+            transport: self.transport,
         };
         self.outlets.status.send_if_modified(|current| {
             if *current == status {

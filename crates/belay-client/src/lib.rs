@@ -49,6 +49,7 @@
 mod driver;
 mod error;
 mod presence;
+mod sse;
 mod status;
 mod subscription;
 mod tls;
@@ -89,6 +90,7 @@ pub struct ClientBuilder {
     token: Option<TokenProvider>,
     tls: TlsSettings,
     seed: Option<u64>,
+    fallback: Option<belay_proto::FallbackConfig>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -137,6 +139,16 @@ impl ClientBuilder {
         self
     }
 
+    /// When WebSocket upgrades fail as a blocked upgrade does, dial the
+    /// SSE + HTTP fallback (spec/PROTOCOL.md §1.7) instead, and try
+    /// WebSocket again now and then (see [`belay_proto::TransportChoice`]).
+    /// On by default with [`FallbackConfig::default`](belay_proto::FallbackConfig);
+    /// `None`: WebSocket only.
+    pub fn fallback(mut self, fallback: Option<belay_proto::FallbackConfig>) -> Self {
+        self.fallback = fallback;
+        self
+    }
+
     /// Seed of the core's jitter (default: random). Fix it to reproduce a run.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -182,6 +194,7 @@ impl ClientBuilder {
                 events: events_tx.clone(),
                 finished: finished_tx,
             },
+            self.fallback.map(belay_proto::TransportChoice::new),
         );
         tokio::spawn(driver.run());
         Client {
@@ -236,6 +249,7 @@ impl Client {
             token: None,
             tls: TlsSettings::default(),
             seed: None,
+            fallback: Some(belay_proto::FallbackConfig::default()),
         }
     }
 

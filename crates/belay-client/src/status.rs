@@ -1,6 +1,8 @@
 //! What the application can watch: the status snapshot and lifecycle events.
 
-use belay_proto::{ConnectionState, DisconnectReason, Event, HaltReason, Readiness, RetryPlan};
+use belay_proto::{
+    ConnectionState, DisconnectReason, Event, HaltReason, Readiness, RetryPlan, TransportKind,
+};
 
 /// A snapshot of the connection, published through
 /// [`Client::status`](crate::Client::status) whenever it changes.
@@ -23,6 +25,9 @@ pub struct Status {
     pub session: Option<String>,
     /// Transports dialed so far.
     pub attempts: u64,
+    /// The transport of the current (or last) connection: a WebSocket, or
+    /// the SSE + HTTP fallback.
+    pub transport: TransportKind,
 }
 
 impl Default for Status {
@@ -36,6 +41,7 @@ impl Default for Status {
             halted: None,
             session: None,
             attempts: 0,
+            transport: TransportKind::WebSocket,
         }
     }
 }

@@ -29,8 +29,8 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub(crate) struct Target {
     uri: Uri,
-    host: String,
-    port: u16,
+    pub(crate) host: String,
+    pub(crate) port: u16,
     /// `Some` for `wss://`.
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -65,6 +65,25 @@ impl Target {
             tls: secure.then_some(tls),
         })
     }
+
+    /// The fallback's endpoints' common path (spec §1.7): the WebSocket
+    /// path with its last segment `ws` replaced by `sse` (`/ws` → `/sse`,
+    /// `/belay/ws` → `/belay/sse`), or `/sse` appended to any other path.
+    pub(crate) fn sse_path(&self) -> String {
+        let path = self.uri.path().trim_end_matches('/');
+        match path.strip_suffix("/ws") {
+            Some(base) => format!("{base}/sse"),
+            None => format!("{path}/sse"),
+        }
+    }
+
+    /// The `Host` header's value.
+    pub(crate) fn authority(&self) -> String {
+        match self.uri.authority() {
+            Some(authority) => authority.as_str().to_owned(),
+            None => format!("{}:{}", self.host, self.port),
+        }
+    }
 }
 
 /// A fact about one transport, for the driver.
@@ -84,7 +103,7 @@ pub(crate) enum Outgoing {
 }
 
 /// Anything a WebSocket can run over (plain TCP or TLS).
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 type Socket = WebSocketStream<Prefixed<Box<dyn Io>>>;
@@ -151,7 +170,7 @@ pub(crate) async fn run(
 
 /// Resolve once the driver asks for a close (or drops the sender); text
 /// before the open cannot happen (the core transmits only once opened).
-async fn wait_for_close(outgoing: &mut mpsc::UnboundedReceiver<Outgoing>) {
+pub(crate) async fn wait_for_close(outgoing: &mut mpsc::UnboundedReceiver<Outgoing>) {
     while let Some(command) = outgoing.recv().await {
         if matches!(command, Outgoing::Close(..)) {
             return;
@@ -193,6 +212,24 @@ async fn drain(ws: &mut Socket) {
 }
 
 async fn dial(target: &Target) -> Result<Socket, Failure> {
+    let io = connect(target).await?;
+    upgrade::upgrade(io, &target.uri).await
+}
+
+/// Open a WebSocket and close it at once, with no session on it: whether
+/// an upgrade gets through now (the fallback's probe).
+pub(crate) async fn probe(target: Arc<Target>) -> bool {
+    match dial(&target).await {
+        Ok(ws) => {
+            close(ws, CloseCode::NORMAL, "probe").await;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The TCP connection to the target, and TLS over it for `wss://`.
+pub(crate) async fn connect(target: &Target) -> Result<Box<dyn Io>, Failure> {
     let addrs = tokio::net::lookup_host((target.host.as_str(), target.port))
         .await
         .map_err(|e| Failure::network(format!("cannot resolve {}: {e}", target.host)))?;
@@ -236,7 +273,7 @@ async fn dial(target: &Target) -> Result<Socket, Failure> {
             Box::new(tls)
         }
     };
-    upgrade::upgrade(io, &target.uri).await
+    Ok(io)
 }
 
 /// What a codec or upgrade error means for the core.

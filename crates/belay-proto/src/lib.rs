@@ -98,7 +98,9 @@ pub mod time;
 pub mod fuzzing;
 
 // The client's modules, at the paths they had before the crate was split by side.
-pub use client::{config, event, readiness, registry, session, subscriptions, transport};
+pub use client::{
+    config, event, readiness, registry, session, subscriptions, transport, transport_choice,
+};
 
 /// Reconnect pacing for a fleet: [`server::FleetPacing`], at the path it had
 /// before the crate was split by side.
@@ -117,3 +119,4 @@ pub use session::{
 };
 pub use time::Instant;
 pub use transport::{Failure, TransportId};
+pub use transport_choice::{DialOutcome, FallbackConfig, TransportChoice, TransportKind};

@@ -64,6 +64,7 @@ mod position_check;
 mod presence;
 mod pubsub;
 mod scripts;
+mod sse_relay;
 
 pub use broker::{ConnectError, RedisBroker};
 pub use cluster_info::NODE_INFO;

@@ -58,6 +58,7 @@ mod requests;
 pub mod rpc;
 mod server;
 mod shared;
+pub mod sse;
 pub mod stream;
 pub mod tls;
 mod upgrade;

@@ -86,6 +86,15 @@ impl SlotCell {
     pub(crate) fn take(&self) -> Option<PeerSlot> {
         lock(&self.0).take()
     }
+
+    /// The connection carries a session's traffic without being upgraded
+    /// (the SSE fallback's sends, kept alive between them): it stops
+    /// counting as pending, and still counts against its source.
+    pub(crate) fn settle(&self) {
+        if let Some(slot) = lock(&self.0).as_mut() {
+            slot.upgraded();
+        }
+    }
 }
 
 /// The canned answer to a connection refused before HTTP is read.

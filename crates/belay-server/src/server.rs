@@ -35,6 +35,7 @@ pub struct ServerBuilder {
     auth: Arc<dyn Authenticator>,
     broker: Option<Arc<dyn Broker>>,
     stream_layer: Option<Arc<dyn StreamLayer>>,
+    sse_relay: Option<Arc<dyn crate::sse::SseRelay>>,
 }
 
 impl Default for ServerBuilder {
@@ -53,6 +54,7 @@ impl ServerBuilder {
             auth: Arc::new(AllowAll),
             broker: None,
             stream_layer: None,
+            sse_relay: None,
         }
     }
 
@@ -85,6 +87,14 @@ impl ServerBuilder {
     /// to inject network faults in a test bench.
     pub fn stream_layer(mut self, layer: impl StreamLayer) -> Self {
         self.stream_layer = Some(Arc::new(layer));
+        self
+    }
+
+    /// In a cluster: relay SSE sends and closes for streams another node
+    /// holds through `relay` (spec/PROTOCOL.md §1.7), and prefix this
+    /// node's stream ids with `relay.node()`.
+    pub fn sse_relay(mut self, relay: Arc<dyn crate::sse::SseRelay>) -> Self {
+        self.sse_relay = Some(relay);
         self
     }
 
@@ -133,6 +143,8 @@ impl ServerBuilder {
             idempotent_waiters: Mutex::new(HashMap::new()),
             users: Mutex::new(HashMap::new()),
             events: broadcast::channel(1_024).0,
+            sse: Arc::default(),
+            sse_relay: self.sse_relay,
         };
         Server {
             shared: Arc::new(shared),
@@ -264,11 +276,15 @@ impl Server {
         crate::drain::start(Arc::clone(&self.shared));
     }
 
-    /// The public HTTP routes: `/ws`, `/metrics`, `/healthz`, `/readyz`.
+    /// The public HTTP routes: `/ws`, the SSE fallback's `/sse`, `/sse/send`
+    /// and `/sse/close`, `/metrics`, `/healthz`, `/readyz`.
     /// The admin routes are apart ([`Server::admin_router`]).
     pub fn router(&self) -> Router {
         Router::new()
             .route("/ws", any(crate::upgrade::handle))
+            .route("/sse", post(crate::sse::open))
+            .route("/sse/send", post(crate::sse::send))
+            .route("/sse/close", post(crate::sse::close))
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
@@ -329,6 +345,11 @@ impl Server {
             (cache.bytes(), cache.len())
         };
         let gauges = [
+            (
+                "belay_sse_streams",
+                "Sessions over the SSE fallback open now (also in belay_connections_open).",
+                shared.sse.len(),
+            ),
             (
                 "belay_pending_upgrades",
                 "TCP connections not yet upgraded.",

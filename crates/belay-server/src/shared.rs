@@ -65,6 +65,17 @@ pub(crate) struct Shared {
     pub(crate) events: broadcast::Sender<crate::events::ServerEvent>,
     /// Retries of an idempotent request that is still running wait here.
     pub(crate) idempotent_waiters: Mutex<HashMap<(String, String), broadcast::Sender<Reply>>>,
+    /// The SSE streams this node holds.
+    pub(crate) sse: Arc<crate::sse::Streams>,
+    /// Where a send for another node's stream goes (a cluster).
+    pub(crate) sse_relay: Option<Arc<dyn crate::sse::SseRelay>>,
+}
+
+impl Shared {
+    /// The prefix of this node's stream ids (in a cluster).
+    pub(crate) fn node_id(&self) -> Option<&str> {
+        self.sse_relay.as_deref().map(crate::sse::SseRelay::node)
+    }
 }
 
 impl Shared {

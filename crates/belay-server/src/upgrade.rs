@@ -52,23 +52,54 @@ pub(crate) async fn handle(
         Ok(handshake) => handshake,
         Err(refused) => return refused.into_response(),
     };
-    let headers = request.headers().clone();
+    let admitted = match admit(&shared, &request, peer) {
+        Ok(admitted) => admitted,
+        Err(refused) => return answer(refused),
+    };
+    let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
+    let max_frame_len = shared.config.limits.max_frame_len();
+    let meta = admitted.into_meta(peer);
+    handshake.accept(request, max_frame_len, layer, move |ws| {
+        connection::run(shared, ws, meta)
+    })
+}
+
+/// A session the checks let in: how it was admitted, its source's slot
+/// (marked upgraded) and the `Authorization: Bearer` token, if any.
+pub(crate) struct Admitted {
+    pub(crate) admission: Admission,
+    slot: PeerSlot,
+    token: Option<String>,
+}
+
+impl Admitted {
+    /// What the connection's driver is given.
+    pub(crate) fn into_meta(self, peer: SocketAddr) -> ConnectionMeta {
+        ConnectionMeta {
+            peer,
+            header_token: self.token,
+            admission: self.admission,
+            _peer_slot: Some(self.slot),
+        }
+    }
+}
+
+/// The checks every new session passes, whatever its transport (this
+/// WebSocket upgrade, or `POST /sse`): origin, draining, the source's
+/// connections, the accept rate (spec/PROTOCOL.md §2.7). The decisions
+/// are the core's (`UpgradeDecision`); counting the source and taking an
+/// admission token happen here, between its steps.
+pub(crate) fn admit(
+    shared: &Arc<Shared>,
+    request: &Request,
+    peer: SocketAddr,
+) -> Result<Admitted, UpgradeVerdict> {
+    let headers = request.headers();
     let limits = &shared.config.limits;
-    let origin = headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    // The decisions are the core's (`UpgradeDecision`); counting the source
-    // and taking an admission token happen here, between its steps.
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     let draining = *shared.lifecycle.borrow() != Lifecycle::Serving;
-    let decision = match UpgradeDecision::new(limits, origin.as_deref(), draining) {
-        Ok(decision) => decision,
-        Err(refused) => return answer(refused),
-    };
-    let (decision, mut slot) = match decision.source_counted(source_slot(&shared, &request, peer)) {
-        Ok(counted) => counted,
-        Err(refused) => return answer(refused),
-    };
+    let decision = UpgradeDecision::new(limits, origin, draining)?;
+    let (decision, mut slot) = decision.source_counted(source_slot(shared, request, peer))?;
     let now = shared.clock.now();
     let source_share = match slot.key() {
         Some(key) => lock(&shared.sources).admit(now, key),
@@ -82,20 +113,13 @@ pub(crate) async fn handle(
     let admission = match decision.admitted(admitted) {
         UpgradeVerdict::Upgrade => Admission::Admitted,
         UpgradeVerdict::UpgradeThenRefuse { retry_after } => Admission::Refused { retry_after },
-        refused => return answer(refused),
+        refused => return Err(refused),
     };
-    let token = bearer(&headers);
     slot.upgraded();
-    let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
-    let max_frame_len = limits.max_frame_len();
-    let meta = ConnectionMeta {
-        peer,
-        header_token: token,
+    Ok(Admitted {
         admission,
-        _peer_slot: Some(slot),
-    };
-    handshake.accept(request, max_frame_len, layer, move |ws| {
-        connection::run(shared, ws, meta)
+        slot,
+        token: bearer(headers),
     })
 }
 
@@ -337,7 +361,7 @@ impl IntoResponse for NotAnUpgrade {
 }
 
 /// The HTTP answer to an upgrade the core refused.
-fn answer(verdict: UpgradeVerdict) -> Response {
+pub(crate) fn answer(verdict: UpgradeVerdict) -> Response {
     let UpgradeVerdict::Refuse {
         status,
         retry_after_secs,

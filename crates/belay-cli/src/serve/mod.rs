@@ -67,12 +67,20 @@ async fn serve(args: &Args) -> Result<(), String> {
         (None, Some(jwt)) => builder.authenticator(jwt),
         (None, None) => builder,
     };
+    // On Redis: SSE sends for another node's stream go to it.
+    let builder = match &redis {
+        Some(redis) => builder.sse_relay(redis.sse_relay()),
+        None => builder,
+    };
     // With a backend: every request is its (the demo's methods give way).
     let server = match &proxy {
         Some(proxy) => builder.methods(proxy.methods()),
         None => builder,
     }
     .build();
+    if let Some(redis) = &redis {
+        redis.serve_sse_relays(&server);
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;

@@ -131,6 +131,10 @@ pub enum DisconnectReason {
     /// The server advised a reconnect (`reconnect`): the session closed
     /// the transport itself once no request was in flight.
     Advised,
+    /// The driver moved the session to another transport
+    /// ([`Session::replace_transport`](crate::Session::replace_transport)):
+    /// closed 1000 and dialed again at once.
+    Replaced,
 }
 
 /// What the session will do after a disconnect.

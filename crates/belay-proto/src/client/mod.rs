@@ -10,6 +10,7 @@
 //!  event           what the application is told
 //!  config          the session's configuration
 //!  transport       transport ids and the failures a driver reports
+//!  transport_choice  WebSocket or the SSE fallback for the next dial
 //! ```
 //!
 //! The parts both sides share (messages, close codes, time, rng, heartbeat,
@@ -24,3 +25,4 @@ pub mod registry;
 pub mod session;
 pub mod subscriptions;
 pub mod transport;
+pub mod transport_choice;

@@ -16,6 +16,7 @@ mod liveness;
 mod network;
 mod pacing;
 mod reconnect;
+mod replacing;
 mod requests;
 mod stale_events;
 mod stop;

@@ -16,4 +16,5 @@ mod presence_redis_down;
 mod redis_down;
 mod redis_faults;
 mod shared_subscription;
+mod sse_relay;
 mod tls;

@@ -1,5 +1,6 @@
 //! One connection's driver: a task that feeds the core's
-//! [`belay_proto::server::Connection`] with the socket's frames, the clock,
+//! [`belay_proto::server::Connection`] with its transport's frames (a
+//! WebSocket or an SSE stream: [`Transport`]), the clock,
 //! the authenticator's and the broker's answers and the outcomes of
 //! requests, and carries out what it decides. Every close code and error
 //! the server sends to a connected client is the core's decision; this
@@ -23,7 +24,6 @@ use std::time::Duration;
 use belay_proto::server::{work_units, Connection, Frame, Ticket, TransportError};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::auth::Principal;
 use crate::broker::{LiveInbox, LiveItem, SubscriberId};
@@ -32,10 +32,13 @@ use crate::outbound::Outbound;
 use crate::peer_limits::PeerSlot;
 use crate::requests::RequestSet;
 use crate::shared::Shared;
-use crate::ws::{Event, Message, WebSocket, WsError, HIGH_WATER};
+use crate::ws::{Event, Message, WsError, HIGH_WATER};
 
 mod outputs;
 mod presence;
+mod transport;
+
+pub(crate) use transport::Transport;
 
 pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
 
@@ -109,9 +112,9 @@ struct Driver {
     id: u64,
 }
 
-pub(crate) async fn run<S>(shared: Arc<Shared>, mut ws: WebSocket<S>, meta: ConnectionMeta)
+pub(crate) async fn run<T>(shared: Arc<Shared>, mut ws: T, meta: ConnectionMeta)
 where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: Transport,
 {
     // Taken apart at once: the task keeps only the source slot (released
     // when the connection ends), so its future stays small.
@@ -200,9 +203,9 @@ where
 /// Move queued frames into the socket's write buffer while it holds less
 /// than `limit` bytes (at most 64 frames when limited, so one flush batches
 /// them without starving the rest of the loop).
-fn pump<S>(ws: &mut WebSocket<S>, out: &mut Outbound, limit: usize)
+fn pump<T>(ws: &mut T, out: &mut Outbound, limit: usize)
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    T: Transport,
 {
     let mut moved = 0;
     while ws.buffered() < limit && (limit == usize::MAX || moved < 64) {
@@ -223,9 +226,9 @@ impl Driver {
         self.out
     }
 
-    async fn run_loop<S>(&mut self, ws: &mut WebSocket<S>, mut control: ControlReceiver) -> End
+    async fn run_loop<T>(&mut self, ws: &mut T, mut control: ControlReceiver) -> End
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        T: Transport,
     {
         let timer = tokio::time::sleep_until(self.shared.clock.to_std(self.next_deadline()).into());
         tokio::pin!(timer);
@@ -363,9 +366,9 @@ impl Driver {
     /// `item` and what else is already in the inbox (up to 64 more), each
     /// carried out on its own, so every frame goes straight to the socket's
     /// buffer and all of them leave in one write.
-    fn on_live_batch<S>(&mut self, ws: &mut WebSocket<S>, item: LiveItem) -> Option<End>
+    fn on_live_batch<T>(&mut self, ws: &mut T, item: LiveItem) -> Option<End>
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        T: Transport,
     {
         self.on_live(item);
         for _ in 0..64 {
@@ -409,13 +412,13 @@ impl Driver {
 /// written, or with an error). With more outputs waiting (`yielding`):
 /// `None` after one yield to the scheduler. A hand-written poll, so the
 /// connection future stays in its size class.
-fn socket_event<S>(
-    ws: &mut WebSocket<S>,
+fn socket_event<T>(
+    ws: &mut T,
     reading: bool,
     yielding: bool,
 ) -> impl std::future::Future<Output = Option<Event>> + '_
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    T: Transport,
 {
     let mut yielded = false;
     std::future::poll_fn(move |cx| {

@@ -7,22 +7,21 @@ use belay_proto::message::ErrorBody;
 use belay_proto::server::{AuthVerdict, Event, JoinAnswer, Output, Ticket};
 use belay_proto::Instant;
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{Driver, End};
+use super::{Driver, End, Transport};
 use crate::auth::{AuthError, Principal, Verdict};
 use crate::broker::{Joining, LiveInbox, SubscribeError, SubscriberId, Subscription};
 use crate::mailbox::{Checked, Control};
 use crate::metrics::{lock, Metrics};
 use crate::requests::{self, Admit, RequestTask};
-use crate::ws::{WebSocket, HIGH_WATER};
+use crate::ws::HIGH_WATER;
 
 impl Driver {
     /// Carry out every output the core has, in order; how the connection
     /// ends, if the core decided that.
-    pub(super) fn carry_out<S>(&mut self, ws: &mut WebSocket<S>) -> Option<End>
+    pub(super) fn carry_out<T>(&mut self, ws: &mut T) -> Option<End>
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        T: Transport,
     {
         self.carry_out_at_most(ws, usize::MAX).0
     }
@@ -30,13 +29,9 @@ impl Driver {
     /// Like [`carry_out`](Self::carry_out), at most `max` outputs; and
     /// whether more wait (a closing connection leaves its subscriptions in
     /// batches, yielding between them).
-    pub(super) fn carry_out_at_most<S>(
-        &mut self,
-        ws: &mut WebSocket<S>,
-        max: usize,
-    ) -> (Option<End>, bool)
+    pub(super) fn carry_out_at_most<T>(&mut self, ws: &mut T, max: usize) -> (Option<End>, bool)
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        T: Transport,
     {
         let mut end = None;
         let mut done = 0;
@@ -138,9 +133,9 @@ impl Driver {
     /// Send an encoded frame: straight into the socket's write buffer when
     /// nothing waits before it and there is room, else into the bounded
     /// queue; a full queue is the core's to judge (4009).
-    fn send<S>(&mut self, ws: &mut WebSocket<S>, frame: Bytes)
+    fn send<T>(&mut self, ws: &mut T, frame: Bytes)
     where
-        S: AsyncRead + AsyncWrite + Unpin,
+        T: Transport,
     {
         if self.out.is_empty() && ws.buffered() < HIGH_WATER {
             ws.queue_text(&frame);

@@ -26,7 +26,7 @@ impl HttpResponse {
     }
 }
 
-fn parse_head(head: &str) -> (u16, Vec<(String, String)>) {
+pub(crate) fn parse_head(head: &str) -> (u16, Vec<(String, String)>) {
     let mut lines = head.split("\r\n");
     let status = lines
         .next()

@@ -282,6 +282,31 @@ impl Session {
         }
     }
 
+    /// Move the session to a new transport at once: close the current one
+    /// (1000 `transport replaced`) and dial again without a backoff delay
+    /// (a driver switching between WebSocket and the SSE fallback,
+    /// [`TransportChoice`](crate::TransportChoice)). Requests in flight
+    /// settle as for any lost transport, so call it when none is; the
+    /// subscriptions resume from their positions. Emits `Disconnected`
+    /// with [`DisconnectReason::Replaced`](crate::DisconnectReason). Does
+    /// nothing unless Open.
+    pub fn replace_transport(&mut self, now: Instant) -> Result<(), Stopped> {
+        match self.phase {
+            Phase::Stopped => Err(Stopped),
+            Phase::Open { id, .. } => {
+                let now = self.advance(now);
+                self.push(Output::CloseTransport {
+                    id,
+                    code: CloseCode::NORMAL,
+                    reason: "transport replaced".into(),
+                });
+                self.lose_transport(now, DisconnectReason::Replaced, None);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Check now that the peer is alive, instead of waiting out the
     /// heartbeat: for moments when the connection may have died unnoticed
     /// (a page becomes visible again, is restored from the back/forward

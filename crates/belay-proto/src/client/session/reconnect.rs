@@ -179,9 +179,15 @@ impl Session {
                 failure: Failure::Unreachable { .. }
             }
         );
+        let replaced = reason == DisconnectReason::Replaced && halt.is_none() && self.online;
         let retry = if let Some(halt) = halt {
             self.phase = Phase::Halted;
             Err(halt)
+        } else if replaced {
+            // Not a failure: no backoff, no advice to wait for.
+            Ok(RetryPlan::After {
+                delay: Duration::ZERO,
+            })
         } else if !self.online {
             self.phase = Phase::Offline;
             Ok(RetryPlan::WhenOnline)
@@ -204,6 +210,9 @@ impl Session {
         });
         if let Err(halt) = retry {
             self.emit(Event::Halted { reason: halt });
+        }
+        if replaced {
+            self.dial(now);
         }
     }
 

@@ -1,0 +1,158 @@
+//! The SSE + HTTP fallback, end to end: with WebSocket upgrades blocked (the
+//! server answers the upgrade 400, as it does when a proxy strips the
+//! `Upgrade` header) the client becomes ready over the fallback; when the
+//! block lifts it goes back to WebSocket at a quiet moment, with no gap, no
+//! duplicate and every request settled.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::IntoResponse;
+use belay_client::{Client, Item};
+use belay_proto::{FallbackConfig, TransportKind};
+use common::{builder, demo_server, status_where, DemoServer, SOON};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+/// Serve the demo with `/ws` answered 400 while `blocked` is set.
+async fn start_blockable(server: &DemoServer, blocked: Arc<AtomicBool>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let serving: belay_server::Server = (**server).clone();
+    let router = server
+        .demo
+        .router(&serving)
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let blocked = Arc::clone(&blocked);
+                async move {
+                    if blocked.load(Ordering::SeqCst) && request.uri().path() == "/ws" {
+                        return (StatusCode::BAD_REQUEST, "expected a WebSocket upgrade")
+                            .into_response();
+                    }
+                    next.run(request).await
+                }
+            },
+        ));
+    tokio::spawn(async move {
+        let _ = serving.serve(listener, router).await;
+    });
+    addr
+}
+
+fn client(addr: SocketAddr, retry_websocket_every: Duration) -> Client {
+    let mut fallback = FallbackConfig::default();
+    fallback.set_retry_websocket_every(retry_websocket_every);
+    builder(addr).fallback(Some(fallback)).connect()
+}
+
+#[tokio::test]
+async fn with_upgrades_blocked_the_client_is_ready_over_the_fallback() {
+    let server = demo_server();
+    let addr = start_blockable(&server, Arc::new(AtomicBool::new(true))).await;
+    let client = client(addr, Duration::from_secs(600));
+    let mut feed = client.subscribe("news").await.expect("subscribed");
+    tokio::time::timeout(SOON, client.ready())
+        .await
+        .expect("ready in time")
+        .expect("ready");
+    assert_eq!(client.status().borrow().transport, TransportKind::Sse);
+    let echoed = client
+        .request("echo", json!({"over": "sse"}))
+        .await
+        .expect("answered");
+    assert_eq!(echoed, json!({"over": "sse"}));
+    let published = server.publish("news", json!(1)).await.expect("published");
+    match tokio::time::timeout(SOON, feed.next())
+        .await
+        .expect("in time")
+    {
+        Some(Item::Publication(p)) => assert_eq!(p.offset, published.offset),
+        other => panic!("{other:?}"),
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn without_the_fallback_a_blocked_upgrade_never_connects() {
+    let server = demo_server();
+    let addr = start_blockable(&server, Arc::new(AtomicBool::new(true))).await;
+    let client = builder(addr).fallback(None).connect();
+    let mut status = client.status();
+    let failed = status_where(&mut status, "two failed attempts", |s| s.attempts >= 2).await;
+    assert!(!failed.ready);
+    assert_eq!(server.metrics().open_connections(), 0);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn when_the_block_lifts_the_client_goes_back_to_websocket_without_a_gap() {
+    let server = demo_server();
+    let blocked = Arc::new(AtomicBool::new(true));
+    let addr = start_blockable(&server, Arc::clone(&blocked)).await;
+    let client = client(addr, Duration::from_millis(300));
+    let mut feed = client.subscribe("news").await.expect("subscribed");
+    let mut status = client.status();
+    status_where(&mut status, "ready over SSE", |s| {
+        s.ready && s.transport == TransportKind::Sse
+    })
+    .await;
+    // Publications keep coming through the switch.
+    let publisher = {
+        let server = (*server).clone();
+        tokio::spawn(async move {
+            let mut last = 0;
+            for n in 0..60 {
+                last = server
+                    .publish("news", json!(n))
+                    .await
+                    .expect("published")
+                    .offset;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            last
+        })
+    };
+    // A request in flight when the block lifts: the switch waits for it.
+    let slow = {
+        let client = client.clone();
+        tokio::spawn(async move { client.request("slow", json!(400)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    blocked.store(false, Ordering::SeqCst);
+    status_where(&mut status, "ready over WebSocket", |s| {
+        s.ready && s.transport == TransportKind::WebSocket
+    })
+    .await;
+    assert!(
+        slow.await.expect("task").is_ok(),
+        "the request in flight settled with its answer"
+    );
+    let last = publisher.await.expect("publisher");
+    let mut offsets = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while offsets.last() != Some(&last) {
+            match feed.next().await.expect("the stream lives") {
+                Item::Publication(p) => offsets.push(p.offset),
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("every publication in time");
+    let first = offsets[0];
+    assert_eq!(
+        offsets,
+        (first..=last).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    assert_eq!(server.metrics().open_connections(), 1, "one live transport");
+    client.close().await;
+}

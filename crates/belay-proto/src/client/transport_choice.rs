@@ -1,0 +1,215 @@
+//! [`TransportChoice`]: which transport the next dial uses, WebSocket or
+//! the SSE + HTTP fallback (spec/PROTOCOL.md §1.7), decided from how the
+//! dials went. Pure and clock-free like the rest of the core; a driver asks
+//! it at every `OpenTransport` and tells it how each dial ended.
+//!
+//! ```text
+//!   Direct ── WebSocket failed before open ──▶ next dial: SSE ── opened ──▶ Fallback
+//!     ▲        (network error, or refused                 └─ failed ─▶ next dial: WebSocket
+//!     │         other than 429/503)
+//!     │
+//!   Fallback: every dial is SSE; every `retry_websocket_every` a probe (a
+//!     WebSocket opened and closed at once, no session). Probe opened ──▶
+//!     switch at the next quiet moment (nothing in flight): the driver
+//!     reconnects now, on WebSocket ──▶ Direct
+//! ```
+//!
+//! A refusal the server itself gives (429, 503) says nothing about a
+//! blocked upgrade (the fallback is refused the same way), so it does not
+//! count. A blocked upgrade fails in one of the other ways: the proxy
+//! resets the connection, answers it itself (400, 403, 502…), or passes it
+//! on without its `Upgrade` header (the server answers 400).
+
+use std::time::Duration;
+
+use crate::time::Instant;
+use crate::transport::Failure;
+
+/// A transport a dial can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A WebSocket (`/ws`).
+    WebSocket,
+    /// An SSE stream and POSTs (`/sse`).
+    Sse,
+}
+
+/// When to fall back and when to try WebSocket again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FallbackConfig {
+    /// WebSocket dials in a row that failed before opening, after which the
+    /// next dial tries the fallback.
+    pub after_failures: u32,
+    /// While on the fallback, how often a WebSocket is tried again.
+    pub retry_websocket_every: Duration,
+}
+
+impl Default for FallbackConfig {
+    fn default() -> Self {
+        FallbackConfig {
+            after_failures: 1,
+            retry_websocket_every: Duration::from_secs(60),
+        }
+    }
+}
+
+impl FallbackConfig {
+    /// Set [`after_failures`](Self::after_failures) (at least 1).
+    pub fn set_after_failures(&mut self, failures: u32) -> &mut Self {
+        self.after_failures = failures.max(1);
+        self
+    }
+
+    /// Set [`retry_websocket_every`](Self::retry_websocket_every).
+    pub fn set_retry_websocket_every(&mut self, every: Duration) -> &mut Self {
+        self.retry_websocket_every = every;
+        self
+    }
+}
+
+/// How a dial ended, as far as the choice cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DialOutcome {
+    /// The transport opened.
+    Opened,
+    /// It failed before opening.
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Direct,
+    Fallback,
+}
+
+/// Which transport the next dial uses (see the [module](self) docs).
+#[derive(Debug, Clone)]
+pub struct TransportChoice {
+    config: FallbackConfig,
+    mode: Mode,
+    /// WebSocket dials in a row that failed before opening (counted ones).
+    ws_failures: u32,
+    /// The next dial's transport.
+    next: TransportKind,
+    /// On the fallback: when the next probe starts.
+    probe_at: Option<Instant>,
+    probing: bool,
+    /// A probe opened: switch at the next quiet moment.
+    switch_wanted: bool,
+}
+
+impl TransportChoice {
+    /// Start on WebSocket.
+    pub fn new(config: FallbackConfig) -> Self {
+        TransportChoice {
+            config,
+            mode: Mode::Direct,
+            ws_failures: 0,
+            next: TransportKind::WebSocket,
+            probe_at: None,
+            probing: false,
+            switch_wanted: false,
+        }
+    }
+
+    /// Whether sessions run on the fallback now.
+    pub fn on_fallback(&self) -> bool {
+        self.mode == Mode::Fallback
+    }
+
+    /// The transport the next dial uses.
+    pub fn next(&self) -> TransportKind {
+        self.next
+    }
+
+    /// A dial on `kind` ended with `outcome`.
+    pub fn handle_dial(&mut self, now: Instant, kind: TransportKind, outcome: &DialOutcome) {
+        match (kind, outcome) {
+            (TransportKind::WebSocket, DialOutcome::Opened) => {
+                self.mode = Mode::Direct;
+                self.ws_failures = 0;
+                self.probe_at = None;
+                self.switch_wanted = false;
+                self.next = TransportKind::WebSocket;
+            }
+            (TransportKind::WebSocket, DialOutcome::Failed(failure)) => {
+                if counts(failure) {
+                    self.ws_failures = self.ws_failures.saturating_add(1);
+                }
+                if self.mode == Mode::Fallback || self.ws_failures >= self.config.after_failures {
+                    self.next = TransportKind::Sse;
+                }
+            }
+            (TransportKind::Sse, DialOutcome::Opened) => {
+                if self.mode == Mode::Direct {
+                    self.mode = Mode::Fallback;
+                    self.probe_at = Some(now.saturating_add(self.config.retry_websocket_every));
+                }
+                self.next = TransportKind::Sse;
+            }
+            // The server may be down, or the block gone: try the other.
+            (TransportKind::Sse, DialOutcome::Failed(_)) => self.next = TransportKind::WebSocket,
+        }
+    }
+
+    /// When [`poll_probe`](Self::poll_probe) next has something to say.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.mode, self.probing, self.switch_wanted) {
+            (Mode::Fallback, false, false) => self.probe_at,
+            _ => None,
+        }
+    }
+
+    /// Whether to start a WebSocket probe now (at most one at a time; its
+    /// end goes to [`handle_probe`](Self::handle_probe)).
+    pub fn poll_probe(&mut self, now: Instant) -> bool {
+        let due = self.poll_timeout().is_some_and(|at| now >= at);
+        if due {
+            self.probing = true;
+        }
+        due
+    }
+
+    /// The probe opened a WebSocket (`true`) or did not.
+    pub fn handle_probe(&mut self, now: Instant, opened: bool) {
+        self.probing = false;
+        if self.mode != Mode::Fallback {
+            return;
+        }
+        if opened {
+            self.switch_wanted = true;
+        } else {
+            self.probe_at = Some(now.saturating_add(self.config.retry_websocket_every));
+        }
+    }
+
+    /// A probe opened and the session is `quiet` (nothing in flight that a
+    /// reconnect would disturb): switch now. `true` once: the driver then
+    /// reconnects at once, and that dial is a WebSocket.
+    pub fn poll_switch(&mut self, quiet: bool) -> bool {
+        if !(self.switch_wanted && quiet && self.mode == Mode::Fallback) {
+            return false;
+        }
+        self.switch_wanted = false;
+        self.mode = Mode::Direct;
+        self.ws_failures = 0;
+        self.probe_at = None;
+        self.next = TransportKind::WebSocket;
+        true
+    }
+}
+
+/// Whether a failed WebSocket dial may be a blocked upgrade.
+fn counts(failure: &Failure) -> bool {
+    match failure {
+        Failure::Network { .. } => true,
+        Failure::Rejected { status, .. } => !matches!(status, 429 | 503 | 401),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,131 @@
+use std::time::Duration;
+
+use super::*;
+
+const EVERY: Duration = Duration::from_secs(60);
+
+fn at(secs: u64) -> Instant {
+    Instant::from_micros(secs * 1_000_000)
+}
+
+fn blocked() -> DialOutcome {
+    DialOutcome::Failed(Failure::rejected(400))
+}
+
+fn choice() -> TransportChoice {
+    TransportChoice::new(FallbackConfig::default())
+}
+
+#[test]
+fn a_websocket_that_opens_keeps_every_dial_on_websocket() {
+    let mut c = choice();
+    assert_eq!(c.next(), TransportKind::WebSocket);
+    c.handle_dial(at(0), TransportKind::WebSocket, &DialOutcome::Opened);
+    assert_eq!(c.next(), TransportKind::WebSocket);
+    assert!(!c.on_fallback());
+    assert_eq!(c.poll_timeout(), None);
+}
+
+#[test]
+fn a_blocked_upgrade_sends_the_next_dial_to_the_fallback_and_it_stays_there() {
+    let mut c = choice();
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    assert_eq!(c.next(), TransportKind::Sse);
+    c.handle_dial(at(1), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(c.on_fallback());
+    // A lost stream redials the fallback.
+    assert_eq!(c.next(), TransportKind::Sse);
+    assert_eq!(c.poll_timeout(), Some(at(61)));
+}
+
+#[test]
+fn a_reset_connection_counts_as_a_blocked_upgrade() {
+    let mut c = choice();
+    let reset = DialOutcome::Failed(Failure::network("connection reset by peer"));
+    c.handle_dial(at(0), TransportKind::WebSocket, &reset);
+    assert_eq!(c.next(), TransportKind::Sse);
+}
+
+#[test]
+fn the_servers_own_refusals_do_not_fall_back() {
+    for status in [429, 503, 401] {
+        let mut c = choice();
+        let refused = DialOutcome::Failed(Failure::rejected(status));
+        c.handle_dial(at(0), TransportKind::WebSocket, &refused);
+        assert_eq!(c.next(), TransportKind::WebSocket, "{status}");
+    }
+    let mut c = choice();
+    let offline = DialOutcome::Failed(Failure::unreachable("no route"));
+    c.handle_dial(at(0), TransportKind::WebSocket, &offline);
+    assert_eq!(c.next(), TransportKind::WebSocket);
+}
+
+#[test]
+fn with_a_higher_threshold_it_takes_that_many_failures_in_a_row() {
+    let mut config = FallbackConfig::default();
+    config.set_after_failures(3);
+    let mut c = TransportChoice::new(config);
+    for _ in 0..2 {
+        c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+        assert_eq!(c.next(), TransportKind::WebSocket);
+    }
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    assert_eq!(c.next(), TransportKind::Sse);
+}
+
+#[test]
+fn when_both_fail_the_dials_alternate() {
+    let mut c = choice();
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    let down = DialOutcome::Failed(Failure::network("refused"));
+    c.handle_dial(at(1), TransportKind::Sse, &down);
+    assert_eq!(c.next(), TransportKind::WebSocket);
+    c.handle_dial(at(2), TransportKind::WebSocket, &down);
+    assert_eq!(c.next(), TransportKind::Sse);
+}
+
+#[test]
+fn on_the_fallback_a_probe_is_due_every_interval_and_one_at_a_time() {
+    let mut c = choice();
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    c.handle_dial(at(0), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(!c.poll_probe(at(59)));
+    assert!(c.poll_probe(at(60)));
+    assert!(!c.poll_probe(at(61)), "one probe at a time");
+    assert_eq!(c.poll_timeout(), None);
+    c.handle_probe(at(62), false);
+    assert_eq!(c.poll_timeout(), Some(at(62) + EVERY));
+    assert!(!c.poll_switch(true));
+}
+
+#[test]
+fn a_probe_that_opens_switches_back_only_at_a_quiet_moment() {
+    let mut c = choice();
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    c.handle_dial(at(0), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(c.poll_probe(at(60)));
+    c.handle_probe(at(60), true);
+    assert!(!c.poll_switch(false), "a request in flight: not now");
+    assert_eq!(c.next(), TransportKind::Sse);
+    assert!(c.poll_switch(true));
+    assert!(!c.poll_switch(true), "once");
+    assert_eq!(c.next(), TransportKind::WebSocket);
+    c.handle_dial(at(61), TransportKind::WebSocket, &DialOutcome::Opened);
+    assert!(!c.on_fallback());
+    assert_eq!(c.poll_timeout(), None);
+}
+
+#[test]
+fn a_switch_whose_websocket_fails_goes_back_to_the_fallback() {
+    let mut c = choice();
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    c.handle_dial(at(0), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(c.poll_probe(at(60)));
+    c.handle_probe(at(60), true);
+    assert!(c.poll_switch(true));
+    c.handle_dial(at(61), TransportKind::WebSocket, &blocked());
+    assert_eq!(c.next(), TransportKind::Sse);
+    c.handle_dial(at(62), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(c.on_fallback());
+    assert_eq!(c.poll_timeout(), Some(at(122)));
+}

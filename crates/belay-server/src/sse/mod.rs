@@ -1,0 +1,329 @@
+//! The SSE + HTTP fallback (spec/PROTOCOL.md §1.7): for networks that block
+//! WebSocket upgrades, a session runs over an event stream (server →
+//! client) and POSTs (client → server), driven by the same connection task
+//! and the same core machine as a WebSocket session.
+//!
+//! ```text
+//!  POST /sse ── admission (as an upgrade) ──▶ connection task ──▶ events into the body (pipe)
+//!                                                   ▲
+//!  POST /sse/send ── Belay-Stream, Belay-Seq ───────┘ one body at a time, answered once read
+//!  POST /sse/close ─────────────────────────────────┘
+//! ```
+//!
+//! | request | answer |
+//! |---|---|
+//! | `POST /sse` refused like an upgrade (origin, draining, source, rate) | 403 / 503 / 429 / 503 + `Retry-After` |
+//! | `POST /sse`, body over `max_frame_len` or not UTF-8 | 413 / 400 |
+//! | `POST /sse` | 200, `text/event-stream`: `open`, then one event per message, `close` |
+//! | send: unknown stream | 404 |
+//! | send: no or malformed `Belay-Seq` | 400 |
+//! | send: a number already taken | 204 (body ignored) |
+//! | send: a number past the next | 409, stream closed 1002 `out of order` |
+//! | send: body over `max_frame_len` / not UTF-8 | 413 / 400, stream closed 1009 / 1007 |
+//! | send: not read within 10 s | 503 + `Retry-After: 1`, stream ended (1006 for the client) |
+//! | send | 204 once every message of it was read |
+//! | close | 204, the connection handles it as a close frame |
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use crate::connection::{self, Admission};
+use crate::peer_limits::SlotCell;
+use crate::shared::Server;
+use crate::upgrade;
+use crate::ws::WsError;
+
+mod events;
+mod pipe;
+mod relay;
+mod streams;
+mod transport;
+
+pub use relay::{RelayAnswer, RelayedSend, SseRelay};
+
+pub(crate) use streams::Streams;
+
+/// The header naming a send's or a close's stream.
+pub const STREAM_HEADER: &str = "belay-stream";
+/// The header numbering a send.
+pub const SEQ_HEADER: &str = "belay-seq";
+
+/// How long a send may wait for its connection to read it.
+const SEND_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest body of a close.
+const MAX_CLOSE_BODY: usize = 1024;
+
+/// `POST /sse`: open a stream.
+pub(crate) async fn open(
+    State(server): State<Server>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    let shared = Arc::clone(&server.shared);
+    let admitted = match upgrade::admit(&shared, &request, peer) {
+        Ok(admitted) => admitted,
+        Err(refused) => return upgrade::answer(refused),
+    };
+    if let Admission::Refused { retry_after } = admitted.admission {
+        // A page can read this status (unlike a failed upgrade's).
+        let ms = retry_after.as_millis();
+        let mut response = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("over capacity; retry after {ms} ms"),
+        )
+            .into_response();
+        let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+        insert_header(&mut response, header::RETRY_AFTER, &secs.max(1).to_string());
+        return response;
+    }
+    let limit = shared.config.limits.max_frame_len();
+    let body = match read_body(request.into_body(), limit).await {
+        Ok(body) => body,
+        Err(refused) => return refused.response(),
+    };
+    let (id, inbound, guard) = shared.sse.open(shared.node_id());
+    if let Some(entry) = shared.sse.get(&id) {
+        // The channel is new: it has room for this first body (number 0).
+        let (taken, _) = oneshot::channel();
+        let _ = entry
+            .inbound
+            .try_send(streams::Inbound::Body { body, taken });
+    }
+    let (out, body) = pipe::pipe();
+    out.write(&events::open(&id));
+    let transport = transport::SseTransport::new(out, inbound, guard);
+    let meta = admitted.into_meta(peer);
+    tokio::spawn(connection::run(Arc::clone(&shared), transport, meta));
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache, no-transform")
+        // nginx (and proxies that follow it) pass each event on at once.
+        .header("x-accel-buffering", "no")
+        .body(Body::new(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// `POST /sse/send`: messages for a stream.
+pub(crate) async fn send(State(server): State<Server>, request: Request) -> Response {
+    let shared = &server.shared;
+    let Some(id) = stream_of(request.headers()).map(str::to_owned) else {
+        return Answer::UnknownStream.into_response();
+    };
+    let Some(seq) = request
+        .headers()
+        .get(SEQ_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return Answer::BadSeq.into_response();
+    };
+    let slot = request.extensions().get::<SlotCell>().cloned();
+    let limit = shared.config.limits.max_frame_len();
+    let body = read_body(request.into_body(), limit);
+    let answer = match shared.sse.get(&id) {
+        Some(entry) => take_send(&entry, seq, body).await,
+        None => match relay::route(shared, &id) {
+            Some((relay, node)) => {
+                let body = body.await;
+                relay::forward(relay, node, relay::RelayedSend::send(&id, seq, body)).await
+            }
+            None => Answer::UnknownStream,
+        },
+    };
+    if let (Answer::Taken, Some(slot)) = (answer, slot) {
+        // A stream's client keeps this connection alive for its next send:
+        // it no longer counts as a connection waiting to be upgraded.
+        slot.settle();
+    }
+    answer.into_response()
+}
+
+/// A send for `entry`: numbered `seq`, its body read (only when it is the
+/// next) by `body`.
+async fn take_send(
+    entry: &streams::StreamEntry,
+    seq: u64,
+    body: impl std::future::Future<Output = Result<Bytes, BadBody>>,
+) -> Answer {
+    // Held to the end: sends are one at a time, in number order.
+    let mut next = entry.next_seq.lock().await;
+    if seq < *next {
+        return Answer::Taken;
+    }
+    if seq > *next {
+        fail(entry, WsError::Protocol("out of order")).await;
+        return Answer::OutOfOrder;
+    }
+    let body = match body.await {
+        Ok(body) => body,
+        Err(refused) => {
+            fail(entry, refused.error()).await;
+            return Answer::BadBody(refused);
+        }
+    };
+    *next += 1;
+    let (taken, read) = oneshot::channel();
+    let handed = async {
+        entry
+            .inbound
+            .send(streams::Inbound::Body { body, taken })
+            .await
+            .map_err(|_| ())?;
+        read.await.map_err(|_| ())
+    };
+    match tokio::time::timeout(SEND_READ_TIMEOUT, handed).await {
+        Ok(Ok(())) => Answer::Taken,
+        // The connection ended before reading all of it.
+        Ok(Err(())) => Answer::UnknownStream,
+        Err(_) => {
+            fail(entry, WsError::Io(std::io::ErrorKind::TimedOut.into())).await;
+            Answer::NotReadInTime
+        }
+    }
+}
+
+/// `POST /sse/close`: the client closes its stream.
+pub(crate) async fn close(State(server): State<Server>, request: Request) -> Response {
+    let shared = &server.shared;
+    let Some(id) = stream_of(request.headers()).map(str::to_owned) else {
+        return Answer::UnknownStream.into_response();
+    };
+    let code = match read_body(request.into_body(), MAX_CLOSE_BODY).await {
+        Ok(body) => close_code(&body),
+        Err(refused) => return Answer::BadBody(refused).into_response(),
+    };
+    match shared.sse.get(&id) {
+        Some(entry) => take_close(&entry, code).await.into_response(),
+        None => match relay::route(shared, &id) {
+            Some((relay, node)) => {
+                relay::forward(relay, node, relay::RelayedSend::close(&id, code))
+                    .await
+                    .into_response()
+            }
+            None => Answer::UnknownStream.into_response(),
+        },
+    }
+}
+
+/// The code of a close's body `{"code":1000,"reason":"…"}`, if it has one.
+fn close_code(body: &[u8]) -> Option<u16> {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()?
+        .get("code")?
+        .as_u64()
+        .and_then(|code| u16::try_from(code).ok())
+}
+
+async fn take_close(entry: &streams::StreamEntry, code: Option<u16>) -> Answer {
+    let _ = tokio::time::timeout(
+        SEND_READ_TIMEOUT,
+        entry.inbound.send(streams::Inbound::Close(code)),
+    )
+    .await;
+    Answer::Taken
+}
+
+/// What a send or a close is answered (on this node, or relayed from the
+/// node holding the stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// 204.
+    Taken,
+    /// 404.
+    UnknownStream,
+    /// 400: no or a malformed `Belay-Seq`.
+    BadSeq,
+    /// 409, the stream closed 1002.
+    OutOfOrder,
+    /// 413 or 400, the stream closed 1009 or 1007.
+    BadBody(BadBody),
+    /// 503 + `Retry-After: 1`, the stream ended.
+    NotReadInTime,
+    /// 503 + `Retry-After: 1`: the node holding the stream did not answer.
+    OwnerUnreachable,
+}
+
+impl IntoResponse for Answer {
+    fn into_response(self) -> Response {
+        let retry = |text: &'static str| {
+            let mut response = (StatusCode::SERVICE_UNAVAILABLE, text).into_response();
+            insert_header(&mut response, header::RETRY_AFTER, "1");
+            response
+        };
+        match self {
+            Answer::Taken => StatusCode::NO_CONTENT.into_response(),
+            Answer::UnknownStream => (StatusCode::NOT_FOUND, "unknown stream").into_response(),
+            Answer::BadSeq => {
+                (StatusCode::BAD_REQUEST, "Belay-Seq missing or not a number").into_response()
+            }
+            Answer::OutOfOrder => (StatusCode::CONFLICT, "out of order").into_response(),
+            Answer::BadBody(bad) => bad.response(),
+            Answer::NotReadInTime => retry("send not read in time"),
+            Answer::OwnerUnreachable => retry("the node holding the stream did not answer"),
+        }
+    }
+}
+
+fn stream_of(headers: &HeaderMap) -> Option<&str> {
+    headers.get(STREAM_HEADER)?.to_str().ok()
+}
+
+/// Tell the stream's connection to close with `error`'s code (at most
+/// `SEND_READ_TIMEOUT` of waiting for room: a connection that reads
+/// nothing closes anyway).
+async fn fail(entry: &streams::StreamEntry, error: WsError) {
+    let _ = tokio::time::timeout(
+        SEND_READ_TIMEOUT,
+        entry.inbound.send(streams::Inbound::Fail(error)),
+    )
+    .await;
+}
+
+fn insert_header(response: &mut Response, name: header::HeaderName, value: &str) {
+    if let Ok(value) = HeaderValue::from_str(value) {
+        response.headers_mut().insert(name, value);
+    }
+}
+
+/// Why a POST body was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadBody {
+    TooLarge,
+    NotUtf8,
+}
+
+impl BadBody {
+    fn response(self) -> Response {
+        match self {
+            BadBody::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "message too big").into_response(),
+            BadBody::NotUtf8 => (StatusCode::BAD_REQUEST, "invalid utf-8").into_response(),
+        }
+    }
+
+    fn error(self) -> WsError {
+        match self {
+            BadBody::TooLarge => WsError::TooBig,
+            BadBody::NotUtf8 => WsError::InvalidUtf8,
+        }
+    }
+}
+
+/// The whole body, at most `limit` bytes of UTF-8. A body that fails to
+/// arrive counts as too large (its sender is gone or sent more).
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, BadBody> {
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| BadBody::TooLarge)?;
+    std::str::from_utf8(&bytes).map_err(|_| BadBody::NotUtf8)?;
+    Ok(bytes)
+}

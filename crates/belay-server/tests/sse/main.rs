@@ -1,0 +1,48 @@
+//! The SSE + HTTP fallback (spec/PROTOCOL.md §1.7) against a real server:
+//! each module is one behaviour of the mapping, each test one scenario.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_sends;
+mod heartbeat;
+mod opening;
+mod relayed;
+mod session;
+
+use belay_demo as demo;
+use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
+use belay_server::{Server, ServerConfig};
+use common::SseRaw;
+use serde_json::Value;
+
+/// A server with the demo methods and `config`.
+fn server(config: ServerConfig) -> Server {
+    Server::builder()
+        .config(config)
+        .methods(demo::methods())
+        .build()
+}
+
+fn request(id: u64, method: &str, params: Value) -> ClientMessage {
+    ClientMessage::Request(Request {
+        id,
+        method: method.into(),
+        params,
+        idem: None,
+        timeout_ms: None,
+    })
+}
+
+/// The result of request `id` (skipping anything else).
+async fn result_of(sse: &mut SseRaw, id: u64) -> Value {
+    loop {
+        match sse.recv_message().await {
+            ServerMessage::Response(r) if r.id == id => match r.reply {
+                Reply::Result(v) => return v.to_value().expect("JSON"),
+                Reply::Error(e) => panic!("request {id} failed: {e:?}"),
+            },
+            _ => continue,
+        }
+    }
+}
