@@ -47,6 +47,9 @@ pub struct RedisConfig {
     /// wait their turn (buffering live publications meanwhile). Without a
     /// bound, 15,000 clients resubscribing on one node sent 15,000 history
     /// reads at once, and the heartbeats and probes behind them timed out.
+    /// Default 512: at 64, 10,000 clients recovering after a node's death
+    /// took 1.5× as long (the reads are pipelined on one connection, so
+    /// fewer at once means fewer per round trip; docs/BENCHMARKS.md).
     pub joins_in_flight: usize,
     /// Channels this node subscribes to at most (each is one PUB/SUB
     /// subscription on Redis); a `subscribe` to one more is refused
@@ -88,7 +91,7 @@ impl Default for RedisConfig {
             command_timeout: Duration::from_secs(2),
             probe_every: Duration::from_secs(1),
             join_buffer: 1_024,
-            joins_in_flight: 64,
+            joins_in_flight: 512,
             max_channels: 100_000,
             outcome_max_bytes: 64 << 20,
             presence_ttl: Duration::from_secs(60),

@@ -3,7 +3,8 @@
 //! service the machine happens to run.
 //!
 //! The binaries come from `PATH` (the test command installs Debian's
-//! `redis-server`); `BELAY_REDIS_SERVER` names another one.
+//! `redis-server` and `nginx`); `BELAY_REDIS_SERVER` and `BELAY_NGINX` name
+//! other ones.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -185,4 +186,76 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
+}
+
+/// Debian's `nginx` as a reverse proxy to one upstream, as people run it in
+/// front of an application: its defaults (HTTP/1.0 to the upstream, no
+/// `Upgrade` passed on, so a WebSocket upgrade reaches the upstream as a
+/// plain GET; response buffering on), on a loopback port, with its files
+/// in a temporary directory.
+#[derive(Debug)]
+pub struct Nginx {
+    child: Child,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    /// Proxy everything to `upstream`; panics (failing the test with the
+    /// reason) when `nginx` is missing or does not listen within 10 s.
+    /// `BELAY_NGINX` names another binary.
+    pub async fn proxy_to(upstream: SocketAddr) -> Nginx {
+        let port = free_port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let dir = std::env::temp_dir().join(format!("belay-nginx-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory for nginx");
+        let d = dir.display();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 512; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+             \x20 fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+             \x20 server {{\n    listen 127.0.0.1:{port};\n    location / {{ proxy_pass http://{upstream}; }}\n  }}\n}}\n"
+        );
+        let conf_path = dir.join("nginx.conf");
+        std::fs::write(&conf_path, conf).expect("write nginx.conf");
+        let binary = std::env::var("BELAY_NGINX").unwrap_or_else(|_| "nginx".to_owned());
+        let child = Command::new(&binary)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&conf_path)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {binary} (the test command installs nginx): {e}")
+            });
+        let listening = tokio::time::timeout(Duration::from_secs(10), async {
+            while tokio::net::TcpStream::connect(addr).await.is_err() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(
+            listening.is_ok(),
+            "nginx did not listen on {addr} within 10 s"
+        );
+        Nginx { child, addr, dir }
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

@@ -9,6 +9,7 @@ mod heartbeat;
 mod opening;
 mod relayed;
 mod session;
+mod through_nginx;
 
 use belay_demo as demo;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
