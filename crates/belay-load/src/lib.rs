@@ -40,6 +40,8 @@ pub mod http_publish;
 pub mod idle;
 pub mod procfs;
 pub mod server_runtime;
+pub mod sse;
+pub mod sse_compare;
 pub mod stats;
 pub mod target;
 

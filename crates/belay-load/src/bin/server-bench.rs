@@ -121,6 +121,28 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// The SSE fallback against WebSocket, same server build, same run:
+    /// idle bytes per session (each on a fresh server), publish→delivery
+    /// to subscribers over both at once, request round trips over each.
+    Sse {
+        #[arg(long, default_value_t = 2_000)]
+        connections: usize,
+        #[arg(long, default_value_t = 10)]
+        hold_secs: u64,
+        /// Subscribers over each transport.
+        #[arg(long, default_value_t = 500)]
+        subscribers: usize,
+        #[arg(long, default_value_t = 200)]
+        messages: u64,
+        #[arg(long, default_value_t = 50.0)]
+        rate: f64,
+        #[arg(long, default_value_t = 500)]
+        requests: usize,
+        #[arg(long, default_value = "127.0.0.1-127.0.0.40")]
+        sources: String,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Channels: what one subscribed channel costs, and whether the memory
     /// comes back once every subscriber left (rounds of subscribe + leave).
     Channels {
@@ -208,6 +230,30 @@ fn main() -> Result<(), String> {
                 runs.clamp(1, 10),
             ))
         }
+        Cmd::Sse {
+            connections,
+            hold_secs,
+            subscribers,
+            messages,
+            rate,
+            requests,
+            sources,
+            runs,
+        } => {
+            let sources = parse_sources(&sources).map_err(|e| e.to_string())?;
+            runtime.block_on(bench_sse(
+                SseBench {
+                    connections: connections.clamp(1, 20_000),
+                    hold: Duration::from_secs(hold_secs.clamp(1, 600)),
+                    subscribers: subscribers.clamp(1, 5_000),
+                    messages: messages.clamp(1, 10_000),
+                    rate,
+                    requests: requests.clamp(1, 100_000),
+                },
+                &sources,
+                runs.clamp(1, 10),
+            ))
+        }
         Cmd::Channels {
             sessions,
             per_session,
@@ -225,6 +271,95 @@ fn main() -> Result<(), String> {
             ))
         }
     }
+}
+
+/// What `server-bench sse` measures.
+struct SseBench {
+    connections: usize,
+    hold: Duration,
+    subscribers: usize,
+    messages: u64,
+    rate: f64,
+    requests: usize,
+}
+
+async fn bench_sse(bench: SseBench, sources: &[IpAddr], runs: usize) -> Result<(), String> {
+    use belay_load::sse_compare;
+    println!("| run | transport | idle sessions alive | idle B/session | broadcast p50 (ms) | broadcast p99 (ms) | deliveries missing | request p50 (ms) | request p99 (ms) |");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    let names = ["websocket", "sse"];
+    let mut idle: [Vec<f64>; 2] = Default::default();
+    let mut p50: [Vec<f64>; 2] = Default::default();
+    let mut p99: [Vec<f64>; 2] = Default::default();
+    let mut rtt50: [Vec<f64>; 2] = Default::default();
+    let mut rtt99: [Vec<f64>; 2] = Default::default();
+    let millis = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    for run in 1..=runs {
+        // Idle: each transport on a fresh server.
+        let mut held = [(0usize, 0.0f64); 2];
+        for (i, slot) in held.iter_mut().enumerate() {
+            let server = ServerProcess::start(Kind::Belay, 10_000)?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let base = server.sample()?.rss_kib;
+            let alive = if i == 0 {
+                let fleet =
+                    idle::open(&server.target, &IdleConfig::new(bench.connections, sources.to_vec())).await;
+                tokio::time::sleep(bench.hold).await;
+                let alive = fleet.alive();
+                *slot = (alive, server.sample()?.rss_kib.saturating_sub(base) as f64 * 1024.0);
+                fleet.close().await;
+                alive
+            } else {
+                let fleet = sse_compare::hold_sse(&server.target, bench.connections, sources).await;
+                if let Some(e) = &fleet.first_error {
+                    eprintln!("sse idle: first failure: {e}");
+                }
+                tokio::time::sleep(bench.hold).await;
+                let alive = fleet.alive();
+                *slot = (alive, server.sample()?.rss_kib.saturating_sub(base) as f64 * 1024.0);
+                fleet.close().await;
+                alive
+            };
+            idle[i].push(slot.1 / alive.max(1) as f64);
+        }
+        // Broadcast to both at once, then round trips, on one server.
+        let server = ServerProcess::start(Kind::Belay, 25_000)?;
+        let (mut ws, mut sse, missing) = sse_compare::broadcast_both(
+            &server.target,
+            bench.subscribers,
+            bench.messages,
+            bench.rate,
+            sources,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let (mut ws_rtt, mut sse_rtt) = sse_compare::echo_both(&server.target, bench.requests)
+            .await
+            .map_err(|e| e.to_string())?;
+        drop(server);
+        for (i, (lat, rtt)) in [(&mut ws, &mut ws_rtt), (&mut sse, &mut sse_rtt)].into_iter().enumerate() {
+            let (a, b) = (millis(lat.percentile(50.0)), millis(lat.percentile(99.0)));
+            let (c, d) = (millis(rtt.percentile(50.0)), millis(rtt.percentile(99.0)));
+            p50[i].push(a);
+            p99[i].push(b);
+            rtt50[i].push(c);
+            rtt99[i].push(d);
+            println!(
+                "| {run} | {} | {} | {:.0} | {a:.2} | {b:.2} | {} | {c:.3} | {d:.3} |",
+                names[i],
+                held[i].0,
+                held[i].1 / held[i].0.max(1) as f64,
+                if i == 1 { missing.to_string() } else { "(both)".into() },
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    summary_of("sse: idle bytes per session", names, &idle);
+    summary_of("sse: broadcast p50 ms", names, &p50);
+    summary_of("sse: broadcast p99 ms", names, &p99);
+    summary_of("sse: request round trip p50 ms", names, &rtt50);
+    summary_of("sse: request round trip p99 ms", names, &rtt99);
+    Ok(())
 }
 
 /// Server RSS after letting it settle for `settle`.
