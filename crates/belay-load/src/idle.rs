@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 use tokio_websockets::Message;
 
 use crate::client::{self, Session};
+use crate::sse::SseSession;
 use crate::target::Target;
 use crate::LoadError;
 
@@ -27,6 +28,8 @@ pub struct IdleConfig {
     pub open_timeout: Duration,
     /// Bound on opening the whole fleet.
     pub total_timeout: Duration,
+    /// Open the sessions over the SSE fallback instead of WebSocket.
+    pub sse: bool,
 }
 
 impl IdleConfig {
@@ -39,6 +42,7 @@ impl IdleConfig {
             concurrency: 256,
             open_timeout: Duration::from_secs(10),
             total_timeout: Duration::from_secs(300),
+            sse: false,
         }
     }
 }
@@ -99,8 +103,17 @@ pub async fn open(target: &Target, config: &IdleConfig) -> Fleet {
         let alive = Arc::clone(&alive);
         let mut stop = stop_rx.clone();
         let result_tx = result_tx.clone();
+        let sse = config.sse;
         tasks.spawn(async move {
-            let opened = client::open(&target, source, bound).await;
+            let opened = if sse {
+                SseSession::open(&target, source, bound)
+                    .await
+                    .map(Held::Sse)
+            } else {
+                client::open(&target, source, bound)
+                    .await
+                    .map(Held::WebSocket)
+            };
             drop(permit);
             let ws = match opened {
                 Ok(ws) => {
@@ -144,8 +157,24 @@ pub async fn open(target: &Target, config: &IdleConfig) -> Fleet {
     }
 }
 
+/// One open session of either kind.
+enum Held {
+    WebSocket(Session),
+    Sse(SseSession),
+}
+
 /// Answer pings until told to stop or the server closes.
-async fn hold(mut ws: Session, stop: &mut watch::Receiver<bool>) {
+async fn hold(held: Held, stop: &mut watch::Receiver<bool>) {
+    let mut ws = match held {
+        Held::WebSocket(ws) => ws,
+        Held::Sse(mut sse) => {
+            tokio::select! {
+                _ = sse.next_non_ping() => {}
+                _ = stop.changed() => sse.close().await,
+            }
+            return;
+        }
+    };
     loop {
         tokio::select! {
             text = client::next_text(&mut ws) => match text {

@@ -113,7 +113,9 @@ impl SseSession {
                 return Ok(data.to_owned());
             }
             if event.starts_with("close:") {
-                return Err(LoadError::Protocol(format!("closed by the server: {event}")));
+                return Err(LoadError::Protocol(format!(
+                    "closed by the server: {event}"
+                )));
             }
         }
     }

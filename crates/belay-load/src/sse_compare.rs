@@ -1,14 +1,12 @@
 //! The SSE fallback against WebSocket on the same server (server-bench
-//! `sse`): idle sessions held over each, one broadcast reaching
-//! subscribers over both at once, and request round trips over each.
+//! `sse`): one broadcast reaching subscribers over both at once, and
+//! request round trips over each (idle sessions over either are
+//! [`crate::idle`]'s, with [`IdleConfig::sse`](crate::idle::IdleConfig::sse)).
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
-use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_websockets::Message;
 
@@ -21,93 +19,6 @@ use crate::LoadError;
 
 /// Bound on opening one session.
 const OPEN_BOUND: Duration = Duration::from_secs(10);
-
-/// SSE sessions held open (answering pings) until [`SseFleet::close`].
-#[derive(Debug)]
-pub struct SseFleet {
-    /// Sessions that got `welcome`.
-    pub opened: usize,
-    /// The first failure, if any.
-    pub first_error: Option<String>,
-    alive: Arc<AtomicUsize>,
-    stop: watch::Sender<bool>,
-    tasks: JoinSet<()>,
-}
-
-impl SseFleet {
-    /// Sessions still open.
-    pub fn alive(&self) -> usize {
-        self.alive.load(Ordering::Relaxed)
-    }
-
-    /// Close every session and wait (at most 30 s) for the tasks.
-    pub async fn close(mut self) {
-        let _ = self.stop.send(true);
-        let _ = tokio::time::timeout(Duration::from_secs(30), async {
-            while self.tasks.join_next().await.is_some() {}
-        })
-        .await;
-        self.tasks.abort_all();
-    }
-}
-
-/// Open `n` SSE sessions, 64 at a time.
-pub async fn hold_sse(target: &Target, n: usize, sources: &[IpAddr]) -> SseFleet {
-    let permits = Arc::new(Semaphore::new(64));
-    let alive = Arc::new(AtomicUsize::new(0));
-    let (stop, stopped) = watch::channel(false);
-    let (opened_tx, mut opened_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();
-    let mut tasks = JoinSet::new();
-    for i in 0..n.min(100_000) {
-        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-            break;
-        };
-        let (target, source) = (target.clone(), client::source_for(sources, i));
-        let (alive, opened_tx, mut stopped) = (Arc::clone(&alive), opened_tx.clone(), stopped.clone());
-        tasks.spawn(async move {
-            let session = SseSession::open(&target, source, OPEN_BOUND).await;
-            drop(permit);
-            let mut session = match session {
-                Ok(session) => session,
-                Err(e) => {
-                    let _ = opened_tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            let _ = opened_tx.send(Ok(()));
-            drop(opened_tx);
-            alive.fetch_add(1, Ordering::Relaxed);
-            loop {
-                tokio::select! {
-                    _ = stopped.wait_for(|s| *s) => break,
-                    next = session.next_non_ping() => if next.is_err() { break },
-                }
-            }
-            alive.fetch_sub(1, Ordering::Relaxed);
-            session.close().await;
-        });
-    }
-    drop(opened_tx);
-    let (mut opened, mut first_error) = (0, None);
-    for _ in 0..n.min(100_000) {
-        let Some(result) = opened_rx.recv().await else {
-            break;
-        };
-        match result {
-            Ok(()) => opened += 1,
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    SseFleet {
-        opened,
-        first_error,
-        alive,
-        stop,
-        tasks,
-    }
-}
 
 /// Publish→delivery latencies of one broadcast (`messages` at `rate`/s on
 /// `channel`) to `each` WebSocket and `each` SSE subscribers at once:
@@ -147,7 +58,9 @@ pub async fn broadcast_both(
                     s.send(&subscribe).await?;
                     let text = s.next_non_ping().await?;
                     if client::message_type(&text) != Some("subscribed") {
-                        return Err(LoadError::Protocol(format!("expected subscribed, got {text}")));
+                        return Err(LoadError::Protocol(format!(
+                            "expected subscribed, got {text}"
+                        )));
                     }
                     Ok(s)
                 };
@@ -172,7 +85,9 @@ pub async fn broadcast_both(
                     ws.send(Message::text(subscribe)).await?;
                     let text = client::next_non_ping(&mut ws).await?;
                     if client::message_type(&text) != Some("subscribed") {
-                        return Err(LoadError::Protocol(format!("expected subscribed, got {text}")));
+                        return Err(LoadError::Protocol(format!(
+                            "expected subscribed, got {text}"
+                        )));
                     }
                     Ok(ws)
                 };
@@ -203,17 +118,23 @@ pub async fn broadcast_both(
             None => break,
         }
     }
-    let mut publisher = client::open(target, client::source_for(sources, 2 * each), OPEN_BOUND).await?;
+    let mut publisher =
+        client::open(target, client::source_for(sources, 2 * each), OPEN_BOUND).await?;
     let request = format!(
         r#"{{"type":"request","id":1,"method":"{PUBLISH_METHOD}","params":{{"channel":"{channel}","messages":{messages},"rate":{rate}}}}}"#
     );
     publisher.send(Message::text(request)).await?;
-    let keep = tokio::spawn(async move { while client::next_non_ping(&mut publisher).await.is_ok() {} });
+    let keep =
+        tokio::spawn(async move { while client::next_non_ping(&mut publisher).await.is_ok() {} });
     let (mut ws, mut sse, mut got) = (Latencies::new(), Latencies::new(), 0);
     while let Some(done) = tasks.join_next().await {
         let (over_sse, latencies, n) = done.map_err(|e| LoadError::Protocol(e.to_string()))?;
         got += n;
-        if over_sse { sse.merge(latencies) } else { ws.merge(latencies) }
+        if over_sse {
+            sse.merge(latencies)
+        } else {
+            ws.merge(latencies)
+        }
     }
     keep.abort();
     Ok((ws, sse, (2 * each as u64 * messages).saturating_sub(got)))
@@ -221,7 +142,10 @@ pub async fn broadcast_both(
 
 /// `requests` echo round trips, one at a time, over a WebSocket session
 /// and over an SSE session: (WebSocket, SSE).
-pub async fn echo_both(target: &Target, requests: usize) -> Result<(Latencies, Latencies), LoadError> {
+pub async fn echo_both(
+    target: &Target,
+    requests: usize,
+) -> Result<(Latencies, Latencies), LoadError> {
     let request = |id: usize| {
         format!(r#"{{"type":"request","id":{id},"method":"echo","params":{{"n":{id}}}}}"#)
     };

@@ -301,25 +301,19 @@ async fn bench_sse(bench: SseBench, sources: &[IpAddr], runs: usize) -> Result<(
             let server = ServerProcess::start(Kind::Belay, 10_000)?;
             tokio::time::sleep(Duration::from_millis(300)).await;
             let base = server.sample()?.rss_kib;
-            let alive = if i == 0 {
-                let fleet =
-                    idle::open(&server.target, &IdleConfig::new(bench.connections, sources.to_vec())).await;
-                tokio::time::sleep(bench.hold).await;
-                let alive = fleet.alive();
-                *slot = (alive, server.sample()?.rss_kib.saturating_sub(base) as f64 * 1024.0);
-                fleet.close().await;
-                alive
-            } else {
-                let fleet = sse_compare::hold_sse(&server.target, bench.connections, sources).await;
-                if let Some(e) = &fleet.first_error {
-                    eprintln!("sse idle: first failure: {e}");
-                }
-                tokio::time::sleep(bench.hold).await;
-                let alive = fleet.alive();
-                *slot = (alive, server.sample()?.rss_kib.saturating_sub(base) as f64 * 1024.0);
-                fleet.close().await;
-                alive
-            };
+            let mut config = IdleConfig::new(bench.connections, sources.to_vec());
+            config.sse = i == 1;
+            let fleet = idle::open(&server.target, &config).await;
+            if let Some(e) = &fleet.first_error {
+                eprintln!("{} idle: first failure: {e}", names[i]);
+            }
+            tokio::time::sleep(bench.hold).await;
+            let alive = fleet.alive();
+            *slot = (
+                alive,
+                server.sample()?.rss_kib.saturating_sub(base) as f64 * 1024.0,
+            );
+            fleet.close().await;
             idle[i].push(slot.1 / alive.max(1) as f64);
         }
         // Broadcast to both at once, then round trips, on one server.
@@ -337,7 +331,10 @@ async fn bench_sse(bench: SseBench, sources: &[IpAddr], runs: usize) -> Result<(
             .await
             .map_err(|e| e.to_string())?;
         drop(server);
-        for (i, (lat, rtt)) in [(&mut ws, &mut ws_rtt), (&mut sse, &mut sse_rtt)].into_iter().enumerate() {
+        for (i, (lat, rtt)) in [(&mut ws, &mut ws_rtt), (&mut sse, &mut sse_rtt)]
+            .into_iter()
+            .enumerate()
+        {
             let (a, b) = (millis(lat.percentile(50.0)), millis(lat.percentile(99.0)));
             let (c, d) = (millis(rtt.percentile(50.0)), millis(rtt.percentile(99.0)));
             p50[i].push(a);
@@ -349,7 +346,11 @@ async fn bench_sse(bench: SseBench, sources: &[IpAddr], runs: usize) -> Result<(
                 names[i],
                 held[i].0,
                 held[i].1 / held[i].0.max(1) as f64,
-                if i == 1 { missing.to_string() } else { "(both)".into() },
+                if i == 1 {
+                    missing.to_string()
+                } else {
+                    "(both)".into()
+                },
             );
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
