@@ -17,6 +17,7 @@ use std::task::{Context, Poll};
 
 use axum::extract::ConnectInfo;
 use belay_proto::server::{SourceKey, Violation, ViolationResponse};
+use tokio::sync::Notify;
 use tower_service::Service;
 
 use crate::metrics::lock;
@@ -73,18 +74,31 @@ impl Drop for PeerSlot {
     }
 }
 
-/// Where a connection's slot waits for the upgrade to take it.
+/// Where a connection's slot waits for the upgrade to take it, and how a
+/// session on it asks the accept loop to drop the connection.
 #[derive(Debug, Clone)]
-pub(crate) struct SlotCell(Arc<Mutex<Option<PeerSlot>>>);
+pub(crate) struct SlotCell(Arc<Mutex<Option<PeerSlot>>>, Arc<Notify>);
 
 impl SlotCell {
     pub(crate) fn new(slot: PeerSlot) -> Self {
-        SlotCell(Arc::new(Mutex::new(Some(slot))))
+        SlotCell(Arc::new(Mutex::new(Some(slot))), Arc::new(Notify::new()))
     }
 
     /// Take the slot (once).
     pub(crate) fn take(&self) -> Option<PeerSlot> {
         lock(&self.0).take()
+    }
+
+    /// Drop the TCP connection now, whatever hyper is doing on it (an SSE
+    /// stream whose peer stopped reading: hyper would wait on its write for
+    /// ever).
+    pub(crate) fn abort(&self) {
+        self.1.notify_one();
+    }
+
+    /// Resolves once [`abort`](Self::abort) was called.
+    pub(crate) async fn aborted(&self) {
+        self.1.notified().await;
     }
 
     /// The connection carries a session's traffic without being upgraded

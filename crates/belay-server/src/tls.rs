@@ -285,6 +285,7 @@ async fn serve_http<I>(
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let abort = service.slot.clone();
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The timer enables hyper's header read timeout (slow requests).
     builder.timer(TokioTimer::new());
@@ -317,6 +318,10 @@ async fn serve_http<I>(
                     tracing::debug!(%peer, "no request within the upgrade timeout");
                     break;
                 }
+            }
+            () = abort.aborted() => {
+                tracing::debug!(%peer, "connection dropped by its session");
+                break;
             }
             _ = stop.wait_for(|stop| *stop), if !stopping => {
                 stopping = true;

@@ -85,6 +85,7 @@ pub(crate) async fn open(
         insert_header(&mut response, header::RETRY_AFTER, &secs.max(1).to_string());
         return response;
     }
+    let connection = request.extensions().get::<SlotCell>().cloned();
     let limit = shared.config.limits.max_frame_len();
     let body = match read_body(request.into_body(), limit).await {
         Ok(body) => body,
@@ -100,7 +101,7 @@ pub(crate) async fn open(
     }
     let (out, body) = pipe::pipe();
     out.write(&events::open(&id));
-    let transport = transport::SseTransport::new(out, inbound, guard);
+    let transport = transport::SseTransport::new(out, inbound, guard, connection);
     let meta = admitted.into_meta(peer);
     tokio::spawn(connection::run(Arc::clone(&shared), transport, meta));
     Response::builder()

@@ -18,6 +18,7 @@ use super::events;
 use super::pipe::PipeWriter;
 use super::streams::{Inbound, StreamGuard};
 use crate::connection::Transport;
+use crate::peer_limits::SlotCell;
 use crate::ws::{Event, Message, HIGH_WATER};
 
 /// The body of a send being read.
@@ -31,6 +32,8 @@ pub(crate) struct SseTransport {
     out: PipeWriter,
     inbound: mpsc::Receiver<Inbound>,
     reading: Option<Reading>,
+    /// The stream's TCP connection, to drop if the close cannot be written.
+    connection: Option<SlotCell>,
     /// Forgets the stream (its sends find nothing) when the session ends.
     _guard: StreamGuard,
 }
@@ -40,11 +43,13 @@ impl SseTransport {
         out: PipeWriter,
         inbound: mpsc::Receiver<Inbound>,
         guard: StreamGuard,
+        connection: Option<SlotCell>,
     ) -> Self {
         SseTransport {
             out,
             inbound,
             reading: None,
+            connection,
             _guard: guard,
         }
     }
@@ -150,9 +155,17 @@ impl Transport for SseTransport {
         // A send still waiting is answered: the stream is over.
         self.reading = None;
         self.inbound.close();
-        let out = &self.out;
+        let (out, connection) = (&self.out, self.connection.as_ref());
         async move {
-            let _ = tokio::time::timeout(linger, poll_fn(|cx| out.poll_drained(cx, 0))).await;
+            let drained = tokio::time::timeout(linger, poll_fn(|cx| out.poll_drained(cx, 0))).await;
+            if !matches!(drained, Ok(Ok(()))) {
+                // The peer does not read: hyper would wait on its write for
+                // ever, holding the connection after the session is gone.
+                out.discard();
+                if let Some(connection) = connection {
+                    connection.abort();
+                }
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ mod heartbeat;
 mod opening;
 mod relayed;
 mod session;
+mod slow_reader;
 mod through_nginx;
 
 use belay_demo as demo;

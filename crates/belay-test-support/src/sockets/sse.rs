@@ -178,6 +178,20 @@ impl SseRaw {
         }
     }
 
+    /// Whether the server closes the stream's TCP connection within
+    /// `bound` (everything still arriving is read and dropped).
+    pub async fn tcp_closed_within(&mut self, bound: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
+                Err(_) => return false,
+                Ok(Ok(0)) | Ok(Err(_)) => return true,
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+
     /// Send `messages` as the next numbered send.
     pub async fn send(&mut self, messages: &[&ClientMessage]) -> HttpResponse {
         let body: Vec<String> = messages.iter().map(|m| encode_client(m)).collect();
