@@ -163,9 +163,12 @@ impl Task {
         // Any message from Redis is proof of life: only a connection quiet
         // for a probe interval is probed (a busy node probing a busy
         // connection mistook a late PONG for a lost Redis).
+        // The probe is due a probe interval after the last message (not at
+        // fixed ticks, which probed up to two intervals after it), so a
+        // silent Redis is found within `probe_every + command_timeout`.
         let mut heard = tokio::time::Instant::now();
-        let mut probe = tokio::time::interval(self.probe_every);
-        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let probe = tokio::time::sleep(self.probe_every);
+        tokio::pin!(probe);
         loop {
             tokio::select! {
                 command = queue.recv() => match command {
@@ -213,14 +216,18 @@ impl Task {
                         }
                     }
                 },
-                _ = probe.tick() => {
-                    if heard.elapsed() < self.probe_every {
+                () = &mut probe => {
+                    let due = heard + self.probe_every;
+                    if tokio::time::Instant::now() < due {
+                        probe.as_mut().reset(due);
                         continue;
                     }
                     let pong = timeout(self.command_timeout, sink.ping::<redis::Value>()).await;
                     if !matches!(pong, Ok(Ok(_))) {
                         return Served::Lost;
                     }
+                    heard = tokio::time::Instant::now();
+                    probe.as_mut().reset(heard + self.probe_every);
                 }
             }
         }
