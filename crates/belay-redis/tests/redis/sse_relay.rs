@@ -10,9 +10,8 @@ use belay_redis::RedisBroker;
 use belay_server::Server;
 use belay_test_support::sockets::{send_to, SseRaw};
 use serde_json::json;
-use tokio::net::TcpListener;
 
-use crate::common::{config, RedisServer};
+use crate::common::{config, serve, RedisServer};
 
 /// A node on `broker` that relays SSE sends, serving on a loopback port.
 async fn relaying_node(broker: RedisBroker) -> (Server, SocketAddr) {
@@ -22,14 +21,7 @@ async fn relaying_node(broker: RedisBroker) -> (Server, SocketAddr) {
         .methods(belay_demo::methods())
         .build();
     broker.serve_sse_relays(&server);
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind loopback");
-    let addr = listener.local_addr().expect("local addr");
-    let serving = server.clone();
-    tokio::spawn(async move {
-        let _ = serving.serve(listener, serving.router()).await;
-    });
+    let addr = serve(&server).await;
     (server, addr)
 }
 

@@ -9,6 +9,14 @@ use tokio::net::TcpListener;
 
 pub use belay_test_support::sockets::*;
 
+/// A server with the demo's methods (echo, order.create, slow) and `config`.
+pub fn server(config: belay_server::ServerConfig) -> Server {
+    Server::builder()
+        .config(config)
+        .methods(belay_demo::methods())
+        .build()
+}
+
 pub async fn start(server: &Server) -> SocketAddr {
     start_with(server, server.router()).await
 }

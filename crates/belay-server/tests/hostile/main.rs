@@ -16,19 +16,10 @@ mod publish;
 mod sources;
 mod work_share;
 
-use belay_demo as demo;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};
-use belay_server::{Server, ServerConfig};
-use common::Raw;
+use belay_server::Server;
+use common::{server, Raw};
 use serde_json::{json, Value};
-
-/// A server with the demo methods and `config`.
-fn server(config: ServerConfig) -> Server {
-    Server::builder()
-        .config(config)
-        .methods(demo::methods())
-        .build()
-}
 
 fn request(id: u64, method: &str, params: Value, idem: Option<&str>) -> ClientMessage {
     ClientMessage::Request(Request {

@@ -12,19 +12,9 @@ mod session;
 mod slow_reader;
 mod through_nginx;
 
-use belay_demo as demo;
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
-use belay_server::{Server, ServerConfig};
-use common::SseRaw;
+use common::{server, SseRaw};
 use serde_json::Value;
-
-/// A server with the demo methods and `config`.
-fn server(config: ServerConfig) -> Server {
-    Server::builder()
-        .config(config)
-        .methods(demo::methods())
-        .build()
-}
 
 fn request(id: u64, method: &str, params: Value) -> ClientMessage {
     ClientMessage::Request(Request {

@@ -35,6 +35,12 @@ pub async fn node(config: RedisConfig) -> (Server, SocketAddr) {
         .broker(Arc::new(broker))
         .methods(belay_demo::methods())
         .build();
+    let addr = serve(&server).await;
+    (server, addr)
+}
+
+/// Serve `server`'s router on a loopback port.
+pub async fn serve(server: &Server) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind loopback");
@@ -43,7 +49,7 @@ pub async fn node(config: RedisConfig) -> (Server, SocketAddr) {
     tokio::spawn(async move {
         let _ = serving.serve(listener, serving.router()).await;
     });
-    (server, addr)
+    addr
 }
 
 /// Subscribe on `raw` and return the first answer.
