@@ -18,7 +18,7 @@
 //! | send: unknown stream | 404 |
 //! | send: no or malformed `Belay-Seq` | 400 |
 //! | send: a number already taken | 204 (body ignored) |
-//! | send: a number past the next | 409, stream closed 1002 `out of order` |
+//! | send: a number past the next | 409, stream closed 1002 `protocol error` |
 //! | send: body over `max_frame_len` / not UTF-8 | 413 / 400, stream closed 1009 / 1007 |
 //! | send: not read within 10 s | 503 + `Retry-After: 1`, stream ended (1006 for the client) |
 //! | send | 204 once every message of it was read |
