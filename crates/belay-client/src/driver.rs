@@ -17,13 +17,14 @@ use std::time::Duration;
 
 use belay_proto::message::{encode_client, RawJson};
 use belay_proto::{
-    Call, ConnectionState, DialOutcome, Event, Failure, Input, Output, RequestId, RequestOutcome,
-    RetryPlan, Session, TransportChoice, TransportId, TransportKind,
+    Call, ConnectionState, Event, Failure, Input, Output, RequestId, RequestOutcome, RetryPlan,
+    Session, TransportChoice, TransportId, TransportKind,
 };
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::error::{RequestError, SubscribeError};
+use crate::fallback::Fallback;
 use crate::status::{ClientEvent, Disconnect, Status};
 use crate::subscription::{Item, Subscription};
 use crate::transport::{self, Fact, Outgoing, Target};
@@ -87,15 +88,8 @@ pub(crate) struct Driver {
     next_attempt: Option<tokio::time::Instant>,
     halted: Option<belay_proto::HaltReason>,
     closing: bool,
-    /// WebSocket or the fallback for each dial (`None`: WebSocket only).
-    choice: Option<TransportChoice>,
-    /// Each live transport's kind, and whether it opened.
-    kinds: HashMap<TransportId, (TransportKind, bool)>,
-    /// The kind of the last transport that opened.
-    transport: TransportKind,
-    /// Where a fallback's WebSocket probe reports whether it opened.
-    probes_tx: mpsc::UnboundedSender<bool>,
-    probes_rx: mpsc::UnboundedReceiver<bool>,
+    /// WebSocket or the SSE fallback for each dial.
+    fallback: Fallback,
 }
 
 impl Driver {
@@ -111,7 +105,6 @@ impl Driver {
         choice: Option<TransportChoice>,
     ) -> Self {
         let (facts_tx, facts_rx) = mpsc::unbounded_channel();
-        let (probes_tx, probes_rx) = mpsc::unbounded_channel();
         Driver {
             session,
             origin,
@@ -131,11 +124,7 @@ impl Driver {
             next_attempt: None,
             halted: None,
             closing: false,
-            choice,
-            kinds: HashMap::new(),
-            transport: TransportKind::WebSocket,
-            probes_tx,
-            probes_rx,
+            fallback: Fallback::new(choice),
         }
     }
 
@@ -161,7 +150,7 @@ impl Driver {
                 break;
             }
             let deadline = self.session.poll_timeout();
-            let probe_at = self.choice.as_ref().and_then(TransportChoice::poll_timeout);
+            let probe_at = self.fallback.poll_timeout();
             let wake = match (deadline, probe_at) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -183,11 +172,9 @@ impl Driver {
                     }
                     self.probe(now);
                 }
-                Some(opened) = self.probes_rx.recv() => {
+                Some(opened) = self.fallback.probes.recv() => {
                     let now = self.now();
-                    if let Some(choice) = &mut self.choice {
-                        choice.handle_probe(now, opened);
-                    }
+                    self.fallback.probed(now, opened);
                 }
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
             }
@@ -265,29 +252,19 @@ impl Driver {
         let now = self.now();
         let input = match fact {
             Fact::Opened => {
-                if let Some((kind, opened)) = self.kinds.get_mut(&id) {
-                    *opened = true;
-                    self.transport = *kind;
-                    if let Some(choice) = &mut self.choice {
-                        choice.handle_dial(now, *kind, &DialOutcome::Opened);
-                    }
-                }
+                self.fallback.opened(now, id);
                 Input::TransportOpened(id)
             }
             Fact::Frame(text) => Input::Frame(id, text),
             Fact::Failed(failure) => {
                 // The task has ended.
                 self.transports.remove(&id);
-                if let (Some((kind, false)), Some(choice)) =
-                    (self.kinds.remove(&id), &mut self.choice)
-                {
-                    choice.handle_dial(now, kind, &DialOutcome::Failed(failure.clone()));
-                }
+                self.fallback.failed(now, id, &failure);
                 Input::TransportFailed(id, failure)
             }
             Fact::Closed(close) => {
                 self.transports.remove(&id);
-                self.kinds.remove(&id);
+                self.fallback.forget(id);
                 Input::TransportClosed(id, close)
             }
         };
@@ -306,7 +283,7 @@ impl Driver {
                 }
                 Output::CloseTransport { id, code, reason } => {
                     // Forget it at once; its task closes and ends on its own.
-                    self.kinds.remove(&id);
+                    self.fallback.forget(id);
                     if let Some(transport) = self.transports.remove(&id) {
                         let _ = transport.send(Outgoing::Close(code, reason));
                     }
@@ -331,11 +308,7 @@ impl Driver {
             Ok(target) => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 self.transports.insert(id, tx);
-                let kind = self
-                    .choice
-                    .as_ref()
-                    .map_or(TransportKind::WebSocket, TransportChoice::next);
-                self.kinds.insert(id, (kind, false));
+                let kind = self.fallback.dial(id);
                 let (target, facts) = (Arc::clone(target), self.facts_tx.clone());
                 match kind {
                     TransportKind::Sse => self.tasks.spawn(crate::sse::run(id, target, rx, facts)),
@@ -426,26 +399,18 @@ impl Driver {
 
     /// On the fallback: start a WebSocket probe when one is due.
     fn probe(&mut self, now: belay_proto::Instant) {
-        let (Some(choice), Ok(target)) = (&mut self.choice, &self.target) else {
-            return;
-        };
-        if choice.poll_probe(now) {
-            let (target, report) = (Arc::clone(target), self.probes_tx.clone());
-            self.tasks.spawn(async move {
-                let _ = report.send(transport::probe(target).await);
-            });
+        if let Ok(target) = &self.target {
+            self.fallback.probe(now, target, &mut self.tasks);
         }
     }
 
     /// A probe opened a WebSocket: at a quiet moment (ready, no request in
-    /// flight) reconnect now, and the new dial is a WebSocket. The
-    /// subscriptions resume from their positions, so nothing is lost.
+    /// flight) move to a new transport now, and the new dial is a
+    /// WebSocket. The subscriptions resume from their positions, so
+    /// nothing is lost.
     fn switch_back(&mut self) -> bool {
         let quiet = self.session.is_ready() && self.session.requests_in_flight() == 0;
-        let Some(choice) = &mut self.choice else {
-            return false;
-        };
-        if !choice.poll_switch(quiet) {
+        if !self.fallback.switch_now(quiet) {
             return false;
         }
         let now = self.now();
@@ -468,7 +433,7 @@ impl Driver {
                 .filter(|_| state == ConnectionState::Halted),
             session: self.session.session_id().map(str::to_owned),
             attempts: self.session.stats().transports_opened,
-            transport: self.transport,
+            transport: self.fallback.current(),
         };
         self.outlets.status.send_if_modified(|current| {
             if *current == status {

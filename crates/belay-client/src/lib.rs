@@ -48,6 +48,7 @@
 
 mod driver;
 mod error;
+mod fallback;
 mod presence;
 mod sse;
 mod status;
