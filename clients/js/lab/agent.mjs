@@ -24,7 +24,7 @@
 // The page is the server's /healthz document (so it is on the server's
 // origin); its scripts, injected through request interception so any Belay
 // server works, are the demo server's own assets,
-// crates/belay-demo/assets/{modes.js,belay.js}: the same code the demo page
+// crates/belay-demo/assets/{modes.js,belay.js,fallback.js}: the same code the demo page
 // and the Chromium e2e table run. Needs `npm ci` in clients/js (for
 // playwright-core) and Debian's chromium; no build step.
 import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
@@ -118,10 +118,10 @@ async function main() {
   await page.exposeFunction("__belayOut", out);
   await page.route(`${opts.origin}/__belay_agent/**`, (route) => {
     const path = new URL(route.request().url()).pathname.slice("/__belay_agent/".length);
-    if (path === "modes.js" || path === "belay.js") {
-      // modes.js imports '/belay.js' from the origin: point it at our copy.
+    if (path === "modes.js" || path === "belay.js" || path === "fallback.js") {
+      // modes.js imports '/belay.js' and '/fallback.js' from the origin: point it at our copies.
       let body = readFileSync(ASSETS + path, "utf8");
-      if (path === "modes.js") body = body.replace("from '/belay.js'", "from '/__belay_agent/belay.js'");
+      if (path === "modes.js") body = body.replace("from '/belay.js'", "from '/__belay_agent/belay.js'").replace("from '/fallback.js'", "from '/__belay_agent/fallback.js'");
       return route.fulfill({ contentType: "text/javascript", body });
     }
     return route.fulfill({ status: 404, body: "" });

@@ -1,25 +1,30 @@
-// The demo server (crates/belay-server) serves this client at /belay.js, and
-// cargo cannot run npm: the built bundle is committed there as
-// crates/belay-demo/assets/belay.js. esbuild's output is deterministic, so
-// the committed copy must equal a fresh `npm run build` byte for byte.
+// The demo server (crates/belay-demo) serves this client at /belay.js and
+// its SSE fallback at /fallback.js, and cargo cannot run npm: the built
+// bundles are committed there as crates/belay-demo/assets/{belay,fallback}.js.
+// esbuild's output is deterministic, so each committed copy must equal a
+// fresh `npm run build` byte for byte.
 //
-//   node scripts/asset.mjs          fail (exit 1) if the copy differs from dist/belay.js
-//   node scripts/asset.mjs --write  update the copy
+//   node scripts/asset.mjs          fail (exit 1) if a copy differs from dist/
+//   node scripts/asset.mjs --write  update the copies
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { ROOT } from "./bundle.mjs";
 
-const built = ROOT + "dist/belay.js";
-const asset = ROOT + "../../crates/belay-demo/assets/belay.js";
-if (!existsSync(built)) {
-  console.error("dist/belay.js is missing: run `npm run build` first");
-  process.exit(2);
+let failed = false;
+for (const name of ["belay.js", "fallback.js"]) {
+  const built = ROOT + "dist/" + name;
+  const asset = ROOT + "../../crates/belay-demo/assets/" + name;
+  if (!existsSync(built)) {
+    console.error(`dist/${name} is missing: run \`npm run build\` first`);
+    process.exit(2);
+  }
+  if (process.argv.includes("--write")) {
+    copyFileSync(built, asset);
+    console.log(`updated crates/belay-demo/assets/${name}`);
+  } else if (!existsSync(asset) || !readFileSync(asset).equals(readFileSync(built))) {
+    console.error(`crates/belay-demo/assets/${name} differs from a fresh build of clients/js: run \`npm run build && npm run sync-asset\` and commit it`);
+    failed = true;
+  } else {
+    console.log(`crates/belay-demo/assets/${name} matches the fresh build`);
+  }
 }
-if (process.argv.includes("--write")) {
-  copyFileSync(built, asset);
-  console.log("updated crates/belay-demo/assets/belay.js");
-} else if (!existsSync(asset) || !readFileSync(asset).equals(readFileSync(built))) {
-  console.error("crates/belay-demo/assets/belay.js differs from a fresh build of clients/js: run `npm run build && npm run sync-asset` and commit it");
-  process.exit(1);
-} else {
-  console.log("crates/belay-demo/assets/belay.js matches the fresh build");
-}
+if (failed) process.exit(1);

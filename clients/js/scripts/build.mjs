@@ -1,7 +1,8 @@
 // `npm run build`: dist/belay.js (minified ES module), dist/belay.debug.js,
 // dist/policies.js (the opt-in backoff policies, `@belay/client/policies`),
 // dist/publish.js (client publish, `@belay/client/publish`), dist/presence.js
-// (`@belay/client/presence`), dist/types/*.d.ts.
+// (`@belay/client/presence`), dist/fallback.js (the SSE + HTTP fallback,
+// `@belay/client/fallback`), dist/types/*.d.ts.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
@@ -12,6 +13,7 @@ await bundle({ minify: false, outfile: ROOT + "dist/belay.debug.js" });
 await bundle({ entry: "policies", outfile: ROOT + "dist/policies.js" });
 await bundle({ entry: "publish", outfile: ROOT + "dist/publish.js" });
 await bundle({ entry: "presence", outfile: ROOT + "dist/presence.js" });
+await bundle({ entry: "fallback", outfile: ROOT + "dist/fallback.js" });
 execFileSync(process.execPath, [ROOT + "node_modules/typescript/bin/tsc", "-p", ROOT + "tsconfig.build.json"], { stdio: "inherit" });
 const min = readFileSync(ROOT + "dist/belay.js");
 const gz = gzSize(min);
@@ -22,4 +24,6 @@ const pub = readFileSync(ROOT + "dist/publish.js");
 console.log(`dist/publish.js: ${pub.length} B minified, ${gzSize(pub)} B gzipped (opt-in)`);
 const pres = readFileSync(ROOT + "dist/presence.js");
 console.log(`dist/presence.js: ${pres.length} B minified, ${gzSize(pres)} B gzipped (opt-in)`);
+const fb = readFileSync(ROOT + "dist/fallback.js");
+console.log(`dist/fallback.js: ${fb.length} B minified, ${gzSize(fb)} B gzipped (opt-in)`);
 if (gz > BUDGET_GZ) process.exit(1);

@@ -13,7 +13,7 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 // token refresh without reconnecting: +185 B).
 export const BUDGET_GZ = 8000;
 
-/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`) or "presence" (`@belay/client/presence`). */
+/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`) or "fallback" (`@belay/client/fallback`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
   const result = await build({
     entryPoints: [ROOT + `src/${entry}.ts`],

@@ -318,7 +318,8 @@ function niceStep(raw) {
 
 // ---------------------------------------------------------------- client view
 // The page's own connection, made by the Belay browser client (/belay.js,
-// built from clients/js) or, with ?client=naive, by the naive baseline; both
+// built from clients/js, with its SSE fallback for networks that block
+// WebSockets) or, with ?client=naive, by the naive baseline; both
 // come from modes.js, the same code the Chromium table and the lab agent run.
 
 const ECHO_TIMEOUT_MS = 5000;
@@ -332,7 +333,7 @@ function clientView(mode, url) {
   };
   let handle = null; // events may arrive while startClient is still running
   let dials = 0;
-  handle = startClient(mode, { url, channel: 'feed' }, (e) => {
+  handle = startClient(mode, { url, channel: 'feed', fallback: true }, (e) => {
     switch (e.ev) {
       case 'pub':
         view.pubs++;
@@ -342,7 +343,7 @@ function clientView(mode, url) {
         break;
       case 'resync': view.resyncs++; log('history lost: resync from a snapshot'); break;
       case 'dial': log(`dial #${++dials}`); break;
-      case 'ready': log('ready'); break;
+      case 'ready': log(e.via ? `ready (over ${e.via === 'sse' ? 'SSE' : 'WebSocket'})` : 'ready'); break;
       case 'lost': log(`not ready: ${e.why}`); break;
     }
     render();

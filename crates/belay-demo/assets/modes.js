@@ -4,7 +4,7 @@
 //
 //   const c = startClient(mode, { url, channel, seed }, (event) => ...);
 //   c.request(method, params, timeoutMs) -> Promise<{ outcome, result?, code? }>
-//   c.status() -> { state, transport, protocol, service, ready }
+//   c.status() -> { state, transport, protocol, service, ready, via }
 //   c.reconnectNow(); c.close(); c.dials
 //
 // `event` is one of {ev:"dial"} {ev:"ready"} {ev:"lost",why} {ev:"resync"}
@@ -13,6 +13,10 @@
 //
 // mode "belay": the Belay browser client (/belay.js, built from clients/js);
 // other options are BelayOptions (seed, requestTimeoutMs, WebSocket, ...).
+// `fallback: true` (or FallbackOptions) adds the SSE + HTTP fallback
+// (/fallback.js, `@belay/client/fallback`); `via` says which transport the
+// last dial that opened used ("websocket" | "sse"); a `ready` event then
+// carries it too.
 // mode "naive": what a page without a connection layer does (the seed's
 // stage 0): it trusts onopen/onclose, reconnects 1 s after every close, has no
 // heartbeat, no request registry or timeout, and no subscription
@@ -20,6 +24,7 @@
 // {"type":"ping"} with {"type":"pong"}.
 
 import { BelayClient, NotReadyError, TimeoutError, ConnectionClosedError } from '/belay.js';
+import { sseFallback } from '/fallback.js';
 
 export const MODES = ['belay', 'naive'];
 
@@ -29,11 +34,14 @@ export function startClient(mode, options, emit) {
   throw new TypeError(`unknown client mode ${JSON.stringify(mode)} (expected one of ${MODES.join(', ')})`);
 }
 
-function belay({ url, channel = 'feed', seed, WebSocket: Base = WebSocket, ...config }, emit) {
+function belay({ url, channel = 'feed', seed, WebSocket: Base = WebSocket, fallback, ...config }, emit) {
   let dials = 0;
   let why = 'transport';
-  // Count dials where they happen: every socket the client creates.
-  class CountingSocket extends Base {
+  const fb = fallback ? sseFallback({ ...(fallback === true ? {} : fallback), WebSocket: Base }) : null;
+  const via = () => (fb ? fb.kind : 'websocket');
+  // Count dials where they happen: every socket the client creates (the
+  // fallback's WebSocket probes are not dials).
+  class CountingSocket extends (fb ? fb.WebSocket : Base) {
     constructor(u, p) {
       super(u, p);
       dials++;
@@ -46,7 +54,7 @@ function belay({ url, channel = 'feed', seed, WebSocket: Base = WebSocket, ...co
   client.onStatus((s) => {
     if (s.ready === ready) return;
     ready = s.ready;
-    if (ready) return emit({ ev: 'ready' });
+    if (ready) return emit(fb ? { ev: 'ready', via: via() } : { ev: 'ready' });
     // The status event comes just before `disconnected` in the same turn: name the cause after it.
     const level = s.transport ? (s.protocol ? 'service' : 'protocol') : null;
     queueMicrotask(() => emit({ ev: 'lost', why: level || why }));
@@ -60,7 +68,7 @@ function belay({ url, channel = 'feed', seed, WebSocket: Base = WebSocket, ...co
     mode: 'belay',
     client,
     get dials() { return dials; },
-    status: () => client.status,
+    status: () => ({ ...client.status, via: via() }),
     reconnectNow: () => client.reconnectNow(),
     close: () => client.close(),
     request(method, params, timeoutMs) {

@@ -13,6 +13,8 @@ const MODES_JS: &str = include_str!("../assets/modes.js");
 /// The Belay browser client, built from clients/js (`npm run sync-asset`;
 /// the test command fails if this copy differs from a fresh build).
 const BELAY_JS: &str = include_str!("../assets/belay.js");
+/// Its opt-in SSE + HTTP fallback (`@belay/client/fallback`), built the same way.
+const FALLBACK_JS: &str = include_str!("../assets/fallback.js");
 
 /// `/` and the page's scripts and style.
 pub(crate) fn routes() -> Router {
@@ -36,6 +38,10 @@ pub(crate) fn routes() -> Router {
         .route(
             "/belay.js",
             get(|| async { page("text/javascript", BELAY_JS) }),
+        )
+        .route(
+            "/fallback.js",
+            get(|| async { page("text/javascript", FALLBACK_JS) }),
         )
 }
 
