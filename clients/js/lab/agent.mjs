@@ -5,12 +5,17 @@
 //
 //   node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive
 //        [--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000]
-//        [--chromium /usr/bin/chromium]
+//        [--fallback-retry-ms N] [--chromium /usr/bin/chromium]
+//
+// --fallback-retry-ms N (belay mode): run the client with its SSE + HTTP
+// fallback (@belay/client/fallback), trying a WebSocket again every N ms
+// while on it; every `ready` is then followed by a `via` line.
 //
 // Lines (stdout carries nothing else; logs go to stderr):
 //   {"ev":"started"}                      the page is up and the client created
 //   {"ev":"dial"}                         a connection attempt (socket created)
 //   {"ev":"ready"}                        the client considers itself ready
+//   {"ev":"via","transport":"sse"}        ... over this transport (websocket | sse; with --fallback-retry-ms)
 //   {"ev":"lost","why":"..."}             ... and no longer ready
 //   {"ev":"pub","offset":N,"epoch":"E"}   a publication delivered to the app
 //   {"ev":"resync"}                       history was lost (explicit resync)
@@ -40,14 +45,15 @@ const log = (msg) => process.stderr.write(`[agent] ${msg}\n`);
 
 function usage(problem) {
   process.stderr.write(`agent: ${problem}\nusage: node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive `
-    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--chromium /usr/bin/chromium]\n");
+    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--fallback-retry-ms N] [--chromium /usr/bin/chromium]\n");
   process.exit(2);
 }
 
 export function parseArgs(argv) {
-  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
+  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, fallbackRetryMs: 0, chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
   const names = { "--url": "url", "--mode": "mode", "--channel": "channel", "--request-every-ms": "requestEveryMs",
-    "--request-timeout-ms": "requestTimeoutMs", "--connect-timeout-ms": "connectTimeoutMs", "--chromium": "chromium" };
+    "--request-timeout-ms": "requestTimeoutMs", "--connect-timeout-ms": "connectTimeoutMs", "--fallback-retry-ms": "fallbackRetryMs",
+    "--chromium": "chromium" };
   for (let i = 0; i < argv.length; i += 2) {
     const key = names[argv[i]];
     if (!key) throw new Error(`unknown argument ${argv[i]}`);
@@ -142,14 +148,18 @@ async function main() {
     const send = (obj) => window.__belayOut(JSON.stringify(obj));
     let queue = [];
     const emit = (e) => {
-      const line = e.ev === "pub" ? { ev: "pub", offset: e.offset, epoch: e.epoch } : e;
-      if (queue) queue.push(line);
-      else send(line);
+      const lines = e.ev === "pub" ? [{ ev: "pub", offset: e.offset, epoch: e.epoch }]
+        : e.ev === "ready" && e.via ? [{ ev: "ready" }, { ev: "via", transport: e.via }] : [e];
+      for (const line of lines) {
+        if (queue) queue.push(line);
+        else send(line);
+      }
     };
     const config = { url: o.url, channel: o.channel };
     if (o.mode === "belay") {
       config.requestTimeoutMs = o.requestTimeoutMs;
       config.connectTimeoutMs = o.connectTimeoutMs;
+      if (o.fallbackRetryMs > 0) config.fallback = { retryWebSocketEveryMs: o.fallbackRetryMs };
     }
     const c = startClient(o.mode, config, emit);
     send({ ev: "started" });

@@ -1,10 +1,10 @@
-//! `belay lab`: every fault × every client × R repetitions against real
+//! `belay lab`: every fault × every client × every transport × R repetitions against real
 //! `belay serve --demo` processes, written up as markdown (docs/RESULTS.md).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use belay_lab::lab::{self, ClientKind, LabConfig, LabFault};
+use belay_lab::lab::{self, ClientKind, LabConfig, LabFault, LabTransport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Arguments of `belay lab`.
@@ -26,9 +26,13 @@ pub(crate) struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,deploy,node-kill,redis-down,redis-restart"
+        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,websocket-blocked,deploy,node-kill,redis-down,redis-restart"
     )]
     faults: Vec<LabFault>,
+    /// Transports, comma-separated: websocket, sse (WebSockets refused by
+    /// the proxy throughout; Belay clients and single-server faults only).
+    #[arg(long, value_delimiter = ',', default_value = "websocket,sse")]
+    transports: Vec<LabTransport>,
     /// Repetitions run at the same time.
     #[arg(long, default_value_t = 3)]
     jobs: usize,
@@ -62,6 +66,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     let mut config = LabConfig::default();
     config.faults.clone_from(&args.faults);
     config.clients.clone_from(&args.clients);
+    config.transports.clone_from(&args.transports);
     config.reps = args.reps.max(1);
     config.jobs = args.jobs.max(1);
     config.fault_for = Duration::from_millis(args.fault_ms.max(100));
@@ -81,7 +86,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let total = (config.faults.len() * config.clients.len()) as u64 * u64::from(config.reps);
+    // The matrix says how many repetitions apply (not every cell runs over every transport).
+    let total = (config.faults.len() * config.clients.len() * config.transports.len()) as u64
+        * u64::from(config.reps);
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template(
@@ -92,6 +99,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     );
     bar.enable_steady_tick(Duration::from_millis(200));
     let report = runtime.block_on(lab::run(&config, |p| {
+        bar.set_length(p.total);
         bar.set_position(p.done);
         bar.set_message(p.last.clone());
     }));
@@ -109,7 +117,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         .flat_map(|c| {
             c.shortfalls(&report.config)
                 .into_iter()
-                .map(move |s| format!("{} × {}: {s}", c.fault, c.client))
+                .map(move |s| format!("{} × {} × {}: {s}", c.fault, c.client, c.transport))
         })
         .collect();
     for s in &shortfalls {
@@ -125,12 +133,14 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
 fn command_line(args: &Args) -> String {
     let clients: Vec<&str> = args.clients.iter().map(|c| c.name()).collect();
     let faults: Vec<&str> = args.faults.iter().map(|f| f.name()).collect();
+    let transports: Vec<&str> = args.transports.iter().map(|t| t.name()).collect();
     let mut line = format!(
-        "belay lab --reps {} --jobs {} --clients {} --faults {} --fault-ms {} --flapping-ms {}",
+        "belay lab --reps {} --jobs {} --clients {} --faults {} --transports {} --fault-ms {} --flapping-ms {}",
         args.reps,
         args.jobs,
         clients.join(","),
         faults.join(","),
+        transports.join(","),
         args.fault_ms,
         args.flapping_ms
     );

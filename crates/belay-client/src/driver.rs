@@ -259,7 +259,7 @@ impl Driver {
             Fact::Failed(failure) => {
                 // The task has ended.
                 self.transports.remove(&id);
-                self.fallback.failed(now, id, &failure);
+                let failure = self.fallback.failed(now, id, failure);
                 Input::TransportFailed(id, failure)
             }
             Fact::Closed(close) => {

@@ -66,10 +66,15 @@ impl Fallback {
     }
 
     /// Transport `id` failed; only a failure before it opened says
-    /// anything about the path.
-    pub(crate) fn failed(&mut self, now: Instant, id: TransportId, failure: &Failure) {
-        if let (Some((kind, false)), Some(choice)) = (self.kinds.remove(&id), &mut self.choice) {
-            choice.handle_dial(now, kind, &DialOutcome::Failed(failure.clone()));
+    /// anything about the path. Returns what the session is to be told
+    /// ([`TransportChoice::failure_for_session`]).
+    pub(crate) fn failed(&mut self, now: Instant, id: TransportId, failure: Failure) -> Failure {
+        match (self.kinds.remove(&id), &mut self.choice) {
+            (Some((kind, false)), Some(choice)) => {
+                choice.handle_dial(now, kind, &DialOutcome::Failed(failure.clone()));
+                choice.failure_for_session(kind, failure)
+            }
+            _ => failure,
         }
     }
 

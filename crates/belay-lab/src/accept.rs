@@ -1,5 +1,6 @@
 //! The accept loop: admit each new connection, or turn it away (a reset's
-//! refusal window, `refuse`, `accept_rate`).
+//! refusal window, `refuse`, `accept_rate`); an admitted one may have its
+//! first request looked at (`refuse_upgrades`).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -16,7 +17,9 @@ use crate::toxic::{RefuseWith, ToxicKind};
 /// What happens to a new connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Admission {
-    Admit,
+    /// Join it to the upstream; `true`: refuse it if its first request is
+    /// an upgrade.
+    Admit(bool),
     Refuse(RefuseWith),
     RateLimited,
 }
@@ -36,9 +39,11 @@ impl RateWindows {
         self.admitted
             .retain(|id, _| state.toxics.iter().any(|a| a.id == *id));
         let mut limited = Vec::new();
+        let mut upgrades = false;
         for active in state.toxics.iter().filter(|a| chosen(seed, a)) {
             match active.toxic.kind {
                 ToxicKind::Refuse { with } => return Admission::Refuse(with),
+                ToxicKind::RefuseUpgrades => upgrades = true,
                 ToxicKind::AcceptRate { max, window_ms } => {
                     let window = self.admitted.entry(active.id).or_default();
                     let horizon = Duration::from_millis(window_ms);
@@ -56,7 +61,7 @@ impl RateWindows {
         for id in limited {
             self.admitted.entry(id).or_default().push_back(now);
         }
-        Admission::Admit
+        Admission::Admit(upgrades)
     }
 }
 
@@ -78,7 +83,7 @@ pub(crate) async fn accept_loop(listener: TcpListener, upstream: SocketAddr, sha
         let now = Instant::now();
         let seed = shared.next_seed();
         match windows.admit(&state, seed, now) {
-            Admission::Admit => {
+            Admission::Admit(refuse_upgrades) => {
                 let conn = Conn { seed, started: now };
                 let shared = Arc::clone(&shared);
                 tokio::spawn(crate::pair::run(
@@ -86,6 +91,7 @@ pub(crate) async fn accept_loop(listener: TcpListener, upstream: SocketAddr, sha
                     upstream,
                     conn,
                     state.resets,
+                    refuse_upgrades,
                     shared,
                 ));
             }
@@ -126,12 +132,12 @@ mod tests {
         state.add(Toxic::new(rate), start).unwrap();
         let mut windows = RateWindows::default();
         let at = |ms| start + Duration::from_millis(ms);
-        assert_eq!(windows.admit(&state, 1, at(0)), Admission::Admit);
-        assert_eq!(windows.admit(&state, 2, at(10)), Admission::Admit);
+        assert_eq!(windows.admit(&state, 1, at(0)), Admission::Admit(false));
+        assert_eq!(windows.admit(&state, 2, at(10)), Admission::Admit(false));
         assert_eq!(windows.admit(&state, 3, at(20)), Admission::RateLimited);
         assert_eq!(windows.admit(&state, 4, at(999)), Admission::RateLimited);
-        assert_eq!(windows.admit(&state, 5, at(1000)), Admission::Admit);
+        assert_eq!(windows.admit(&state, 5, at(1000)), Admission::Admit(false));
         assert_eq!(windows.admit(&state, 6, at(1005)), Admission::RateLimited);
-        assert_eq!(windows.admit(&state, 7, at(1010)), Admission::Admit);
+        assert_eq!(windows.admit(&state, 7, at(1010)), Admission::Admit(false));
     }
 }

@@ -21,6 +21,7 @@ pub(crate) struct Counters {
     refused: AtomicU64,
     dropped_new: AtomicU64,
     rate_limited: AtomicU64,
+    upgrades_refused: AtomicU64,
     closed_by_toxic: AtomicU64,
 }
 
@@ -54,6 +55,8 @@ pub struct CountersSnapshot {
     pub dropped_new: u64,
     /// New connections reset by an `accept_rate` toxic.
     pub rate_limited: u64,
+    /// Upgrade requests answered `403` by a `refuse_upgrades` toxic.
+    pub upgrades_refused: u64,
     /// Connection pairs closed by a `timeout` or `limit_data` toxic.
     pub closed_by_toxic: u64,
 }
@@ -89,6 +92,9 @@ impl Counters {
     }
     pub(crate) fn rate_limited(&self) {
         add(&self.rate_limited, 1);
+    }
+    pub(crate) fn upgrade_refused(&self) {
+        add(&self.upgrades_refused, 1);
     }
     pub(crate) fn closed_by_toxic(&self) {
         add(&self.closed_by_toxic, 1);
@@ -127,6 +133,7 @@ impl Counters {
             refused: get(&self.refused),
             dropped_new: get(&self.dropped_new),
             rate_limited: get(&self.rate_limited),
+            upgrades_refused: get(&self.upgrades_refused),
             closed_by_toxic: get(&self.closed_by_toxic),
         }
     }

@@ -51,6 +51,7 @@ mod registry;
 mod timeline;
 mod toxic;
 mod toxic_json;
+mod upgrade;
 
 pub use counters::CountersSnapshot;
 pub use fault::{Direction, Fault};

@@ -29,14 +29,26 @@ enum End {
 
 /// Join `client` to a fresh connection to `upstream` and forward until both
 /// directions end, an error, a toxic ends the pair, or a reset ordered after
-/// `resets_seen`.
+/// `resets_seen`. With `refuse_upgrades`, the client's first request head
+/// is read first: an upgrade is answered `403` and closed, anything else is
+/// forwarded ([`upgrade`](crate::upgrade)).
 pub(crate) async fn run(
     mut client: TcpStream,
     upstream: SocketAddr,
     conn: Conn,
     resets_seen: u64,
+    refuse_upgrades: bool,
     shared: Arc<Shared>,
 ) {
+    let head = if refuse_upgrades {
+        match crate::upgrade::screen(&mut client).await {
+            Some(crate::upgrade::Head::Other(head)) => head,
+            Some(crate::upgrade::Head::Upgrade) => return shared.counters.upgrade_refused(),
+            None => return,
+        }
+    } else {
+        Vec::new()
+    };
     let mut server = match TcpStream::connect(upstream).await {
         Ok(server) => server,
         Err(e) => {
@@ -45,6 +57,16 @@ pub(crate) async fn run(
             return;
         }
     };
+    if !head.is_empty() {
+        use tokio::io::AsyncWriteExt;
+        if server.write_all(&head).await.is_err() {
+            shared.counters.upstream_failure();
+            return;
+        }
+        shared
+            .counters
+            .forwarded(Direction::ClientToServer, head.len());
+    }
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     shared.counters.opened();

@@ -138,6 +138,7 @@ impl Plan {
                 ToxicKind::LimitData { bytes } => plan.limits.push((active.id, bytes)),
                 ToxicKind::ResetPeer { .. }
                 | ToxicKind::Refuse { .. }
+                | ToxicKind::RefuseUpgrades
                 | ToxicKind::AcceptRate { .. } => {}
             }
         }

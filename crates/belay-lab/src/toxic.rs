@@ -151,6 +151,12 @@ pub enum ToxicKind {
         #[serde(default)]
         with: RefuseWith,
     },
+    /// Answer each new connection whose first request asks for an upgrade
+    /// (a WebSocket) with `403 Forbidden` and close it, as a proxy that
+    /// blocks WebSockets does; any other request passes (its head is read
+    /// first, up to 16 KiB or 10 s, then forwarded). Connections already
+    /// open are untouched; the stream is ignored.
+    RefuseUpgrades,
     /// Let at most `max` new connections through per `window_ms` (a sliding
     /// window); the excess is reset at once. The stream is ignored.
     AcceptRate {
@@ -180,6 +186,7 @@ impl ToxicKind {
             ToxicKind::LimitData { .. } => "limit_data",
             ToxicKind::Discard => "discard",
             ToxicKind::Refuse { .. } => "refuse",
+            ToxicKind::RefuseUpgrades => "refuse_upgrades",
             ToxicKind::AcceptRate { .. } => "accept_rate",
         }
     }

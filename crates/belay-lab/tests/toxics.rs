@@ -268,6 +268,38 @@ async fn refuse_resets_new_connections_and_spares_open_ones() {
 }
 
 #[tokio::test]
+async fn refuse_upgrades_answers_an_upgrade_403_and_passes_plain_requests() {
+    let proxy = proxy_to(echo_upstream().await).await;
+    let mut open = connect(&proxy).await;
+    round_trip(&mut open, b"before").await;
+    proxy
+        .add_toxic(Toxic::new(ToxicKind::RefuseUpgrades))
+        .unwrap();
+
+    let mut upgrade = connect(&proxy).await;
+    upgrade
+        .write_all(
+            b"GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let answer = reads_until_eof(&mut upgrade).await.concat();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 403 Forbidden\r\n"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    counters_reach(&proxy, |c| c.upgrades_refused == 1).await;
+
+    // A plain request reaches the upstream whole (the echo returns it).
+    let plain = b"POST /sse HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi";
+    let mut fresh = connect(&proxy).await;
+    fresh.write_all(plain).await.unwrap();
+    assert_eq!(read_n(&mut fresh, plain.len()).await, plain);
+    round_trip(&mut open, b"still").await;
+}
+
+#[tokio::test]
 async fn accept_rate_resets_the_excess_within_its_window() {
     let rate = ToxicKind::AcceptRate {
         max: 2,

@@ -33,7 +33,15 @@ export function sseUrl(url: string): string {
   return u.href;
 }
 
-const utf8Length = (s: string): number => (s.length * 3 > BATCH_BYTES ? new TextEncoder().encode(s).length : s.length);
+/** `s`'s length in UTF-8 bytes (a surrogate pair counts 4; a lone surrogate, 2, one short of the U+FFFD it becomes). */
+function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) n += c >= 0x800 && (c < 0xd800 || c > 0xdfff) ? 2 : 1;
+  }
+  return n;
+}
 
 export class SseSocket extends EventTarget {
   /** 0 connecting, 1 open, 3 closed (as a WebSocket's). */

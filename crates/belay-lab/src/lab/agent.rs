@@ -93,6 +93,14 @@ pub struct Workload {
     pub connect_timeout: Duration,
     /// Seed of the client's random source (Belay clients).
     pub seed: u64,
+    /// While on the SSE fallback, how often the Belay clients try a
+    /// WebSocket again (the Rust client always falls back; the browser
+    /// client only where [`Workload::browser_fallback`] says).
+    pub retry_websocket_every: Duration,
+    /// Whether the browser client runs with `@belay/client/fallback` (the
+    /// lab turns it on for the `websocket-blocked` fault and the `sse`
+    /// transport; elsewhere it is the default entry alone).
+    pub browser_fallback: bool,
 }
 
 impl Default for Workload {
@@ -103,6 +111,8 @@ impl Default for Workload {
             request_timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(2),
             seed: 1,
+            retry_websocket_every: Duration::from_secs(1),
+            browser_fallback: false,
         }
     }
 }
@@ -331,6 +341,14 @@ fn spawn_browser(
             "--connect-timeout-ms",
             &work.connect_timeout.as_millis().to_string(),
         ])
+        .args(if work.browser_fallback {
+            vec![
+                "--fallback-retry-ms".to_owned(),
+                work.retry_websocket_every.as_millis().to_string(),
+            ]
+        } else {
+            Vec::new()
+        })
         .arg("--chromium")
         .arg(&browser.chromium)
         .stdin(Stdio::piped())

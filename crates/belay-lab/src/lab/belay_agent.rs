@@ -1,8 +1,10 @@
 //! The Belay Rust client as an agent: `belay-client` with its default
-//! policy; only the connect timeout and the request deadline come from the
-//! workload.
+//! policy and its SSE fallback; only the connect timeout, the request
+//! deadline and how often a WebSocket is tried again on the fallback come
+//! from the workload.
 
 use belay_client::{Client, Item, RequestError, RequestOptions, Status};
+use belay_proto::{FallbackConfig, TransportKind};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -20,6 +22,11 @@ pub(crate) async fn run(
             c.set_connect_timeout(work.connect_timeout)
                 .set_request_timeout(work.request_timeout);
         })
+        .fallback(Some({
+            let mut fallback = FallbackConfig::default();
+            fallback.set_retry_websocket_every(work.retry_websocket_every);
+            fallback
+        }))
         .seed(work.seed)
         .connect();
     out.emit(Observation::Started);
@@ -76,11 +83,18 @@ async fn watch_status(mut status: watch::Receiver<Status>, out: Emitter) {
         attempts = attempts.max(now.attempts);
         if now.ready != ready {
             ready = now.ready;
-            out.emit(if ready {
-                Observation::Ready
+            if ready {
+                out.emit(Observation::Ready);
+                let transport = match now.transport {
+                    TransportKind::Sse => "sse",
+                    _ => "websocket",
+                };
+                out.emit(Observation::Via {
+                    transport: transport.into(),
+                });
             } else {
-                Observation::Lost { why: why(&now) }
-            });
+                out.emit(Observation::Lost { why: why(&now) });
+            }
         }
         if status.changed().await.is_err() {
             return;

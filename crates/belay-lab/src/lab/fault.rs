@@ -29,6 +29,11 @@ pub enum LabFault {
     /// A graceful drain: advice, close 1012, the process exits and a new
     /// one takes its place.
     Drain,
+    /// A proxy starts blocking WebSockets: every connection is reset, and
+    /// upgrades are answered `403` while plain HTTP passes; then the
+    /// block is lifted. Belay's clients carry on over the SSE + HTTP
+    /// fallback and come back to WebSocket afterwards.
+    WebsocketBlocked,
     /// Cluster: the client's node gets SIGTERM and drains; the other node
     /// on the same Redis takes its clients.
     Deploy,
@@ -43,7 +48,7 @@ pub enum LabFault {
 
 impl LabFault {
     /// Every fault, in table order.
-    pub const ALL: [LabFault; 14] = [
+    pub const ALL: [LabFault; 15] = [
         LabFault::Freeze,
         LabFault::ServiceDown,
         LabFault::SlowReplies,
@@ -54,6 +59,7 @@ impl LabFault {
         LabFault::HalfOpen,
         LabFault::Zombie,
         LabFault::Drain,
+        LabFault::WebsocketBlocked,
         LabFault::Deploy,
         LabFault::NodeKill,
         LabFault::RedisDown,
@@ -73,6 +79,7 @@ impl LabFault {
             LabFault::HalfOpen => "half-open",
             LabFault::Zombie => "zombie",
             LabFault::Drain => "drain",
+            LabFault::WebsocketBlocked => "websocket-blocked",
             LabFault::Deploy => "deploy",
             LabFault::NodeKill => "node-kill",
             LabFault::RedisDown => "redis-down",

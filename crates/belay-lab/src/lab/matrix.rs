@@ -1,5 +1,5 @@
-//! The whole matrix: every fault × every client × R repetitions, a few at
-//! a time, bounded in time.
+//! The whole matrix: every fault × every client × every transport × R
+//! repetitions, a few at a time, bounded in time.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use super::fault::LabFault;
 use super::measure::RepFigures;
 use super::run::{repetition, RepPlan};
 use super::server::ServerSetup;
+use super::transport::LabTransport;
 
 /// What `belay lab` runs.
 #[derive(Debug, Clone)]
@@ -22,6 +23,10 @@ pub struct LabConfig {
     pub faults: Vec<LabFault>,
     /// The clients measured against each fault.
     pub clients: Vec<ClientKind>,
+    /// The transports each (fault, client) runs over, where it applies
+    /// ([`LabTransport::Sse`]: Belay clients, single-server faults other
+    /// than `websocket-blocked`).
+    pub transports: Vec<LabTransport>,
     /// Repetitions per (fault, client).
     pub reps: u32,
     /// Repetitions run at the same time.
@@ -46,6 +51,7 @@ impl Default for LabConfig {
         LabConfig {
             faults: LabFault::ALL.to_vec(),
             clients: vec![ClientKind::Naive, ClientKind::Belay],
+            transports: vec![LabTransport::WebSocket],
             reps: 10,
             jobs: 3,
             fault_for: Duration::from_secs(3),
@@ -67,7 +73,7 @@ impl LabConfig {
     }
 }
 
-/// One (fault, client) cell: the figures of each repetition.
+/// One (fault, client, transport) cell: the figures of each repetition.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Cell {
@@ -75,6 +81,8 @@ pub struct Cell {
     pub fault: LabFault,
     /// The client.
     pub client: ClientKind,
+    /// What the path lets through.
+    pub transport: LabTransport,
     /// One entry per repetition run: its figures or why it failed.
     pub reps: Vec<Result<RepFigures, String>>,
     /// Repetitions not run because the time bound was reached.
@@ -99,7 +107,7 @@ pub struct Progress {
 pub struct LabReport {
     /// What was run.
     pub config: LabConfig,
-    /// One cell per (fault, client), in table order.
+    /// One cell per (fault, client, transport) that applies, in table order.
     pub cells: Vec<Cell>,
     /// How long it took.
     pub elapsed: Duration,
@@ -112,14 +120,20 @@ const REP_BOUND: Duration = Duration::from_secs(120);
 pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport {
     let started = Instant::now();
     let mut cells: Vec<Cell> = Vec::new();
-    for &fault in &config.faults {
-        for &client in &config.clients {
-            cells.push(Cell {
-                fault,
-                client,
-                reps: Vec::new(),
-                not_run: 0,
-            });
+    for &transport in &config.transports {
+        for &fault in &config.faults {
+            for &client in &config.clients {
+                if !applies(fault, client, transport) {
+                    continue;
+                }
+                cells.push(Cell {
+                    fault,
+                    client,
+                    transport,
+                    reps: Vec::new(),
+                    not_run: 0,
+                });
+            }
         }
     }
     // Repetition-major order, so concurrent jobs mix faults and clients.
@@ -152,9 +166,12 @@ pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport 
                 .work
                 .seed
                 .wrapping_add(u64::from(rep) * 7919 + index as u64);
+            work.browser_fallback =
+                cell.transport == LabTransport::Sse || cell.fault == LabFault::WebsocketBlocked;
             let rep_plan = RepPlan {
                 fault: cell.fault,
                 client: cell.client,
+                transport: cell.transport,
                 fault_for: config.fault_for,
                 flapping_for: config.flapping_for,
                 server: config.server.clone(),
@@ -185,7 +202,7 @@ pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport 
         progress(&Progress {
             done,
             total,
-            last: format!("{} × {}", cell.fault, cell.client),
+            last: format!("{} × {} × {}", cell.fault, cell.client, cell.transport),
         });
     }
     LabReport {
@@ -193,6 +210,44 @@ pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport 
         cells,
         elapsed: started.elapsed(),
     }
+}
+
+/// Whether a (fault, client, transport) cell is run: over the fallback
+/// only the clients that have one, and only the single-server faults (the
+/// cluster's are measured over WebSocket; `websocket-blocked` is itself the
+/// move to the fallback).
+fn applies(fault: LabFault, client: ClientKind, transport: LabTransport) -> bool {
+    transport == LabTransport::WebSocket
+        || (client.is_belay() && !fault.cluster() && fault != LabFault::WebsocketBlocked)
+}
+
+/// What the `websocket-blocked` fault and the `sse` transport ask of a
+/// Belay client: ready over the fallback while WebSockets are blocked,
+/// and (for the fault) back on WebSocket once they are not.
+fn transport_shortfalls(
+    fault: LabFault,
+    transport: LabTransport,
+    f: &RepFigures,
+) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    if fault == LabFault::WebsocketBlocked {
+        if !f.ready_via_sse_since_fault {
+            out.push("not ready over SSE while WebSockets were blocked".to_owned());
+        }
+        if f.transports.last().map(String::as_str) != Some("websocket") {
+            out.push(format!(
+                "not back on WebSocket after the block ({})",
+                f.transports.join(" → ")
+            ));
+        }
+    }
+    if transport == LabTransport::Sse && f.transports.iter().any(|t| t != "sse") {
+        out.push(format!(
+            "ready over {} with WebSockets blocked",
+            f.transports.join(" → ")
+        ));
+    }
+    out.into_iter()
 }
 
 /// What a cluster fault asks of a Belay client beyond the guarantees of
@@ -274,6 +329,10 @@ impl Cell {
                 out.push(format!("rep {n}: not ready again after the fault"));
             }
             out.extend(cluster_shortfalls(self.fault, f).map(|s| format!("rep {n}: {s}")));
+            out.extend(
+                transport_shortfalls(self.fault, self.transport, f)
+                    .map(|s| format!("rep {n}: {s}")),
+            );
         }
         out
     }

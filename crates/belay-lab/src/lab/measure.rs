@@ -49,6 +49,13 @@ pub struct RepFigures {
     pub dials_since_fault: u64,
     /// The server's open connections once things settled.
     pub server_connections_after: Option<u64>,
+    /// The transports the client became ready over, in order, repeats
+    /// folded (`websocket`, `sse`; empty for clients that do not say).
+    pub transports: Vec<String>,
+    /// Whether the client became ready over SSE at some moment after the
+    /// fault began (a dial chosen while WebSockets were blocked may open
+    /// just after the block ends).
+    pub ready_via_sse_since_fault: bool,
 }
 
 /// Compute the figures of one repetition.
@@ -94,7 +101,26 @@ pub(crate) fn figures(frame: Frame, seen: &[Stamped], last: Option<&Position>) -
             .filter(|s| s.what == Observation::Dial)
             .count() as u64,
         server_connections_after: None,
+        transports: transports(seen, frame.stop_at),
+        ready_via_sse_since_fault: seen.iter().any(|s| {
+            s.at >= frame.fault_at
+                && s.at <= frame.stop_at
+                && matches!(&s.what, Observation::Via { transport } if transport == "sse")
+        }),
     }
+}
+
+/// The transports of every "ready", in order, a repeat folded into one.
+fn transports(seen: &[Stamped], until: Instant) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in seen.iter().filter(|s| s.at <= until) {
+        if let Observation::Via { transport } = &s.what {
+            if out.last() != Some(transport) {
+                out.push(transport.clone());
+            }
+        }
+    }
+    out
 }
 
 fn requests(frame: Frame, seen: &[Stamped]) -> (u64, u64) {

@@ -37,6 +37,7 @@ mod probe;
 mod report;
 mod run;
 mod server;
+mod transport;
 
 pub use agent::{Agent, AgentError, BrowserSetup, ClientKind, Workload};
 pub use fault::LabFault;
@@ -45,3 +46,4 @@ pub use measure::RepFigures;
 pub use observation::{Observation, Outcome, Stamped};
 pub use report::markdown;
 pub use server::ServerSetup;
+pub use transport::LabTransport;

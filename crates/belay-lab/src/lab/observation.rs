@@ -33,6 +33,12 @@ pub enum Observation {
     Dial,
     /// The client now considers itself ready.
     Ready,
+    /// The transport the client became ready over: `websocket` or `sse`
+    /// (clients that can fall back; reported after [`Observation::Ready`]).
+    Via {
+        /// Its name.
+        transport: String,
+    },
     /// The client now considers itself not ready.
     Lost {
         /// The client's own words for why.
@@ -103,6 +109,9 @@ mod tests {
                 offset: 7,
             },
             Observation::Resync,
+            Observation::Via {
+                transport: "sse".into(),
+            },
             Observation::Sent { id: 3 },
             Observation::Settled {
                 id: 3,

@@ -1,5 +1,6 @@
 //! The matrix as markdown: docs/RESULTS.md.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -7,6 +8,7 @@ use super::cluster::LB_DELAY_SECS;
 use super::matrix::{Cell, LabReport};
 use super::measure::RepFigures;
 use super::run::REDIS_PROBE_BOUND;
+use super::transport::LabTransport;
 
 /// Render the report. `command` is the command line that produced it and
 /// `machine` a one-line description of the machine.
@@ -57,13 +59,31 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
             (c.fault_for + REDIS_PROBE_BOUND).as_millis(),
         );
     }
+    let _ = writeln!(
+        out,
+        "* Transports: {}. `websocket`: the path passes WebSockets; `sse`: the fault proxy \
+         answers every WebSocket upgrade `403` from the start (plain HTTP passes), so Belay's \
+         clients run on the SSE + HTTP fallback and the fault comes on top (the link cut then \
+         cuts the proxy off the server). `websocket-blocked`: the proxy resets every connection \
+         and answers upgrades `403` for the fault's length. Belay's Rust client always has its \
+         fallback; the browser client has `@belay/client/fallback` in the `websocket-blocked` \
+         and `sse` cells only (elsewhere: the default entry alone). On the fallback both try a \
+         WebSocket again every {} ms.",
+        c.transports
+            .iter()
+            .map(|t| format!("`{t}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        c.work.retry_websocket_every.as_millis(),
+    );
     out.push('\n');
     out.push_str(LEGEND);
     out.push_str(
-        "\n| fault | client | detected (median / max) | ready after the fault (median / max) \
-         | data after the fault (median / max) | requests settled / due | lost silently \
-         | duplicated | resyncs | server conns after | dials during the fault (median) \
-         | reps |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "\n| fault | client | transport | ready over | detected (median / max) \
+         | ready after the fault (median / max) | data after the fault (median / max) \
+         | requests settled / due | lost silently | duplicated | resyncs | server conns after \
+         | dials during the fault (median) | reps |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for cell in &report.cells {
         row(&mut out, cell);
@@ -80,8 +100,11 @@ first publication delivered. *requests settled / due*: requests issued at least 
 + 500 ms before the end, and how many of them settled (answer, timeout, not-ready, closed) — \
 the rest hang forever. *lost silently*: publications missing with no resync announcing it \
 (including the tail the client never got). *server conns after*: the server's open \
-connections once the client settled (min–max over repetitions). Times are medians and \
-maxima over the repetitions where the event happened; `never ×k` counts the others.\n";
+connections once the client settled (min–max over repetitions). *ready over*: the \
+transports the client became ready over, in order (`ws` WebSocket, `sse` the fallback), \
+with the number of repetitions that went that way (clients that cannot fall back: `—`). \
+Times are medians and maxima over the repetitions where the event happened; `never ×k` \
+counts the others.\n";
 
 fn ok_reps(cell: &Cell) -> Vec<&RepFigures> {
     cell.reps.iter().filter_map(|r| r.as_ref().ok()).collect()
@@ -119,9 +142,11 @@ fn row(out: &mut String, cell: &Cell) {
     }
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} |",
         cell.fault,
         cell.client,
+        cell.transport,
+        ready_over(&reps),
         times(|f| f.detection),
         times(|f| f.ready_after),
         times(|f| f.data_after),
@@ -134,6 +159,37 @@ fn row(out: &mut String, cell: &Cell) {
         dials,
         count,
     );
+}
+
+/// The ways the repetitions went, e.g. `ws → sse → ws ×9 · ws ×1`.
+fn ready_over(reps: &[&RepFigures]) -> String {
+    let mut ways: BTreeMap<String, usize> = BTreeMap::new();
+    for f in reps.iter().filter(|f| !f.transports.is_empty()) {
+        let way: Vec<&str> = f
+            .transports
+            .iter()
+            .map(|t| if t == "websocket" { "ws" } else { t.as_str() })
+            .collect();
+        *ways.entry(way.join(" → ")).or_default() += 1;
+    }
+    if ways.is_empty() {
+        return "—".into();
+    }
+    let mut ways: Vec<(String, usize)> = ways.into_iter().collect();
+    ways.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ways.iter()
+        .map(|(way, n)| format!("{way} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// A cell's name in the verdicts and failures: fault × client, and the
+/// transport when it is not WebSocket.
+fn cell_name(cell: &Cell) -> String {
+    match cell.transport {
+        LabTransport::WebSocket => format!("{} × {}", cell.fault, cell.client),
+        _ => format!("{} × {} over {}", cell.fault, cell.client, cell.transport),
+    }
 }
 
 fn seconds(d: Duration) -> String {
@@ -178,7 +234,9 @@ fn verdicts(out: &mut String, report: &LabReport) {
          silent ones (freeze, blackhole, link cut, half-open) within the heartbeat bound; \
          ready again after the fault. In the cluster: no resync after a deploy, a node kill \
          or Redis down (the history is kept), a resync after Redis restarted empty, and the \
-         connection up through both Redis faults (no dial).\n\n",
+         connection up through both Redis faults (no dial). With WebSockets blocked: ready \
+         over SSE (in the `sse` cells, only ever over SSE) and, after `websocket-blocked`, back \
+         on WebSocket.\n\n",
     );
     let mut all_good = true;
     for cell in belay {
@@ -186,18 +244,16 @@ fn verdicts(out: &mut String, report: &LabReport) {
         if shortfalls.is_empty() {
             let _ = writeln!(
                 out,
-                "* {} × {}: kept ({} repetitions)",
-                cell.fault,
-                cell.client,
+                "* {}: kept ({} repetitions)",
+                cell_name(cell),
                 cell.reps.len()
             );
         } else {
             all_good = false;
             let _ = writeln!(
                 out,
-                "* {} × {}: **not kept**: {}",
-                cell.fault,
-                cell.client,
+                "* {}: **not kept**: {}",
+                cell_name(cell),
                 shortfalls.join("; ")
             );
         }
@@ -228,6 +284,6 @@ fn failures(out: &mut String, report: &LabReport) {
     }
     out.push_str("\n## Repetitions that could not be measured\n\n");
     for (cell, why) in failed {
-        let _ = writeln!(out, "* {} × {}: {}", cell.fault, cell.client, why);
+        let _ = writeln!(out, "* {}: {}", cell_name(cell), why);
     }
 }

@@ -15,13 +15,23 @@ use super::netns::Netns;
 use super::observation::Observation;
 use super::probe;
 use super::server::{LabServer, ServerSetup};
-use crate::{Direction, Fault, Proxy};
+use super::transport::LabTransport;
+use crate::{Direction, Fault, Proxy, Toxic, ToxicKind};
+
+/// The name of the toxic that blocks WebSockets (the `sse` transport, the
+/// `websocket-blocked` fault).
+const BLOCK: &str = "websocket-block";
+
+fn block() -> Toxic {
+    Toxic::new(ToxicKind::RefuseUpgrades).named(BLOCK)
+}
 
 /// Everything one repetition needs.
 #[derive(Debug, Clone)]
 pub(crate) struct RepPlan {
     pub(crate) fault: LabFault,
     pub(crate) client: ClientKind,
+    pub(crate) transport: LabTransport,
     pub(crate) fault_for: Duration,
     pub(crate) flapping_for: Duration,
     pub(crate) server: ServerSetup,
@@ -39,6 +49,11 @@ const STEADY: Duration = Duration::from_secs(1);
 /// so a backoff that grew during the fault is measured, not cut short.
 const RECOVERY: Duration = Duration::from_secs(40);
 
+/// How long a client may take after the `websocket-blocked` fault to be
+/// back on WebSocket: a probe interval (1 s in the lab), the probe, the
+/// switch at a quiet moment, and a generous margin.
+const BACK_ON_WEBSOCKET: Duration = Duration::from_secs(10);
+
 /// How long the Redis broker may take to notice a Redis that stopped
 /// answering: its PUB/SUB `PING` every 1 s, answered within 2 s
 /// (crates/belay-redis, docs/CLUSTER.md).
@@ -54,6 +69,8 @@ struct Stage {
     net: Option<Netns>,
     /// The node a deploy or a kill hits: the client's.
     target: Option<usize>,
+    /// WebSockets blocked at the proxy throughout (the `sse` transport).
+    blocked: bool,
 }
 
 impl Stage {
@@ -65,8 +82,10 @@ impl Stage {
                 proxy: None,
                 net: None,
                 target: None,
+                blocked: false,
             });
         }
+        let blocked = plan.transport == LabTransport::Sse;
         let net = if plan.fault == LabFault::LinkCut {
             Some(Netns::create().await?)
         } else {
@@ -77,13 +96,19 @@ impl Stage {
             None => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         };
         let server = LabServer::start(&plan.server, listen, net.as_ref().map(Netns::name)).await?;
-        let proxy = if plan.fault.proxied() {
+        // Over the fallback the link cut goes through the proxy too (it
+        // cuts the proxy's side from the server's: as silent for the client).
+        let proxy = if plan.fault.proxied() || blocked {
             let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-            Some(
-                Proxy::start(listen, server.addr())
-                    .await
-                    .map_err(|e| format!("proxy: {e}"))?,
-            )
+            let proxy = Proxy::start(listen, server.addr())
+                .await
+                .map_err(|e| format!("proxy: {e}"))?;
+            if blocked {
+                proxy
+                    .add_toxic(block())
+                    .map_err(|e| format!("proxy: {e}"))?;
+            }
+            Some(proxy)
         } else {
             None
         };
@@ -93,6 +118,7 @@ impl Stage {
             proxy,
             net,
             target: None,
+            blocked,
         })
     }
 
@@ -126,12 +152,29 @@ impl Stage {
             .ok_or_else(|| "no cluster for this fault".to_owned())
     }
 
+    /// Set `fault` on the proxy (keeping the `sse` transport's block).
     fn proxy(&self, fault: Fault) -> Result<(), String> {
-        self.proxy
-            .as_ref()
-            .ok_or("no proxy for this fault")?
-            .set(fault)
-            .map_err(|e| format!("proxy: {e}"))
+        let proxy = self.proxy.as_ref().ok_or("no proxy for this fault")?;
+        proxy.set(fault).map_err(|e| format!("proxy: {e}"))?;
+        if self.blocked {
+            proxy
+                .add_toxic(block())
+                .map_err(|e| format!("proxy: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Block WebSockets at the proxy (`true`) or lift the block.
+    fn block_websockets(&self, on: bool) -> Result<(), String> {
+        let proxy = self.proxy.as_ref().ok_or("no proxy for this fault")?;
+        if on {
+            proxy.add_toxic(block()).map_err(|e| format!("proxy: {e}"))
+        } else {
+            proxy
+                .remove_toxic(BLOCK)
+                .map(drop)
+                .map_err(|e| format!("proxy: {e}"))
+        }
     }
 
     fn net(&self) -> Result<&Netns, String> {
@@ -207,6 +250,13 @@ impl Stage {
                 self.proxy(Fault::Blackhole)?;
                 sleep(hold).await;
                 self.proxy(Fault::Pass)?;
+            }
+            LabFault::WebsocketBlocked => {
+                // The proxy that starts blocking drops what it carried.
+                self.proxy(Fault::Reset { refuse_ms: 0 })?;
+                self.block_websockets(true)?;
+                sleep(hold).await;
+                self.block_websockets(false)?;
             }
             LabFault::LinkCut => {
                 self.net()?.cut().await?;
@@ -313,6 +363,16 @@ async fn measured(
     if !agent.ready_at(fault_end) {
         let _ = agent
             .wait_for(fault_end, RECOVERY, |o| *o == Observation::Ready)
+            .await;
+    }
+    if plan.fault == LabFault::WebsocketBlocked && plan.client.is_belay() {
+        // Measure once it has moved back (or could not), not mid-switch.
+        let _ = agent
+            .wait_for(
+                fault_end,
+                BACK_ON_WEBSOCKET,
+                |o| matches!(o, Observation::Via { transport } if transport == "websocket"),
+            )
             .await;
     }
     let settle_window = plan.work.request_timeout + Duration::from_millis(500);

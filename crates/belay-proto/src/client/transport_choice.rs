@@ -155,6 +155,24 @@ impl TransportChoice {
         }
     }
 
+    /// What the session is to be told of a dial on `kind` that failed with
+    /// `failure`, once [`handle_dial`](Self::handle_dial) has heard of it.
+    /// A WebSocket upgrade answered 403 is an authorization failure (the
+    /// session halts) only if the fallback is refused too: a proxy that
+    /// blocks WebSockets answers 403 as well. So while the next dial is the
+    /// fallback, it is reported as a network failure (the session retries,
+    /// on SSE); every other failure is passed on as it is.
+    pub fn failure_for_session(&self, kind: TransportKind, failure: Failure) -> Failure {
+        match failure {
+            Failure::Rejected { status: 403, .. }
+                if kind == TransportKind::WebSocket && self.next == TransportKind::Sse =>
+            {
+                Failure::network("the upgrade was answered 403 (a proxy that blocks WebSockets?): trying the fallback")
+            }
+            failure => failure,
+        }
+    }
+
     /// When [`poll_probe`](Self::poll_probe) next has something to say.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match (self.mode, self.probing, self.switch_wanted) {

@@ -129,3 +129,33 @@ fn a_switch_whose_websocket_fails_goes_back_to_the_fallback() {
     assert!(c.on_fallback());
     assert_eq!(c.poll_timeout(), Some(at(122)));
 }
+
+#[test]
+fn a_403_to_the_upgrade_is_not_an_auth_failure_until_the_fallback_is_refused_too() {
+    let mut c = choice();
+    let forbidden = Failure::rejected(403);
+    c.handle_dial(
+        at(0),
+        TransportKind::WebSocket,
+        &DialOutcome::Failed(forbidden.clone()),
+    );
+    assert_eq!(c.next(), TransportKind::Sse);
+    let told = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+    assert!(matches!(told, Failure::Network { .. }), "{told:?}");
+    // The fallback refused the same way: the credentials are the problem.
+    c.handle_dial(
+        at(1),
+        TransportKind::Sse,
+        &DialOutcome::Failed(forbidden.clone()),
+    );
+    assert_eq!(
+        c.failure_for_session(TransportKind::Sse, forbidden.clone()),
+        forbidden
+    );
+    // Other failures pass as they are.
+    let busy = Failure::rejected(503);
+    assert_eq!(
+        c.failure_for_session(TransportKind::WebSocket, busy.clone()),
+        busy
+    );
+}
