@@ -69,13 +69,15 @@ pub(crate) fn router(server: &Server, bench: &FaultBench) -> Router {
         ))
 }
 
-/// A restart window refuses upgrades as a server that is not up yet would.
+/// A restart window refuses upgrades and new fallback streams as a server
+/// that is not up yet would (sends to a stream cut by the restart find
+/// nothing: 404).
 async fn refuse_while_restarting(
     State(bench): State<FaultBench>,
     request: Request,
     next: Next,
 ) -> Response {
-    if request.uri().path() == "/ws" && bench.refusing() {
+    if matches!(request.uri().path(), "/ws" | "/sse") && bench.refusing() {
         let mut response = (StatusCode::SERVICE_UNAVAILABLE, "restarting").into_response();
         response
             .headers_mut()

@@ -100,9 +100,20 @@ pub struct ProxyBuilder {
     upstream: SocketAddr,
     seed: u64,
     toxics: Vec<Toxic>,
+    /// The upstream is in a network namespace the lab itself created (the
+    /// link cut's), not on loopback.
+    own_namespace: bool,
 }
 
 impl ProxyBuilder {
+    /// Let the upstream be the server in a network namespace the lab
+    /// created for this repetition (the link cut over the fallback): the
+    /// only upstream off loopback a proxy may have, and only the lab's.
+    pub(crate) fn upstream_in_own_namespace(mut self) -> ProxyBuilder {
+        self.own_namespace = true;
+        self
+    }
+
     /// Listen on `listen` (default `127.0.0.1:0`: any free port).
     pub fn listen(mut self, listen: SocketAddr) -> ProxyBuilder {
         self.listen = listen;
@@ -126,7 +137,9 @@ impl ProxyBuilder {
     /// Check everything, bind, and start accepting. Must be called within
     /// a tokio runtime.
     pub async fn start(self) -> Result<Proxy, ProxyError> {
-        require_loopback("upstream", self.upstream)?;
+        if !self.own_namespace {
+            require_loopback("upstream", self.upstream)?;
+        }
         let shared = Shared::new(self.seed);
         for toxic in self.toxics {
             shared.add(toxic)?;
@@ -198,6 +211,7 @@ impl Proxy {
             upstream,
             seed: 0,
             toxics: Vec::new(),
+            own_namespace: false,
         }
     }
 

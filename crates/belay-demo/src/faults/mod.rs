@@ -14,6 +14,11 @@
 //! session the server's heartbeat gives up on is closed by the server
 //! (4000) while frozen, and the stream holds that close and the FIN back
 //! until the freeze ends, so the fault stays silent for the client.
+//!
+//! Sessions over the SSE fallback go through the same stream layer (see
+//! `belay_server::stream`: the layer holds or cuts their I/O without seeing
+//! their bytes), so freeze, flapping and restart reach them too, and a
+//! restart refuses new streams (`POST /sse`) as it refuses upgrades.
 
 mod broker;
 mod calls;

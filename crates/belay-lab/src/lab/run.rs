@@ -99,10 +99,11 @@ impl Stage {
         // Over the fallback the link cut goes through the proxy too (it
         // cuts the proxy's side from the server's: as silent for the client).
         let proxy = if plan.fault.proxied() || blocked {
-            let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-            let proxy = Proxy::start(listen, server.addr())
-                .await
-                .map_err(|e| format!("proxy: {e}"))?;
+            let mut builder = Proxy::builder(server.addr());
+            if net.is_some() {
+                builder = builder.upstream_in_own_namespace();
+            }
+            let proxy = builder.start().await.map_err(|e| format!("proxy: {e}"))?;
             if blocked {
                 proxy
                     .add_toxic(block())

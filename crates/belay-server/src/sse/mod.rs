@@ -42,6 +42,7 @@ use crate::upgrade;
 use crate::ws::WsError;
 
 mod events;
+mod gate;
 mod pipe;
 mod relay;
 mod streams;
@@ -101,7 +102,11 @@ pub(crate) async fn open(
     }
     let (out, body) = pipe::pipe();
     out.write(&events::open(&id));
-    let transport = transport::SseTransport::new(out, inbound, guard, connection);
+    let gate = shared
+        .stream_layer
+        .as_deref()
+        .map(|layer| gate::Gate::new(layer, peer));
+    let transport = transport::SseTransport::new(out, inbound, guard, connection, gate);
     let meta = admitted.into_meta(peer);
     tokio::spawn(connection::run(Arc::clone(&shared), transport, meta));
     Response::builder()

@@ -4,7 +4,8 @@
 //! ([`Inbound`]), read one message (line) at a time as the connection asks
 //! for them. A send is answered once its last line was read, so the
 //! client's sends move at the pace of the connection, as TCP would make a
-//! WebSocket's frames do.
+//! WebSocket's frames do. Under a stream layer, every read and write first
+//! passes its [`Gate`]; events written meanwhile wait in `held`.
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -15,6 +16,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
 use super::events;
+use super::gate::Gate;
 use super::pipe::PipeWriter;
 use super::streams::{Inbound, StreamGuard};
 use crate::connection::Transport;
@@ -34,6 +36,10 @@ pub(crate) struct SseTransport {
     reading: Option<Reading>,
     /// The stream's TCP connection, to drop if the close cannot be written.
     connection: Option<SlotCell>,
+    /// The stream layer's hold, if the server has a layer.
+    gate: Option<Gate>,
+    /// Events written while the gate was not polled open.
+    held: Vec<u8>,
     /// Forgets the stream (its sends find nothing) when the session ends.
     _guard: StreamGuard,
 }
@@ -44,14 +50,31 @@ impl SseTransport {
         inbound: mpsc::Receiver<Inbound>,
         guard: StreamGuard,
         connection: Option<SlotCell>,
+        gate: Option<Gate>,
     ) -> Self {
         SseTransport {
             out,
             inbound,
             reading: None,
             connection,
+            gate,
+            held: Vec::new(),
             _guard: guard,
         }
+    }
+
+    /// Through the gate (if any): `Ready(true)` once the session may do
+    /// I/O, with what was held written out; `Ready(false)`: cut.
+    fn poll_gate(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let Some(gate) = self.gate.as_mut() else {
+            return Poll::Ready(true);
+        };
+        let open = std::task::ready!(gate.poll_open(cx));
+        if open && !self.held.is_empty() {
+            self.out.write(&self.held);
+            self.held = Vec::new();
+        }
+        Poll::Ready(open)
     }
 
     /// The next message of the body being read, if any is left; the send
@@ -85,21 +108,30 @@ fn trim_cr(line: Bytes) -> Bytes {
 
 impl Transport for SseTransport {
     fn buffered(&self) -> usize {
-        self.out.buffered()
+        self.out.buffered() + self.held.len()
     }
 
     fn queue_text(&mut self, payload: &[u8]) {
-        self.out.write(&events::message(payload));
+        if self.gate.is_some() {
+            self.held.extend_from_slice(&events::message(payload));
+        } else {
+            self.out.write(&events::message(payload));
+        }
     }
 
     fn queue_pong(&mut self, _payload: &[u8]) {}
 
     fn discard_unsent(&mut self) {
         self.out.discard();
+        self.held = Vec::new();
     }
 
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Event> {
         let coop = std::task::ready!(tokio::task::coop::poll_proceed(cx));
+        if !std::task::ready!(self.poll_gate(cx)) {
+            coop.made_progress();
+            return Poll::Ready(Event::End);
+        }
         let was_full = self.out.buffered() >= HIGH_WATER;
         if self.out.watch_drop(cx) {
             coop.made_progress();
@@ -137,6 +169,9 @@ impl Transport for SseTransport {
     }
 
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !std::task::ready!(self.poll_gate(cx)) {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionReset.into()));
+        }
         self.out
             .poll_drained(cx, 0)
             .map_err(|()| io::ErrorKind::BrokenPipe.into())
@@ -149,14 +184,30 @@ impl Transport for SseTransport {
         linger: Duration,
     ) -> impl Future<Output = ()> + Send {
         if let Some(code) = code {
-            self.out.write(&events::close(code, reason));
+            let event = events::close(code, reason);
+            if self.gate.is_some() {
+                self.held.extend_from_slice(&event);
+            } else {
+                self.out.write(&event);
+            }
         }
-        self.out.finish();
+        if self.gate.is_none() {
+            self.out.finish();
+        }
         // A send still waiting is answered: the stream is over.
         self.reading = None;
         self.inbound.close();
         let (out, connection) = (&self.out, self.connection.as_ref());
+        let (gate, held) = (self.gate.as_mut(), std::mem::take(&mut self.held));
         async move {
+            // A held session's end waits for the layer too (a frozen
+            // stream keeps its close and its end back); a cut one just ends.
+            if let Some(gate) = gate {
+                if poll_fn(|cx| gate.poll_open(cx)).await {
+                    out.write(&held);
+                }
+                out.finish();
+            }
             let drained = tokio::time::timeout(linger, poll_fn(|cx| out.poll_drained(cx, 0))).await;
             if !matches!(drained, Ok(Ok(()))) {
                 // The peer does not read: hyper would wait on its write for
