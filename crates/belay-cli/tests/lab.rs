@@ -2,18 +2,20 @@
 //! baseline and the Belay Rust client, against real `belay serve --demo`
 //! processes (the link cut in a network namespace: needs root, as in CI;
 //! the cluster faults on a real redis-server behind a real HAProxy, which
-//! the test command installs).
+//! the test command installs); and of every single-server fault for the
+//! Belay client with WebSockets blocked throughout (over the SSE fallback).
 //!
 //! The Belay client must keep every guarantee; the naive baseline must show
 //! the gaps the seed's first row shows.
 
 use std::time::Duration;
 
-use belay_lab::lab::{self, Cell, ClientKind, LabConfig, LabFault, RepFigures};
+use belay_lab::lab::{self, Cell, ClientKind, LabConfig, LabFault, LabTransport, RepFigures};
 
 fn config() -> LabConfig {
     let mut config = LabConfig::default();
     config.clients = vec![ClientKind::Naive, ClientKind::Belay];
+    config.transports = vec![LabTransport::WebSocket, LabTransport::Sse];
     config.reps = 1;
     config.jobs = 3;
     config.flapping_for = Duration::from_secs(5);
@@ -26,7 +28,7 @@ fn cell(report: &lab::LabReport, fault: LabFault, client: ClientKind) -> &Cell {
     report
         .cells
         .iter()
-        .find(|c| c.fault == fault && c.client == client)
+        .find(|c| c.fault == fault && c.client == client && c.transport == LabTransport::WebSocket)
         .expect("a cell for every fault and client")
 }
 
@@ -55,8 +57,22 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
     {
         assert_eq!(c.reps.len(), 1, "{} ran", c.fault);
         let shortfalls = c.shortfalls(&config);
-        assert!(shortfalls.is_empty(), "{} × belay: {shortfalls:?}", c.fault);
+        assert!(
+            shortfalls.is_empty(),
+            "{} × belay over {}: {shortfalls:?}",
+            c.fault,
+            c.transport
+        );
     }
+    let over_sse = report
+        .cells
+        .iter()
+        .filter(|c| c.transport == LabTransport::Sse)
+        .count();
+    assert_eq!(
+        over_sse, 10,
+        "every single-server fault over the fallback, Belay only"
+    );
     assert!(
         text.contains("All kept."),
         "the report says every guarantee was kept"
@@ -90,6 +106,10 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
         naive_slow.settled < naive_slow.requests,
         "naive leaves requests hanging"
     );
+
+    // WebSockets blocked: Belay carries on over SSE and comes back.
+    let blocked = figures(cell(&report, LabFault::WebsocketBlocked, ClientKind::Belay));
+    assert_eq!(blocked.transports, ["websocket", "sse", "websocket"]);
 
     // And Belay where the naive client fails.
     let belay_down = figures(cell(&report, LabFault::ServiceDown, ClientKind::Belay));
