@@ -17,6 +17,7 @@
 //!  subscribe       ──▶ ChannelLog::recover                                (subscribed + replay)
 //!                      can_resume, LiveFollow (a store shared by nodes)   (replay + live in step, or unavailable)
 //!  publish         ──▶ ChannelLog::publish                                (offsets, bounded history)
+//!  SSE send        ──▶ SendOrder: one at a time, in number order          (204, 409 + 1002)
 //!  deploy          ──▶ DrainPlan                                          (503, advice, 1012)
 //!  every welcome   ──▶ FleetPacing: slot grid, restart advice             (pacing, reconnect)
 //! ```
@@ -38,6 +39,7 @@ mod live_follow;
 mod namespaces;
 mod rate;
 mod resume;
+mod send_order;
 mod sources;
 mod upgrade;
 mod violation;
@@ -67,6 +69,7 @@ pub use live_follow::{Inconsistent, LiveFollow, Lost, Offer};
 pub use namespaces::{Access, ChannelOptions, Namespaces};
 pub use rate::{RateDecision, RateLimiter};
 pub use resume::{can_resume, HeldHistory};
+pub use send_order::{SendOrder, SendVerdict};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
 pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use violation::{Violation, ViolationResponse};

@@ -32,6 +32,7 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use belay_proto::server::SendVerdict;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
@@ -162,13 +163,15 @@ async fn take_send(
     body: impl std::future::Future<Output = Result<Bytes, BadBody>>,
 ) -> Answer {
     // Held to the end: sends are one at a time, in number order.
-    let mut next = entry.next_seq.lock().await;
-    if seq < *next {
-        return Answer::Taken;
-    }
-    if seq > *next {
-        fail(entry, WsError::Protocol("out of order")).await;
-        return Answer::OutOfOrder;
+    let mut order = entry.order.lock().await;
+    match order.handle_send(seq) {
+        SendVerdict::Read => {}
+        SendVerdict::Repeat => return Answer::Taken,
+        // A gap: a send went missing.
+        _ => {
+            fail(entry, WsError::Protocol("out of order")).await;
+            return Answer::OutOfOrder;
+        }
     }
     let body = match body.await {
         Ok(body) => body,
@@ -177,7 +180,7 @@ async fn take_send(
             return Answer::BadBody(refused);
         }
     };
-    *next += 1;
+    order.taken();
     let (taken, read) = oneshot::channel();
     let handed = async {
         entry

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
+use belay_proto::server::SendOrder;
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
@@ -33,9 +34,9 @@ pub(crate) enum Inbound {
 #[derive(Debug)]
 pub(crate) struct StreamEntry {
     pub(crate) inbound: mpsc::Sender<Inbound>,
-    /// The next `Belay-Seq` expected; held for the whole of a send, so
-    /// sends are one at a time.
-    pub(crate) next_seq: tokio::sync::Mutex<u64>,
+    /// Which send is read next (belay-proto decides); held for the whole
+    /// of a send, so sends are one at a time.
+    pub(crate) order: tokio::sync::Mutex<SendOrder>,
 }
 
 /// Every stream of this node.
@@ -57,7 +58,7 @@ impl Streams {
         let (inbound, receiver) = mpsc::channel(1);
         let entry = Arc::new(StreamEntry {
             inbound,
-            next_seq: tokio::sync::Mutex::new(1),
+            order: tokio::sync::Mutex::new(SendOrder::default()),
         });
         let mut map = lock(&self.map);
         let id = loop {
