@@ -99,6 +99,9 @@ pub struct TransportChoice {
     probing: bool,
     /// A probe opened: switch at the next quiet moment.
     switch_wanted: bool,
+    /// A WebSocket upgrade was answered 403 and the session was told of a
+    /// network failure instead, until the fallback shows whose 403 it was.
+    forbidden_deferred: bool,
 }
 
 impl TransportChoice {
@@ -112,6 +115,7 @@ impl TransportChoice {
             probe_at: None,
             probing: false,
             switch_wanted: false,
+            forbidden_deferred: false,
         }
     }
 
@@ -129,6 +133,7 @@ impl TransportChoice {
     pub fn handle_dial(&mut self, now: Instant, kind: TransportKind, outcome: &DialOutcome) {
         match (kind, outcome) {
             (TransportKind::WebSocket, DialOutcome::Opened) => {
+                self.forbidden_deferred = false;
                 self.mode = Mode::Direct;
                 self.ws_failures = 0;
                 self.probe_at = None;
@@ -144,6 +149,8 @@ impl TransportChoice {
                 }
             }
             (TransportKind::Sse, DialOutcome::Opened) => {
+                // The 403 was the path's: WebSockets are blocked.
+                self.forbidden_deferred = false;
                 if self.mode == Mode::Direct {
                     self.mode = Mode::Fallback;
                     self.probe_at = Some(now.saturating_add(self.config.retry_websocket_every));
@@ -157,19 +164,41 @@ impl TransportChoice {
 
     /// What the session is to be told of a dial on `kind` that failed with
     /// `failure`, once [`handle_dial`](Self::handle_dial) has heard of it.
-    /// A WebSocket upgrade answered 403 is an authorization failure (the
-    /// session halts) only if the fallback is refused too: a proxy that
-    /// blocks WebSockets answers 403 as well. So while the next dial is the
-    /// fallback, it is reported as a network failure (the session retries,
-    /// on SSE); every other failure is passed on as it is.
-    pub fn failure_for_session(&self, kind: TransportKind, failure: Failure) -> Failure {
-        match failure {
-            Failure::Rejected { status: 403, .. }
-                if kind == TransportKind::WebSocket && self.next == TransportKind::Sse =>
+    /// A WebSocket upgrade answered 403 would halt the session as an
+    /// authorization failure, but a proxy that blocks WebSockets answers
+    /// 403 too. So:
+    ///
+    /// * on the fallback (a stream opened on this path before), a 403 to a
+    ///   WebSocket is the path's: the session is told of a network failure;
+    /// * otherwise, while the next dial is the fallback, the 403 is
+    ///   reported as a network failure too (the session retries, on SSE),
+    ///   and the fallback's dial decides whose it was: its stream opens
+    ///   (the path's); it is refused 429 or 503 (the server, busy, is
+    ///   reachable over HTTP: retry); it fails in any other way (refused
+    ///   403 or 401, or unreachable: the session is told of the 403 after
+    ///   all, and halts).
+    ///
+    /// Every other failure is passed on as it is.
+    pub fn failure_for_session(&mut self, kind: TransportKind, failure: Failure) -> Failure {
+        match (kind, failure) {
+            (TransportKind::WebSocket, Failure::Rejected { status: 403, .. })
+                if self.next == TransportKind::Sse =>
             {
-                Failure::network("the upgrade was answered 403 (a proxy that blocks WebSockets?): trying the fallback")
+                self.forbidden_deferred = self.mode == Mode::Direct;
+                Failure::network(
+                    "the upgrade was answered 403 (a proxy that blocks WebSockets?): trying the fallback",
+                )
             }
-            failure => failure,
+            (TransportKind::Sse, failure) if self.forbidden_deferred => {
+                self.forbidden_deferred = false;
+                match failure {
+                    Failure::Rejected {
+                        status: 429 | 503, ..
+                    } => failure,
+                    _ => Failure::rejected(403),
+                }
+            }
+            (_, failure) => failure,
         }
     }
 

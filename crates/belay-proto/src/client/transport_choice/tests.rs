@@ -131,9 +131,10 @@ fn a_switch_whose_websocket_fails_goes_back_to_the_fallback() {
 }
 
 #[test]
-fn a_403_to_the_upgrade_is_not_an_auth_failure_until_the_fallback_is_refused_too() {
-    let mut c = choice();
+fn a_403_to_the_upgrade_waits_for_the_fallback_to_say_whose_it_was() {
     let forbidden = Failure::rejected(403);
+    // The fallback's stream opens: the path blocked WebSockets.
+    let mut c = choice();
     c.handle_dial(
         at(0),
         TransportKind::WebSocket,
@@ -142,20 +143,97 @@ fn a_403_to_the_upgrade_is_not_an_auth_failure_until_the_fallback_is_refused_too
     assert_eq!(c.next(), TransportKind::Sse);
     let told = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
     assert!(matches!(told, Failure::Network { .. }), "{told:?}");
-    // The fallback refused the same way: the credentials are the problem.
+    c.handle_dial(at(1), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(c.on_fallback());
+
+    // The fallback's dial fails, whatever the way: the 403 stands.
+    for sse_failure in [
+        Failure::rejected(403),
+        Failure::network("connection refused"),
+    ] {
+        let mut c = choice();
+        c.handle_dial(
+            at(0),
+            TransportKind::WebSocket,
+            &DialOutcome::Failed(forbidden.clone()),
+        );
+        let _ = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+        c.handle_dial(
+            at(1),
+            TransportKind::Sse,
+            &DialOutcome::Failed(sse_failure.clone()),
+        );
+        assert_eq!(
+            c.failure_for_session(TransportKind::Sse, sse_failure),
+            forbidden
+        );
+    }
+
+    // The server is busy over HTTP: it is reachable, so retry (no halt).
+    let mut c = choice();
+    c.handle_dial(
+        at(0),
+        TransportKind::WebSocket,
+        &DialOutcome::Failed(forbidden.clone()),
+    );
+    let _ = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+    let busy = Failure::rejected(503);
     c.handle_dial(
         at(1),
         TransportKind::Sse,
-        &DialOutcome::Failed(forbidden.clone()),
+        &DialOutcome::Failed(busy.clone()),
     );
     assert_eq!(
-        c.failure_for_session(TransportKind::Sse, forbidden.clone()),
-        forbidden
+        c.failure_for_session(TransportKind::Sse, busy.clone()),
+        busy
     );
+
+    // On the fallback, a 403 to a WebSocket is the path's, whatever the
+    // fallback's next dial does (a restart refuses it 503, or it is down).
+    let mut c = choice();
+    c.handle_dial(
+        at(0),
+        TransportKind::WebSocket,
+        &DialOutcome::Failed(forbidden.clone()),
+    );
+    let _ = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+    c.handle_dial(at(1), TransportKind::Sse, &DialOutcome::Opened);
+    let down = Failure::network("refused");
+    c.handle_dial(
+        at(2),
+        TransportKind::Sse,
+        &DialOutcome::Failed(down.clone()),
+    );
+    assert_eq!(
+        c.failure_for_session(TransportKind::Sse, down.clone()),
+        down
+    );
+    c.handle_dial(
+        at(3),
+        TransportKind::WebSocket,
+        &DialOutcome::Failed(forbidden.clone()),
+    );
+    let told = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+    assert!(matches!(told, Failure::Network { .. }), "{told:?}");
+    c.handle_dial(
+        at(4),
+        TransportKind::Sse,
+        &DialOutcome::Failed(down.clone()),
+    );
+    assert_eq!(
+        c.failure_for_session(TransportKind::Sse, down.clone()),
+        down
+    );
+
     // Other failures pass as they are.
-    let busy = Failure::rejected(503);
+    let mut c = choice();
     assert_eq!(
         c.failure_for_session(TransportKind::WebSocket, busy.clone()),
         busy
+    );
+    let down = Failure::network("refused");
+    assert_eq!(
+        c.failure_for_session(TransportKind::Sse, down.clone()),
+        down
     );
 }
