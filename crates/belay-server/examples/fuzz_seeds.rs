@@ -29,7 +29,8 @@ fn main() -> std::io::Result<()> {
     let texts = message_texts(&root.join("spec/vectors"))?;
     let ws = ws_seeds(&texts);
     let sessions: Vec<Vec<u8>> = sessions().iter().map(|s| encode_frames(s)).collect();
-    let decode: Vec<Vec<u8>> = texts.iter().map(|t| t.as_bytes().to_vec()).collect();
+    let mut decode: Vec<Vec<u8>> = texts.iter().map(|t| t.as_bytes().to_vec()).collect();
+    decode.extend(binary_frames(&root.join("spec/vectors/binary.json"))?);
     for (target, seeds) in [
         ("client_decode", &decode),
         ("ws_frames", &ws),
@@ -43,6 +44,27 @@ fn main() -> std::io::Result<()> {
         println!("{}: {} seeds", dir.display(), seeds.len());
     }
     Ok(())
+}
+
+/// Every binary frame of the binary codec's vectors (their `hex`).
+fn binary_frames(path: &Path) -> std::io::Result<Vec<Vec<u8>>> {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let mut frames = Vec::new();
+    for section in ["messages", "decode_errors", "decode_ok_extensions"] {
+        for case in doc[section].as_array().into_iter().flatten() {
+            let hex = case["hex"].as_str().unwrap_or_default();
+            let frame: Option<Vec<u8>> = (0..hex.len())
+                .step_by(2)
+                .map(|i| {
+                    hex.get(i..i + 2)
+                        .and_then(|p| u8::from_str_radix(p, 16).ok())
+                })
+                .collect();
+            frames.extend(frame);
+        }
+    }
+    Ok(frames)
 }
 
 /// A stable file name: FNV-1a of the content, as hex.

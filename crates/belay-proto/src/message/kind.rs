@@ -4,7 +4,8 @@ use std::fmt;
 
 /// Every message type of the protocol, with a stable 16-bit code.
 ///
-/// The codes are reserved now for a compact binary codec: a two-byte prefix
+/// The codes lead every frame of the compact binary codec
+/// ([`encode_client_binary`](super::encode_client_binary)): a two-byte prefix
 /// lets a router slice frames by type without parsing the body, and a new
 /// version of a message gets a new code rather than a changed shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,7 +84,8 @@ impl MessageKind {
         }
     }
 
-    /// The stable two-byte code reserved for the binary codec.
+    /// The stable two-byte code: the first two bytes (big-endian) of every
+    /// frame of the binary codec (spec/PROTOCOL.md §1.8).
     pub fn code(self) -> u16 {
         match self {
             MessageKind::Connect => 0x0001,
@@ -102,6 +104,11 @@ impl MessageKind {
             MessageKind::Reconnect => 0x0030,
             MessageKind::Error => 0x00FF,
         }
+    }
+
+    /// The kind with the two-byte code `code`, if any.
+    pub fn from_code(code: u16) -> Option<MessageKind> {
+        MessageKind::ALL.into_iter().find(|k| k.code() == code)
     }
 
     /// The kind with wire name `name`, if any.

@@ -1,17 +1,19 @@
-//! Wire messages and their JSON text codec.
+//! Wire messages, their JSON text codec and their compact binary codec.
 //!
 //! Every frame is one JSON object whose `type` field names the message, as
 //! specified in `spec/PROTOCOL.md`. The message types are plain data; the
 //! codec ([`encode_client`], [`decode_server`], and their server-side
-//! mirrors) is the only place that knows about JSON, so a compact binary
-//! codec (using [`MessageKind::code`] as a two-byte prefix) or an SSE + HTTP
-//! POST transport can carry the same types later.
+//! mirrors) is the only place that knows about JSON, and the binary codec
+//! ([`encode_client_binary`] and the rest: [`MessageKind::code`] as a
+//! two-byte prefix, then the fields in a fixed order, spec/PROTOCOL.md §1.8)
+//! carries the same types.
 //!
 //! Decoding never panics: malformed input becomes a typed [`DecodeError`].
 //! Unknown fields are ignored, and an unknown `type` is reported as
 //! [`DecodeError::UnknownType`] so a receiver can skip messages from a newer
 //! peer instead of treating them as corruption.
 
+mod binary;
 mod client;
 mod codec;
 mod decode;
@@ -19,6 +21,10 @@ mod kind;
 mod raw_json;
 mod server;
 
+pub use binary::{
+    decode_client_binary, decode_server_binary, encode_client_binary, encode_publication_binary,
+    encode_server_binary,
+};
 pub use client::{ClientMessage, Connect, Refresh, Request, Subscribe, Unsubscribe};
 pub(crate) use codec::encoded_len_bound;
 pub use codec::{

@@ -1,13 +1,21 @@
-//! The `client_decode` target: any text through the protocol decoders.
+//! The `client_decode` target: any bytes through the protocol decoders,
+//! both codecs.
 
-use belay_proto::message::{decode_client, decode_server, encode_client, encode_server};
+use belay_proto::message::{
+    decode_client, decode_client_binary, decode_server, decode_server_binary, encode_client,
+    encode_client_binary, encode_server, encode_server_binary,
+};
 
-/// Fuzz target `client_decode`: `data` (if UTF-8) through `decode_client`
-/// and `decode_server`. Neither panics; whatever decodes encodes to a frame
-/// that decodes to an equal message, and re-encoding that gives the same
-/// text again. Floats included: serde_json's `float_roundtrip` feature reads
-/// every decimal number to the nearest double (docs/FUZZING.md, finding 2).
+/// Fuzz target `client_decode`: `data` through the binary decoders
+/// (`decode_client_binary`, `decode_server_binary`), and, if UTF-8, through
+/// `decode_client` and `decode_server`. None panics; whatever decodes
+/// encodes to a frame that decodes to an equal message, and re-encoding
+/// that gives the same frame again; a message from a binary frame is the
+/// same message after a trip through JSON. Floats included: serde_json's
+/// `float_roundtrip` feature reads every decimal number to the nearest
+/// double (docs/FUZZING.md, finding 2).
 pub fn client_decode(data: &[u8]) {
+    binary(data);
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -28,6 +36,39 @@ pub fn client_decode(data: &[u8]) {
         let stable = encode_server(&again);
         let third = decode_server(&stable).expect("a re-encoded message decodes");
         assert_same(&third, &again, &encoded);
+    }
+}
+
+/// The binary codec: the same fixed point, and the same message in JSON.
+fn binary(data: &[u8]) {
+    let shown = || format!("{data:02x?}");
+    if let Ok(message) = decode_client_binary(data) {
+        let encoded = encode_client_binary(&message);
+        let again = decode_client_binary(&encoded)
+            .unwrap_or_else(|e| panic!("{encoded:02x?}, encoded from {}, fails: {e}", shown()));
+        assert_same(&again, &message, &shown());
+        assert_eq!(
+            encode_client_binary(&again),
+            encoded,
+            "not stable: {}",
+            shown()
+        );
+        let json = decode_client(&encode_client(&message)).expect("the JSON form decodes");
+        assert_same(&json, &message, &shown());
+    }
+    if let Ok(message) = decode_server_binary(data) {
+        let encoded = encode_server_binary(&message);
+        let again = decode_server_binary(&encoded)
+            .unwrap_or_else(|e| panic!("{encoded:02x?}, encoded from {}, fails: {e}", shown()));
+        assert_same(&again, &message, &shown());
+        assert_eq!(
+            encode_server_binary(&again),
+            encoded,
+            "not stable: {}",
+            shown()
+        );
+        let json = decode_server(&encode_server(&message)).expect("the JSON form decodes");
+        assert_same(&json, &message, &shown());
     }
 }
 
