@@ -130,110 +130,79 @@ fn a_switch_whose_websocket_fails_goes_back_to_the_fallback() {
     assert_eq!(c.poll_timeout(), Some(at(122)));
 }
 
+/// A dial on `kind` failed with `failure`: what the session is told.
+fn dial_failed(
+    c: &mut TransportChoice,
+    secs: u64,
+    kind: TransportKind,
+    failure: &Failure,
+) -> Failure {
+    c.handle_dial(at(secs), kind, &DialOutcome::Failed(failure.clone()));
+    c.failure_for_session(kind, failure.clone())
+}
+
+fn is_network(failure: &Failure) -> bool {
+    matches!(failure, Failure::Network { .. })
+}
+
 #[test]
-fn a_403_to_the_upgrade_waits_for_the_fallback_to_say_whose_it_was() {
-    let forbidden = Failure::rejected(403);
-    // The fallback's stream opens: the path blocked WebSockets.
+fn a_403_to_the_upgrade_is_the_paths_once_the_fallback_opens() {
     let mut c = choice();
-    c.handle_dial(
-        at(0),
-        TransportKind::WebSocket,
-        &DialOutcome::Failed(forbidden.clone()),
-    );
+    let told = dial_failed(&mut c, 0, TransportKind::WebSocket, &Failure::rejected(403));
+    assert!(is_network(&told), "{told:?}");
     assert_eq!(c.next(), TransportKind::Sse);
-    let told = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
-    assert!(matches!(told, Failure::Network { .. }), "{told:?}");
     c.handle_dial(at(1), TransportKind::Sse, &DialOutcome::Opened);
     assert!(c.on_fallback());
+}
 
-    // The fallback's dial fails, whatever the way: the 403 stands.
+#[test]
+fn a_403_stands_when_the_fallbacks_dial_fails_too() {
     for sse_failure in [
         Failure::rejected(403),
         Failure::network("connection refused"),
     ] {
         let mut c = choice();
-        c.handle_dial(
-            at(0),
-            TransportKind::WebSocket,
-            &DialOutcome::Failed(forbidden.clone()),
-        );
-        let _ = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
-        c.handle_dial(
-            at(1),
-            TransportKind::Sse,
-            &DialOutcome::Failed(sse_failure.clone()),
-        );
-        assert_eq!(
-            c.failure_for_session(TransportKind::Sse, sse_failure),
-            forbidden
-        );
+        let _ = dial_failed(&mut c, 0, TransportKind::WebSocket, &Failure::rejected(403));
+        let told = dial_failed(&mut c, 1, TransportKind::Sse, &sse_failure);
+        assert_eq!(told, Failure::rejected(403), "after {sse_failure:?}");
     }
+}
 
-    // The server is busy over HTTP: it is reachable, so retry (no halt).
+#[test]
+fn a_busy_server_behind_the_403_is_retried() {
     let mut c = choice();
-    c.handle_dial(
-        at(0),
-        TransportKind::WebSocket,
-        &DialOutcome::Failed(forbidden.clone()),
-    );
-    let _ = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+    let _ = dial_failed(&mut c, 0, TransportKind::WebSocket, &Failure::rejected(403));
     let busy = Failure::rejected(503);
-    c.handle_dial(
-        at(1),
-        TransportKind::Sse,
-        &DialOutcome::Failed(busy.clone()),
-    );
-    assert_eq!(
-        c.failure_for_session(TransportKind::Sse, busy.clone()),
-        busy
-    );
+    assert_eq!(dial_failed(&mut c, 1, TransportKind::Sse, &busy), busy);
+}
 
-    // On the fallback, a 403 to a WebSocket is the path's, whatever the
-    // fallback's next dial does (a restart refuses it 503, or it is down).
+#[test]
+fn on_the_fallback_a_403_to_a_websocket_never_halts() {
     let mut c = choice();
-    c.handle_dial(
-        at(0),
-        TransportKind::WebSocket,
-        &DialOutcome::Failed(forbidden.clone()),
-    );
-    let _ = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
+    let _ = dial_failed(&mut c, 0, TransportKind::WebSocket, &Failure::rejected(403));
     c.handle_dial(at(1), TransportKind::Sse, &DialOutcome::Opened);
+    // A restart: the stream's dial fails, the WebSocket is refused 403, again.
     let down = Failure::network("refused");
-    c.handle_dial(
-        at(2),
-        TransportKind::Sse,
-        &DialOutcome::Failed(down.clone()),
-    );
-    assert_eq!(
-        c.failure_for_session(TransportKind::Sse, down.clone()),
-        down
-    );
-    c.handle_dial(
-        at(3),
-        TransportKind::WebSocket,
-        &DialOutcome::Failed(forbidden.clone()),
-    );
-    let told = c.failure_for_session(TransportKind::WebSocket, forbidden.clone());
-    assert!(matches!(told, Failure::Network { .. }), "{told:?}");
-    c.handle_dial(
-        at(4),
-        TransportKind::Sse,
-        &DialOutcome::Failed(down.clone()),
-    );
-    assert_eq!(
-        c.failure_for_session(TransportKind::Sse, down.clone()),
-        down
-    );
+    for secs in [2, 4] {
+        assert_eq!(dial_failed(&mut c, secs, TransportKind::Sse, &down), down);
+        let told = dial_failed(
+            &mut c,
+            secs + 1,
+            TransportKind::WebSocket,
+            &Failure::rejected(403),
+        );
+        assert!(is_network(&told), "{told:?}");
+    }
+}
 
-    // Other failures pass as they are.
+#[test]
+fn other_failures_are_told_as_they_are() {
     let mut c = choice();
+    let busy = Failure::rejected(503);
     assert_eq!(
-        c.failure_for_session(TransportKind::WebSocket, busy.clone()),
+        dial_failed(&mut c, 0, TransportKind::WebSocket, &busy),
         busy
     );
     let down = Failure::network("refused");
-    assert_eq!(
-        c.failure_for_session(TransportKind::Sse, down.clone()),
-        down
-    );
+    assert_eq!(dial_failed(&mut c, 1, TransportKind::Sse, &down), down);
 }
