@@ -35,3 +35,11 @@ describe("binary.json", () => {
     });
   }
 });
+
+describe("encodeBinary", () => {
+  it("refuses an integer field that is negative, fractional or unsafe, with a TypeError", () => {
+    for (const id of [-1, 1.5, Number.NaN, 2 ** 60]) {
+      expect(() => encodeBinary({ type: "request", id, method: "m", params: null }), String(id)).toThrow(TypeError);
+    }
+  });
+});

@@ -50,6 +50,7 @@ const MAX_FRAME_LEN = 1_048_576;
 class Writer {
   private readonly _out: number[] = [];
   uint(n: number): void {
+    if (!Number.isSafeInteger(n) || n < 0) throw new TypeError(`binary codec: ${n} is not an integer from 0 to 2^53 - 1`);
     for (;;) {
       const low = n % 128;
       n = Math.floor(n / 128);
@@ -92,7 +93,11 @@ function writeGroup(w: Writer, fields: readonly Field[], m: Obj): void {
   }
 }
 
-/** The binary frame of `message` (a message object in its JSON form, `type` included). */
+/**
+ * The binary frame of `message` (a message object in its JSON form, `type`
+ * included). Throws a `TypeError` for an integer field that is not one
+ * from 0 to 2^53 − 1 (a caller's mistake: the core never builds one).
+ */
 export function encodeBinary(message: Obj): Uint8Array {
   const type = message["type"] as string;
   const w = new Writer();
