@@ -15,7 +15,7 @@ use std::path::Path;
 
 use belay_proto::message::{
     decode_client, decode_client_binary, decode_server, decode_server_binary, encode_client_binary,
-    encode_server_binary,
+    encode_server_binary, DecodeError,
 };
 use serde_json::Value;
 
@@ -68,29 +68,42 @@ fn same_message(case: &Value, exact: bool) -> Result<(), String> {
     let frame = hex(case)?;
     let json = text(case, "json")?;
     match text(case, "direction")? {
-        "client" => {
-            let binary = decode_client_binary(&frame).map_err(|e| format!("binary: {e}"))?;
-            let from_json = decode_client(json).map_err(|e| format!("json: {e}"))?;
-            if binary != from_json {
-                return Err(format!("binary {binary:?} != json {from_json:?}"));
-            }
-            let encoded = encode_client_binary(&binary);
-            if exact && encoded != frame {
-                return Err(format!("encodes to {}", to_hex(&encoded)));
-            }
-        }
-        "server" => {
-            let binary = decode_server_binary(&frame).map_err(|e| format!("binary: {e}"))?;
-            let from_json = decode_server(json).map_err(|e| format!("json: {e}"))?;
-            if binary != from_json {
-                return Err(format!("binary {binary:?} != json {from_json:?}"));
-            }
-            let encoded = encode_server_binary(&binary);
-            if exact && encoded != frame {
-                return Err(format!("encodes to {}", to_hex(&encoded)));
-            }
-        }
-        other => return Err(format!("direction {other:?}")),
+        "client" => same_in_both(
+            &frame,
+            json,
+            exact,
+            decode_client_binary,
+            decode_client,
+            encode_client_binary,
+        ),
+        "server" => same_in_both(
+            &frame,
+            json,
+            exact,
+            decode_server_binary,
+            decode_server,
+            encode_server_binary,
+        ),
+        other => Err(format!("direction {other:?}")),
+    }
+}
+
+fn same_in_both<M: PartialEq + std::fmt::Debug>(
+    frame: &[u8],
+    json: &str,
+    exact: bool,
+    decode_binary: impl Fn(&[u8]) -> Result<M, DecodeError>,
+    decode_json: impl Fn(&str) -> Result<M, DecodeError>,
+    encode_binary: impl Fn(&M) -> Vec<u8>,
+) -> Result<(), String> {
+    let binary = decode_binary(frame).map_err(|e| format!("binary: {e}"))?;
+    let from_json = decode_json(json).map_err(|e| format!("json: {e}"))?;
+    if binary != from_json {
+        return Err(format!("binary {binary:?} != json {from_json:?}"));
+    }
+    let encoded = encode_binary(&binary);
+    if exact && encoded != frame {
+        return Err(format!("encodes to {}", to_hex(&encoded)));
     }
     Ok(())
 }
