@@ -320,13 +320,14 @@ export class BelayClient extends EventTarget {
       opened = true;
       this._input({ kind: "opened", id });
     };
-    ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: typeof e.data === "string" ? e.data : "" });
-    ws.onerror = null; // `error` only logs; `close` alone decides.
+    // A text frame's text, or the object a codec such as `@belay/client/binary` made of a frame.
+    // (`onerror` stays unset: `error` only logs; `close` alone decides.)
+    ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: e.data });
     ws.onclose = (e: CloseEvent) => {
       this._sockets.delete(id);
       if (!opened) {
         // Browsers hide why an upgrade failed; with no network it never left this device.
-        const offline = typeof navigator !== "undefined" && navigator.onLine === false;
+        const offline = globalThis.navigator?.onLine === false;
         return this._input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail: `closed before open (${e.code})` } });
       }
       // 1005/1006: no close frame or no status in it.

@@ -37,7 +37,7 @@ const SCHEMA: Record<string, string> = {
 const NESTED: Record<string, string> = { P: "period_msi phase_msi", E: ERROR_BODY };
 const CLIENT_KINDS = ["connect", "refresh", "request", "subscribe", "unsubscribe"];
 
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+const isObj = (v: unknown): v is Obj => v != null && Object.getPrototypeOf(v) === Object.prototype;
 
 /** Read `spec`'s fields of `o` into `into`; throws the name of the first bad field. */
 function read(o: Obj, spec: string, into: Obj): Obj {
@@ -66,27 +66,34 @@ function read(o: Obj, spec: string, into: Obj): Obj {
  */
 export const frameLen = (text: string): number => (text.length * 3 > MAX_FRAME_LEN ? new TextEncoder().encode(text).length : text.length);
 
-/** Decode one text frame from the server. */
-export function decodeServer(text: string): ServerMessage | DecodeError {
-  const len = frameLen(text);
-  if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
-  let o: unknown;
-  try {
-    o = JSON.parse(text);
-  } catch (e) {
-    return { error: "not_json", detail: String(e) };
-  }
+/**
+ * Decode one frame from the server: a text frame, or the object another
+ * codec read from a frame (`@belay/client/binary`): no JSON parse, the same
+ * checks of every field; a `DecodeError` that codec returned is passed on
+ * as is. Anything else, such as the `Blob` a WebSocket makes of a binary
+ * frame, is not a message object (`not_json`).
+ */
+export function decodeServer(text: string | object): ServerMessage | DecodeError {
+  let o: unknown = text;
+  if (typeof text == "string") {
+    const len = frameLen(text);
+    if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
+    try {
+      o = JSON.parse(text);
+    } catch (e) {
+      return { error: "not_json", detail: String(e) };
+    }
+  } else if (isDecodeError(text as ServerMessage)) return text as DecodeError;
   if (!isObj(o)) return { error: "not_json", detail: "expected a JSON object" };
   const type = o["type"];
   if (typeof type !== "string") return { error: "missing_type" };
-  const spec = Object.hasOwn(SCHEMA, type) ? SCHEMA[type] : undefined;
   const invalid = (detail: string): DecodeError => ({ error: "invalid", kind: type, detail });
-  if (spec === undefined) {
+  if (!Object.hasOwn(SCHEMA, type)) {
     return CLIENT_KINDS.includes(type) ? invalid("a client message sent by the server") : { error: "unknown_type", ty: type };
   }
   let m: Obj;
   try {
-    m = read(o, spec, { type });
+    m = read(o, SCHEMA[type]!, { type });
   } catch (field) {
     return invalid(`bad field ${field as string}`);
   }

@@ -47,7 +47,12 @@ export type Input =
   | { kind: "failed"; id: TransportId; failure: Failure }
   /** `code` null/absent when no close frame arrived (what browsers report as 1006). */
   | { kind: "closed"; id: TransportId; code?: number | null; reason?: string }
-  | { kind: "frame"; id: TransportId; text: string }
+  /**
+   * A frame: its text, or the message object a codec of the driver's made of
+   * it (`@belay/client/binary`), checked field by field all the same; that
+   * codec's `DecodeError` is answered as the JSON one for the same fault.
+   */
+  | { kind: "frame"; id: TransportId; text: string | object }
   | { kind: "message"; id: TransportId; message: ServerMessage }
   | { kind: "network"; online: boolean };
 
