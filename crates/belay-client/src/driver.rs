@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::{encode_client, RawJson};
+use belay_proto::message::{Codec, RawJson};
 use belay_proto::{
     Call, ConnectionState, Event, Failure, Input, Output, RequestId, RequestOutcome, RetryPlan,
     Session, TransportChoice, TransportId, TransportKind,
@@ -90,6 +90,8 @@ pub(crate) struct Driver {
     closing: bool,
     /// WebSocket or the SSE fallback for each dial.
     fallback: Fallback,
+    /// The codec of the last transport that opened.
+    codec: Codec,
 }
 
 impl Driver {
@@ -125,6 +127,7 @@ impl Driver {
             halted: None,
             closing: false,
             fallback: Fallback::new(choice),
+            codec: Codec::Json,
         }
     }
 
@@ -251,11 +254,13 @@ impl Driver {
     fn on_fact(&mut self, id: TransportId, fact: Fact) {
         let now = self.now();
         let input = match fact {
-            Fact::Opened => {
+            Fact::Opened(codec) => {
+                self.codec = codec;
                 self.fallback.opened(now, id);
                 Input::TransportOpened(id)
             }
             Fact::Frame(text) => Input::Frame(id, text),
+            Fact::Binary(bytes) => Input::BinaryFrame(id, bytes),
             Fact::Failed(failure) => {
                 // The task has ended.
                 self.transports.remove(&id);
@@ -278,7 +283,7 @@ impl Driver {
                 Output::OpenTransport { id, attempt } => self.open(id, attempt),
                 Output::Transmit { id, message } => {
                     if let Some(transport) = self.transports.get(&id) {
-                        let _ = transport.send(Outgoing::Text(encode_client(&message)));
+                        let _ = transport.send(Outgoing::Message(message));
                     }
                 }
                 Output::CloseTransport { id, code, reason } => {
@@ -434,6 +439,7 @@ impl Driver {
             session: self.session.session_id().map(str::to_owned),
             attempts: self.session.stats().transports_opened,
             transport: self.fallback.current(),
+            codec: self.codec,
         };
         self.outlets.status.send_if_modified(|current| {
             if *current == status {

@@ -62,7 +62,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::RawJson;
+use belay_proto::message::{Codec, RawJson};
 use belay_proto::{Call, Config, Session};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -92,6 +92,7 @@ pub struct ClientBuilder {
     tls: TlsSettings,
     seed: Option<u64>,
     fallback: Option<belay_proto::FallbackConfig>,
+    codec: Codec,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -150,6 +151,16 @@ impl ClientBuilder {
         self
     }
 
+    /// The codec to ask the server for (spec/PROTOCOL.md §1.8): with
+    /// [`Codec::Binary`] every upgrade offers `belay.bin.1, belay.json.1`
+    /// and the connection speaks what the server chose (JSON from a server
+    /// that does not negotiate); the default, JSON, offers nothing. The SSE
+    /// fallback always speaks JSON.
+    pub fn codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+
     /// Seed of the core's jitter (default: random). Fix it to reproduce a run.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -178,7 +189,7 @@ impl ClientBuilder {
                 detail: e.to_string(),
             })
             .and_then(|tls| transport::Target::parse(&self.url, tls))
-            .map(Arc::new);
+            .map(|target| Arc::new(target.with_codec(self.codec)));
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (status_tx, status_rx) = watch::channel(Status::default());
         let (events_tx, _) = broadcast::channel(EVENT_CAPACITY);
@@ -251,6 +262,7 @@ impl Client {
             tls: TlsSettings::default(),
             seed: None,
             fallback: Some(belay_proto::FallbackConfig::default()),
+            codec: Codec::Json,
         }
     }
 

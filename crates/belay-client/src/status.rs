@@ -1,5 +1,6 @@
 //! What the application can watch: the status snapshot and lifecycle events.
 
+use belay_proto::message::Codec;
 use belay_proto::{
     ConnectionState, DisconnectReason, Event, HaltReason, Readiness, RetryPlan, TransportKind,
 };
@@ -28,6 +29,11 @@ pub struct Status {
     /// The transport of the current (or last) connection: a WebSocket, or
     /// the SSE + HTTP fallback.
     pub transport: TransportKind,
+    /// The codec the current (or last) connection speaks: what the server
+    /// chose from [`ClientBuilder::codec`](crate::ClientBuilder::codec)'s
+    /// offer (JSON on the SSE fallback, and from a server that does not
+    /// negotiate).
+    pub codec: Codec,
 }
 
 impl Default for Status {
@@ -42,6 +48,7 @@ impl Default for Status {
             session: None,
             attempts: 0,
             transport: TransportKind::WebSocket,
+            codec: Codec::Json,
         }
     }
 }

@@ -2,13 +2,14 @@
 //! pump frames both ways until the driver closes it or the peer goes away.
 //!
 //! A transport task decides nothing: it reports facts (opened, failed,
-//! closed, a text frame) tagged with its [`TransportId`] and the core drops
+//! closed, a frame) tagged with its [`TransportId`] and the core drops
 //! the ones from a transport it no longer owns.
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use belay_proto::message::{encode_client, encode_client_binary, ClientMessage, Codec};
 use belay_proto::{CloseCode, CloseInfo, Failure, TransportId};
 use futures_util::{SinkExt, StreamExt};
 use http::Uri;
@@ -33,6 +34,8 @@ pub(crate) struct Target {
     pub(crate) port: u16,
     /// `Some` for `wss://`.
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// The codec offered first in the upgrade (JSON: none is offered).
+    pub(crate) codec: Codec,
 }
 
 impl Target {
@@ -63,7 +66,14 @@ impl Target {
             host,
             port,
             tls: secure.then_some(tls),
+            codec: Codec::Json,
         })
+    }
+
+    /// Offer `codec` first in every upgrade (spec/PROTOCOL.md §1.8).
+    pub(crate) fn with_codec(mut self, codec: Codec) -> Target {
+        self.codec = codec;
+        self
     }
 
     /// The fallback's endpoints' common path (spec §1.7): the WebSocket
@@ -89,16 +99,21 @@ impl Target {
 /// A fact about one transport, for the driver.
 #[derive(Debug)]
 pub(crate) enum Fact {
-    Opened,
+    /// Open, speaking this codec.
+    Opened(Codec),
     Failed(Failure),
     Closed(CloseInfo),
+    /// A text frame: JSON.
     Frame(String),
+    /// A binary frame: the binary codec.
+    Binary(Vec<u8>),
 }
 
 /// What the driver asks of a transport.
 #[derive(Debug)]
 pub(crate) enum Outgoing {
-    Text(String),
+    /// A message, encoded by the transport in its codec.
+    Message(ClientMessage),
     Close(CloseCode, String),
 }
 
@@ -120,20 +135,24 @@ pub(crate) async fn run(
         // The driver may be gone (shutting down): nobody to tell.
         let _ = facts.send((id, fact));
     };
-    let mut ws = tokio::select! {
+    let (mut ws, codec) = tokio::select! {
         dialed = dial(&target) => match dialed {
-            Ok(ws) => ws,
+            Ok(dialed) => dialed,
             Err(failure) => return report(Fact::Failed(failure)),
         },
         // A close (or the driver dropping us) cancels the attempt.
         _ = wait_for_close(&mut outgoing) => return,
     };
-    report(Fact::Opened);
+    report(Fact::Opened(codec));
     loop {
         tokio::select! {
             command = outgoing.recv() => match command {
-                Some(Outgoing::Text(text)) => {
-                    match tokio::time::timeout(WRITE_STALL, ws.send(Message::text(text))).await {
+                Some(Outgoing::Message(message)) => {
+                    let frame = match codec {
+                        Codec::Binary => Message::binary(encode_client_binary(&message)),
+                        _ => Message::text(encode_client(&message)),
+                    };
+                    match tokio::time::timeout(WRITE_STALL, ws.send(frame)).await {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => return report(Fact::Failed(ws_failure(&e))),
                         Err(_) => return report(Fact::Failed(Failure::network("write stalled"))),
@@ -146,13 +165,15 @@ pub(crate) async fn run(
                 Some(Ok(message)) => {
                     if let Some(text) = message.as_text() {
                         report(Fact::Frame(text.to_owned()));
+                    } else if message.is_binary() {
+                        report(Fact::Binary(message.as_payload().to_vec()));
                     } else if let Some((code, reason)) = message.as_close() {
                         report(Fact::Closed(CloseInfo::new(CloseCode(u16::from(code)), reason)));
                         // Let the codec send its answer to the close, briefly.
                         let _ = tokio::time::timeout(CLOSE_GRACE, drain(&mut ws)).await;
                         return;
                     }
-                    // Pings are answered by the codec; binary frames are not protocol.
+                    // Pings are answered by the codec.
                 }
                 Some(Err(tokio_websockets::Error::PayloadTooLong { len, max_len })) => {
                     // Refused from the frame header: nothing of it was buffered.
@@ -211,16 +232,16 @@ async fn drain(ws: &mut Socket) {
     while let Some(Ok(_)) = ws.next().await {}
 }
 
-async fn dial(target: &Target) -> Result<Socket, Failure> {
+async fn dial(target: &Target) -> Result<(Socket, Codec), Failure> {
     let io = connect(target).await?;
-    upgrade::upgrade(io, &target.uri).await
+    upgrade::upgrade(io, &target.uri, target.codec).await
 }
 
 /// Open a WebSocket and close it at once, with no session on it: whether
 /// an upgrade gets through now (the fallback's probe).
 pub(crate) async fn probe(target: Arc<Target>) -> bool {
     match dial(&target).await {
-        Ok(ws) => {
+        Ok((ws, _)) => {
             close(ws, CloseCode::NORMAL, "probe").await;
             true
         }

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use base64::Engine;
-use belay_proto::message::MAX_FRAME_LEN;
+use belay_proto::message::{Codec, MAX_FRAME_LEN};
 use belay_proto::Failure;
 use http::Uri;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -41,20 +41,21 @@ const MAX_RETRY_AFTER_SECS: u64 = belay_proto::backoff::MAX_HINT_DELAY.as_secs()
 pub(crate) async fn upgrade<S>(
     mut stream: S,
     uri: &Uri,
-) -> Result<WebSocketStream<Prefixed<S>>, Failure>
+    codec: Codec,
+) -> Result<(WebSocketStream<Prefixed<S>>, Codec), Failure>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let key = new_key();
     stream
-        .write_all(&request(uri, &key))
+        .write_all(&request(uri, &key, codec))
         .await
         .map_err(|e| io_failure(&e))?;
     stream.flush().await.map_err(|e| io_failure(&e))?;
 
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    let (status, accept, consumed) = loop {
+    let (status, accept, answered, consumed) = loop {
         let n = stream.read(&mut chunk).await.map_err(|e| io_failure(&e))?;
         if n == 0 {
             return Err(Failure::network(
@@ -75,7 +76,9 @@ where
                     });
                 }
                 let accept = header(response.headers, "sec-websocket-accept").map(<[u8]>::to_vec);
-                break (status, accept, consumed);
+                let answered = header(response.headers, "sec-websocket-protocol")
+                    .map(|v| String::from_utf8_lossy(v).into_owned());
+                break (status, accept, answered, consumed);
             }
             Ok(httparse::Status::Partial) if head.len() < MAX_RESPONSE_HEAD => {}
             Ok(httparse::Status::Partial) => {
@@ -92,6 +95,7 @@ where
             "the upgrade response has a wrong or missing Sec-WebSocket-Accept",
         ));
     }
+    let codec = negotiated(codec, answered.as_deref())?;
     // Frames the server sent right behind the 101 are read first.
     let leftover = head.split_off(consumed);
     let stream = Prefixed {
@@ -103,11 +107,27 @@ where
     // payload is buffered: a larger frame ends the stream with
     // `Error::PayloadTooLong` and a queued 1009 close.
     let limits = Limits::default().max_payload_len(Some(MAX_FRAME_LEN));
-    Ok(ClientBuilder::new().limits(limits).take_over(stream))
+    Ok((ClientBuilder::new().limits(limits).take_over(stream), codec))
 }
 
-/// The upgrade request (RFC 6455 §4.1), the same tokio-websockets sends.
-fn request(uri: &Uri, key: &str) -> Vec<u8> {
+/// The codec a `101` naming `answered` leaves the connection in, after an
+/// upgrade that offered `offered` first (JSON: offered nothing). A name
+/// that was not offered fails the upgrade (RFC 6455 §4.1).
+fn negotiated(offered: Codec, answered: Option<&str>) -> Result<Codec, Failure> {
+    let codec = Codec::from_subprotocol(answered)
+        .filter(|codec| offered != Codec::Json || *codec == Codec::Json);
+    codec.ok_or_else(|| {
+        Failure::network(format!(
+            "the server chose the subprotocol {:?}, which was not offered",
+            answered.unwrap_or_default()
+        ))
+    })
+}
+
+/// The upgrade request (RFC 6455 §4.1), the same tokio-websockets sends,
+/// offering `codec`'s subprotocol first unless it is JSON (then nothing is
+/// offered, and the server speaks JSON).
+fn request(uri: &Uri, key: &str, codec: Codec) -> Vec<u8> {
     let path = uri
         .path_and_query()
         .map(|p| p.as_str())
@@ -116,9 +136,14 @@ fn request(uri: &Uri, key: &str) -> Vec<u8> {
     // `Uri::host` keeps an IPv6 address's brackets, as `Host` wants them.
     let host = uri.host().unwrap_or_default();
     let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    let protocols = match codec {
+        Codec::Json => String::new(),
+        codec => format!("Sec-WebSocket-Protocol: {}\r\n", codec.offer()),
+    };
     format!(
         "GET {path} HTTP/1.1\r\nHost: {host}{port}\r\nUpgrade: websocket\r\n\
-         Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+         Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\
+         {protocols}\r\n"
     )
     .into_bytes()
 }
@@ -228,6 +253,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_101s_subprotocol_sets_the_codec_and_one_not_offered_fails_the_upgrade() {
+        assert_eq!(
+            negotiated(Codec::Binary, Some("belay.bin.1")),
+            Ok(Codec::Binary)
+        );
+        assert_eq!(
+            negotiated(Codec::Binary, Some("belay.json.1")),
+            Ok(Codec::Json)
+        );
+        // A server from before negotiation answers without the header.
+        assert_eq!(negotiated(Codec::Binary, None), Ok(Codec::Json));
+        assert_eq!(negotiated(Codec::Json, None), Ok(Codec::Json));
+        for (offered, answered) in [(Codec::Binary, "mqtt"), (Codec::Json, "belay.bin.1")] {
+            let failed = negotiated(offered, Some(answered));
+            assert!(
+                matches!(&failed, Err(Failure::Network { detail, .. }) if detail.contains("not offered")),
+                "{failed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_request_offers_binary_first_and_json_offers_nothing() {
+        let uri: Uri = "ws://127.0.0.1:1/ws".parse().unwrap();
+        let binary = String::from_utf8(request(&uri, "k", Codec::Binary)).unwrap();
+        assert!(binary.contains("\r\nSec-WebSocket-Protocol: belay.bin.1, belay.json.1\r\n\r\n"));
+        let json = String::from_utf8(request(&uri, "k", Codec::Json)).unwrap();
+        assert!(!json.contains("Sec-WebSocket-Protocol") && json.ends_with("13\r\n\r\n"));
+    }
+
+    #[test]
     fn retry_after_reads_delta_seconds_only() {
         assert_eq!(retry_after_ms(b"5"), Some(5_000));
         assert_eq!(retry_after_ms(b" 2 "), Some(2_000));
@@ -259,13 +315,13 @@ mod tests {
     #[test]
     fn the_request_names_path_query_and_host() {
         let uri: Uri = "ws://[::1]:8080/ws?x=1".parse().unwrap();
-        let text = String::from_utf8(request(&uri, "k")).unwrap();
+        let text = String::from_utf8(request(&uri, "k", Codec::Json)).unwrap();
         assert!(
             text.starts_with("GET /ws?x=1 HTTP/1.1\r\nHost: [::1]:8080\r\n"),
             "{text}"
         );
         let uri: Uri = "ws://example.com".parse().unwrap();
-        let text = String::from_utf8(request(&uri, "k")).unwrap();
+        let text = String::from_utf8(request(&uri, "k", Codec::Json)).unwrap();
         assert!(
             text.starts_with("GET / HTTP/1.1\r\nHost: example.com\r\n"),
             "{text}"

@@ -652,7 +652,7 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
             let text = text_of(arg)?;
             conn.handle_frame(now, Frame::Text(&text));
         }
-        "binary" => conn.handle_frame(now, Frame::Binary),
+        "binary" => conn.handle_frame(now, Frame::Binary(b"\x00\x01")),
         "ws_ping" => {
             let payload = arg
                 .as_str()

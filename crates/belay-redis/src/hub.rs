@@ -320,9 +320,7 @@ fn offer(member: &mut Member, epoch: &Arc<str>, delivery: &Delivery, join_buffer
         }
         MemberState::Overflowed => true,
         MemberState::Live(follow) => match follow.offer(epoch, delivery.offset) {
-            Offer::Deliver => {
-                member.live.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
-            }
+            Offer::Deliver => member.live.deliver(delivery) != Delivered::Gone,
             Offer::AlreadyHad => true,
             Offer::Lost(lost) => {
                 member

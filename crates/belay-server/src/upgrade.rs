@@ -31,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
+use belay_proto::message::Codec;
 use belay_proto::server::{UpgradeDecision, UpgradeVerdict, Violation};
 
 use crate::connection::{self, Admission, ConnectionMeta};
@@ -58,8 +59,10 @@ pub(crate) async fn handle(
     };
     let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
     let max_frame_len = shared.config.limits.max_frame_len();
-    let meta = admitted.into_meta(peer);
-    handshake.accept(request, max_frame_len, layer, move |ws| {
+    let codec = handshake.codec.unwrap_or_default();
+    let meta = admitted.into_meta(peer, codec);
+    handshake.accept(request, max_frame_len, layer, move |mut ws| {
+        ws.set_binary_messages(codec == Codec::Binary);
         connection::run(shared, ws, meta)
     })
 }
@@ -74,11 +77,12 @@ pub(crate) struct Admitted {
 
 impl Admitted {
     /// What the connection's driver is given.
-    pub(crate) fn into_meta(self, peer: SocketAddr) -> ConnectionMeta {
+    pub(crate) fn into_meta(self, peer: SocketAddr, codec: Codec) -> ConnectionMeta {
         ConnectionMeta {
             peer,
             header_token: self.token,
             admission: self.admission,
+            codec,
             _peer_slot: Some(self.slot),
         }
     }
@@ -170,6 +174,9 @@ fn source_slot(
 /// goes through it, so they share one handshake and one codec setup.
 pub(crate) struct Handshake {
     key: String,
+    /// The codec the client's `Sec-WebSocket-Protocol` list chose
+    /// (spec/PROTOCOL.md §1.8); `None`: answered without the header, JSON.
+    pub(crate) codec: Option<Codec>,
 }
 
 impl Handshake {
@@ -184,9 +191,11 @@ impl Handshake {
         if request.version() < axum::http::Version::HTTP_11 {
             return Err(NotAnUpgrade::Headers);
         }
-        websocket_key(request.headers())
-            .map(|key| Handshake { key })
-            .ok_or(NotAnUpgrade::Headers)
+        let key = websocket_key(request.headers()).ok_or(NotAnUpgrade::Headers)?;
+        Ok(Handshake {
+            key,
+            codec: chosen_codec(request.headers()),
+        })
     }
 
     /// Answer 101 Switching Protocols and, once hyper hands over the
@@ -213,11 +222,15 @@ impl Handshake {
             layer,
             session,
         ));
-        Response::builder()
+        let mut response = Response::builder()
             .status(StatusCode::SWITCHING_PROTOCOLS)
             .header(header::UPGRADE, "websocket")
             .header(header::CONNECTION, "Upgrade")
-            .header(header::SEC_WEBSOCKET_ACCEPT, accept_key(&self.key))
+            .header(header::SEC_WEBSOCKET_ACCEPT, accept_key(&self.key));
+        if let Some(codec) = self.codec {
+            response = response.header(header::SEC_WEBSOCKET_PROTOCOL, codec.subprotocol());
+        }
+        response
             .body(axum::body::Body::empty())
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
     }
@@ -378,6 +391,16 @@ pub(crate) fn answer(verdict: UpgradeVerdict) -> Response {
         }
     }
     response
+}
+
+/// The codec of the first Belay subprotocol in the request's
+/// `Sec-WebSocket-Protocol` headers, in the client's order.
+fn chosen_codec(headers: &HeaderMap) -> Option<Codec> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(Codec::choose)
 }
 
 fn websocket_key(headers: &HeaderMap) -> Option<String> {

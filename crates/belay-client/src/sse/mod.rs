@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   POST /sse ──▶ 200 text/event-stream: open → Opened; messages → Frame; close → Closed
-//!   Outgoing::Text ──▶ queue ──▶ POST /sse/send (Belay-Seq n) ──▶ 204 ──▶ the next
+//!   Outgoing::Message ──▶ queue ──▶ POST /sse/send (Belay-Seq n) ──▶ 204 ──▶ the next
 //!   Outgoing::Close ──▶ POST /sse/close
 //! ```
 
@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::MAX_FRAME_LEN;
+use belay_proto::message::{encode_client, MAX_FRAME_LEN};
 use belay_proto::{CloseCode, CloseInfo, Failure, TransportId};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -124,7 +124,7 @@ pub(crate) async fn run(
         Ok(opened) => opened,
         Err(failure) => return report(Fact::Failed(failure)),
     };
-    report(Fact::Opened);
+    report(Fact::Opened(belay_proto::message::Codec::Json));
     for event in early {
         if let Some(end) = on_event(event, &report) {
             return end;
@@ -150,7 +150,8 @@ pub(crate) async fn run(
         }
         tokio::select! {
             command = outgoing.recv() => match command {
-                Some(Outgoing::Text(text)) => queue.push(text),
+                // The fallback carries JSON only (spec/PROTOCOL.md §1.8).
+                Some(Outgoing::Message(message)) => queue.push(encode_client(&message)),
                 Some(Outgoing::Close(code, reason)) => {
                     return close(&target, &base, &stream, code, &reason).await;
                 }

@@ -331,7 +331,7 @@ impl Harness {
         match step {
             Step::Frame(frame) => self.frame(frame),
             Step::Text(text) => self.text(text),
-            Step::Binary => self.conn.handle_frame(now, Frame::Binary),
+            Step::Binary => self.conn.handle_frame(now, Frame::Binary(b"\x00\x01")),
             Step::WsPing(payload) => {
                 let payload = &payload[..payload.len().min(125)];
                 self.conn.handle_frame(now, Frame::Ping(payload));

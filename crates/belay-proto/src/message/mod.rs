@@ -20,10 +20,11 @@ mod decode;
 mod kind;
 mod raw_json;
 mod server;
+mod subprotocol;
 
 pub use binary::{
     decode_client_binary, decode_server_binary, encode_client_binary, encode_publication_binary,
-    encode_server_binary,
+    encode_server_binary, peek_request_id,
 };
 pub use client::{ClientMessage, Connect, Refresh, Request, Subscribe, Unsubscribe};
 pub(crate) use codec::encoded_len_bound;
@@ -37,6 +38,7 @@ pub use server::{
     ErrorBody, Pacing, Publication, ReconnectAdvice, Refreshed, Reply, Response, ServerMessage,
     Subscribed, Unsubscribed, Welcome,
 };
+pub use subprotocol::Codec;
 
 use serde::{Deserialize, Serialize};
 

@@ -7,6 +7,7 @@ mod common;
 mod support;
 
 mod advice;
+mod binary_frames;
 mod frames;
 mod halts;
 mod handshake;

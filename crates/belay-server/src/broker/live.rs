@@ -17,11 +17,11 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use belay_proto::message::ErrorBody;
+use belay_proto::message::{Codec, ErrorBody};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-use super::{SubscribeError, Subscription};
+use super::{Delivery, SubscribeError, Subscription};
 use crate::metrics::lock;
 
 /// Identifies one subscription server-wide (a replacing `subscribe` gets a
@@ -107,6 +107,8 @@ struct Inbox {
     closed: AtomicBool,
     max_frames: usize,
     max_bytes: usize,
+    /// Which of a delivery's frames the connection takes.
+    codec: Codec,
 }
 
 /// The broker's handle on one subscriber: where its channel's publications
@@ -135,8 +137,9 @@ impl LiveSender {
         self.inbox.closed.load(Ordering::Acquire)
     }
 
-    /// Queue publication `offset`, encoded as `frame`, for the connection.
-    pub fn deliver(&self, offset: u64, frame: &Bytes) -> Delivered {
+    /// Queue `delivery` for the connection, in the connection's codec.
+    pub fn deliver(&self, delivery: &Delivery) -> Delivered {
+        let (offset, frame) = (delivery.offset, delivery.frame_in(self.inbox.codec));
         if self.is_gone() {
             return Delivered::Gone;
         }
@@ -230,14 +233,16 @@ impl LiveSender {
 pub(crate) struct LiveInbox(Arc<Inbox>);
 
 impl LiveInbox {
-    /// An inbox holding at most `max_frames` frames and `max_bytes` bytes.
-    pub(crate) fn new(max_frames: usize, max_bytes: usize) -> LiveInbox {
+    /// An inbox holding at most `max_frames` frames and `max_bytes` bytes,
+    /// for a connection that speaks `codec`.
+    pub(crate) fn new(max_frames: usize, max_bytes: usize, codec: Codec) -> LiveInbox {
         LiveInbox(Arc::new(Inbox {
             state: Mutex::new(State::default()),
             notify: Notify::new(),
             closed: AtomicBool::new(false),
             max_frames: max_frames.max(1),
             max_bytes,
+            codec,
         }))
     }
 
@@ -292,16 +297,41 @@ impl Drop for LiveInbox {
 mod tests {
     use super::*;
 
-    fn frame(n: usize) -> Bytes {
-        Bytes::from(vec![b'x'; n])
+    /// Publication `offset` whose frames are `n` bytes (the binary one
+    /// marked, to tell them apart).
+    fn frame(offset: u64, n: usize) -> Delivery {
+        Delivery {
+            offset,
+            frame: Bytes::from(vec![b'x'; n]),
+            binary: Bytes::from(vec![b'b'; n]),
+        }
+    }
+
+    fn inbox(max_frames: usize, max_bytes: usize) -> LiveInbox {
+        LiveInbox::new(max_frames, max_bytes, Codec::Json)
+    }
+
+    #[test]
+    fn each_inbox_takes_the_frame_of_its_connections_codec() {
+        let mut json = inbox(10, 1_000);
+        let mut binary = LiveInbox::new(10, 1_000, Codec::Binary);
+        let delivery = frame(1, 3);
+        json.sender(Arc::from("a")).deliver(&delivery);
+        binary.sender(Arc::from("a")).deliver(&delivery);
+        for (inbox, want) in [(&mut json, b"xxx"), (&mut binary, b"bbb")] {
+            match inbox.try_next() {
+                Some(LiveItem::Frame { frame, .. }) => assert_eq!(&frame[..], want),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
     fn frames_come_out_in_order_with_their_subscription() {
-        let mut inbox = LiveInbox::new(10, 1_000);
+        let mut inbox = inbox(10, 1_000);
         let a = inbox.sender(Arc::from("a"));
-        assert_eq!(a.deliver(1, &frame(3)), Delivered::Queued);
-        assert_eq!(a.deliver(2, &frame(3)), Delivered::Queued);
+        assert_eq!(a.deliver(&frame(1, 3)), Delivered::Queued);
+        assert_eq!(a.deliver(&frame(2, 3)), Delivered::Queued);
         for want in [1, 2] {
             match inbox.try_next() {
                 Some(LiveItem::Frame {
@@ -317,13 +347,13 @@ mod tests {
 
     #[test]
     fn a_full_inbox_lags_the_subscription_once_and_refuses_more() {
-        let mut inbox = LiveInbox::new(2, 1_000);
+        let mut inbox = inbox(2, 1_000);
         let a = inbox.sender(Arc::from("a"));
         let b = inbox.sender(Arc::from("b"));
-        assert_eq!(a.deliver(1, &frame(1)), Delivered::Queued);
-        assert_eq!(a.deliver(2, &frame(1)), Delivered::Queued);
-        assert_eq!(b.deliver(1, &frame(1)), Delivered::Lagged);
-        assert_eq!(b.deliver(2, &frame(1)), Delivered::Lagged);
+        assert_eq!(a.deliver(&frame(1, 1)), Delivered::Queued);
+        assert_eq!(a.deliver(&frame(2, 1)), Delivered::Queued);
+        assert_eq!(b.deliver(&frame(1, 1)), Delivered::Lagged);
+        assert_eq!(b.deliver(&frame(2, 1)), Delivered::Lagged);
         let kinds: Vec<bool> = std::iter::from_fn(|| inbox.try_next())
             .map(|item| matches!(item, LiveItem::Lagged { .. }))
             .collect();
@@ -332,21 +362,21 @@ mod tests {
 
     #[test]
     fn the_byte_bound_counts_but_one_frame_always_fits() {
-        let mut inbox = LiveInbox::new(100, 10);
+        let mut inbox = inbox(100, 10);
         let a = inbox.sender(Arc::from("a"));
-        assert_eq!(a.deliver(1, &frame(50)), Delivered::Queued);
-        assert_eq!(a.deliver(2, &frame(1)), Delivered::Lagged);
+        assert_eq!(a.deliver(&frame(1, 50)), Delivered::Queued);
+        assert_eq!(a.deliver(&frame(2, 1)), Delivered::Lagged);
         assert!(inbox.try_next().is_some());
     }
 
     #[test]
     fn an_ended_subscription_gets_its_notice_after_what_is_queued_and_nothing_more() {
-        let mut inbox = LiveInbox::new(10, 1_000);
+        let mut inbox = inbox(10, 1_000);
         let a = inbox.sender(Arc::from("a"));
-        assert_eq!(a.deliver(1, &frame(1)), Delivered::Queued);
+        assert_eq!(a.deliver(&frame(1, 1)), Delivered::Queued);
         a.end(ErrorBody::new("unavailable", "down"));
         a.end(ErrorBody::new("unavailable", "twice"));
-        assert_eq!(a.deliver(2, &frame(1)), Delivered::Lagged);
+        assert_eq!(a.deliver(&frame(2, 1)), Delivered::Lagged);
         assert!(matches!(
             inbox.try_next(),
             Some(LiveItem::Frame { offset: 1, .. })
@@ -364,22 +394,22 @@ mod tests {
 
     #[test]
     fn a_dropped_inbox_makes_its_senders_gone() {
-        let inbox = LiveInbox::new(10, 10);
+        let inbox = inbox(10, 10);
         let a = inbox.sender(Arc::from("a"));
         drop(inbox);
         assert!(a.is_gone());
-        assert_eq!(a.deliver(1, &frame(1)), Delivered::Gone);
+        assert_eq!(a.deliver(&frame(1, 1)), Delivered::Gone);
     }
 
     #[test]
     fn an_inbox_that_held_only_a_notice_gives_its_ring_back() {
-        let mut inbox = LiveInbox::new(10, 1_000);
+        let mut inbox = inbox(10, 1_000);
         let a = inbox.sender(Arc::from("a"));
         a.refuse(SubscribeError::Unavailable("down".into()));
         assert!(matches!(inbox.try_next(), Some(LiveItem::Joined { .. })));
         assert_eq!(lock(&inbox.0.state).items.capacity(), 0);
         // A frame's ring stays for the next one.
-        assert_eq!(a.deliver(1, &frame(1)), Delivered::Queued);
+        assert_eq!(a.deliver(&frame(1, 1)), Delivered::Queued);
         assert!(matches!(inbox.try_next(), Some(LiveItem::Frame { .. })));
         assert!(lock(&inbox.0.state).items.capacity() > 0);
     }

@@ -44,7 +44,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use belay_proto::message::{
-    encode_server, Publication, RawJson, ServerMessage, StreamPosition, Subscribed,
+    encode_publication_binary, encode_server, Codec, Publication, RawJson, ServerMessage,
+    StreamPosition, Subscribed,
 };
 use belay_proto::server::ChannelNameError;
 use bytes::Bytes;
@@ -57,23 +58,36 @@ pub use memory::{HistoryLimits, MemoryBroker};
 pub use outcomes::{OutcomeError, OutcomeFuture, OutcomeKey, OutcomeStore};
 pub use presence::{Member, MemoryPresence, PresenceError, PresenceFuture, PresenceStore};
 
-/// One publication, encoded once for every subscriber.
+/// One publication, encoded once per codec for every subscriber
+/// (spec/PROTOCOL.md §1.8: a subscriber's inbox takes the frame its
+/// connection speaks).
 #[derive(Debug, Clone)]
 pub struct Delivery {
     /// Its offset within the channel's epoch.
     pub offset: u64,
     /// The `publication` frame, as JSON text.
     pub frame: Bytes,
+    /// The same frame in the binary codec.
+    pub binary: Bytes,
 }
 
 impl Delivery {
-    /// `publication` as the frame every subscriber gets.
+    /// `publication` as the frames every subscriber gets.
     pub fn encode(publication: &Publication) -> Delivery {
         Delivery {
             offset: publication.offset,
             frame: Bytes::from(encode_server(&ServerMessage::Publication(
                 publication.clone(),
             ))),
+            binary: Bytes::from(encode_publication_binary(publication)),
+        }
+    }
+
+    /// The frame for a connection that speaks `codec`.
+    pub fn frame_in(&self, codec: Codec) -> &Bytes {
+        match codec {
+            Codec::Binary => &self.binary,
+            _ => &self.frame,
         }
     }
 }

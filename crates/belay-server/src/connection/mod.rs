@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use belay_proto::message::Codec;
 use belay_proto::server::{work_units, Connection, Frame, Ticket, TransportError};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
@@ -67,6 +68,8 @@ pub(crate) struct ConnectionMeta {
     pub(crate) peer: SocketAddr,
     pub(crate) header_token: Option<String>,
     pub(crate) admission: Admission,
+    /// The codec the upgrade chose (SSE: JSON).
+    pub(crate) codec: Codec,
     /// Held for the connection's life: what counts it against its source
     /// address (released when the connection ends).
     pub(crate) _peer_slot: Option<PeerSlot>,
@@ -122,6 +125,7 @@ where
         peer,
         header_token,
         admission,
+        codec,
         _peer_slot: peer_slot,
     } = meta;
     let (control, control_rx) = mailbox();
@@ -135,6 +139,7 @@ where
         std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), id);
     let mut core = Connection::new(Arc::clone(&shared.limits), now, seed);
     core.set_upgrade_token(header_token);
+    core.set_codec(codec);
     if let Admission::Refused { retry_after } = admission {
         core.refuse_overload(retry_after);
     }
@@ -210,7 +215,7 @@ where
     let mut moved = 0;
     while ws.buffered() < limit && (limit == usize::MAX || moved < 64) {
         let Some(frame) = out.try_recv() else { break };
-        ws.queue_text(&frame);
+        ws.queue_message(&frame);
         moved += 1;
     }
 }
@@ -337,7 +342,7 @@ impl Driver {
                         .core
                         .handle_transport_error(now, TransportError::InvalidUtf8),
                 },
-                Message::Binary(_) => self.core.handle_frame(now, Frame::Binary),
+                Message::Binary(bytes) => self.core.handle_frame(now, Frame::Binary(&bytes)),
                 Message::Ping(payload) => self.core.handle_frame(now, Frame::Ping(&payload)),
                 Message::Pong => self.core.handle_frame(now, Frame::Pong),
                 Message::Close(code) => self.core.handle_frame(now, Frame::Close(code)),
@@ -460,6 +465,7 @@ mod task_size {
             peer: "127.0.0.1:1".parse().unwrap(),
             header_token: None,
             admission: super::Admission::Admitted,
+            codec: belay_proto::message::Codec::Json,
             _peer_slot: None,
         }
     }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use belay_proto::message::ErrorBody;
+use belay_proto::message::{encode_server_binary, Codec, ErrorBody};
 use belay_proto::server::{AuthVerdict, Event, JoinAnswer, Output, Ticket};
 use belay_proto::Instant;
 use bytes::Bytes;
@@ -39,8 +39,11 @@ impl Driver {
             done += 1;
             match output {
                 Output::Send(message) => {
-                    let frame = Bytes::from(belay_proto::message::encode_server(&message));
-                    self.send(ws, frame);
+                    let frame = match self.core.codec() {
+                        Codec::Binary => encode_server_binary(&message),
+                        _ => belay_proto::message::encode_server(&message).into_bytes(),
+                    };
+                    self.send(ws, Bytes::from(frame));
                 }
                 Output::SendEncoded(frame) => self.send(ws, frame),
                 Output::Pong(payload) => ws.queue_pong(&payload),
@@ -138,7 +141,7 @@ impl Driver {
         T: Transport,
     {
         if self.out.is_empty() && ws.buffered() < HIGH_WATER {
-            ws.queue_text(&frame);
+            ws.queue_message(&frame);
             return;
         }
         let shared = &self.shared;
@@ -237,7 +240,13 @@ impl Driver {
         let history = &self.shared.config.history;
         let live = self
             .inbox
-            .get_or_insert_with(|| LiveInbox::new(history.live_buffer, history.live_buffer_bytes))
+            .get_or_insert_with(|| {
+                LiveInbox::new(
+                    history.live_buffer,
+                    history.live_buffer_bytes,
+                    self.core.codec(),
+                )
+            })
             .sender(Arc::from(channel));
         let subscriber = live.id();
         match self.shared.broker.subscribe(channel, since, live) {
@@ -245,7 +254,7 @@ impl Driver {
                 if answer.is_ok() {
                     self.presence_joined(channel, subscriber);
                 }
-                Some(join_answer(subscriber, answer))
+                Some(join_answer(subscriber, answer, self.core.codec()))
             }
             Joining::Later => {
                 self.joining.push((subscriber, ticket));
@@ -272,9 +281,9 @@ impl Driver {
             let channel = granted.subscribed.channel.clone();
             self.presence_joined(&channel, subscriber);
         }
-        let now = self.now();
+        let (now, codec) = (self.now(), self.core.codec());
         self.core
-            .handle_joined(now, ticket, join_answer(subscriber, answer));
+            .handle_joined(now, ticket, join_answer(subscriber, answer, codec));
     }
 
     /// Start a request the core called: a stored outcome (or a refusal of
@@ -337,6 +346,7 @@ impl Driver {
 fn join_answer(
     subscriber: SubscriberId,
     answer: Result<Subscription, SubscribeError>,
+    codec: Codec,
 ) -> JoinAnswer<Bytes> {
     match answer {
         Ok(granted) => JoinAnswer::Joined {
@@ -345,7 +355,7 @@ fn join_answer(
             replay: granted
                 .replay
                 .into_iter()
-                .map(|delivery| (delivery.offset, delivery.frame))
+                .map(|delivery| (delivery.offset, delivery.frame_in(codec).clone()))
                 .collect(),
         },
         Err(SubscribeError::TooManyChannels) => JoinAnswer::NoRoom,

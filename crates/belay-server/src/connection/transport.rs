@@ -18,8 +18,9 @@ pub(crate) trait Transport: Unpin + Send {
     /// Bytes queued for the peer and not yet taken by the socket.
     fn buffered(&self) -> usize;
 
-    /// Queue one message for the peer.
-    fn queue_text(&mut self, payload: &[u8]);
+    /// Queue one message for the peer, as a frame of the connection's
+    /// codec (text for JSON, binary for the binary codec).
+    fn queue_message(&mut self, payload: &[u8]);
 
     /// Answer a transport-level ping (a WebSocket control frame; an SSE
     /// stream has none).
@@ -53,8 +54,8 @@ where
         WebSocket::buffered(self)
     }
 
-    fn queue_text(&mut self, payload: &[u8]) {
-        WebSocket::queue_text(self, payload);
+    fn queue_message(&mut self, payload: &[u8]) {
+        WebSocket::queue_message(self, payload);
     }
 
     fn queue_pong(&mut self, payload: &[u8]) {

@@ -83,6 +83,7 @@ where
         peer: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 40_000)),
         header_token: None,
         admission: Admission::Admitted,
+        codec: belay_proto::message::Codec::Json,
         _peer_slot: None,
     };
     connection::run(Arc::clone(&server.shared), ws, meta).await;

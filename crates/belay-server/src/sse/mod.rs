@@ -32,6 +32,7 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use belay_proto::message::Codec;
 use belay_proto::server::SendVerdict;
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -108,7 +109,7 @@ pub(crate) async fn open(
         .as_deref()
         .map(|layer| gate::Gate::new(layer, peer));
     let transport = transport::SseTransport::new(out, inbound, guard, connection, gate);
-    let meta = admitted.into_meta(peer);
+    let meta = admitted.into_meta(peer, Codec::Json);
     tokio::spawn(connection::run(Arc::clone(&shared), transport, meta));
     Response::builder()
         .status(StatusCode::OK)

@@ -111,7 +111,7 @@ impl Transport for SseTransport {
         self.out.buffered() + self.held.len()
     }
 
-    fn queue_text(&mut self, payload: &[u8]) {
+    fn queue_message(&mut self, payload: &[u8]) {
         if self.gate.is_some() {
             self.held.extend_from_slice(&events::message(payload));
         } else {

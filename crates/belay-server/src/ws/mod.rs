@@ -186,6 +186,9 @@ pub(crate) struct WebSocket<S> {
     eof: bool,
     close_sent: bool,
     close_received: bool,
+    /// Messages go out as binary frames (a connection that negotiated the
+    /// binary codec), else as text.
+    binary_messages: bool,
 }
 
 impl<S> std::fmt::Debug for WebSocket<S> {
@@ -214,12 +217,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
             eof: false,
             close_sent: false,
             close_received: false,
+            binary_messages: false,
         }
     }
 
     /// Bytes waiting to be written.
     pub(crate) fn buffered(&self) -> usize {
         self.write.len()
+    }
+
+    /// Send [`queue_message`](Self::queue_message)'s messages as binary
+    /// frames (`true`) or text frames (the default).
+    pub(crate) fn set_binary_messages(&mut self, binary: bool) {
+        self.binary_messages = binary;
+    }
+
+    /// Queue one message as a frame of the connection's kind.
+    pub(crate) fn queue_message(&mut self, payload: &[u8]) {
+        let opcode = if self.binary_messages {
+            OP_BINARY
+        } else {
+            OP_TEXT
+        };
+        self.encode(opcode, payload);
     }
 
     /// Queue a text frame (written by the next `next`/`flush`).

@@ -18,8 +18,11 @@ pub enum Input {
     TransportFailed(TransportId, Failure),
     /// The transport closed.
     TransportClosed(TransportId, CloseInfo),
-    /// A text frame arrived; the session decodes it.
+    /// A text frame arrived; the session decodes it as JSON.
     Frame(TransportId, String),
+    /// A binary frame arrived (a connection that negotiated the binary
+    /// codec, spec/PROTOCOL.md §1.8); the session decodes it as that.
+    BinaryFrame(TransportId, Vec<u8>),
     /// An already decoded message arrived (a driver with its own codec, the simulator).
     Message(TransportId, ServerMessage),
     /// The device's network went offline (`false`) or came back (`true`).

@@ -50,8 +50,8 @@ use crate::client::transport::TransportId;
 use crate::close::CloseCode;
 use crate::heartbeat::{HeartbeatAction, LivenessFailure};
 use crate::message::{
-    decode_server, encoded_len, encoded_len_bound, ClientMessage, DecodeError, ReconnectAdvice,
-    Request, MAX_FRAME_LEN,
+    decode_server, decode_server_binary, encoded_len, encoded_len_bound, ClientMessage,
+    DecodeError, ReconnectAdvice, Request, ServerMessage, MAX_FRAME_LEN,
 };
 use crate::rng::SplitMix64;
 use crate::time::Instant;
@@ -496,6 +496,7 @@ impl Session {
             | Input::TransportFailed(id, _)
             | Input::TransportClosed(id, _)
             | Input::Frame(id, _)
+            | Input::BinaryFrame(id, _)
             | Input::Message(id, _) => Some(*id),
             Input::Network { .. } => None,
         };
@@ -510,17 +511,30 @@ impl Session {
             Input::TransportOpened(id) => self.on_opened(now, id),
             Input::TransportFailed(_, failure) => self.on_failed(now, failure),
             Input::TransportClosed(_, close) => self.on_closed(now, close),
-            Input::Frame(id, text) => match decode_server(&text) {
-                Ok(message) => self.on_message(now, id, message),
-                Err(DecodeError::UnknownType { .. }) => {
-                    // A newer server's message: proof of life, otherwise skipped.
-                    self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
-                    self.note_frame(now);
-                }
-                Err(error) => self.on_protocol_violation(now, id, error),
-            },
+            Input::Frame(id, text) => self.on_decoded(now, id, decode_server(&text)),
+            Input::BinaryFrame(id, bytes) => {
+                self.on_decoded(now, id, decode_server_binary(&bytes));
+            }
             Input::Message(id, message) => self.on_message(now, id, message),
             Input::Network { online } => self.on_network(now, online),
+        }
+    }
+
+    /// A frame the session decoded (JSON or binary: the same rules).
+    fn on_decoded(
+        &mut self,
+        now: Instant,
+        id: TransportId,
+        decoded: Result<ServerMessage, DecodeError>,
+    ) {
+        match decoded {
+            Ok(message) => self.on_message(now, id, message),
+            Err(DecodeError::UnknownType { .. }) => {
+                // A newer server's message: proof of life, otherwise skipped.
+                self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
+                self.note_frame(now);
+            }
+            Err(error) => self.on_protocol_violation(now, id, error),
         }
     }
 

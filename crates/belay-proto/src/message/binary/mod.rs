@@ -291,6 +291,17 @@ pub fn decode_client_binary(frame: &[u8]) -> Result<ClientMessage, DecodeError> 
     Ok(message)
 }
 
+/// The id of a binary `request` frame that does not decode whole, when its
+/// id can be read (the server still answers such a request once, with
+/// `bad_request`: spec/PROTOCOL.md §8.2).
+pub fn peek_request_id(frame: &[u8]) -> Option<u64> {
+    let (MessageKind::Request, mut r) = open(frame).ok()? else {
+        return None;
+    };
+    r.flags().ok()?;
+    r.uint().ok()
+}
+
 /// The frame's kind and a reader of its body.
 fn open(frame: &[u8]) -> Result<(MessageKind, Reader<'_>), DecodeError> {
     if frame.len() > MAX_FRAME_LEN {

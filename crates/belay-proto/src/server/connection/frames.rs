@@ -1,10 +1,11 @@
 //! Every frame from the peer: the liveness budget for pings and pongs, the
-//! message budget for every data frame (known, unknown, malformed or
-//! binary), decoding, and the documented answer to bad input.
+//! message budget for every data frame (known, unknown, malformed, or of
+//! the other codec's kind), decoding in the connection's codec, and the
+//! documented answer to bad input.
 
 use crate::message::{
-    decode_client, ClientMessage, DecodeError, ErrorBody, MessageKind, Reply, Response,
-    ServerMessage,
+    decode_client, decode_client_binary, peek_request_id, ClientMessage, Codec, DecodeError,
+    ErrorBody, MessageKind, Reply, Response, ServerMessage,
 };
 use std::time::Duration;
 
@@ -32,33 +33,37 @@ impl<F> Connection<F> {
         }
         let handshake = matches!(self.stage, Stage::Handshake { .. });
         let authenticating = matches!(self.stage, Stage::Authenticating { .. });
-        let text = match frame {
-            Frame::Close(code) => return self.peer_gone(code),
-            Frame::Ping(payload) => {
+        let (decoded, raw) = match (frame, self.codec) {
+            (Frame::Close(code), _) => return self.peer_gone(code),
+            (Frame::Ping(payload), _) => {
                 if self.liveness(now) {
                     self.out.push_back(Output::Pong(payload.to_vec()));
                 }
                 return;
             }
-            Frame::Pong => {
+            (Frame::Pong, _) => {
                 self.liveness(now);
                 return;
             }
+            (Frame::Text(text), Codec::Json) => (decode_client(text), Raw::Text(text)),
+            (Frame::Binary(bytes), Codec::Binary) => {
+                (decode_client_binary(bytes), Raw::Binary(bytes))
+            }
             // Nothing but `connect` (and, once it is in, the messages it
             // may pipeline) comes before `welcome` (spec/PROTOCOL.md §2.7).
-            Frame::Binary if handshake || authenticating => {
-                return self.violate(Violation::NotConnectFirst)
-            }
-            Frame::Binary => {
+            _ if handshake || authenticating => return self.violate(Violation::NotConnectFirst),
+            // A frame of the other codec's kind (spec/PROTOCOL.md §1.8).
+            (other, _) => {
                 self.event(Event::BadFrame);
                 if let Budget::Allowed = self.take_token(now, None) {
-                    self.violate(Violation::BinaryFrame);
+                    self.violate(match other {
+                        Frame::Text(_) => Violation::TextFrame,
+                        _ => Violation::BinaryFrame,
+                    });
                 }
                 return;
             }
-            Frame::Text(text) => text,
         };
-        let decoded = decode_client(text);
         if handshake {
             // `connect` opens the budget and takes no token: it comes once
             // per connection, and connections are paced by admission and
@@ -95,7 +100,7 @@ impl<F> Connection<F> {
                 }
             }
             Err(DecodeError::TooLarge { .. }) => self.violate(Violation::FrameTooLarge),
-            Err(error) => self.on_undecodable(now, text, &error),
+            Err(error) => self.on_undecodable(now, raw, &error),
         }
     }
 
@@ -186,7 +191,7 @@ impl<F> Connection<F> {
         matches!(&self.stage, Stage::Open(open) if open.expires_at.is_some_and(|at| now >= at))
     }
 
-    fn on_undecodable(&mut self, now: Instant, text: &str, error: &DecodeError) {
+    fn on_undecodable(&mut self, now: Instant, raw: Raw<'_>, error: &DecodeError) {
         self.event(Event::BadFrame);
         // A request whose id can be read still gets its one response
         // (spec/PROTOCOL.md §8.2).
@@ -194,7 +199,7 @@ impl<F> Connection<F> {
             DecodeError::Invalid {
                 kind: MessageKind::Request,
                 ..
-            } => request_id(text),
+            } => raw.request_id(),
             _ => None,
         };
         if let Budget::Spent = self.take_token(now, id) {
@@ -264,7 +269,22 @@ impl<F> Connection<F> {
 }
 
 /// The `id` of a `request` frame that failed to decode, if it can be read.
-fn request_id(text: &str) -> Option<u64> {
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    value.get("id")?.as_u64()
+/// A data frame as it came, for what can be read of one that does not decode.
+#[derive(Clone, Copy)]
+enum Raw<'a> {
+    Text(&'a str),
+    Binary(&'a [u8]),
+}
+
+impl Raw<'_> {
+    /// The id of the request it carries, if that much can be read.
+    fn request_id(self) -> Option<u64> {
+        match self {
+            Raw::Text(text) => {
+                let value: serde_json::Value = serde_json::from_str(text).ok()?;
+                value.get("id")?.as_u64()
+            }
+            Raw::Binary(bytes) => peek_request_id(bytes),
+        }
+    }
 }

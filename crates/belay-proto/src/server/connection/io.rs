@@ -15,10 +15,12 @@ use super::super::Violation;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Frame<'a> {
-    /// A text frame (valid UTF-8, within the frame limit).
+    /// A text frame (valid UTF-8, within the frame limit): a message on a
+    /// JSON connection, a violation on a binary one.
     Text(&'a str),
-    /// A binary frame (Belay's JSON protocol has none).
-    Binary,
+    /// A binary frame (within the frame limit): a message on a binary
+    /// connection, a violation on a JSON one.
+    Binary(&'a [u8]),
     /// A WebSocket ping control frame, with its payload (at most 125 bytes).
     Ping(&'a [u8]),
     /// A WebSocket pong control frame.

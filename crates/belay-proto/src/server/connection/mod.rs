@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use crate::close::CloseCode;
 use crate::heartbeat::Heartbeat;
-use crate::message::{ClientMessage, ErrorBody, ReconnectAdvice, ServerMessage, Unsubscribed};
+use crate::message::{
+    ClientMessage, Codec, ErrorBody, ReconnectAdvice, ServerMessage, Unsubscribed,
+};
 use crate::rng::SplitMix64;
 use crate::time::Instant;
 
@@ -147,6 +149,8 @@ pub struct Connection<F> {
     activity: Option<Box<Activity>>,
     out: Outputs<F>,
     next_ticket: u64,
+    /// What its frames are in (the upgrade's subprotocol).
+    codec: Codec,
 }
 
 impl<F> std::fmt::Debug for Connection<F> {
@@ -178,6 +182,7 @@ impl<F> Connection<F> {
             activity: None,
             out: Outputs::default(),
             next_ticket: 1,
+            codec: Codec::Json,
         }
     }
 
@@ -210,6 +215,12 @@ impl<F> Connection<F> {
     /// Confirmed subscriptions held.
     pub fn subscription_count(&self) -> usize {
         self.activity.as_ref().map_or(0, |a| a.subscriptions.len())
+    }
+
+    /// The codec its frames are in: what it decodes, and what the driver
+    /// encodes [`Output::Send`] in.
+    pub fn codec(&self) -> Codec {
+        self.codec
     }
 
     /// The limits it applies.
@@ -288,6 +299,15 @@ impl<F> Connection<F> {
     pub fn set_upgrade_token(&mut self, token: Option<String>) {
         if let Stage::Handshake { upgrade_token, .. } = &mut self.stage {
             *upgrade_token = token;
+        }
+    }
+
+    /// The codec the upgrade chose ([`Codec::choose`]; JSON if never
+    /// called). Only before the first frame: a codec does not change
+    /// within a connection.
+    pub fn set_codec(&mut self, codec: Codec) {
+        if let Stage::Handshake { .. } = self.stage {
+            self.codec = codec;
         }
     }
 

@@ -26,7 +26,7 @@ const MAX_WIRE_INT: u64 = (1 << 53) - 1;
 /// | [`UnsupportedProtocol`](Violation::UnsupportedProtocol) | close 1008 `unsupported protocol version` (terminal for the client) |
 /// | [`FrameTooLarge`](Violation::FrameTooLarge) | close 1009 `frame too large` |
 /// | [`InvalidUtf8`](Violation::InvalidUtf8) | close 1007 `invalid utf-8` |
-/// | [`MalformedFrame`](Violation::MalformedFrame), [`UnknownType`](Violation::UnknownType), [`BinaryFrame`](Violation::BinaryFrame) | reply `bad_request`, keep the connection |
+/// | [`MalformedFrame`](Violation::MalformedFrame), [`UnknownType`](Violation::UnknownType), [`BinaryFrame`](Violation::BinaryFrame), [`TextFrame`](Violation::TextFrame) | reply `bad_request`, keep the connection |
 /// | [`RateLimited`](Violation::RateLimited) | reply `rate_limited` with `retry_after_ms`, keep the connection |
 /// | [`Flood`](Violation::Flood) | `reconnect` advice (`rate_limited`), then close 4029 `rate limited` |
 /// | [`SlowConsumer`](Violation::SlowConsumer) | close 4009 `slow consumer` |
@@ -74,6 +74,8 @@ pub enum Violation {
     UnknownType,
     /// A binary frame on a JSON connection.
     BinaryFrame,
+    /// A text frame on a binary connection.
+    TextFrame,
     /// A frame over the connection's message rate.
     RateLimited {
         /// Until the next frame is allowed.
@@ -189,6 +191,10 @@ impl Violation {
                 "bad_request",
                 "binary frames are not supported",
             )),
+            Violation::TextFrame => Reply(ErrorBody::new(
+                "bad_request",
+                "text frames are not supported on a binary connection",
+            )),
             Violation::RateLimited { retry_after } => Reply(ErrorBody {
                 code: "rate_limited".to_owned(),
                 message: "too many messages".to_owned(),
@@ -247,6 +253,7 @@ impl Violation {
             Violation::MalformedFrame => "malformed_frame",
             Violation::UnknownType => "unknown_type",
             Violation::BinaryFrame => "binary_frame",
+            Violation::TextFrame => "text_frame",
             Violation::RateLimited { .. } => "rate_limited",
             Violation::Flood { .. } => "flood",
             Violation::SlowConsumer => "slow_consumer",

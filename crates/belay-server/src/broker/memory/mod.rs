@@ -260,9 +260,8 @@ impl MemoryBroker {
         let publication = c.log.publish(now, data);
         if !c.subscribers.is_empty() {
             let delivery = Delivery::encode(&publication);
-            c.subscribers.retain(|subscriber| {
-                subscriber.deliver(delivery.offset, &delivery.frame) != Delivered::Gone
-            });
+            c.subscribers
+                .retain(|subscriber| subscriber.deliver(&delivery) != Delivered::Gone);
         }
         if c.subscribers.is_empty() && c.log.is_empty() {
             // No history kept (max_len 0) and nobody listening.

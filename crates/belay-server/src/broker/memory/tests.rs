@@ -10,7 +10,7 @@ fn broker(max_channels: usize) -> MemoryBroker {
 }
 
 fn inbox() -> LiveInbox {
-    LiveInbox::new(1_024, 1 << 20)
+    LiveInbox::new(1_024, 1 << 20, belay_proto::message::Codec::Json)
 }
 
 #[test]

@@ -6,7 +6,7 @@ use super::*;
 fn unknown_types_and_binary_frames_are_answered_and_keep_the_connection() {
     let mut conn = open();
     text(&mut conn, T0, json!({"type": "frobnicate"}));
-    conn.handle_frame(T0, Frame::Binary);
+    conn.handle_frame(T0, Frame::Binary(b"\x00\x01"));
     let out = drain(&mut conn);
     assert_eq!(
         sent(&out),

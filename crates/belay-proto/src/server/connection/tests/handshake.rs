@@ -49,7 +49,7 @@ fn anything_but_connect_first_closes_1002() {
     for frame in [
         Frame::Text(r#"{"type":"ping"}"#),
         Frame::Text("not json"),
-        Frame::Binary,
+        Frame::Binary(b"\x00\x01"),
     ] {
         let mut conn = Conn::new(Limits::default(), T0, 1);
         conn.handle_frame(T0, frame);

@@ -117,6 +117,7 @@ pub(super) fn joined(
 }
 
 mod closing;
+mod codec;
 mod frames;
 mod handshake;
 mod requests;
