@@ -2,10 +2,11 @@
 // dist/policies.js (the opt-in backoff policies, `@belay/client/policies`),
 // dist/publish.js (client publish, `@belay/client/publish`), dist/presence.js
 // (`@belay/client/presence`), dist/fallback.js (the SSE + HTTP fallback,
-// `@belay/client/fallback`), dist/types/*.d.ts.
+// `@belay/client/fallback`), dist/binary.js (the binary codec negotiated on
+// WebSocket, `@belay/client/binary`), dist/types/*.d.ts.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
-import { BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
+import { BINARY_BUDGET_GZ, BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
 
 mkdirSync(ROOT + "dist", { recursive: true });
 await bundle({ outfile: ROOT + "dist/belay.js" });
@@ -14,6 +15,7 @@ await bundle({ entry: "policies", outfile: ROOT + "dist/policies.js" });
 await bundle({ entry: "publish", outfile: ROOT + "dist/publish.js" });
 await bundle({ entry: "presence", outfile: ROOT + "dist/presence.js" });
 await bundle({ entry: "fallback", outfile: ROOT + "dist/fallback.js" });
+await bundle({ entry: "binary", outfile: ROOT + "dist/binary.js" });
 execFileSync(process.execPath, [ROOT + "node_modules/typescript/bin/tsc", "-p", ROOT + "tsconfig.build.json"], { stdio: "inherit" });
 const min = readFileSync(ROOT + "dist/belay.js");
 const gz = gzSize(min);
@@ -26,4 +28,7 @@ const pres = readFileSync(ROOT + "dist/presence.js");
 console.log(`dist/presence.js: ${pres.length} B minified, ${gzSize(pres)} B gzipped (opt-in)`);
 const fb = readFileSync(ROOT + "dist/fallback.js");
 console.log(`dist/fallback.js: ${fb.length} B minified, ${gzSize(fb)} B gzipped (opt-in)`);
-if (gz > BUDGET_GZ) process.exit(1);
+const bin = readFileSync(ROOT + "dist/binary.js");
+const binGz = gzSize(bin);
+console.log(`dist/binary.js: ${bin.length} B minified, ${binGz} B gzipped (opt-in, ceiling ${BINARY_BUDGET_GZ} B)`);
+if (gz > BUDGET_GZ || binGz > BINARY_BUDGET_GZ) process.exit(1);

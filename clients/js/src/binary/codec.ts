@@ -8,8 +8,9 @@
  * i-th optional field. Decoding never throws: a bad frame is a
  * `DecodeError` shaped like the Rust core's serde form.
  *
- * Not yet in any entry: no server speaks the codec on the wire so far
- * (issue 17); the vectors (`spec/vectors/binary.json`) run it.
+ * In the opt-in entry `@belay/client/binary` (src/binary.ts), which
+ * negotiates it per WebSocket; the vectors (`spec/vectors/binary.json`)
+ * run it.
  *
  * One difference from the Rust core: integers above 2^53 − 1 are refused
  * (`invalid`), since a JavaScript number cannot hold them exactly.
@@ -44,43 +45,117 @@ const CODES: Record<string, number> = {
 const CLIENT = new Set(["connect", "ping", "pong", "refresh", "request", "subscribe", "unsubscribe"]);
 const SERVER = new Set(["welcome", "ping", "pong", "refreshed", "response", "subscribed", "unsubscribed", "publication", "reconnect", "error"]);
 const MAX_FRAME_LEN = 1_048_576;
+/** Each code's type, for decoding. */
+const TYPES = new Map(Object.keys(CODES).map((t) => [CODES[t]!, t]));
+/** Whether a field list has optional fields (and so starts with flags). */
+const hasOptional = new Map<readonly Field[], boolean>([...Object.values(LAYOUTS)].map((f) => [f, f.some((x) => x[2] === "?")]));
+/**
+ * Strings up to this many UTF-16 units are encoded by hand when they are
+ * ASCII (most are: names, ids, JSON payloads of a few hundred bytes); below
+ * it a TextEncoder call and the array it allocates cost more.
+ */
+const BY_HAND = 256;
 
 // ----- encoding -----
 
+/**
+ * One scratch buffer for every encoding (a typed array over 64 bytes costs
+ * more to allocate than a small frame costs to write); the frame is copied
+ * out of it at the end. An encoding started while one is under way (a
+ * payload's `toJSON` that encodes) gets a buffer of its own.
+ */
+let scratch = new Uint8Array(4096);
+let scratchBusy = false;
+
 class Writer {
-  private readonly _out: number[] = [];
+  private _buf: Uint8Array;
+  private _len = 0;
+  private readonly _shared: boolean;
+  constructor() {
+    this._shared = !scratchBusy;
+    this._buf = this._shared ? scratch : new Uint8Array(256);
+    if (this._shared) scratchBusy = true;
+  }
+  /** Make room for `n` more bytes. */
+  private _room(n: number): void {
+    if (this._len + n <= this._buf.length) return;
+    const grown = new Uint8Array(Math.max(this._buf.length * 2, this._len + n));
+    grown.set(this._buf.subarray(0, this._len));
+    this._buf = grown;
+    if (this._shared) scratch = grown;
+  }
   uint(n: number): void {
     if (!Number.isSafeInteger(n) || n < 0) throw new TypeError(`binary codec: ${n} is not an integer from 0 to 2^53 - 1`);
+    this._room(8); // 2^53 takes 8 bytes
     for (;;) {
       const low = n % 128;
       n = Math.floor(n / 128);
-      if (n === 0) return void this._out.push(low);
-      this._out.push(low | 0x80);
+      if (n === 0) return void (this._buf[this._len++] = low);
+      this._buf[this._len++] = low | 0x80;
     }
+  }
+  /** `s` in UTF-8, after its length in bytes. */
+  str(s: string): void {
+    const n = s.length;
+    if (n <= BY_HAND) {
+      const start = this._len;
+      this.uint(n);
+      this._room(n);
+      const buf = this._buf;
+      let at = this._len;
+      for (let i = 0; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 0x7f) {
+          // Not ASCII: its UTF-8 length is not `n`.
+          this._len = start;
+          return this.bytes(utf8.encode(s));
+        }
+        buf[at++] = c;
+      }
+      this._len = at;
+      return;
+    }
+    this.bytes(utf8.encode(s));
   }
   bytes(b: Uint8Array): void {
     this.uint(b.length);
-    for (const x of b) this._out.push(x);
+    this._room(b.length);
+    this._buf.set(b, this._len);
+    this._len += b.length;
   }
   byte(b: number): void {
-    this._out.push(b);
+    this._room(1);
+    this._buf[this._len++] = b;
   }
+  /** The frame, in a buffer of its own; the scratch buffer is free again. */
   done(): Uint8Array {
-    return Uint8Array.from(this._out);
+    this.release();
+    return this._buf.slice(0, this._len);
+  }
+  release(): void {
+    if (this._shared) scratchBusy = false;
   }
 }
 
 const utf8 = new TextEncoder();
 
 function writeFields(w: Writer, fields: readonly Field[], m: Obj): void {
-  const optional = fields.filter((f) => f[2] === "?");
-  if (optional.length > 0) w.uint(optional.reduce((bits, f, i) => (m[f[0]] !== undefined ? bits + 2 ** i : bits), 0));
+  if (hasOptional.get(fields)) {
+    let flags = 0;
+    let bit = 1;
+    for (const f of fields) {
+      if (f[2] !== "?") continue;
+      if (m[f[0]] !== undefined) flags += bit;
+      bit *= 2;
+    }
+    w.uint(flags);
+  }
   for (const [name, form, opt, group] of fields) {
     const v = m[name];
     if (opt && v === undefined) continue;
     if (form === "u") w.uint(v as number);
-    else if (form === "s") w.bytes(utf8.encode(v as string));
-    else if (form === "j") w.bytes(utf8.encode(JSON.stringify(v === undefined ? null : v)));
+    else if (form === "s") w.str(v as string);
+    else if (form === "j") w.str(JSON.stringify(v === undefined ? null : v));
     else if (form === "b") w.byte(v ? 1 : 0);
     else writeGroup(w, group!, v as Obj);
   }
@@ -89,32 +164,38 @@ function writeFields(w: Writer, fields: readonly Field[], m: Obj): void {
 function writeGroup(w: Writer, fields: readonly Field[], m: Obj): void {
   for (const [name, form] of fields) {
     if (form === "u") w.uint(m[name] as number);
-    else w.bytes(utf8.encode(m[name] as string));
+    else w.str(m[name] as string);
   }
 }
 
 /**
  * The binary frame of `message` (a message object in its JSON form, `type`
  * included). Throws a `TypeError` for an integer field that is not one
- * from 0 to 2^53 − 1 (a caller's mistake: the core never builds one).
+ * from 0 to 2^53 − 1, or a type the codec has no code for (a caller's
+ * mistake: the core never builds either).
  */
 export function encodeBinary(message: Obj): Uint8Array {
   const type = message["type"] as string;
+  const code = Object.hasOwn(CODES, type) ? CODES[type]! : undefined;
+  if (code === undefined) throw new TypeError(`binary codec: no message type ${JSON.stringify(type)}`);
   const w = new Writer();
-  const code = CODES[type]!;
-  w.byte(code >> 8);
-  w.byte(code & 0xff);
-  if (type === "response") {
-    w.uint(message["id"] as number);
-    if (message["error"] !== undefined) {
-      w.byte(1);
-      writeFields(w, ERROR_BODY, message["error"] as Obj);
-    } else {
-      w.byte(0);
-      w.bytes(utf8.encode(JSON.stringify(message["result"] === undefined ? null : message["result"])));
-    }
-  } else writeFields(w, LAYOUTS[type]!, message);
-  return w.done();
+  try {
+    w.byte(code >> 8);
+    w.byte(code & 0xff);
+    if (type === "response") {
+      w.uint(message["id"] as number);
+      if (message["error"] !== undefined) {
+        w.byte(1);
+        writeFields(w, ERROR_BODY, message["error"] as Obj);
+      } else {
+        w.byte(0);
+        w.str(JSON.stringify(message["result"] === undefined ? null : message["result"]));
+      }
+    } else writeFields(w, LAYOUTS[type]!, message);
+    return w.done();
+  } finally {
+    w.release();
+  }
 }
 
 // ----- decoding -----
@@ -122,27 +203,36 @@ export function encodeBinary(message: Obj): Uint8Array {
 class Bad extends Error {}
 const text = new TextDecoder("utf-8", { fatal: true });
 
+/** Strings up to this many bytes are decoded by hand when they are ASCII (below it, a TextDecoder call costs more). */
+const DECODE_BY_HAND = 24;
+
+/** Reads a frame's body: from byte 2, after the code. */
 class Reader {
-  private _at = 0;
+  private _at = 2;
   constructor(private readonly _b: Uint8Array) {}
   byte(): number {
     const b = this._b[this._at];
-    if (b === undefined) throw new Bad(`the frame ends at byte ${this._at + 2}`);
+    if (b === undefined) throw new Bad(`the frame ends at byte ${this._at}`);
     this._at++;
     return b;
   }
   uint(): number {
-    let value = 0n;
-    for (let i = 0; i < 10; i++) {
+    const first = this.byte();
+    if (first < 0x80) return first;
+    // Exact below 2^53; above it the sum may round, but never to 2^53 − 1 or less.
+    let value = first & 0x7f;
+    let scale = 128;
+    for (let i = 1; i < 10; i++) {
       const b = this.byte();
-      const part = BigInt(b & 0x7f);
-      if (i === 9 && part > 1n) throw new Bad("a uint is past 2^64");
-      value |= part << BigInt(7 * i);
+      const part = b & 0x7f;
+      if (i === 9 && part > 1) throw new Bad("a uint is past 2^64");
+      value += part * scale;
       if ((b & 0x80) === 0) {
-        if (i > 0 && part === 0n) throw new Bad("a uint is not in its shortest form");
-        if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw new Bad("a uint is past 2^53 - 1");
-        return Number(value);
+        if (part === 0) throw new Bad("a uint is not in its shortest form");
+        if (value > Number.MAX_SAFE_INTEGER) throw new Bad("a uint is past 2^53 - 1");
+        return value;
       }
+      scale *= 128;
     }
     throw new Bad("a uint is longer than 10 bytes");
   }
@@ -150,10 +240,20 @@ class Reader {
     const len = this.uint();
     const left = this._b.length - this._at;
     if (len > left) throw new Bad(`a length of ${len} bytes with ${left} left in the frame`);
-    const bytes = this._b.subarray(this._at, this._at + len);
+    const start = this._at;
     this._at += len;
+    if (len <= DECODE_BY_HAND) {
+      const b = this._b;
+      let s = "";
+      for (let i = start; i < start + len; i++) {
+        const c = b[i]!;
+        if (c > 0x7f) break;
+        s += String.fromCharCode(c);
+      }
+      if (s.length === len) return s;
+    }
     try {
-      return text.decode(bytes);
+      return text.decode(this._b.subarray(start, start + len));
     } catch {
       throw new Bad("a string is not UTF-8");
     }
@@ -174,11 +274,14 @@ class Reader {
 }
 
 function readFields(r: Reader, fields: readonly Field[], out: Obj): Obj {
-  const hasOptional = fields.some((f) => f[2] === "?");
-  const flags = hasOptional ? r.uint() : 0;
-  let bit = 0;
+  const flags = hasOptional.get(fields) ? r.uint() : 0;
+  let bit = 1;
   for (const [name, form, opt, group] of fields) {
-    if (opt && Math.floor(flags / 2 ** bit++) % 2 === 0) continue;
+    if (opt) {
+      const present = Math.floor(flags / bit) % 2 === 1;
+      bit *= 2;
+      if (!present) continue;
+    }
     if (form === "u") out[name] = r.uint();
     else if (form === "s") out[name] = r.str();
     else if (form === "j") out[name] = r.json();
@@ -200,9 +303,9 @@ export function decodeBinary(frame: Uint8Array, from: "server" | "client"): Obj 
   if (frame.length > MAX_FRAME_LEN) return { error: "too_large", len: frame.length, max: MAX_FRAME_LEN };
   if (frame.length < 2) return { error: "missing_type" };
   const code = (frame[0]! << 8) | frame[1]!;
-  const type = Object.keys(CODES).find((t) => CODES[t] === code);
+  const type = TYPES.get(code);
   if (!type) return { error: "unknown_type", ty: "0x" + code.toString(16).toUpperCase().padStart(4, "0") };
-  const r = new Reader(frame.subarray(2));
+  const r = new Reader(frame);
   try {
     if (!(from === "server" ? SERVER : CLIENT).has(type)) throw new Bad(`a ${from === "server" ? "client" : "server"} message, sent the wrong way`);
     const out: Obj = { type };
