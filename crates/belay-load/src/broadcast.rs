@@ -12,11 +12,13 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_websockets::Message;
 
-use crate::client;
+use belay_proto::message::{ClientMessage, Codec, MessageKind, Subscribe};
+
 use crate::http_publish::{self, HttpPublishReport, HttpPublisher};
 use crate::stats::Latencies;
 use crate::target::Target;
 use crate::LoadError;
+use crate::{client, wire};
 
 /// The method the bench servers expose to start publishing.
 pub const PUBLISH_METHOD: &str = "bench.publish";
@@ -50,6 +52,9 @@ pub struct BroadcastConfig {
     pub time_limit: Duration,
     /// Who publishes.
     pub publisher: Publisher,
+    /// The codec the subscribers ask for (JSON: none offered); the
+    /// publisher session speaks JSON.
+    pub codec: Codec,
 }
 
 impl BroadcastConfig {
@@ -63,6 +68,7 @@ impl BroadcastConfig {
             sources: Vec::new(),
             time_limit: Duration::from_secs(180),
             publisher: Publisher::Method,
+            codec: Codec::Json,
         }
     }
 }
@@ -101,7 +107,14 @@ impl BroadcastReport {
 /// Run the load.
 pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastReport, LoadError> {
     let deadline = tokio::time::Instant::now() + config.time_limit;
-    let subscribe = format!(r#"{{"type":"subscribe","channel":"{}"}}"#, config.channel);
+    let subscribe = wire::frame(
+        config.codec,
+        &ClientMessage::Subscribe(Subscribe {
+            channel: config.channel.clone(),
+            since: None,
+            token: None,
+        }),
+    );
     // Open and subscribe, 256 at a time; each task then waits for its deliveries.
     let permits = std::sync::Arc::new(Semaphore::new(256));
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();
@@ -115,14 +128,16 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
         let subscribe = subscribe.clone();
         let ready_tx = ready_tx.clone();
         let messages = config.messages;
+        let codec = config.codec;
         tasks.spawn(async move {
             let opened = async {
-                let mut ws = client::open(&target, source, Duration::from_secs(10)).await?;
-                ws.send(Message::text(subscribe)).await?;
-                let text = client::next_non_ping(&mut ws).await?;
-                if client::message_type(&text) != Some("subscribed") {
+                let mut ws = wire::open(&target, source, Duration::from_secs(10), codec).await?;
+                ws.send(subscribe).await?;
+                let answer = wire::next_non_ping(&mut ws, codec).await?;
+                if answer.kind() != Some(MessageKind::Subscribed) {
                     return Err(LoadError::Protocol(format!(
-                        "expected subscribed, got {text}"
+                        "expected subscribed, got {}",
+                        answer.describe()
                     )));
                 }
                 Ok(ws)
@@ -151,10 +166,10 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
             let mut stamps: Option<(u64, u64)> = None;
             let mut error = None;
             while got < messages {
-                match tokio::time::timeout_at(deadline, client::next_non_ping(&mut ws)).await {
-                    Ok(Ok(text)) if client::message_type(&text) == Some("publication") => {
+                match tokio::time::timeout_at(deadline, wire::next_non_ping(&mut ws, codec)).await {
+                    Ok(Ok(frame)) if frame.kind() == Some(MessageKind::Publication) => {
                         let now = client::wall_micros();
-                        if let Some(t) = client::field_u64(&text, "t") {
+                        if let Some(t) = frame.payload_u64("t") {
                             latencies.record_micros(now.saturating_sub(t));
                             stamps = Some(match stamps {
                                 Some((lo, hi)) => (lo.min(t), hi.max(t)),
@@ -164,8 +179,8 @@ pub async fn run(target: &Target, config: &BroadcastConfig) -> Result<BroadcastR
                         got += 1;
                         last = Some(Instant::now());
                     }
-                    Ok(Ok(text)) => {
-                        error.get_or_insert(format!("unexpected frame: {text}"));
+                    Ok(Ok(frame)) => {
+                        error.get_or_insert(format!("unexpected frame: {}", frame.describe()));
                     }
                     Ok(Err(e)) => {
                         error.get_or_insert(e.to_string());

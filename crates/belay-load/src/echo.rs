@@ -7,10 +7,12 @@ use futures_util::SinkExt;
 use tokio::task::JoinSet;
 use tokio_websockets::Message;
 
-use crate::client;
+use belay_proto::message::{ClientMessage, Codec, Request};
+
 use crate::stats::Latencies;
 use crate::target::Target;
 use crate::LoadError;
+use crate::{client, wire};
 
 /// How to run the echo load.
 #[derive(Debug, Clone)]
@@ -25,6 +27,8 @@ pub struct EchoConfig {
     pub method: String,
     /// Bound on the whole run, opening included.
     pub time_limit: Duration,
+    /// The codec the sessions ask for (JSON: none offered).
+    pub codec: Codec,
 }
 
 impl EchoConfig {
@@ -36,6 +40,7 @@ impl EchoConfig {
             sources: Vec::new(),
             method: "echo".into(),
             time_limit: Duration::from_secs(120),
+            codec: Codec::Json,
         }
     }
 }
@@ -79,7 +84,7 @@ pub async fn run(target: &Target, config: &EchoConfig) -> Result<EchoReport, Loa
         let source = client::source_for(&config.sources, i);
         let ws = tokio::time::timeout_at(
             deadline,
-            client::open(target, source, Duration::from_secs(10)),
+            wire::open(target, source, Duration::from_secs(10), config.codec),
         )
         .await
         .map_err(|_| LoadError::Timeout("opening the echo sessions"))??;
@@ -90,6 +95,7 @@ pub async fn run(target: &Target, config: &EchoConfig) -> Result<EchoReport, Loa
     for mut ws in sessions {
         let requests = config.requests;
         let method = config.method.clone();
+        let codec = config.codec;
         tasks.spawn(async move {
             let mut out = PerSession {
                 completed: 0,
@@ -98,26 +104,26 @@ pub async fn run(target: &Target, config: &EchoConfig) -> Result<EchoReport, Loa
                 latencies: Latencies::new(),
             };
             for id in 1..=requests as u64 {
-                let frame =
-                    format!(r#"{{"type":"request","id":{id},"method":"{method}","params":{id}}}"#);
                 let sent = Instant::now();
+                let frame = match codec {
+                    Codec::Json => Message::text(format!(
+                        r#"{{"type":"request","id":{id},"method":"{method}","params":{id}}}"#
+                    )),
+                    codec => wire::frame(codec, &request(id, &method)),
+                };
                 let result = tokio::time::timeout_at(deadline, async {
-                    ws.send(Message::text(frame)).await?;
-                    client::next_non_ping(&mut ws).await
+                    ws.send(frame).await?;
+                    wire::next_non_ping(&mut ws, codec).await
                 })
                 .await;
                 match result {
-                    Ok(Ok(text))
-                        if client::message_type(&text) == Some("response")
-                            && client::field_u64(&text, "id") == Some(id)
-                            && !text.contains("\"error\":") =>
-                    {
+                    Ok(Ok(answer)) if answer.is_result_for(id) => {
                         out.completed += 1;
                         out.latencies.record(sent.elapsed());
                     }
-                    Ok(Ok(text)) => {
+                    Ok(Ok(answer)) => {
                         out.failed += 1;
-                        out.error.get_or_insert(text);
+                        out.error.get_or_insert(answer.describe());
                     }
                     Ok(Err(e)) => {
                         out.failed += requests as u64 - id + 1;
@@ -154,4 +160,16 @@ pub async fn run(target: &Target, config: &EchoConfig) -> Result<EchoReport, Loa
     }
     report.elapsed = start.elapsed();
     Ok(report)
+}
+
+/// Request `id` of `method` with `id` as its params (the JSON load's frame,
+/// as a message).
+fn request(id: u64, method: &str) -> ClientMessage {
+    ClientMessage::Request(Request {
+        id,
+        method: method.to_owned(),
+        params: serde_json::Value::from(id),
+        idem: None,
+        timeout_ms: None,
+    })
 }

@@ -44,6 +44,7 @@ pub mod sse;
 pub mod sse_compare;
 pub mod stats;
 pub mod target;
+pub mod wire;
 
 /// Why a load could not run or a session failed.
 #[derive(Debug, thiserror::Error)]
