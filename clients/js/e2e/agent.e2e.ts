@@ -22,8 +22,8 @@ afterAll(() => {
 
 type Line = { ev: string; [k: string]: unknown };
 
-async function runAgent(mode: string, until: (lines: Line[]) => boolean): Promise<{ lines: Line[]; atEof: number; exitMs: number; code: number | null }> {
-  const child = spawn(process.execPath, [AGENT, "--url", server.ws, "--mode", mode, "--request-every-ms", "200", "--request-timeout-ms", "1000", "--chromium", CHROMIUM], {
+async function runAgent(mode: string, until: (lines: Line[]) => boolean, extra: string[] = []): Promise<{ lines: Line[]; atEof: number; exitMs: number; code: number | null }> {
+  const child = spawn(process.execPath, [AGENT, "--url", server.ws, "--mode", mode, "--request-every-ms", "200", "--request-timeout-ms", "1000", ...extra, "--chromium", CHROMIUM], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   children.push(child);
@@ -74,11 +74,29 @@ for (const mode of ["belay", "naive"]) {
   }, 60_000);
 }
 
-it("rejects bad arguments with exit 2", async () => {
-  const child = spawn(process.execPath, [AGENT, "--url", "http://x/ws", "--mode", "belay"], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  const code = await new Promise((resolve) => child.on("exit", resolve));
-  expect(code).toBe(2);
-  expect(out).toBe("");
-});
+it("--codec binary: every ready is followed by a codec line naming binary; publications in order, requests answered", async () => {
+  const { lines: all, atEof, code } = await runAgent("belay", (ls) => ls.filter((l) => l.ev === "pub").length >= 4 && ls.filter((l) => l.ev === "settled").length >= 3, ["--codec", "binary"]);
+  const lines = all.slice(0, atEof);
+  const kinds = lines.map((l) => l.ev);
+  const ready = kinds.indexOf("ready");
+  expect(ready).toBeGreaterThan(0);
+  expect(lines[ready + 1]).toEqual({ ev: "codec", codec: "binary" });
+  expect(kinds.filter((k) => k === "codec")).toHaveLength(kinds.filter((k) => k === "ready").length);
+  const offsets = lines.filter((l) => l.ev === "pub").map((l) => l.offset as number);
+  offsets.forEach((o, i) => i && expect(o).toBe(offsets[i - 1]! + 1));
+  const afterReady = lines.filter((l) => l.ev === "settled" && lines.findIndex((x) => x.ev === "sent" && x.id === l.id) > ready);
+  expect(afterReady.length).toBeGreaterThan(0);
+  for (const s of afterReady) expect(s.outcome).toBe("ok");
+  expect(code).toBe(0);
+}, 60_000);
+
+for (const args of [["--url", "http://x/ws", "--mode", "belay"], ["--url", "ws://x/ws", "--codec", "cbor"], ["--url", "ws://x/ws", "--mode", "naive", "--codec", "binary"]]) {
+  it(`rejects bad arguments with exit 2: ${args.join(" ")}`, async () => {
+    const child = spawn(process.execPath, [AGENT, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    const code = await new Promise((resolve) => child.on("exit", resolve));
+    expect(code).toBe(2);
+    expect(out).toBe("");
+  });
+}

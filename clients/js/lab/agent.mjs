@@ -5,17 +5,25 @@
 //
 //   node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive
 //        [--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000]
-//        [--fallback-retry-ms N] [--chromium /usr/bin/chromium]
+//        [--fallback-retry-ms N] [--codec json|binary] [--chromium /usr/bin/chromium]
 //
 // --fallback-retry-ms N (belay mode): run the client with its SSE + HTTP
 // fallback (@belay/client/fallback), trying a WebSocket again every N ms
 // while on it; every `ready` is then followed by a `via` line.
+// --codec binary (belay mode): run the client on @belay/client/binary, which
+// offers the binary codec (subprotocols belay.bin.1, belay.json.1) on every
+// WebSocket; every `ready` is then followed (after `via`, if any) by a
+// `codec` line: what the connection it is ready on speaks. The server must
+// negotiate (a browser fails an upgrade whose 101 names no subprotocol when
+// the page offered some). --codec json (the default): the client as it is.
+// With both, the WebSocket dials are binary and the SSE stream JSON.
 //
 // Lines (stdout carries nothing else; logs go to stderr):
 //   {"ev":"started"}                      the page is up and the client created
 //   {"ev":"dial"}                         a connection attempt (socket created)
 //   {"ev":"ready"}                        the client considers itself ready
 //   {"ev":"via","transport":"sse"}        ... over this transport (websocket | sse; with --fallback-retry-ms)
+//   {"ev":"codec","codec":"binary"}       ... speaking this codec (binary | json; with --codec binary)
 //   {"ev":"lost","why":"..."}             ... and no longer ready
 //   {"ev":"pub","offset":N,"epoch":"E"}   a publication delivered to the app
 //   {"ev":"resync"}                       history was lost (explicit resync)
@@ -30,8 +38,11 @@
 // origin); its scripts, injected through request interception so any Belay
 // server works, are the demo server's own assets,
 // crates/belay-demo/assets/{modes.js,belay.js,fallback.js}: the same code the demo page
-// and the Chromium e2e table run. Needs `npm ci` in clients/js (for
-// playwright-core) and Debian's chromium; no build step.
+// and the Chromium e2e table run. With --codec binary, also /binary.js: the
+// entry @belay/client/binary bundled from clients/js/src at start, as
+// `npm run build` bundles it (the demo server does not serve it). Needs
+// `npm ci` in clients/js (for playwright-core and esbuild) and Debian's
+// chromium; no build step.
 import { mkdtempSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -45,15 +56,15 @@ const log = (msg) => process.stderr.write(`[agent] ${msg}\n`);
 
 function usage(problem) {
   process.stderr.write(`agent: ${problem}\nusage: node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive `
-    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--fallback-retry-ms N] [--chromium /usr/bin/chromium]\n");
+    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--fallback-retry-ms N] [--codec json|binary] [--chromium /usr/bin/chromium]\n");
   process.exit(2);
 }
 
 export function parseArgs(argv) {
-  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, fallbackRetryMs: 0, chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
+  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, fallbackRetryMs: 0, codec: "json", chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
   const names = { "--url": "url", "--mode": "mode", "--channel": "channel", "--request-every-ms": "requestEveryMs",
     "--request-timeout-ms": "requestTimeoutMs", "--connect-timeout-ms": "connectTimeoutMs", "--fallback-retry-ms": "fallbackRetryMs",
-    "--chromium": "chromium" };
+    "--codec": "codec", "--chromium": "chromium" };
   for (let i = 0; i < argv.length; i += 2) {
     const key = names[argv[i]];
     if (!key) throw new Error(`unknown argument ${argv[i]}`);
@@ -75,6 +86,8 @@ export function parseArgs(argv) {
   if (u.protocol !== "ws:" && u.protocol !== "wss:") throw new Error(`--url must be ws:// or wss://, got ${o.url}`);
   if (o.mode !== "belay" && o.mode !== "naive") throw new Error(`--mode must be belay or naive, got ${o.mode}`);
   if (!o.channel) throw new Error("--channel must not be empty");
+  if (o.codec !== "json" && o.codec !== "binary") throw new Error(`--codec must be json or binary, got ${o.codec}`);
+  if (o.codec === "binary" && o.mode !== "belay") throw new Error("--codec binary needs --mode belay (the naive client speaks JSON only)");
   o.origin = `${u.protocol === "wss:" ? "https:" : "http:"}//${u.host}`;
   return o;
 }
@@ -122,6 +135,8 @@ async function main() {
   page.on("pageerror", (e) => log(`page error: ${e.message}`));
   page.on("crash", () => { log("the page crashed"); finish(1); });
   await page.exposeFunction("__belayOut", out);
+  // The binary entry is not among the demo's assets: bundled here, as the build does.
+  const binaryJs = opts.codec === "binary" ? await bundleBinary() : undefined;
   await page.route(`${opts.origin}/__belay_agent/**`, (route) => {
     const path = new URL(route.request().url()).pathname.slice("/__belay_agent/".length);
     if (path === "modes.js" || path === "belay.js" || path === "fallback.js") {
@@ -130,6 +145,7 @@ async function main() {
       if (path === "modes.js") body = body.replace("from '/belay.js'", "from '/__belay_agent/belay.js'").replace("from '/fallback.js'", "from '/__belay_agent/fallback.js'");
       return route.fulfill({ contentType: "text/javascript", body });
     }
+    if (path === "binary.js" && binaryJs) return route.fulfill({ contentType: "text/javascript", body: binaryJs });
     return route.fulfill({ status: 404, body: "" });
   });
   // A document the server itself serves: Chromium's local-network-access
@@ -146,10 +162,13 @@ async function main() {
   await page.evaluate(async (o) => {
     const { startClient } = await import("/__belay_agent/modes.js");
     const send = (obj) => window.__belayOut(JSON.stringify(obj));
+    const binary = o.codec === "binary" ? (await import("/__belay_agent/binary.js")).binaryCodec() : null;
     let queue = [];
     const emit = (e) => {
       const lines = e.ev === "pub" ? [{ ev: "pub", offset: e.offset, epoch: e.epoch }]
         : e.ev === "ready" && e.via ? [{ ev: "ready" }, { ev: "via", transport: e.via }] : [e];
+      // The SSE stream is JSON whatever the WebSocket negotiated (PROTOCOL.md §1.7).
+      if (e.ev === "ready" && binary) lines.push({ ev: "codec", codec: e.via === "sse" ? "json" : binary.codec });
       for (const line of lines) {
         if (queue) queue.push(line);
         else send(line);
@@ -160,6 +179,7 @@ async function main() {
       config.requestTimeoutMs = o.requestTimeoutMs;
       config.connectTimeoutMs = o.connectTimeoutMs;
       if (o.fallbackRetryMs > 0) config.fallback = { retryWebSocketEveryMs: o.fallbackRetryMs };
+      if (binary) config.WebSocket = binary.WebSocket; // modes.js hands it to the fallback too
     }
     const c = startClient(o.mode, config, emit);
     send({ ev: "started" });
@@ -173,7 +193,18 @@ async function main() {
     }, o.requestEveryMs) : 0;
     window.__agent = { stop() { clearInterval(timer); c.close(); } };
   }, opts);
-  log(`running the ${opts.mode} client against ${opts.url}`);
+  log(`running the ${opts.mode} client${opts.codec === "binary" ? " (binary codec)" : ""} against ${opts.url}`);
+}
+
+/** `@belay/client/binary` as dist/binary.js would be (scripts/bundle.mjs), from the sources. */
+async function bundleBinary() {
+  let bundle;
+  try {
+    ({ bundle } = await import("../scripts/bundle.mjs"));
+  } catch {
+    usage("esbuild is missing (needed for --codec binary): run `npm ci` in clients/js");
+  }
+  return Buffer.from(await bundle({ entry: "binary" }));
 }
 
 main().catch((e) => {
