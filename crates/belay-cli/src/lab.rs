@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use belay_lab::lab::{self, ClientKind, LabConfig, LabFault, LabTransport};
+use belay_proto::message::Codec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Arguments of `belay lab`.
@@ -33,6 +34,12 @@ pub(crate) struct Args {
     /// the proxy throughout; Belay clients and single-server faults only).
     #[arg(long, value_delimiter = ',', default_value = "websocket,sse")]
     transports: Vec<LabTransport>,
+    /// The codec the Belay clients ask for: json (the default) or binary
+    /// (the Rust client's `codec(Codec::Binary)`, the browser client on
+    /// `@belay/client/binary`; each ready over WebSocket must then be
+    /// binary). The naive clients speak JSON either way.
+    #[arg(long, default_value = "json", value_parser = parse_codec)]
+    codec: Codec,
     /// Repetitions run at the same time.
     #[arg(long, default_value_t = 3)]
     jobs: usize,
@@ -67,6 +74,7 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     config.faults.clone_from(&args.faults);
     config.clients.clone_from(&args.clients);
     config.transports.clone_from(&args.transports);
+    config.work.codec = args.codec;
     config.reps = args.reps.max(1);
     config.jobs = args.jobs.max(1);
     config.fault_for = Duration::from_millis(args.fault_ms.max(100));
@@ -129,6 +137,14 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+fn parse_codec(name: &str) -> Result<Codec, String> {
+    match name {
+        "json" => Ok(Codec::Json),
+        "binary" => Ok(Codec::Binary),
+        other => Err(format!("unknown codec {other:?} (json, binary)")),
+    }
+}
+
 /// The command as a user would type it to get the same run.
 fn command_line(args: &Args) -> String {
     let clients: Vec<&str> = args.clients.iter().map(|c| c.name()).collect();
@@ -144,6 +160,9 @@ fn command_line(args: &Args) -> String {
         args.fault_ms,
         args.flapping_ms
     );
+    if args.codec == Codec::Binary {
+        line.push_str(" --codec binary");
+    }
     if let Some(out) = &args.out {
         line.push_str(&format!(" --out {}", out.display()));
     }

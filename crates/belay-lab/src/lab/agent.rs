@@ -5,6 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
+
+use belay_proto::message::Codec;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -101,6 +103,10 @@ pub struct Workload {
     /// lab turns it on for the `websocket-blocked` fault and the `sse`
     /// transport; elsewhere it is the default entry alone).
     pub browser_fallback: bool,
+    /// The codec the Belay clients ask for (spec/PROTOCOL.md §1.8): JSON
+    /// (the default) or binary (the browser client then runs with
+    /// `@belay/client/binary`).
+    pub codec: Codec,
 }
 
 impl Default for Workload {
@@ -113,6 +119,7 @@ impl Default for Workload {
             seed: 1,
             retry_websocket_every: Duration::from_secs(1),
             browser_fallback: false,
+            codec: Codec::Json,
         }
     }
 }
@@ -348,6 +355,10 @@ fn spawn_browser(
             ]
         } else {
             Vec::new()
+        })
+        .args(match (work.codec, mode) {
+            (Codec::Binary, "belay") => vec!["--codec", "binary"],
+            _ => Vec::new(),
         })
         .arg("--chromium")
         .arg(&browser.chromium)

@@ -4,6 +4,7 @@
 //! from the workload.
 
 use belay_client::{Client, Item, RequestError, RequestOptions, Status};
+use belay_proto::message::Codec;
 use belay_proto::{FallbackConfig, TransportKind};
 use serde_json::json;
 use tokio::sync::watch;
@@ -28,9 +29,11 @@ pub(crate) async fn run(
             fallback
         }))
         .seed(work.seed)
+        .codec(work.codec)
         .connect();
     out.emit(Observation::Started);
-    let status = tokio::spawn(watch_status(client.status(), out.clone()));
+    let report_codec = work.codec == Codec::Binary;
+    let status = tokio::spawn(watch_status(client.status(), out.clone(), report_codec));
     let feed = tokio::spawn(watch_feed(
         client.clone(),
         work.channel.clone(),
@@ -72,7 +75,9 @@ fn outcome(result: &Result<belay_proto::message::RawJson, RequestError>) -> Outc
     }
 }
 
-async fn watch_status(mut status: watch::Receiver<Status>, out: Emitter) {
+/// Report every change of readiness (and, with `report_codec`, the codec
+/// of each connection the client became ready on).
+async fn watch_status(mut status: watch::Receiver<Status>, out: Emitter, report_codec: bool) {
     let mut attempts = 0_u64;
     let mut ready = false;
     loop {
@@ -92,6 +97,15 @@ async fn watch_status(mut status: watch::Receiver<Status>, out: Emitter) {
                 out.emit(Observation::Via {
                     transport: transport.into(),
                 });
+                if report_codec {
+                    let codec = match now.codec {
+                        Codec::Binary => "binary",
+                        _ => "json",
+                    };
+                    out.emit(Observation::Codec {
+                        codec: codec.into(),
+                    });
+                }
             } else {
                 out.emit(Observation::Lost { why: why(&now) });
             }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use belay_proto::message::Codec;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -333,6 +334,12 @@ impl Cell {
                 transport_shortfalls(self.fault, self.transport, f)
                     .map(|s| format!("rep {n}: {s}")),
             );
+            if config.work.codec == Codec::Binary && f.websocket_codecs != ["binary"] {
+                out.push(format!(
+                    "rep {n}: asked for the binary codec, ready over WebSocket in {:?}",
+                    f.websocket_codecs
+                ));
+            }
         }
         out
     }

@@ -56,6 +56,9 @@ pub struct RepFigures {
     /// fault began (a dial chosen while WebSockets were blocked may open
     /// just after the block ends).
     pub ready_via_sse_since_fault: bool,
+    /// The codecs of the readies over WebSocket, in order, repeats folded
+    /// (empty for clients not asked for the binary codec).
+    pub websocket_codecs: Vec<String>,
 }
 
 /// Compute the figures of one repetition.
@@ -107,7 +110,26 @@ pub(crate) fn figures(frame: Frame, seen: &[Stamped], last: Option<&Position>) -
                 && s.at <= frame.stop_at
                 && matches!(&s.what, Observation::Via { transport } if transport == "sse")
         }),
+        websocket_codecs: websocket_codecs(seen, frame.stop_at),
     }
+}
+
+/// The codec of every ready over WebSocket (a ready with no `via` is one:
+/// the client cannot fall back), in order, a repeat folded into one.
+fn websocket_codecs(seen: &[Stamped], until: Instant) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut over_sse = false;
+    for s in seen.iter().filter(|s| s.at <= until) {
+        match &s.what {
+            Observation::Ready => over_sse = false,
+            Observation::Via { transport } => over_sse = transport == "sse",
+            Observation::Codec { codec } if !over_sse && out.last() != Some(codec) => {
+                out.push(codec.clone());
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The transports of every "ready", in order, a repeat folded into one.

@@ -39,6 +39,13 @@ pub enum Observation {
         /// Its name.
         transport: String,
     },
+    /// The codec of the connection the client became ready on: `binary`
+    /// or `json` (clients asked for the binary codec; reported after
+    /// [`Observation::Ready`] and any [`Observation::Via`]).
+    Codec {
+        /// Its name.
+        codec: String,
+    },
     /// The client now considers itself not ready.
     Lost {
         /// The client's own words for why.
@@ -111,6 +118,9 @@ mod tests {
             Observation::Resync,
             Observation::Via {
                 transport: "sse".into(),
+            },
+            Observation::Codec {
+                codec: "binary".into(),
             },
             Observation::Sent { id: 3 },
             Observation::Settled {

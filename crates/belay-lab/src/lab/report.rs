@@ -76,6 +76,18 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
             .join(", "),
         c.work.retry_websocket_every.as_millis(),
     );
+    let _ = writeln!(
+        out,
+        "* Codec (spec/PROTOCOL.md §1.8): {}.",
+        match c.work.codec {
+            belay_proto::message::Codec::Binary => {
+                "**binary** for Belay's clients (the Rust client's `codec(Codec::Binary)`, the \
+                 browser client on `@belay/client/binary`: every ready over WebSocket is checked \
+                 to speak `belay.bin.1`; the fallback speaks JSON); the naive clients speak JSON"
+            }
+            _ => "JSON for every client",
+        }
+    );
     out.push('\n');
     out.push_str(LEGEND);
     out.push_str(
@@ -236,7 +248,7 @@ fn verdicts(out: &mut String, report: &LabReport) {
          or Redis down (the history is kept), a resync after Redis restarted empty, and the \
          connection up through both Redis faults (no dial). With WebSockets blocked: ready \
          over SSE (in the `sse` cells, only ever over SSE) and, after `websocket-blocked`, back \
-         on WebSocket.\n\n",
+         on WebSocket. With the binary codec: every ready over WebSocket in `belay.bin.1`.\n\n",
     );
     let mut all_good = true;
     for cell in belay {
