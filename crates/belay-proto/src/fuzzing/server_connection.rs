@@ -28,7 +28,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::message::{encode_client, ClientMessage, ErrorBody, RawJson, Reply, ServerMessage};
+use crate::message::{
+    encode_client, encode_client_binary, ClientMessage, Codec, ErrorBody, RawJson, Reply,
+    ServerMessage,
+};
 use crate::message::{Connect, Request, StreamPosition, Subscribe, Unsubscribe, PROTOCOL_VERSION};
 use crate::server::{
     AuthVerdict, Connection, Frame, JoinAnswer, Limits, Output, Ticket, TransportError,
@@ -288,15 +291,36 @@ impl Harness {
             }),
             ClientFrame::Ping => ClientMessage::Ping,
             ClientFrame::Pong => ClientMessage::Pong,
+            ClientFrame::Unknown if self.binary() => {
+                return self
+                    .conn
+                    .handle_frame(self.now, Frame::Binary(&[0x12, 0x34]));
+            }
             ClientFrame::Unknown => {
                 return self.text(r#"{"type":"frobnicate"}"#);
             }
             ClientFrame::BadRequest { id } => {
                 *self.requests_sent.entry(u64::from(*id)).or_default() += 1;
+                if self.binary() {
+                    // Code, flags, the id, then a method past the frame.
+                    let mut frame = vec![0x00, 0x10, 0x00];
+                    frame.extend(leb128(u64::from(*id)));
+                    frame.push(0x7f);
+                    return self.conn.handle_frame(self.now, Frame::Binary(&frame));
+                }
                 return self.text(&format!(r#"{{"type":"request","id":{id},"method":5}}"#));
             }
         };
-        self.text(&encode_client(&message));
+        if self.binary() {
+            let frame = encode_client_binary(&message);
+            self.conn.handle_frame(self.now, Frame::Binary(&frame));
+        } else {
+            self.text(&encode_client(&message));
+        }
+    }
+
+    fn binary(&self) -> bool {
+        self.conn.codec() == Codec::Binary
     }
 
     fn text(&mut self, text: &str) {
@@ -331,7 +355,8 @@ impl Harness {
         match step {
             Step::Frame(frame) => self.frame(frame),
             Step::Text(text) => self.text(text),
-            Step::Binary => self.conn.handle_frame(now, Frame::Binary(b"\x00\x01")),
+            Step::Binary(bytes) => self.conn.handle_frame(now, Frame::Binary(bytes)),
+            Step::UseBinaryCodec => self.conn.set_codec(Codec::Binary),
             Step::WsPing(payload) => {
                 let payload = &payload[..payload.len().min(125)];
                 self.conn.handle_frame(now, Frame::Ping(payload));
@@ -425,6 +450,20 @@ impl Harness {
         }
         let (channel, id) = &self.joined[usize::from(pick) % self.joined.len()];
         Some((channel.clone(), *id))
+    }
+}
+
+/// `value` as an unsigned LEB128 (the binary codec's `uint`).
+fn leb128(mut value: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
     }
 }
 

@@ -82,8 +82,9 @@ pub enum Step {
     Frame(ClientFrame),
     /// Any text.
     Text(String),
-    /// A binary frame.
-    Binary,
+    /// Any binary frame (a message of a binary connection, a violation
+    /// of a JSON one).
+    Binary(Vec<u8>),
     /// A WebSocket ping with a payload.
     WsPing(Vec<u8>),
     /// A WebSocket pong.
@@ -98,6 +99,10 @@ pub enum Step {
     LongWait(u8),
     /// Answer the oldest question of that kind.
     Answer(Answer),
+    /// The upgrade chose the binary codec: from here on the model frames
+    /// go binary (the connection ignores it after its first frame, and
+    /// the harness then keeps the codec the connection has).
+    UseBinaryCodec,
     /// Answer a ticket the connection never issued.
     Stray(Answer),
     /// Answer the newest question instead of the oldest.
