@@ -18,6 +18,12 @@
 //! Dropping the last [`Client`] stops the connection; [`Client::close`]
 //! stops it and waits until every task it started has ended.
 //!
+//! Frames are JSON by default. [`ClientBuilder::codec`] with
+//! [`Codec::Binary`](belay_proto::message::Codec) asks the server for the
+//! compact binary codec (spec/PROTOCOL.md §1.8); [`Status::codec`] says
+//! what each connection speaks (JSON with a server that does not negotiate,
+//! and on the SSE fallback).
+//!
 //! # Example
 //!
 //! ```no_run
