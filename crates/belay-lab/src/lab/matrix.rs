@@ -251,6 +251,28 @@ fn transport_shortfalls(
     out.into_iter()
 }
 
+/// What the binary codec asks of a Belay client: every ready over a
+/// WebSocket in the binary codec (over the fallback, JSON is the rule), and
+/// at least one such ready in a `websocket` cell.
+fn codec_shortfalls(
+    codec: Codec,
+    transport: LabTransport,
+    f: &RepFigures,
+) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    if codec == Codec::Binary {
+        let json = f.websocket_codecs.iter().any(|c| c != "binary");
+        let none = transport == LabTransport::WebSocket && f.websocket_codecs.is_empty();
+        if json || none {
+            out.push(format!(
+                "asked for the binary codec, ready over WebSocket in {:?}",
+                f.websocket_codecs
+            ));
+        }
+    }
+    out.into_iter()
+}
+
 /// What a cluster fault asks of a Belay client beyond the guarantees of
 /// every fault: a move or a Redis that comes back with its data is a resume
 /// (no resync); Redis restarted empty is announced (a resync); a Redis
@@ -334,12 +356,10 @@ impl Cell {
                 transport_shortfalls(self.fault, self.transport, f)
                     .map(|s| format!("rep {n}: {s}")),
             );
-            if config.work.codec == Codec::Binary && f.websocket_codecs != ["binary"] {
-                out.push(format!(
-                    "rep {n}: asked for the binary codec, ready over WebSocket in {:?}",
-                    f.websocket_codecs
-                ));
-            }
+            out.extend(
+                codec_shortfalls(config.work.codec, self.transport, f)
+                    .map(|s| format!("rep {n}: {s}")),
+            );
         }
         out
     }
