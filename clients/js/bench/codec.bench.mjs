@@ -6,14 +6,17 @@
 // decodeServer(text); binary, decodeBinary(frame) and the core's checks of
 // the object it makes, decodeServer(object).
 //
-//   node bench/codec.bench.mjs [--runs 11] [--batch-ms 20] [--json]
+//   node bench/codec.bench.mjs [--runs 21] [--batch-ms 20] [--warm-ms 500] [--json]
 //
 // The sources are bundled with esbuild as the build does (minified, the same
 // code the browser runs) and imported. Each case is timed in batches of N
 // calls, N calibrated so a batch takes about --batch-ms; a case's figure is
 // the median over --runs batches of the batch's time / N, in ns per call.
 // The JSON and the binary side of a comparison run in alternate batches, so
-// a change in the machine's load weighs on both alike.
+// a change in the machine's load weighs on both alike. Before any timing,
+// every function runs on every message for --warm-ms (default 500), so the
+// JIT has seen all the shapes a client sees (as in a live session) whatever
+// case comes first.
 // Client messages (connect, request, subscribe) have no decodeServer: their
 // JSON decode is JSON.parse, what a server written in JS would do first.
 // Prints a Markdown table (or, with --json, one JSON document).
@@ -29,8 +32,9 @@ function arg(name, fallback) {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive whole number`);
   return n;
 }
-const RUNS = arg("--runs", 11);
+const RUNS = arg("--runs", 21);
 const BATCH_MS = arg("--batch-ms", 20);
+const WARM_MS = arg("--warm-ms", 500);
 const AS_JSON = process.argv.includes("--json");
 
 const out = await build({
@@ -104,6 +108,28 @@ function check(name, cond, what) {
   if (!cond) throw new Error(`${name}: ${what}`);
 }
 
+// Every function on every message, for WARM_MS.
+{
+  const texts = MESSAGES.map(([, , m]) => JSON.stringify(m));
+  const frames = MESSAGES.map(([, , m]) => encodeBinary(m));
+  const textBytes = texts.map((t) => new TextEncoder().encode(t));
+  const utf8 = new TextDecoder();
+  const until = process.hrtime.bigint() + BigInt(WARM_MS) * 1_000_000n;
+  while (process.hrtime.bigint() < until) {
+    for (let i = 0; i < MESSAGES.length; i++) {
+      const [, dir, m] = MESSAGES[i];
+      keep(JSON.stringify(m));
+      keep(encodeBinary(m));
+      const decoded = decodeBinary(frames[i], dir);
+      if (dir === "server") {
+        keep(decodeServer(texts[i]));
+        keep(decodeServer(decoded));
+        keep(decodeServer(utf8.decode(textBytes[i])));
+      } else keep(JSON.parse(texts[i]));
+    }
+  }
+}
+
 const rows = [];
 for (const [name, dir, message] of MESSAGES) {
   const text = JSON.stringify(message);
@@ -135,10 +161,10 @@ const perPublication = { json_ns, binary_ns, json_from_bytes_ns };
 
 const ratio = (a, b) => (a / b).toFixed(2);
 if (AS_JSON) {
-  console.log(JSON.stringify({ node: process.version, runs: RUNS, batch_ms: BATCH_MS, rows, client_decode_per_publication: perPublication }, null, 2));
+  console.log(JSON.stringify({ node: process.version, runs: RUNS, batch_ms: BATCH_MS, warm_ms: WARM_MS, rows, client_decode_per_publication: perPublication }, null, 2));
 } else {
   const ns = (v) => v.toFixed(0);
-  console.log(`Node ${process.version}, ${RUNS} runs of ~${BATCH_MS} ms batches per case; median ns per call; ratio = JSON / binary (> 1: binary faster)\n`);
+  console.log(`Node ${process.version}, ${RUNS} runs of ~${BATCH_MS} ms batches per case (after ${WARM_MS} ms of warm-up); median ns per call; ratio = JSON / binary (> 1: binary faster)\n`);
   console.log("| message | JSON B | binary B | encode JSON ns | encode binary ns | encode ratio | decode JSON ns | decode binary ns | decode ratio |");
   console.log("|---|--:|--:|--:|--:|--:|--:|--:|--:|");
   for (const r of rows) {
