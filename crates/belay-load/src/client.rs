@@ -87,9 +87,9 @@ pub async fn open(
         .map_err(|_| LoadError::Timeout("opening a session"))?
 }
 
-/// The next text frame (skipping WebSocket-level pings and pongs, which the
-/// codec answers); an error when the connection closes.
-pub async fn next_text(ws: &mut Session) -> Result<String, LoadError> {
+/// The next text or binary message (skipping WebSocket-level pings and
+/// pongs, which the codec answers); an error when the connection closes.
+pub async fn next_data(ws: &mut Session) -> Result<Message, LoadError> {
     loop {
         let message = ws
             .next()
@@ -101,7 +101,17 @@ pub async fn next_text(ws: &mut Session) -> Result<String, LoadError> {
                 u16::from(code)
             )));
         }
-        if let Some(text) = message.as_text() {
+        if message.is_text() || message.is_binary() {
+            return Ok(message);
+        }
+    }
+}
+
+/// The next text frame (binary frames, which a JSON session never gets,
+/// are passed over); an error when the connection closes.
+pub async fn next_text(ws: &mut Session) -> Result<String, LoadError> {
+    loop {
+        if let Some(text) = next_data(ws).await?.as_text() {
             return Ok(text.to_owned());
         }
     }

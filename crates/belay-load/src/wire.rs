@@ -14,7 +14,7 @@ use belay_proto::message::{
     ServerMessage,
 };
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use http::header::SEC_WEBSOCKET_PROTOCOL;
 use http::HeaderValue;
 use tokio_websockets::{ClientBuilder, Message};
@@ -159,24 +159,11 @@ fn connect() -> ClientMessage {
 /// The next text or binary frame (WebSocket pings and pongs are the
 /// codec's); an error when the connection closes.
 pub async fn next_frame(ws: &mut Session) -> Result<Frame, LoadError> {
-    loop {
-        let message = ws
-            .next()
-            .await
-            .ok_or_else(|| LoadError::Protocol("connection closed".into()))??;
-        if let Some((code, reason)) = message.as_close() {
-            return Err(LoadError::Protocol(format!(
-                "closed by the server: {} {reason}",
-                u16::from(code)
-            )));
-        }
-        if message.is_text() || message.is_binary() {
-            return Ok(Frame {
-                binary: message.is_binary(),
-                bytes: Bytes::from(message.into_payload()),
-            });
-        }
-    }
+    let message = client::next_data(ws).await?;
+    Ok(Frame {
+        binary: message.is_binary(),
+        bytes: Bytes::from(message.into_payload()),
+    })
 }
 
 /// The next frame that is not a Belay `ping`; pings are answered in `codec`.
