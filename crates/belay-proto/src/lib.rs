@@ -90,6 +90,7 @@ pub mod server;
 pub mod backoff;
 pub mod close;
 pub mod heartbeat;
+pub mod host;
 pub mod message;
 pub mod rng;
 pub mod time;

@@ -1,0 +1,149 @@
+//! The relay's half: what it knows of one host, and so whether the host
+//! is needed and what state its clients see.
+//!
+//! Needed means a client is subscribed to the host's channel, a call to
+//! the host is waiting or running, or the last call ended less than the
+//! grace ago. The state clients see is derived, never stored: `ready` while
+//! the host's session holds its calls channel; otherwise `waking` while it
+//! is needed, `offline` when it stopped beating, `asleep` else.
+
+use crate::time::Instant;
+
+use super::HostTiming;
+
+/// A host's state as its clients see it (`$host-state:ID`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HostState {
+    /// Nobody needs it; it holds no session.
+    Asleep,
+    /// Needed, and not connected yet: calls wait for it.
+    Waking,
+    /// Its session is up: calls go through now.
+    Ready,
+    /// It has not called the heartbeat endpoint for
+    /// [`HostTiming::offline_after`]: calls fail at once.
+    Offline,
+}
+
+impl HostState {
+    /// The wire name (`asleep`, `waking`, `ready`, `offline`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostState::Asleep => "asleep",
+            HostState::Waking => "waking",
+            HostState::Ready => "ready",
+            HostState::Offline => "offline",
+        }
+    }
+}
+
+/// One host as the relay sees it. Small and `Copy`: the relay holds one
+/// per registered host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostRecord {
+    last_beat: Instant,
+    /// Sessions of this host holding its calls channel (usually 0 or 1; a
+    /// reconnect can overlap the old session's end).
+    attached: u32,
+    /// Client subscriptions to `$host:ID`.
+    subscribers: u32,
+    /// Calls waiting for the host or running on it.
+    calls: u32,
+    /// When the last call ended.
+    last_call_end: Option<Instant>,
+}
+
+impl HostRecord {
+    /// A host whose first heartbeat arrived at `now`.
+    pub fn new(now: Instant) -> Self {
+        HostRecord {
+            last_beat: now,
+            attached: 0,
+            subscribers: 0,
+            calls: 0,
+            last_call_end: None,
+        }
+    }
+
+    /// A heartbeat from the host at `now`; the answer is
+    /// [`needed`](Self::needed).
+    pub fn handle_beat(&mut self, now: Instant) {
+        self.last_beat = self.last_beat.max(now);
+    }
+
+    /// A session of the host now holds its calls channel.
+    pub fn handle_attached(&mut self) {
+        self.attached = self.attached.saturating_add(1);
+    }
+
+    /// A session of the host let go of its calls channel.
+    pub fn handle_detached(&mut self, now: Instant) {
+        self.attached = self.attached.saturating_sub(1);
+        // Its session just ended: count from here, not from a beat that
+        // may be an interval old.
+        self.last_beat = self.last_beat.max(now);
+    }
+
+    /// A client subscribed to the host's channel.
+    pub fn handle_subscribed(&mut self) {
+        self.subscribers = self.subscribers.saturating_add(1);
+    }
+
+    /// A client's subscription to the host's channel ended.
+    pub fn handle_unsubscribed(&mut self) {
+        self.subscribers = self.subscribers.saturating_sub(1);
+    }
+
+    /// A call for the host arrived.
+    pub fn handle_call_started(&mut self) {
+        self.calls = self.calls.saturating_add(1);
+    }
+
+    /// A call ended (answered, refused or given up) at `now`.
+    pub fn handle_call_ended(&mut self, now: Instant) {
+        self.calls = self.calls.saturating_sub(1);
+        self.last_call_end = Some(self.last_call_end.map_or(now, |at| at.max(now)));
+    }
+
+    /// Whether anyone needs the host at `now`.
+    pub fn needed(&self, now: Instant, timing: &HostTiming) -> bool {
+        self.subscribers > 0
+            || self.calls > 0
+            || self
+                .last_call_end
+                .is_some_and(|end| now.saturating_duration_since(end) < timing.grace)
+    }
+
+    /// The state its clients see at `now`.
+    pub fn state(&self, now: Instant, timing: &HostTiming) -> HostState {
+        if self.attached > 0 {
+            HostState::Ready
+        } else if now.saturating_duration_since(self.last_beat) >= timing.offline_after() {
+            HostState::Offline
+        } else if self.needed(now, timing) {
+            HostState::Waking
+        } else {
+            HostState::Asleep
+        }
+    }
+
+    /// Calls waiting or running.
+    pub fn calls(&self) -> u32 {
+        self.calls
+    }
+
+    /// Whether a session of the host holds its calls channel.
+    pub fn is_attached(&self) -> bool {
+        self.attached > 0
+    }
+
+    /// Whether the relay may forget the host at `now`: offline, with
+    /// nothing that refers to it.
+    pub fn is_forgettable(&self, now: Instant, timing: &HostTiming) -> bool {
+        self.attached == 0
+            && self.subscribers == 0
+            && self.calls == 0
+            && self.state(now, timing) == HostState::Offline
+    }
+}
