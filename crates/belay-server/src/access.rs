@@ -1,8 +1,12 @@
 //! Who decides whether a connection may subscribe to a channel or publish
 //! to it from the client: the channel's namespace ([`Access`]), then the
 //! authenticator's hook it names. A user channel (`#USER`) is always its
-//! user's alone, whatever the namespace says.
+//! user's alone, whatever the namespace says. The host channels
+//! (docs/HOSTS.md) have fixed rules too: only the host `ID` holds
+//! `$host-calls:ID` and publishes to `$host:ID`; `$host-state:ID` is
+//! authorized as `$host:ID`, and published by the relay alone.
 
+use belay_proto::host::{is_host_channel, HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::Payload;
 use belay_proto::server::Access;
 
@@ -20,6 +24,23 @@ pub(crate) fn subscribe(
     let auth = &shared.auth;
     if channel.starts_with(USER_CHANNEL_PREFIX) {
         return Verdict::Now(auth.authorize_subscribe(principal, channel));
+    }
+    if is_host_channel(channel) {
+        match HostChannel::parse(channel) {
+            Some(HostChannel::Calls(host)) if principal.is_host(host) => {
+                return Verdict::Now(Ok(()))
+            }
+            Some(HostChannel::State(host)) => {
+                let data = format!("{HOST_CHANNEL_PREFIX}{host}");
+                return subscribe(shared, principal, &data, token);
+            }
+            Some(HostChannel::Data(_)) => {}
+            _ => {
+                return Verdict::Now(Err(AuthError::Forbidden(format!(
+                    "{channel:?} is not a channel a client may subscribe to"
+                ))))
+            }
+        }
     }
     match shared.config.namespaces.options_for(channel).subscribe {
         Access::Anyone => Verdict::Now(Ok(())),
@@ -42,6 +63,14 @@ pub(crate) fn publish(
     let auth = &shared.auth;
     if channel.starts_with(USER_CHANNEL_PREFIX) {
         return Verdict::Now(auth.authorize_publish(principal, channel));
+    }
+    if is_host_channel(channel) {
+        return Verdict::Now(match HostChannel::parse(channel) {
+            Some(HostChannel::Data(host)) if principal.is_host(host) => Ok(()),
+            _ => Err(AuthError::Forbidden(format!(
+                "only its host publishes to {channel:?}"
+            ))),
+        });
     }
     match shared.config.namespaces.options_for(channel).publish {
         Access::Anyone => Verdict::Now(Ok(())),

@@ -39,6 +39,10 @@ pub struct Principal {
     /// What the application tells other clients about this principal
     /// (presence entries, join/leave), from the credentials (JWT `info`).
     pub info: Option<RawJson>,
+    /// The resident host these credentials belong to (JWT `host`), if
+    /// they are a host's: only it may hold `$host-calls:ID`, publish to
+    /// `$host:ID` and answer its calls (docs/HOSTS.md).
+    pub host: Option<Arc<str>>,
 }
 
 impl Principal {
@@ -50,6 +54,7 @@ impl Principal {
             subscribe: None,
             publish: None,
             info: None,
+            host: None,
         }
     }
 
@@ -61,6 +66,7 @@ impl Principal {
             subscribe: None,
             publish: None,
             info: None,
+            host: None,
         }
     }
 
@@ -88,6 +94,17 @@ impl Principal {
     pub fn with_info(mut self, info: RawJson) -> Self {
         self.info = Some(info);
         self
+    }
+
+    /// The same principal, as the credentials of the resident host `id`.
+    pub fn hosting(mut self, id: impl Into<Arc<str>>) -> Self {
+        self.host = Some(id.into());
+        self
+    }
+
+    /// Whether these are the credentials of the host `id`.
+    pub fn is_host(&self, id: &str) -> bool {
+        self.host.as_deref() == Some(id)
     }
 
     /// Whether the credentials have expired at `now`.

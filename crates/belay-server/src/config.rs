@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use belay_proto::host::HostTiming;
 use belay_proto::server::DrainConfig;
 use belay_proto::server::Limits;
 use belay_proto::server::Namespaces;
@@ -78,6 +79,16 @@ pub struct ServerConfig {
     /// broker shares no presence store); a member beyond it is not
     /// recorded (the subscription is still granted).
     pub presence_max_bytes: usize,
+    /// Resident hosts (docs/HOSTS.md): the heartbeat interval they are
+    /// told, the connect allowance, the grace after a call.
+    pub host_timing: HostTiming,
+    /// Hosts the relay keeps a record of; a heartbeat from a new host
+    /// beyond it is answered 503 (offline hosts nobody refers to are
+    /// forgotten first).
+    pub max_hosts: usize,
+    /// Calls waiting for or running on one host; one more is refused
+    /// `rate_limited`.
+    pub max_calls_per_host: usize,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +117,9 @@ impl Default for ServerConfig {
             admin_token: None,
             namespaces: Namespaces::default(),
             presence_max_bytes: 16 << 20,
+            host_timing: HostTiming::default(),
+            max_hosts: 10_000,
+            max_calls_per_host: 64,
         }
     }
 }
@@ -247,6 +261,20 @@ impl ServerConfig {
     /// Advertise reconnect pacing slots in `welcome` (default on).
     pub fn with_pacing(mut self, pacing: bool) -> Self {
         self.pacing = pacing;
+        self
+    }
+
+    /// Serve resident hosts with `timing` (docs/HOSTS.md).
+    pub fn with_host_timing(mut self, timing: HostTiming) -> Self {
+        self.host_timing = timing;
+        self
+    }
+
+    /// Keep records of at most `hosts` hosts, and at most `calls` calls
+    /// per host.
+    pub fn with_host_limits(mut self, hosts: usize, calls: usize) -> Self {
+        self.max_hosts = hosts;
+        self.max_calls_per_host = calls;
         self
     }
 }

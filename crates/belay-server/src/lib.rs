@@ -48,6 +48,7 @@ pub mod events;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod hosts;
 mod idempotency_expiry;
 mod inspect;
 mod mailbox;

@@ -145,6 +145,7 @@ impl ServerBuilder {
             events: broadcast::channel(1_024).0,
             sse: Arc::default(),
             sse_relay: self.sse_relay,
+            hosts: crate::hosts::HostRegistry::default(),
         };
         Server {
             shared: Arc::new(shared),
@@ -277,7 +278,8 @@ impl Server {
     }
 
     /// The public HTTP routes: `/ws`, the SSE fallback's `/sse`, `/sse/send`
-    /// and `/sse/close`, `/metrics`, `/healthz`, `/readyz`.
+    /// and `/sse/close`, `/metrics`, `/healthz`, `/readyz`, and the
+    /// resident hosts' `POST /hosts/heartbeat` (docs/HOSTS.md).
     /// The admin routes are apart ([`Server::admin_router`]).
     pub fn router(&self) -> Router {
         Router::new()
@@ -288,17 +290,20 @@ impl Server {
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
+            .route("/hosts/heartbeat", post(crate::hosts::heartbeat))
             .with_state(self.clone())
     }
 
-    /// The admin routes (`POST /admin/drain`), behind the admin guard: a
+    /// The admin routes (`POST /admin/drain`, `GET /admin/hosts`), behind the admin guard: a
     /// request needs `Authorization: Bearer <admin_token>` when a token is
     /// configured, or else comes from a loopback peer naming a loopback
     /// host; and a request from a page (an `Origin` header) must come from
     /// the same origin. Merge it with [`Server::router`] to serve both, or
     /// serve it on a listener of its own. See [`crate::admin`].
     pub fn admin_router(&self) -> Router {
-        let admin = Router::new().route("/admin/drain", post(admin_drain));
+        let admin = Router::new()
+            .route("/admin/drain", post(admin_drain))
+            .route("/admin/hosts", get(admin_hosts));
         crate::admin::guard(self, admin).with_state(self.clone())
     }
 
@@ -322,6 +327,12 @@ impl Server {
     ) -> std::io::Result<()> {
         crate::tls::serve(self, listener, router, Some(tls)).await
     }
+}
+
+/// The resident hosts and their states (docs/HOSTS.md).
+async fn admin_hosts(State(server): State<Server>) -> impl IntoResponse {
+    let shared = &server.shared;
+    axum::Json(serde_json::json!({ "hosts": shared.hosts.list(shared) }))
 }
 
 async fn metrics(State(server): State<Server>) -> impl IntoResponse {
@@ -349,6 +360,11 @@ impl Server {
                 "belay_sse_streams",
                 "Sessions over the SSE fallback open now (also in belay_connections_open).",
                 shared.sse.len(),
+            ),
+            (
+                "belay_hosts",
+                "Resident hosts the relay keeps a record of (docs/HOSTS.md).",
+                shared.hosts.len(),
             ),
             (
                 "belay_pending_upgrades",

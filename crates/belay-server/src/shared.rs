@@ -69,6 +69,8 @@ pub(crate) struct Shared {
     pub(crate) sse: Arc<crate::sse::Streams>,
     /// Where a send for another node's stream goes (a cluster).
     pub(crate) sse_relay: Option<Arc<dyn crate::sse::SseRelay>>,
+    /// The resident hosts this relay knows (docs/HOSTS.md).
+    pub(crate) hosts: crate::hosts::HostRegistry,
 }
 
 impl Shared {

@@ -433,7 +433,7 @@ fn accept_key(key: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(sha.digest().bytes())
 }
 
-fn bearer(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     value.strip_prefix("Bearer ").map(str::to_owned)
 }

@@ -35,6 +35,7 @@ use crate::requests::RequestSet;
 use crate::shared::Shared;
 use crate::ws::{Event, Message, WsError, HIGH_WATER};
 
+mod hosts;
 mod outputs;
 mod presence;
 mod transport;

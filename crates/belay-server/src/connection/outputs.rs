@@ -97,6 +97,7 @@ impl Driver {
                     let subscriber = SubscriberId::from_raw(subscription);
                     self.shared.broker.unsubscribe(&channel, subscriber);
                     self.presence_left(&channel, subscriber);
+                    self.hosts_left(&channel);
                 }
                 Output::AuthorizeRequest { ticket, method } => {
                     let now = self.now();
@@ -253,6 +254,7 @@ impl Driver {
             Joining::Now(answer) => {
                 if answer.is_ok() {
                     self.presence_joined(channel, subscriber);
+                    self.hosts_joined(channel);
                 }
                 Some(join_answer(subscriber, answer, self.core.codec()))
             }
@@ -280,6 +282,7 @@ impl Driver {
         if let Ok(granted) = &answer {
             let channel = granted.subscribed.channel.clone();
             self.presence_joined(&channel, subscriber);
+            self.hosts_joined(&channel);
         }
         let (now, codec) = (self.now(), self.core.codec());
         self.core

@@ -188,8 +188,12 @@ async fn call(task: &RequestTask) -> Reply {
             shared: Arc::clone(&task.shared),
         },
     };
-    if task.request.method == crate::client_publish::METHOD {
-        return crate::client_publish::run(ctx, task.request.params.clone()).await;
+    let params = || task.request.params.clone();
+    match task.request.method.as_str() {
+        crate::client_publish::METHOD => return crate::client_publish::run(ctx, params()).await,
+        crate::hosts::call::METHOD => return crate::hosts::call::run(ctx, params()).await,
+        crate::hosts::answer::METHOD => return crate::hosts::answer::run(ctx, params()).await,
+        _ => {}
     }
     match task
         .shared

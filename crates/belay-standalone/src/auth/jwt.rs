@@ -7,7 +7,9 @@
 //! channel patterns (`news`, `chat:*`) the user may subscribe to (absent:
 //! any channel), `publish`: patterns the user may publish to from the
 //! client with `$publish` (absent: none), and `info`: any JSON value other
-//! clients are told about the user (presence entries, join/leave). One algorithm is accepted (HS256, RS256 or ES256); a
+//! clients are told about the user (presence entries, join/leave), and
+//! `host`: the id of the resident host the token belongs to (docs/HOSTS.md;
+//! a host can only ever act as the id its token names). One algorithm is accepted (HS256, RS256 or ES256); a
 //! token signed with another is refused, so an HMAC secret can never be
 //! confused with a public key.
 //!
@@ -73,6 +75,9 @@ struct Claims {
     /// What other clients are told about the user (presence, join/leave).
     #[serde(default)]
     info: Option<Box<serde_json::value::RawValue>>,
+    /// The resident host the token belongs to.
+    #[serde(default)]
+    host: Option<String>,
 }
 
 /// The claims of a subscription token.
@@ -240,6 +245,14 @@ impl Authenticator for JwtAuthenticator {
             let info = RawJson::from_json(info.get().to_owned())
                 .map_err(|_| AuthError::Unauthorized("claim `info` is not JSON".into()))?;
             principal = principal.with_info(info);
+        }
+        if let Some(host) = claims.host {
+            if !belay_proto::host::valid_host_id(&host) {
+                return Err(AuthError::Unauthorized(
+                    "claim `host` is not a host id (1-128 of A-Z a-z 0-9 - _ .)".into(),
+                ));
+            }
+            principal = principal.hosting(host);
         }
         Ok(principal)
     }
