@@ -55,6 +55,7 @@
 mod driver;
 mod error;
 mod fallback;
+pub mod host;
 mod presence;
 mod sse;
 mod status;
@@ -68,6 +69,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Duration;
 
+use belay_proto::host::HostTiming;
 use belay_proto::message::{Codec, RawJson};
 use belay_proto::{Call, Config, Session};
 use serde_json::Value;
@@ -91,6 +93,7 @@ const EVENT_CAPACITY: usize = 256;
 /// Builds a [`Client`]: the server URL, the core's [`Config`], credentials
 /// and TLS trust.
 #[must_use]
+#[derive(Clone)]
 pub struct ClientBuilder {
     url: String,
     config: Config,
@@ -99,6 +102,7 @@ pub struct ClientBuilder {
     seed: Option<u64>,
     fallback: Option<belay_proto::FallbackConfig>,
     codec: Codec,
+    host_call_timeout: Duration,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -154,6 +158,14 @@ impl ClientBuilder {
     /// `None`: WebSocket only.
     pub fn fallback(mut self, fallback: Option<belay_proto::FallbackConfig>) -> Self {
         self.fallback = fallback;
+        self
+    }
+
+    /// The relay's host timing (its heartbeat interval and connect
+    /// allowance), from which [`Client::call_host`]'s deadline is set: the
+    /// wake bound plus the config's request timeout.
+    pub fn host_timing(mut self, timing: &HostTiming) -> Self {
+        self.host_call_timeout = timing.call_deadline(self.config.request_timeout());
         self
     }
 
@@ -216,6 +228,7 @@ impl ClientBuilder {
         );
         tokio::spawn(driver.run());
         Client {
+            host_call_timeout: self.host_call_timeout,
             commands: commands_tx,
             status: status_rx,
             events: events_tx,
@@ -256,6 +269,7 @@ pub struct Client {
     status: watch::Receiver<Status>,
     events: broadcast::Sender<ClientEvent>,
     finished: watch::Receiver<bool>,
+    host_call_timeout: Duration,
 }
 
 impl Client {
@@ -269,6 +283,7 @@ impl Client {
             seed: None,
             fallback: Some(belay_proto::FallbackConfig::default()),
             codec: Codec::Json,
+            host_call_timeout: HostTiming::default().call_deadline(Config::default().request_timeout()),
         }
     }
 
@@ -350,6 +365,47 @@ impl Client {
     ) -> Result<RawJson, RequestError> {
         let params = serde_json::json!({ "channel": channel, "data": data });
         self.request_with("$publish", params, options).await
+    }
+
+    /// Call `method` of the resident host `host` through the relay: the
+    /// reserved request `$call` (docs/HOSTS.md). A sleeping host is woken
+    /// and the call waits for it, so its deadline is not the request
+    /// default but the relay's wake bound plus the request default (30 s
+    /// with the default [`HostTiming`]; [`ClientBuilder::host_timing`]
+    /// sets the relay's). A host that did not wake within the bound is
+    /// [`RequestError::Server`] `host_asleep` (retry after
+    /// `retry_after_ms`); `not_found`, `host_offline` and `host_lost` are
+    /// the other refusals of the relay.
+    pub async fn call_host(
+        &self,
+        host: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<RawJson, RequestError> {
+        let options = RequestOptions::default().timeout(self.host_call_timeout);
+        self.call_host_with(host, method, params, options).await
+    }
+
+    /// [`call_host`](Self::call_host) with per-request options (its own
+    /// deadline: keep it longer than the relay's wake bound).
+    pub async fn call_host_with(
+        &self,
+        host: &str,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<RawJson, RequestError> {
+        let params = serde_json::json!({ "host": host, "method": method, "params": params });
+        self.request_with("$call", params, options).await
+    }
+
+    /// The state of the resident host `host` (`asleep`, `waking`,
+    /// `ready`, `offline`) as the relay publishes it on `$host-state:ID`:
+    /// each publication's data is `{"state": ...}`. A service-level
+    /// signal: this connection is fine whatever the host does.
+    pub async fn watch_host(&self, host: &str) -> Result<Subscription, SubscribeError> {
+        self.subscribe(&format!("{}{host}", belay_proto::host::STATE_CHANNEL_PREFIX))
+            .await
     }
 
     /// Subscribe to `channel`: a stream of its publications in offset order

@@ -87,6 +87,15 @@ impl Target {
         }
     }
 
+    /// The control-plane heartbeat of resident hosts (docs/HOSTS.md): the
+    /// WebSocket path with its last segment `ws` replaced by
+    /// `hosts/heartbeat`, or that appended to any other path.
+    pub(crate) fn heartbeat_path(&self) -> String {
+        let path = self.uri.path().trim_end_matches('/');
+        let base = path.strip_suffix("/ws").unwrap_or(path);
+        format!("{base}/hosts/heartbeat")
+    }
+
     /// The `Host` header's value.
     pub(crate) fn authority(&self) -> String {
         match self.uri.authority() {

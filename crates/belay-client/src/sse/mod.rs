@@ -46,13 +46,13 @@ type Sending = Pin<Box<dyn Future<Output = (Option<Http>, Result<(), Failure>)> 
 
 /// One HTTP/1.1 connection: its request sender and the connection future,
 /// polled while a request is out.
-struct Http {
+pub(crate) struct Http {
     sender: SendRequest<Full<Bytes>>,
     conn: Connection,
 }
 
 impl Http {
-    async fn open(target: &Target) -> Result<Http, Failure> {
+    pub(crate) async fn open(target: &Target) -> Result<Http, Failure> {
         let io = transport::connect(target).await?;
         let (sender, conn) = http1::handshake(TokioIo::new(io))
             .await
@@ -65,7 +65,7 @@ impl Http {
 
     /// Send `request`; the response head (the connection is polled
     /// meanwhile).
-    async fn call(
+    pub(crate) async fn call(
         &mut self,
         request: http::Request<Full<Bytes>>,
     ) -> Result<http::Response<Incoming>, Failure> {
@@ -82,7 +82,7 @@ impl Http {
     }
 }
 
-fn post(
+pub(crate) fn post(
     target: &Target,
     path: &str,
     headers: &[(&str, &str)],
