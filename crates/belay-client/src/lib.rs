@@ -226,8 +226,9 @@ impl ClientBuilder {
             },
             self.fallback.map(belay_proto::TransportChoice::new),
         );
-        tokio::spawn(driver.run());
+        let task = tokio::spawn(driver.run());
         Client {
+            task: Arc::new(std::sync::Mutex::new(Some(task))),
             host_call_timeout: self.host_call_timeout,
             commands: commands_tx,
             status: status_rx,
@@ -270,6 +271,8 @@ pub struct Client {
     events: broadcast::Sender<ClientEvent>,
     finished: watch::Receiver<bool>,
     host_call_timeout: Duration,
+    /// The driver task, awaited by the first [`Client::close`].
+    task: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl Client {
@@ -283,7 +286,8 @@ impl Client {
             seed: None,
             fallback: Some(belay_proto::FallbackConfig::default()),
             codec: Codec::Json,
-            host_call_timeout: HostTiming::default().call_deadline(Config::default().request_timeout()),
+            host_call_timeout: HostTiming::default()
+                .call_deadline(Config::default().request_timeout()),
         }
     }
 
@@ -404,8 +408,11 @@ impl Client {
     /// each publication's data is `{"state": ...}`. A service-level
     /// signal: this connection is fine whatever the host does.
     pub async fn watch_host(&self, host: &str) -> Result<Subscription, SubscribeError> {
-        self.subscribe(&format!("{}{host}", belay_proto::host::STATE_CHANNEL_PREFIX))
-            .await
+        self.subscribe(&format!(
+            "{}{host}",
+            belay_proto::host::STATE_CHANNEL_PREFIX
+        ))
+        .await
     }
 
     /// Subscribe to `channel`: a stream of its publications in offset order
@@ -478,5 +485,11 @@ impl Client {
         let _ = self.commands.send(Command::Close);
         let mut finished = self.finished.clone();
         let _ = finished.wait_for(|done| *done).await;
+        // `finished` is sent as the driver's last act; its task itself has
+        // ended once this returns.
+        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! One control-plane heartbeat: `POST /hosts/heartbeat` with the host's
-//! token, on a connection of its own that is closed after the answer (a
+//! token, on a connection of its own that is dropped after the answer (a
 //! kept-alive connection would be exactly what a sleeping host must not
 //! hold).
 
@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use belay_proto::host::Beat;
 use bytes::Bytes;
-use http_body_util::BodyExt;
 
 use crate::sse::{post, Http};
 use crate::transport::Target;
@@ -52,18 +51,17 @@ async fn call(target: &Target, token: &str) -> Result<Answer, String> {
     let request = post(
         target,
         &target.heartbeat_path(),
-        &[("authorization", &bearer), ("connection", "close")],
+        &[("authorization", &bearer)],
         Bytes::new(),
     );
-    let response = http.call(request).await.map_err(|f| format!("{f:?}"))?;
-    if response.status() != http::StatusCode::OK {
-        return Err(format!("status {}", response.status()));
-    }
-    let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER)
-        .collect()
+    let (status, body) = http
+        .fetch(request, MAX_ANSWER)
         .await
-        .map_err(|e| format!("reading the answer: {e}"))?
-        .to_bytes();
+        .map_err(|f| format!("{f:?}"))?;
+    if status != http::StatusCode::OK {
+        return Err(format!("status {status}"));
+    }
+    // Dropping `http` closes the connection: a sleeping host holds none.
     parse(&body)
 }
 
@@ -106,7 +104,12 @@ mod tests {
     #[test]
     fn the_relay_fields_are_read() {
         let answer = parse(br#"{"host":"pc-1","needed":false,"interval_ms":2000}"#).unwrap();
-        assert_eq!(answer.beat, Beat::Answered { needed: Some(false) });
+        assert_eq!(
+            answer.beat,
+            Beat::Answered {
+                needed: Some(false)
+            }
+        );
         assert_eq!(answer.interval, Some(Duration::from_secs(2)));
         assert_eq!(answer.host.as_deref(), Some("pc-1"));
     }

@@ -246,7 +246,10 @@ impl Host {
         match (client, id) {
             (Some(client), Some(id)) => {
                 client
-                    .publish(&format!("{}{id}", belay_proto::host::HOST_CHANNEL_PREFIX), data)
+                    .publish(
+                        &format!("{}{id}", belay_proto::host::HOST_CHANNEL_PREFIX),
+                        data,
+                    )
                     .await
             }
             _ => Err(RequestError::NotReady),
@@ -301,7 +304,11 @@ impl Loop {
                 },
                 Err(why) => {
                     tracing::warn!(%why, "the relay URL is unusable; the host cannot beat");
-                    control::Answer { beat: Beat::Failed, interval: None, host: None }
+                    control::Answer {
+                        beat: Beat::Failed,
+                        interval: None,
+                        host: None,
+                    }
                 }
             };
             if awake.as_ref().is_some_and(Awake::has_ended) {

@@ -108,7 +108,9 @@ async fn run_call(client: &Client, methods: &Methods, call: belay_proto::message
     };
     let answer = match outcome {
         Ok(result) => json!({ "call": id, "result": result }),
-        Err(error) => json!({ "call": id, "error": { "code": error.code, "message": error.message } }),
+        Err(error) => {
+            json!({ "call": id, "error": { "code": error.code, "message": error.message } })
+        }
     };
     if let Err(e) = client
         .request_with("$answer", answer, RequestOptions::default())

@@ -82,6 +82,27 @@ impl Http {
     }
 }
 
+impl Http {
+    /// Send `request` and read its whole body, up to `limit` bytes (the
+    /// connection is polled meanwhile): its status and body.
+    pub(crate) async fn fetch(
+        &mut self,
+        request: http::Request<Full<Bytes>>,
+        limit: usize,
+    ) -> Result<(http::StatusCode, Bytes), Failure> {
+        let response = self.call(request).await?;
+        let status = response.status();
+        let body = http_body_util::Limited::new(response.into_body(), limit).collect();
+        tokio::select! {
+            biased;
+            body = body => body
+                .map(|b| (status, b.to_bytes()))
+                .map_err(|e| Failure::network(format!("reading the body: {e}"))),
+            _ = self.conn.as_mut() => Err(Failure::network("the connection ended in the body".to_owned())),
+        }
+    }
+}
+
 pub(crate) fn post(
     target: &Target,
     path: &str,

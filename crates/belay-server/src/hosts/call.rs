@@ -47,7 +47,11 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
         return refused("bad_request", "`host` is not a host id".into(), None);
     }
     if params.method.is_empty() || params.method.len() > 128 {
-        return refused("bad_request", "`method` must be 1 to 128 bytes".into(), None);
+        return refused(
+            "bad_request",
+            "`method` must be 1 to 128 bytes".into(),
+            None,
+        );
     }
     let shared = &ctx.server.shared;
     let channel = format!("{HOST_CHANNEL_PREFIX}{}", params.host);
@@ -133,10 +137,17 @@ impl Drop for Ending {
 
 fn refusal_reply(refusal: &CallRefusal, host: &str, timing: &HostTiming) -> Reply {
     match refusal {
-        CallRefusal::Unknown => refused("not_found", format!("no host {host:?} has registered"), None),
+        CallRefusal::Unknown => refused(
+            "not_found",
+            format!("no host {host:?} has registered"),
+            None,
+        ),
         CallRefusal::Offline => refused(
             "host_offline",
-            format!("host {host:?} has not called the heartbeat endpoint for {} ms", timing.offline_after().as_millis()),
+            format!(
+                "host {host:?} has not called the heartbeat endpoint for {} ms",
+                timing.offline_after().as_millis()
+            ),
             None,
         ),
         CallRefusal::Busy => refused(
