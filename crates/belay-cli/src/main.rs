@@ -11,6 +11,7 @@ mod abuse;
 mod backoff_table;
 mod config_cmd;
 mod connect;
+mod host;
 mod lab;
 mod load;
 mod proxy;
@@ -42,6 +43,8 @@ enum Command {
     Config(config_cmd::Args),
     /// Connect to a server: stdin lines become requests (`METHOD JSON`) or `sub CHANNEL`.
     Connect(connect::Args),
+    /// Run a resident host on a relay: connected only while a client needs it (docs/HOSTS.md).
+    Host(host::Args),
     /// Measure every client against every fault (real servers, proxy, link cuts) and write docs/RESULTS.md.
     Lab(lab::Args),
     /// Generate load against a loopback server: idle sessions, echo round trips, broadcast fan-out.
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Command::Backoff(args) => backoff_table::run(&args),
         // Its own exit codes (see connect.rs).
         Command::Connect(args) => return connect::run(&args),
+        Command::Host(args) => return host::run(&args),
         Command::Lab(args) => lab::run(&args),
         Command::Load(args) => load::run(&args),
         Command::Proxy(args) => proxy::run(&args),

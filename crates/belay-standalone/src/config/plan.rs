@@ -1,6 +1,7 @@
 //! [`Plan`]: what checked settings mean for a server: its `ServerConfig`,
 //! where it listens, its TLS files, its broker and its authenticator.
 
+use belay_proto::host::HostTiming;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -169,6 +170,13 @@ fn server_config(s: &Settings) -> ServerConfig {
         .with_idempotency_max_bytes(s.size("idempotency.max_bytes"))
         .with_idempotency_retention(Duration::from_secs(s.uint("idempotency.retention_secs")))
         .with_max_publication_len(s.size("limits.max_publication_len"))
+        .with_host_timing(
+            HostTiming::default()
+                .with_heartbeat_interval(millis(s, "hosts.heartbeat_interval_ms"))
+                .with_connect_allowance(millis(s, "hosts.connect_allowance_ms"))
+                .with_grace(millis(s, "hosts.grace_ms")),
+        )
+        .with_host_limits(s.size("hosts.max_hosts"), s.size("hosts.max_calls_per_host"))
         .with_trusted_proxies(
             TrustedProxies::new(ranges),
             s.flag("network.proxy_protocol"),

@@ -296,6 +296,36 @@ pub(crate) const KEYS: &[Key] = &[
         "How long an idempotency key's outcome is kept for retries.",
     ),
     key(
+        "hosts.heartbeat_interval_ms",
+        int(100, 3_600_000),
+        "15000",
+        "How often resident hosts call POST /hosts/heartbeat (told in every answer); a call to a sleeping host waits up to this plus hosts.connect_allowance_ms (docs/HOSTS.md).",
+    ),
+    key(
+        "hosts.connect_allowance_ms",
+        int(100, 600_000),
+        "5000",
+        "How long a woken host may take to connect and hold its calls channel.",
+    ),
+    key(
+        "hosts.grace_ms",
+        int(0, 86_400_000),
+        "60000",
+        "How long a host stays needed after its last call ended.",
+    ),
+    key(
+        "hosts.max_hosts",
+        int(1, 10_000_000),
+        "10000",
+        "Hosts the relay keeps a record of; a new host beyond it is answered 503.",
+    ),
+    key(
+        "hosts.max_calls_per_host",
+        int(1, 65_536),
+        "64",
+        "Calls waiting for or running on one host; one more is refused rate_limited.",
+    ),
+    key(
         "history.max_len",
         int(0, 1 << 31),
         "1000",
