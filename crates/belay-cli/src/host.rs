@@ -54,7 +54,9 @@ async fn serve(args: &Args) -> ExitCode {
         .sleep(IdleSleepConfig::default().with_min_awake(Duration::from_millis(args.min_awake_ms)))
         .interval(Duration::from_millis(args.interval_ms))
         .method("echo", |params| async move { Ok::<_, HostError>(params) })
-        .method("info", move |_| async move { Ok::<_, HostError>(json!({ "pid": pid })) })
+        .method("info", move |_| async move {
+            Ok::<_, HostError>(json!({ "pid": pid }))
+        })
         .start();
     let mut status = host.status();
     let report = tokio::spawn(async move {
@@ -90,7 +92,10 @@ async fn serve(args: &Args) -> ExitCode {
 /// SIGINT or SIGTERM.
 async fn wait_for_signal() -> ExitCode {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         eprintln!("belay host: cannot listen for signals");
         return ExitCode::FAILURE;
     };

@@ -21,7 +21,11 @@ const SECRET: &str = "a-test-secret-of-some-length";
 const PATIENCE: Duration = Duration::from_secs(15);
 
 fn token(claims: Value) -> String {
-    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 3_600;
+    let exp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3_600;
     let mut claims = claims;
     claims["exp"] = json!(exp);
     encode(
@@ -54,7 +58,10 @@ fn config_file() -> PathBuf {
 }
 
 /// Wait for the host's next stdout line that satisfies `want`.
-async fn line_where(lines: &mut mpsc::UnboundedReceiver<Value>, want: impl Fn(&Value) -> bool) -> Value {
+async fn line_where(
+    lines: &mut mpsc::UnboundedReceiver<Value>,
+    want: impl Fn(&Value) -> bool,
+) -> Value {
     tokio::time::timeout(PATIENCE, async {
         while let Some(line) = lines.recv().await {
             if want(&line) {
@@ -79,7 +86,15 @@ async fn a_host_sleeps_wakes_for_a_call_within_the_bound_and_sleeps_again() {
     .await;
     let url = format!("ws://{addr}/ws");
     let mut host = Command::new(env!("CARGO_BIN_EXE_belay"))
-        .args(["host", &url, "--min-awake-ms", "300", "--interval-ms", "300", "--token"])
+        .args([
+            "host",
+            &url,
+            "--min-awake-ms",
+            "300",
+            "--interval-ms",
+            "300",
+            "--token",
+        ])
         .arg(token(json!({"sub": "pc-e2e", "host": "pc-e2e"})))
         .stdout(Stdio::piped())
         .kill_on_drop(true)
@@ -114,7 +129,11 @@ async fn a_host_sleeps_wakes_for_a_call_within_the_bound_and_sleeps_again() {
         .parse()
         .expect("JSON");
     let waited = asked.elapsed();
-    assert_eq!(info["pid"], json!(host_pid), "the answer came from the host process");
+    assert_eq!(
+        info["pid"],
+        json!(host_pid),
+        "the answer came from the host process"
+    );
     assert!(
         waited <= timing().wake_bound() + Duration::from_secs(1),
         "answered in {waited:?}; the bound is {:?}",
@@ -133,7 +152,10 @@ async fn a_host_sleeps_wakes_for_a_call_within_the_bound_and_sleeps_again() {
         .expect("kill runs");
     assert!(killed.success());
     line_where(&mut lines, |l| l["ev"] == "stopped").await;
-    let status = tokio::time::timeout(PATIENCE, host.wait()).await.expect("exits").expect("status");
+    let status = tokio::time::timeout(PATIENCE, host.wait())
+        .await
+        .expect("exits")
+        .expect("status");
     assert!(status.success(), "{status}");
     client.close().await;
 }

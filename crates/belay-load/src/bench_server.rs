@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 
 use crate::client::wall_micros;
 
-/// Build the benchmark's Belay server with `ping_interval`.
-pub fn build(ping_interval: Duration) -> Server {
+/// The benchmarks' server config with `ping_interval`: every bound a load
+/// from a few loopback sources would hit is lifted.
+pub fn config(ping_interval: Duration) -> ServerConfig {
     // Loads open thousands of sessions at once from a few loopback sources:
     // the per-source and pending-upgrade bounds are lifted like the rest.
     let mut config = ServerConfig::default()
@@ -27,6 +28,12 @@ pub fn build(ping_interval: Duration) -> Server {
         .set_messages_per_sec(1_000_000.0)
         .set_burst(1_000_000)
         .set_handshake_timeout(Duration::from_secs(60));
+    config
+}
+
+/// Build the benchmark's Belay server with `ping_interval`.
+pub fn build(ping_interval: Duration) -> Server {
+    let config = config(ping_interval);
     let mut methods = belay_demo::methods();
     methods.register("bench.publish", move |ctx: CallContext, params: Value| {
         async move {

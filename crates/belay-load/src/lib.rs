@@ -36,6 +36,7 @@ pub mod client;
 pub mod cluster;
 pub mod echo;
 pub mod floor;
+pub mod hosts;
 pub mod http_publish;
 pub mod idle;
 pub mod procfs;

@@ -176,7 +176,10 @@ fn server_config(s: &Settings) -> ServerConfig {
                 .with_connect_allowance(millis(s, "hosts.connect_allowance_ms"))
                 .with_grace(millis(s, "hosts.grace_ms")),
         )
-        .with_host_limits(s.size("hosts.max_hosts"), s.size("hosts.max_calls_per_host"))
+        .with_host_limits(
+            s.size("hosts.max_hosts"),
+            s.size("hosts.max_calls_per_host"),
+        )
         .with_trusted_proxies(
             TrustedProxies::new(ranges),
             s.flag("network.proxy_protocol"),
