@@ -63,7 +63,11 @@ async fn serve(
     let client = builder.connect();
     *lock(&current) = Some(client.clone());
     let mut calls = JoinSet::new();
-    if let Ok(mut inbox) = client
+    if id.is_empty() {
+        // A relay that never named the host (one from before idle sleep)
+        // has no calls channel for it: hold the session as it expects.
+        let _ = stopped.await;
+    } else if let Ok(mut inbox) = client
         .subscribe(&format!("{CALLS_CHANNEL_PREFIX}{id}"))
         .await
     {

@@ -64,6 +64,14 @@ pub(crate) fn host(url: &str, id: &str) -> Host {
         .start()
 }
 
+/// The server error code of a request's outcome.
+pub(crate) fn code(result: &Result<belay_proto::message::RawJson, belay_client::RequestError>) -> String {
+    match result {
+        Err(belay_client::RequestError::Server { code, .. }) => code.clone(),
+        other => panic!("a server error expected, got {other:?}"),
+    }
+}
+
 /// Wait (up to 10 s) until the host's status satisfies `done`.
 pub(crate) async fn until(host: &Host, done: impl Fn(&HostStatus) -> bool) -> HostStatus {
     let mut status = host.status();

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use belay_client::Client;
 use serde_json::json;
 
-use crate::relay::{host, listing, relay, timing, until};
+use crate::relay::{code, host, listing, relay, timing, until};
 
 #[tokio::test]
 async fn a_call_wakes_a_sleeping_host_which_sleeps_again_after_the_grace() {
@@ -39,10 +39,7 @@ async fn a_call_wakes_a_sleeping_host_which_sleeps_again_after_the_grace() {
     assert!(awake.stats.starts == 1);
     // A host method's error is the caller's error.
     let failed = client.call_host("pc-1", "fail", json!(null)).await;
-    assert!(
-        matches!(&failed, Err(belay_client::RequestError::Server { code, .. }) if code == "not_found"),
-        "{failed:?}"
-    );
+    assert_eq!(code(&failed), "not_found");
 
     // Grace (300 ms) and minimum awake time (200 ms) pass: asleep again.
     let asleep = until(&pc, |s| !s.awake && s.stats.stops == 1).await;

@@ -4,17 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use belay_client::{Client, RequestError};
+use belay_client::Client;
 use serde_json::json;
 
-use crate::relay::{beat, relay, timing};
-
-fn code(result: &Result<belay_proto::message::RawJson, RequestError>) -> String {
-    match result {
-        Err(RequestError::Server { code, .. }) => code.clone(),
-        other => panic!("a server error expected, got {other:?}"),
-    }
-}
+use crate::relay::{beat, code, relay, timing};
 
 #[tokio::test]
 async fn a_host_that_never_wakes_fails_the_call_after_the_wake_bound() {

@@ -1,7 +1,7 @@
 //! `host-bench`: the idle-sleep benchmarks of resident hosts
 //! (docs/HOSTS.md).
 //!
-//! * `host-bench traffic [--scale 30 --seconds 60]`: frames and bytes per
+//! * `host-bench traffic [--scale 25 --seconds 144]`: frames and bytes per
 //!   hour between an idle host and its relay, asleep vs kept awake.
 //! * `host-bench wake [--wakes 100 --interval-ms 1000]`: call → answer for
 //!   a sleeping host, against the wake bound.
@@ -30,10 +30,10 @@ enum Cmd {
     /// Frames and bytes per hour of an idle host, asleep vs awake.
     Traffic {
         /// Every timer is its default divided by this.
-        #[arg(long, default_value_t = 30)]
+        #[arg(long, default_value_t = 25)]
         scale: u32,
         /// Seconds each scenario runs (standing for seconds × scale).
-        #[arg(long, default_value_t = 60)]
+        #[arg(long, default_value_t = 144)]
         seconds: u64,
     },
     /// The latency of waking a sleeping host with a call.

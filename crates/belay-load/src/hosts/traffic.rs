@@ -66,8 +66,19 @@ fn scaled(scale: u32) -> Scaled {
     }
 }
 
-/// Measure both scenarios for `seconds` each at `scale`.
+/// Measure both scenarios for `seconds` each at `scale`. A scale that
+/// would push the server's ping interval under its floor
+/// ([`MIN_PING_INTERVAL`](belay_proto::server::MIN_PING_INTERVAL), 1 s:
+/// the pings would come less often than the compressed time says) is
+/// refused: at most 25 with the default 25 s.
 pub async fn run(scale: u32, seconds: u64) -> std::io::Result<Traffic> {
+    let ping = belay_proto::server::Limits::default().ping_interval();
+    if ping / scale.max(1) < belay_proto::server::MIN_PING_INTERVAL {
+        return Err(std::io::Error::other(format!(
+            "scale {scale} puts the {ping:?} server ping under its 1 s floor; use at most {}",
+            ping.as_secs()
+        )));
+    }
     let asleep = scenario(scale, seconds, false).await?;
     let awake = scenario(scale, seconds, true).await?;
     Ok(Traffic { asleep, awake })

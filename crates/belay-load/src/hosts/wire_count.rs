@@ -86,36 +86,32 @@ pub async fn start(target: SocketAddr) -> std::io::Result<(SocketAddr, Arc<WireC
 }
 
 async fn relay(inbound: TcpStream, outbound: TcpStream, counts: Arc<WireCounts>) {
-    let (mut host_read, mut host_write) = inbound.into_split();
-    let (mut relay_read, mut relay_write) = outbound.into_split();
-    let up = {
-        let counts = Arc::clone(&counts);
-        async move {
-            let mut reader = StreamReader::default();
-            let mut buf = vec![0u8; 16 * 1024];
-            while let Ok(n) = host_read.read(&mut buf).await {
-                if n == 0 || relay_write.write_all(&buf[..n]).await.is_err() {
-                    break;
-                }
-                counts.bytes_up.fetch_add(n as u64, Ordering::Relaxed);
-                reader.feed(&buf[..n], &counts);
-            }
-            let _ = relay_write.shutdown().await;
+    let (host_read, host_write) = inbound.into_split();
+    let (relay_read, relay_write) = outbound.into_split();
+    tokio::join!(
+        pump(host_read, relay_write, &counts, &counts.bytes_up),
+        pump(relay_read, host_write, &counts, &counts.bytes_down),
+    );
+}
+
+/// Copy one direction until it ends, counting its bytes into `bytes` and
+/// its messages into `counts`.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    counts: &WireCounts,
+    bytes: &AtomicU64,
+) {
+    let mut reader = StreamReader::default();
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 || to.write_all(&buf[..n]).await.is_err() {
+            break;
         }
-    };
-    let down = async move {
-        let mut reader = StreamReader::default();
-        let mut buf = vec![0u8; 16 * 1024];
-        while let Ok(n) = relay_read.read(&mut buf).await {
-            if n == 0 || host_write.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-            counts.bytes_down.fetch_add(n as u64, Ordering::Relaxed);
-            reader.feed(&buf[..n], &counts);
-        }
-        let _ = host_write.shutdown().await;
-    };
-    tokio::join!(up, down);
+        bytes.fetch_add(n as u64, Ordering::Relaxed);
+        reader.feed(&buf[..n], counts);
+    }
+    let _ = to.shutdown().await;
 }
 
 /// One direction of a connection: HTTP until a message head says

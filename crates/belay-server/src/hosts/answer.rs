@@ -58,3 +58,33 @@ fn parse(params: Payload) -> Result<(u64, Reply), String> {
     }
     Ok((call, reply))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_null_result_is_a_result_and_an_error_is_the_hosts() {
+        let (call, reply) = parse(json!({"call": 3, "result": null})).unwrap();
+        assert_eq!(call, 3);
+        assert!(matches!(reply, Reply::Result(r) if r.get() == "null"));
+        let (_, reply) = parse(json!({"call": 4, "error": {"code": "not_found", "message": "no"}})).unwrap();
+        assert!(matches!(reply, Reply::Error(e) if e.code == "not_found"));
+    }
+
+    #[test]
+    fn malformed_answers_are_refused_with_a_reason() {
+        for bad in [
+            json!(null),
+            json!({"result": 1}),
+            json!({"call": -1, "result": 1}),
+            json!({"call": 1}),
+            json!({"call": 1, "result": 1, "error": {"code": "x"}}),
+            json!({"call": 1, "error": {"message": "no code"}}),
+            json!({"call": 1, "result": 1, "extra": true}),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad}");
+        }
+    }
+}

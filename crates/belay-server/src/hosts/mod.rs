@@ -347,6 +347,10 @@ fn announce(shared: &Arc<Shared>, note: Announcement) {
     let Some((host, state)) = note else {
         return;
     };
+    // A call ending while the runtime shuts down has nobody left to tell.
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
     let server = crate::Server {
         shared: Arc::clone(shared),
     };
@@ -354,7 +358,7 @@ fn announce(shared: &Arc<Shared>, note: Announcement) {
         &format!("{STATE_CHANNEL_PREFIX}{host}"),
         serde_json::json!({ "state": state.as_str() }),
     );
-    tokio::spawn(async move {
+    runtime.spawn(async move {
         if let Err(error) = publishing.await {
             tracing::debug!(%host, %error, "host state not published");
         }
