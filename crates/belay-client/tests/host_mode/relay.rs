@@ -65,7 +65,9 @@ pub(crate) fn host(url: &str, id: &str) -> Host {
 }
 
 /// The server error code of a request's outcome.
-pub(crate) fn code(result: &Result<belay_proto::message::RawJson, belay_client::RequestError>) -> String {
+pub(crate) fn code(
+    result: &Result<belay_proto::message::RawJson, belay_client::RequestError>,
+) -> String {
     match result {
         Err(belay_client::RequestError::Server { code, .. }) => code.clone(),
         other => panic!("a server error expected, got {other:?}"),

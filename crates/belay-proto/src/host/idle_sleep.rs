@@ -99,7 +99,7 @@ enum SessionState {
     Stopped,
 }
 
-/// The host's sleep decision (see the [module docs](self)).
+/// The host's sleep decision (see the [module docs](crate::host)).
 ///
 /// Inputs are [`handle_beat`](Self::handle_beat) and
 /// [`handle_session_ended`](Self::handle_session_ended); drain

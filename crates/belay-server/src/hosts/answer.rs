@@ -69,7 +69,8 @@ mod tests {
         let (call, reply) = parse(json!({"call": 3, "result": null})).unwrap();
         assert_eq!(call, 3);
         assert!(matches!(reply, Reply::Result(r) if r.get() == "null"));
-        let (_, reply) = parse(json!({"call": 4, "error": {"code": "not_found", "message": "no"}})).unwrap();
+        let (_, reply) =
+            parse(json!({"call": 4, "error": {"code": "not_found", "message": "no"}})).unwrap();
         assert!(matches!(reply, Reply::Error(e) if e.code == "not_found"));
     }
 
