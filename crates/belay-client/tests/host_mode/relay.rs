@@ -86,42 +86,25 @@ pub(crate) async fn until(host: &Host, done: impl Fn(&HostStatus) -> bool) -> Ho
 
 /// The relay's listing of hosts (`GET /admin/hosts`).
 pub(crate) async fn listing(base: &str) -> serde_json::Value {
-    let (status, body) = belay_test_support_get(&format!("{base}/admin/hosts")).await;
+    let (status, body) = http("GET", base, "/admin/hosts", None).await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).expect("JSON")
 }
 
 /// POST the heartbeat with `token`: its status and body.
 pub(crate) async fn beat(base: &str, token: &str) -> (u16, String) {
-    http("POST", &format!("{base}/hosts/heartbeat"), Some(token)).await
+    http("POST", base, "/hosts/heartbeat", Some(token)).await
 }
 
-async fn belay_test_support_get(url: &str) -> (u16, String) {
-    http("GET", url, None).await
-}
-
-/// One HTTP/1.1 request on a fresh connection.
-async fn http(method: &str, url: &str, token: Option<&str>) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://").expect("http URL");
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut stream = tokio::net::TcpStream::connect(authority)
-        .await
-        .expect("connect");
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
+/// One request on a fresh connection to the relay at `base` (`http://ADDR`).
+async fn http(method: &str, base: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let addr = base
+        .strip_prefix("http://")
+        .and_then(|a| a.parse().ok())
+        .expect("an http://ADDR base");
+    let auth = token.map(|t| format!("Authorization: Bearer {t}"));
+    let headers: Vec<&str> = auth.as_deref().into_iter().collect();
+    let response =
+        belay_test_support::sockets::http_call_with(addr, method, path, &headers, None).await;
+    (response.status, response.body)
 }
