@@ -458,7 +458,7 @@ fn did_you_mean<'a>(
     open: &str,
     close: &str,
 ) -> String {
-    schema::closest(name, candidates)
+    super::suggest::closest(name, candidates)
         .map(|c| format!(" (did you mean {open}{c}{close}?)"))
         .unwrap_or_default()
 }

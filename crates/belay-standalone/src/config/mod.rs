@@ -9,6 +9,7 @@ mod defaults;
 mod namespaces;
 mod plan;
 mod schema;
+mod suggest;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
