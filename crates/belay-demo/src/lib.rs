@@ -13,6 +13,9 @@
 //!                                        └─ router layer  (/ws refused while restarting)
 //! ```
 //!
+//! [`cost`] puts a CPU cost on every session-opening request the same way
+//! (a router layer), for benchmarks (`belay serve --handshake-cost-us`).
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use belay_demo::Demo;
@@ -30,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+pub mod cost;
 pub mod faults;
 mod methods;
 mod page;

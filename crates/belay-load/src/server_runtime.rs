@@ -28,6 +28,20 @@ pub fn build() -> io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// [`build`] with `workers` worker threads (`None`: tokio's default, one
+/// per CPU, or `TOKIO_WORKER_THREADS`), so a benchmark knows the server's
+/// CPU budget (`belay serve --worker-threads`).
+pub fn build_with_workers(workers: Option<usize>) -> io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = workers {
+        builder.worker_threads(workers);
+    }
+    builder
+        .enable_all()
+        .on_thread_park(return_thread_cache_if_due)
+        .build()
+}
+
 fn return_thread_cache_if_due() {
     thread_local!(static LAST_RETURN: Cell<Option<Instant>> = const { Cell::new(None) });
     let now = Instant::now();

@@ -62,11 +62,48 @@ pub(crate) struct Args {
     pub(crate) redis_ca: Option<PathBuf>,
     /// Take every setting from this TOML file (`belay config defaults`
     /// prints one with every default; `belay config check FILE` checks one)
-    /// instead of these flags; only --demo and --feed-every-ms combine with it.
+    /// instead of these flags; only --demo, --feed-every-ms and the
+    /// benchmarking flags combine with it.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
+    #[command(flatten)]
+    pub(crate) bench: BenchArgs,
+}
+
+/// Settings for benchmarks: a known CPU budget and an injected handshake
+/// cost (they combine with --config).
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Benchmarking")]
+pub(crate) struct BenchArgs {
+    /// Worker threads of the server's runtime (default: one per CPU), so a
+    /// benchmark knows the CPU budget (the accept loop, every connection
+    /// and the injected costs share them).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) worker_threads: Option<u16>,
+    /// Microseconds of CPU burnt (a busy loop on the worker, not a sleep)
+    /// for every WebSocket upgrade request and every `POST /sse`, before
+    /// the upgrade checks and admission: a stand-in for a TLS handshake.
+    /// Refused attempts pay it too; connections refused at the TCP accept
+    /// (per-IP and pending-upgrade limits) do not. Counters at
+    /// `GET /metrics/injected-cost`.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub(crate) handshake_cost_us: u64,
+    /// Microseconds of CPU burnt more for each session admitted (its
+    /// authentication, its first state).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub(crate) session_cost_us: u64,
+}
+
+impl BenchArgs {
+    /// The injected costs.
+    pub(crate) fn cost(&self) -> belay_demo::cost::InjectedCost {
+        belay_demo::cost::InjectedCost::new(
+            Duration::from_micros(self.handshake_cost_us),
+            Duration::from_micros(self.session_cost_us),
+        )
+    }
 }
 
 /// The server's limits (docs/SERVER.md lists each with its response).
@@ -287,6 +324,26 @@ mod tests {
         assert_eq!(config.max_publication_len, default.max_publication_len);
         assert_eq!(config.trusted_proxies, default.trusted_proxies);
         assert!(config.admin_token.is_none() || std::env::var("BELAY_ADMIN_TOKEN").is_ok());
+    }
+
+    #[test]
+    fn bench_flags_parse_and_default_to_nothing() {
+        let cli = Cli::parse_from(["belay"]);
+        assert_eq!(cli.serve.bench.worker_threads, None);
+        assert!(cli.serve.bench.cost().is_zero());
+        let cli = Cli::parse_from([
+            "belay",
+            "--worker-threads",
+            "1",
+            "--handshake-cost-us",
+            "800",
+            "--session-cost-us",
+            "50",
+        ]);
+        assert_eq!(cli.serve.bench.worker_threads, Some(1));
+        assert!(!cli.serve.bench.cost().is_zero());
+        assert!(Cli::try_parse_from(["belay", "--worker-threads", "0"]).is_err());
+        assert!(Cli::try_parse_from(["belay", "--handshake-cost-us", "2000000"]).is_err());
     }
 
     #[test]

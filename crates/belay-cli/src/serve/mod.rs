@@ -14,12 +14,23 @@ pub(crate) use flags::Args;
 use setup::Setup;
 
 /// Run `belay serve`; `explicit` names the flags given on the command
-/// line (a config file cannot be combined with them).
+/// line (a config file cannot be combined with them, except --demo,
+/// --feed-every-ms and the benchmarking flags).
 pub(crate) fn run(args: &Args, explicit: &[String]) -> Result<(), String> {
     if args.config.is_some() {
         let clashing: Vec<String> = explicit
             .iter()
-            .filter(|id| !matches!(id.as_str(), "config" | "demo" | "feed_every_ms"))
+            .filter(|id| {
+                !matches!(
+                    id.as_str(),
+                    "config"
+                        | "demo"
+                        | "feed_every_ms"
+                        | "worker_threads"
+                        | "handshake_cost_us"
+                        | "session_cost_us"
+                )
+            })
             .map(|id| format!("--{}", id.replace('_', "-")))
             .collect();
         if !clashing.is_empty() {
@@ -36,7 +47,8 @@ pub(crate) fn run(args: &Args, explicit: &[String]) -> Result<(), String> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = belay_load::server_runtime::build()
+    let workers = args.bench.worker_threads.map(usize::from);
+    let runtime = belay_load::server_runtime::build_with_workers(workers)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(serve(args))
 }
@@ -111,6 +123,8 @@ async fn serve(args: &Args) -> Result<(), String> {
         Some(redis) => router.merge(redis.cluster_router(&server)),
         None => router,
     };
+    // Last, so that it covers every route: the injected CPU costs.
+    let router = args.bench.cost().layer(router);
     let (http, ws) = if tls.is_some() {
         ("https", "wss")
     } else {
