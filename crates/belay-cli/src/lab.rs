@@ -14,7 +14,10 @@ pub(crate) struct Args {
     /// Repetitions per (fault, client).
     #[arg(long, default_value_t = 10)]
     reps: u32,
-    /// Clients, comma-separated: naive, belay, browser-naive, browser.
+    /// Clients, comma-separated: naive, belay, browser-naive, browser; the
+    /// real peers socketio, socketio-tuned, partysocket, rws and, in
+    /// Chromium, browser-socketio, browser-socketio-tuned,
+    /// browser-partysocket, browser-rws (they need `npm ci` in peers/lab).
     #[arg(
         long,
         value_delimiter = ',',
@@ -64,6 +67,13 @@ pub(crate) struct Args {
     /// Node.js.
     #[arg(long, default_value = "node")]
     node: PathBuf,
+    /// The real peers' agent (socket.io-client, partysocket,
+    /// reconnecting-websocket; in Node or in Chromium).
+    #[arg(long, default_value = "peers/lab/agent.mjs")]
+    peer_agent: PathBuf,
+    /// The socket.io app the socket.io clients are measured against.
+    #[arg(long, default_value = "peers/lab/server.mjs")]
+    peer_server: PathBuf,
     /// Chromium.
     #[arg(long, default_value = "/usr/bin/chromium")]
     chromium: PathBuf,
@@ -84,7 +94,22 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     config.browser.node.clone_from(&args.node);
     config.browser.script.clone_from(&args.agent);
     config.browser.chromium.clone_from(&args.chromium);
-    if config.clients.iter().any(|c| c.in_browser()) && !args.agent.exists() {
+    config.browser.peer_agent.clone_from(&args.peer_agent);
+    config.server.node.clone_from(&args.node);
+    config.server.socketio_script.clone_from(&args.peer_server);
+    let peers = config.clients.iter().any(|c| c.peer().is_some());
+    if peers && !(args.peer_agent.exists() && args.peer_server.exists()) {
+        return Err(format!(
+            "the peers' agent {} or server {} is missing (run from the repository root, after `npm ci` in peers/lab)",
+            args.peer_agent.display(),
+            args.peer_server.display()
+        ));
+    }
+    let belay_browser = config
+        .clients
+        .iter()
+        .any(|c| matches!(c, ClientKind::Browser | ClientKind::BrowserNaive));
+    if belay_browser && !args.agent.exists() {
         return Err(format!(
             "the browser agent {} is missing (run from the repository root, or leave the browser clients out with --clients naive,belay)",
             args.agent.display()

@@ -2,12 +2,10 @@
 //! runs the same workload (subscribe to one channel, a request every few
 //! hundred ms whatever the state) and reports [`Observation`]s.
 
-use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
 
 use belay_proto::message::Codec;
-use std::str::FromStr;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -16,70 +14,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+pub use super::client_kind::ClientKind;
 use super::observation::{Observation, Stamped};
-use super::{belay_agent, naive};
-
-/// Which client an agent runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum ClientKind {
-    /// The naive baseline ([`naive`](super::naive)): trusts socket events.
-    Naive,
-    /// `belay-client` with its default policy.
-    Belay,
-    /// The browser client (clients/js) in headless Chromium, via
-    /// `clients/js/lab/agent.mjs`.
-    Browser,
-    /// The naive baseline in headless Chromium (same page, `--mode naive`).
-    BrowserNaive,
-}
-
-impl ClientKind {
-    /// Every kind, in table order.
-    pub const ALL: [ClientKind; 4] = [
-        ClientKind::Naive,
-        ClientKind::Belay,
-        ClientKind::BrowserNaive,
-        ClientKind::Browser,
-    ];
-
-    /// The name used on the command line and in tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            ClientKind::Naive => "naive",
-            ClientKind::Belay => "belay",
-            ClientKind::BrowserNaive => "browser-naive",
-            ClientKind::Browser => "browser",
-        }
-    }
-
-    /// Whether this kind is held to Belay's guarantees.
-    pub fn is_belay(self) -> bool {
-        matches!(self, ClientKind::Belay | ClientKind::Browser)
-    }
-
-    /// Whether this kind runs in Chromium.
-    pub fn in_browser(self) -> bool {
-        matches!(self, ClientKind::Browser | ClientKind::BrowserNaive)
-    }
-}
-
-impl fmt::Display for ClientKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ClientKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ClientKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown client {s:?} (naive, belay, browser-naive, browser)"))
-    }
-}
+use super::{belay_agent, naive, peer_agent};
 
 /// What every agent does, whatever its client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +71,9 @@ pub struct BrowserSetup {
     pub script: PathBuf,
     /// The Chromium binary.
     pub chromium: PathBuf,
+    /// `peers/lab/agent.mjs`: the real peers' agent, in Node and in
+    /// Chromium (`npm ci` in peers/lab).
+    pub peer_agent: PathBuf,
 }
 
 impl Default for BrowserSetup {
@@ -142,6 +82,7 @@ impl Default for BrowserSetup {
             node: "node".into(),
             script: "clients/js/lab/agent.mjs".into(),
             chromium: "/usr/bin/chromium".into(),
+            peer_agent: "peers/lab/agent.mjs".into(),
         }
     }
 }
@@ -176,7 +117,7 @@ pub struct Agent {
 }
 
 #[derive(Debug)]
-enum Runner {
+pub(super) enum Runner {
     Task {
         stop: watch::Sender<bool>,
         task: JoinHandle<()>,
@@ -237,6 +178,7 @@ impl Agent {
                 };
                 spawn_browser(mode, url, work, browser, out)?
             }
+            peer => peer_agent::spawn(peer, url, work, browser, out)?,
         };
         Ok(Agent {
             observations,
@@ -333,7 +275,7 @@ fn spawn_browser(
     browser: &BrowserSetup,
     out: Emitter,
 ) -> Result<Runner, AgentError> {
-    let mut child = Command::new(&browser.node)
+    let child = Command::new(&browser.node)
         .arg(&browser.script)
         .args(["--url", url, "--mode", mode, "--channel", &work.channel])
         .args([
@@ -372,6 +314,11 @@ fn spawn_browser(
             script: browser.script.display().to_string(),
             source,
         })?;
+    Ok(reading(child, out))
+}
+
+/// The runner of an agent process: its stdout's lines become observations.
+pub(super) fn reading(mut child: Child, out: Emitter) -> Runner {
     let stdout = child.stdout.take();
     let reader = tokio::spawn(async move {
         let Some(stdout) = stdout else { return };
@@ -382,5 +329,5 @@ fn spawn_browser(
             }
         }
     });
-    Ok(Runner::Process { child, reader })
+    Runner::Process { child, reader }
 }

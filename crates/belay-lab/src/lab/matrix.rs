@@ -14,6 +14,7 @@ use super::fault::LabFault;
 use super::measure::RepFigures;
 use super::run::{repetition, RepPlan};
 use super::server::ServerSetup;
+use super::socketio_app::ServerApp;
 use super::transport::LabTransport;
 
 /// What `belay lab` runs.
@@ -175,7 +176,7 @@ pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport 
                 transport: cell.transport,
                 fault_for: config.fault_for,
                 flapping_for: config.flapping_for,
-                server: config.server.clone(),
+                server: server_for(&config.server, cell.client),
                 work,
                 browser: config.browser.clone(),
             };
@@ -216,10 +217,28 @@ pub async fn run(config: &LabConfig, progress: impl Fn(&Progress)) -> LabReport 
 /// Whether a (fault, client, transport) cell is run: over the fallback
 /// only the clients that have one, and only the single-server faults (the
 /// cluster's are measured over WebSocket; `websocket-blocked` is itself the
-/// move to the fallback).
-fn applies(fault: LabFault, client: ClientKind, transport: LabTransport) -> bool {
+/// move to the fallback). The socket.io clients skip the cluster faults:
+/// the lab's socket.io app is one process (a socket.io cluster needs its
+/// Redis adapter and sticky sessions, a topology of its own that the lab
+/// does not build; docs/LAB.md).
+pub(crate) fn applies(fault: LabFault, client: ClientKind, transport: LabTransport) -> bool {
+    if client.socketio_profile().is_some() && fault.cluster() {
+        return false;
+    }
     transport == LabTransport::WebSocket
         || (client.is_belay() && !fault.cluster() && fault != LabFault::WebsocketBlocked)
+}
+
+/// The server a client is measured against: the socket.io app for the
+/// socket.io clients (its profile matching theirs), else `belay serve --demo`.
+fn server_for(setup: &ServerSetup, client: ClientKind) -> ServerSetup {
+    let mut setup = setup.clone();
+    setup.app = match client.socketio_profile() {
+        Some("tuned") => ServerApp::SocketIoTuned,
+        Some(_) => ServerApp::SocketIoDefault,
+        None => ServerApp::BelayDemo,
+    };
+    setup
 }
 
 /// What the `websocket-blocked` fault and the `sse` transport ask of a

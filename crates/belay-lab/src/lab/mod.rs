@@ -25,6 +25,7 @@
 
 mod agent;
 mod belay_agent;
+mod client_kind;
 mod cluster;
 mod fault;
 mod http;
@@ -33,10 +34,12 @@ mod measure;
 pub mod naive;
 mod netns;
 mod observation;
+mod peer_agent;
 mod probe;
 mod report;
 mod run;
 mod server;
+mod socketio_app;
 mod transport;
 
 pub use agent::{Agent, AgentError, BrowserSetup, ClientKind, Workload};
@@ -46,4 +49,5 @@ pub use measure::RepFigures;
 pub use observation::{Observation, Outcome, Stamped};
 pub use report::markdown;
 pub use server::ServerSetup;
+pub use socketio_app::ServerApp;
 pub use transport::LabTransport;

@@ -88,6 +88,9 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
             _ => "JSON for every client",
         }
     );
+    if c.clients.iter().any(|k| k.peer().is_some()) {
+        peers_note(&mut out, report);
+    }
     out.push('\n');
     out.push_str(LEGEND);
     out.push_str(
@@ -103,6 +106,34 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     verdicts(&mut out, report);
     failures(&mut out, report);
     out
+}
+
+/// What the real peers are and how they are configured (docs/LAB.md).
+fn peers_note(out: &mut String, report: &LabReport) {
+    let w = &report.config.work;
+    let _ = writeln!(
+        out,
+        "* Peers (not held to Belay's guarantees; the same workload and columns; pinned in \
+         peers/lab/package.json: socket.io and socket.io-client 4.8.3, partysocket 1.3.0, \
+         reconnecting-websocket 4.4.0, ws 8.23.1 in Node; `browser-*`: the same code bundled \
+         with esbuild, in headless Chromium). `socketio`: socket.io-client with its defaults, \
+         each echo sent with `socket.timeout({timeout}).emit`, against the lab's socket.io app \
+         (peers/lab/server.mjs: `feed` room, `echo` ack, the demo's fault switches) with \
+         socket.io's defaults (pingInterval 25000, pingTimeout 20000, no recovery). \
+         `socketio-tuned`: the client with `ackTimeout: {timeout}`, `retries: 3`, `timeout: \
+         {connect}` (connect), against the app with `pingInterval: 1000`, `pingTimeout: 1000` and \
+         `connectionStateRecovery` (2 min); after a reconnect the app rejoins the feed unless \
+         `socket.recovered`, and then announces a resync. Both rejoin the feed on every \
+         (unrecovered) connect; ready is `connect`, lost is `disconnect`; *ready over* shows \
+         engine.io's transports (`polling`, `ws`). The socket.io clients skip the cluster \
+         faults (one socket.io process; docs/LAB.md). `partysocket`, `rws`: the wrappers with \
+         their defaults under a minimal Belay-protocol app against `belay serve --demo` \
+         (`connect` and `subscribe` without a position on every open, `pong`, each echo with \
+         a {timeout} ms timeout, `not_ready` while the socket is not open); ready is `open`, \
+         lost is `close`.",
+        timeout = w.request_timeout.as_millis(),
+        connect = w.connect_timeout.as_millis(),
+    );
 }
 
 const LEGEND: &str = "\n**Columns.** *detected*: from the fault to the client's first \

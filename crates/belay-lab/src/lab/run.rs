@@ -189,8 +189,16 @@ impl Stage {
     async fn connections_open(&self) -> Result<u64, String> {
         match (&self.cluster, &self.server) {
             (Some(c), _) => c.connections_open().await,
-            (None, Some(s)) => s.metric("belay_connections_open").await.map(|n| n as u64),
+            (None, Some(s)) => s.connections_open().await,
             (None, None) => Err("no server".into()),
+        }
+    }
+
+    /// The channel's last publication, as the server side knows it.
+    async fn position(&self, channel: &str) -> Result<probe::Position, String> {
+        match &self.server {
+            Some(s) if self.cluster.is_none() => s.position(channel).await,
+            _ => probe::position(self.server_addr(), channel).await,
         }
     }
 
@@ -379,9 +387,7 @@ async fn measured(
     let settle_window = plan.work.request_timeout + Duration::from_millis(500);
     sleep(settle_window).await;
     let conns = stage.connections_open().await.ok();
-    let last = probe::position(stage.server_addr(), &plan.work.channel)
-        .await
-        .ok();
+    let last = stage.position(&plan.work.channel).await.ok();
     if let Some(p) = &last {
         // Give the client the time to be handed what was published so far.
         let _ = agent

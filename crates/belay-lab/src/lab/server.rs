@@ -1,6 +1,7 @@
 //! The server under test: `belay serve --demo` as a child process (in a
 //! network namespace for the link cut, or as one node of a cluster on
-//! Redis behind HAProxy), driven through its admin API.
+//! Redis behind HAProxy), or the lab's socket.io app for the socket.io
+//! clients (`peers/lab/server.mjs`), driven through its admin API.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,6 +12,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::http;
+use super::probe::{self, Position};
+use super::socketio_app::{self, ServerApp};
 
 /// How the lab starts servers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +29,13 @@ pub struct ServerSetup {
     pub feed_every: Duration,
     /// Width of the reconnect window a drain spreads clients over.
     pub drain_spread: Duration,
+    /// The app: `belay serve --demo`, or the socket.io app (the lab picks
+    /// it per client: [`ClientKind::socketio_profile`](super::ClientKind::socketio_profile)).
+    pub app: ServerApp,
+    /// Node.js, for the socket.io app.
+    pub node: PathBuf,
+    /// `peers/lab/server.mjs`, the socket.io app (`npm ci` in peers/lab).
+    pub socketio_script: PathBuf,
 }
 
 impl Default for ServerSetup {
@@ -36,6 +46,9 @@ impl Default for ServerSetup {
             pong_timeout: Duration::from_secs(1),
             feed_every: Duration::from_millis(100),
             drain_spread: Duration::from_secs(1),
+            app: ServerApp::BelayDemo,
+            node: "node".into(),
+            socketio_script: "peers/lab/server.mjs".into(),
         }
     }
 }
@@ -44,7 +57,12 @@ impl Default for ServerSetup {
 #[derive(Debug)]
 pub(crate) struct LabServer {
     child: Child,
+    /// Where clients connect.
     addr: SocketAddr,
+    /// Where the admin API and the metrics are (the socket.io app's own
+    /// listener behind its freezable front; Belay: `addr`).
+    admin: SocketAddr,
+    app: ServerApp,
     /// It expects a PROXY header from loopback peers (a cluster node
     /// behind HAProxy): the lab's own calls send one.
     behind_proxy: bool,
@@ -115,16 +133,23 @@ impl LabServer {
                 "127.0.0.1".into(),
             ]);
         }
+        let (program, args) = match setup.app.socketio_profile() {
+            Some(profile) if node.is_none() => (
+                setup.node.clone(),
+                socketio_app::args(setup, profile, listen),
+            ),
+            _ => (setup.exe.clone(), serve_args),
+        };
         let mut command = match netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&setup.exe);
+                c.args(["netns", "exec", ns]).arg(&program);
                 c
             }
-            None => Command::new(&setup.exe),
+            None => Command::new(&program),
         };
         command
-            .args(serve_args)
+            .args(args)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -132,23 +157,24 @@ impl LabServer {
             .kill_on_drop(true);
         let mut child = command
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", setup.exe.display()))?;
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();
         let found = tokio::time::timeout(START_BOUND, async {
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(addr) = listening_address(&line) {
-                    return Some(addr);
+                    let admin = socketio_app::admin_address(&line).unwrap_or(addr);
+                    return Some((addr, admin));
                 }
             }
             None
         })
         .await;
-        let Ok(Some(addr)) = found else {
+        let Ok(Some((addr, admin))) = found else {
             let _ = child.kill().await;
             return Err(format!(
-                "{} serve did not report its address within {START_BOUND:?}",
-                setup.exe.display()
+                "{} did not report its address within {START_BOUND:?}",
+                program.display()
             ));
         };
         // Keep reading so the server never blocks on a full pipe.
@@ -156,6 +182,12 @@ impl LabServer {
         Ok(LabServer {
             child,
             addr,
+            admin,
+            app: if node.is_some() {
+                ServerApp::BelayDemo
+            } else {
+                setup.app
+            },
             behind_proxy: node.is_some(),
         })
     }
@@ -168,7 +200,7 @@ impl LabServer {
     /// `POST /admin/fault/{name}` with `body`.
     pub(crate) async fn fault(&self, name: &str, body: &str) -> Result<(), String> {
         let path = format!("/admin/fault/{name}");
-        let answer = http::call(self.addr, "POST", &path, body, self.behind_proxy).await?;
+        let answer = http::call(self.admin, "POST", &path, body, self.behind_proxy).await?;
         if answer.status == 200 {
             Ok(())
         } else {
@@ -181,8 +213,24 @@ impl LabServer {
 
     /// A sample of `/metrics`.
     pub(crate) async fn metric(&self, name: &str) -> Result<f64, String> {
-        let answer = http::call(self.addr, "GET", "/metrics", "", self.behind_proxy).await?;
+        let answer = http::call(self.admin, "GET", "/metrics", "", self.behind_proxy).await?;
         http::metric(&answer.body, name).ok_or_else(|| format!("no {name} in /metrics"))
+    }
+
+    /// The server's open connections, by its own count.
+    pub(crate) async fn connections_open(&self) -> Result<u64, String> {
+        let open = self.metric(self.app.connections_metric()).await?;
+        Ok(open as u64)
+    }
+
+    /// The last publication of `channel`: Belay's is read by a session of
+    /// the lab's own; the socket.io app's from its admin API.
+    pub(crate) async fn position(&self, channel: &str) -> Result<Position, String> {
+        if self.app == ServerApp::BelayDemo {
+            return probe::position(self.addr, channel).await;
+        }
+        let answer = http::call(self.admin, "GET", "/admin/position", "", false).await?;
+        socketio_app::position(&answer.body)
     }
 
     /// Wait (at most `bound`) for the process to exit on its own.

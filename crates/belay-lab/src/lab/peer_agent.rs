@@ -1,0 +1,54 @@
+//! The real peers as agents: `node peers/lab/agent.mjs --client NAME` runs
+//! socket.io-client, partysocket or reconnecting-websocket (in Node, or in
+//! headless Chromium with `--browser`) and prints the lab's observation
+//! lines, as the browser agent does.
+
+use std::process::Stdio;
+
+use tokio::process::Command;
+
+use super::agent::{reading, AgentError, BrowserSetup, ClientKind, Emitter, Runner, Workload};
+
+/// Start the peer agent for `kind` against `url`.
+pub(super) fn spawn(
+    kind: ClientKind,
+    url: &str,
+    work: &Workload,
+    setup: &BrowserSetup,
+    out: Emitter,
+) -> Result<Runner, AgentError> {
+    let peer = kind.peer().ok_or_else(|| AgentError::Spawn {
+        node: setup.node.display().to_string(),
+        script: setup.peer_agent.display().to_string(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{kind} is not a peer"),
+        ),
+    })?;
+    let ms = |d: std::time::Duration| d.as_millis().to_string();
+    let mut command = Command::new(&setup.node);
+    command
+        .arg(&setup.peer_agent)
+        .args(["--client", peer, "--url", url, "--channel", &work.channel])
+        .args(["--request-every-ms", &ms(work.request_every)])
+        .args(["--request-timeout-ms", &ms(work.request_timeout)])
+        .args(["--connect-timeout-ms", &ms(work.connect_timeout)]);
+    if kind.in_browser() {
+        command
+            .arg("--browser")
+            .arg("--chromium")
+            .arg(&setup.chromium);
+    }
+    let child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| AgentError::Spawn {
+            node: setup.node.display().to_string(),
+            script: setup.peer_agent.display().to_string(),
+            source,
+        })?;
+    Ok(reading(child, out))
+}
