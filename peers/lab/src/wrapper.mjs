@@ -41,7 +41,7 @@ export function startWrapper(o, emit, Wrapper, BaseWebSocket) {
   socket.addEventListener("close", (e) => {
     if (!ready) return;
     ready = false;
-    emit({ ev: "lost", why: `close ${e.code ?? ""}`.trim() });
+    emit({ ev: "lost", why: typeof e.code === "number" ? `close ${e.code}` : "close" });
   });
   socket.addEventListener("error", () => {});
   socket.addEventListener("message", (e) => {
