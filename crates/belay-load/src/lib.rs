@@ -23,6 +23,8 @@
 //!   left, in rounds; what a channel costs and whether memory comes back.
 //! * [`floor`]: the bare tokio-websockets server Belay is compared with.
 //! * [`bench_server`]: the Belay server as the benchmarks configure it.
+//! * [`herd`]: `herd-bench`, real clients reconnecting after a real server
+//!   outage, per reconnect policy (docs/HERD.md).
 //! * [`abuse`]: the abuse harness behind `belay abuse` (docs/ABUSE.md).
 //! * [`server_runtime`]: the runtime a server process runs on.
 #![forbid(unsafe_code)]
@@ -36,6 +38,7 @@ pub mod client;
 pub mod cluster;
 pub mod echo;
 pub mod floor;
+pub mod herd;
 pub mod hosts;
 pub mod http_publish;
 pub mod idle;
