@@ -88,7 +88,8 @@ struct MassArgs {
     /// Tokens a refused attempt burns (handshake/TLS cost); 0 = free.
     #[arg(long, default_value_t = 0.0)]
     reject_cost: f64,
-    /// Clients notice the loss at a moment spread uniformly over this window.
+    /// A silent death that clients notice by their own heartbeat, spread
+    /// uniformly over this window (0: every connection is reset at once).
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     detection_window: Duration,
     /// Plot attempts/s and connected clients per policy to this SVG file.

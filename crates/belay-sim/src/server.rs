@@ -57,6 +57,10 @@ pub struct ServerOptions {
     pub reject_cost: f64,
     /// Whether `welcome` carries pacing hints.
     pub pacing: bool,
+    /// The fleet the pacing plans are sized for from the start
+    /// (`FleetPacing::set_expected_fleet`, belay-server's
+    /// `expected_fleet`); `None` sizes them by the connections seen.
+    pub expected_fleet: Option<usize>,
     /// The fraction of `rate` the pacing plans aim at
     /// (`FleetPacing::set_headroom`); `None` keeps the core's default, 0.95.
     pub headroom: Option<f64>,
@@ -72,6 +76,7 @@ impl ServerOptions {
             capacity: None,
             reject_cost: 0.0,
             pacing: true,
+            expected_fleet: None,
             headroom: None,
         }
     }
@@ -122,6 +127,9 @@ impl ServerModel {
             let mut plan = FleetPacing::new(options.rate.max(1) as f64, origin);
             if let Some(headroom) = options.headroom {
                 plan.set_headroom(headroom);
+            }
+            if let Some(fleet) = options.expected_fleet {
+                plan.set_expected_fleet(fleet);
             }
             plan
         };

@@ -43,8 +43,9 @@ fn when_only_the_heartbeat_notices_detection_takes_up_to_probe_interval_plus_tim
     assert_eq!(run.not_back, 0);
     // The loss is noticed 10–20 s after the drop (last frame, then a 10 s
     // quiet interval and a 10 s probe timeout), i.e. 7–17 s after the
-    // network is back, plus the fast first attempt (< 1 s).
+    // network is back. A silent loss takes no fast path: the client waits
+    // for its next slot, at most one period (1 s on this one-client server).
     let (min, max) = (run.back_after[0], run.max().unwrap());
     assert!(min >= Duration::from_secs(7), "{min:?}");
-    assert!(max < Duration::from_secs(18), "{max:?}");
+    assert!(max < Duration::from_secs(19), "{max:?}");
 }

@@ -494,7 +494,7 @@ export class Session implements SubscriptionSink {
         this._backoff._advice = retryWindow(now, advice.min_delay_ms, advice.max_delay_ms);
       }
       const onSlotGrid = this._backoff._slots !== undefined && attempts > 0;
-      let delay = this._backoff._nextDelay(now, this._rng);
+      let delay = this._backoff._nextDelay(now, this._rng, reason.kind === "heartbeat_timeout");
       // Deploy-related reconnects back off twice as long, except advised delays
       // and the server's slot grid, which already spreads the fleet.
       if (this._deployBackoff && !advice && !onSlotGrid) delay *= 2;

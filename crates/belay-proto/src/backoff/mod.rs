@@ -51,7 +51,11 @@
 //!   fraction, as in gRPC.
 //! * `server_paced { first_window, fallback }`, in order:
 //!   1. if `n == 0` and `first_window > 0`: `jit(0, first_window)` (1 draw),
-//!      the fast path that brings a lone client back quickly after a blip;
+//!      the fast path that brings a lone client back quickly after a blip —
+//!      except after a *silent* loss (the session's heartbeat found the
+//!      connection dead, [`Loss::Silent`]) while slots are known: then the
+//!      delay is the time until the first slot instant strictly after `now`
+//!      (no draw);
 //!   2. else `d` = the fallback's delay for its attempt `n − 1` (or `n`
 //!      when `first_window` is zero, since no attempt was spent on a fast
 //!      path), computed with the fallback's own state and draws; and
@@ -82,4 +86,4 @@ mod state;
 pub use formula::{capped_exponential_ms, jitter_ms};
 pub use pacing::{PacingSlots, RetryWindow, MAX_HINT_DELAY, MAX_PACING_PERIOD};
 pub use policy::BackoffPolicy;
-pub use state::Backoff;
+pub use state::{Backoff, Loss};

@@ -8,6 +8,25 @@ use super::policy::BackoffPolicy;
 use crate::rng::{clamp_unit, RandomSource};
 use crate::time::Instant;
 
+/// How the connection before this delay was lost, as far as the backoff
+/// cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Loss {
+    /// The loss was reported (a close, a reset, a refused attempt): it may
+    /// be this client's alone, so a server-paced policy takes its fast path.
+    Noticed,
+    /// The connection went silent and the session's own heartbeat declared
+    /// it dead. A server that froze or vanished is lost this way by its
+    /// whole fleet, noticed spread over the heartbeat's window: fast
+    /// attempts would land on top of the slot traffic of those who noticed
+    /// earlier (docs/SIMULATION.md, "Detection spread"), so a server-paced
+    /// policy that knows its slots waits for its next one instead. The
+    /// client has already spent the heartbeat's timeout noticing, so the
+    /// wait (at most one period) is a smaller share of its time away.
+    Silent,
+}
+
 /// What a policy remembers between delays. `None` everywhere means "just
 /// reset", so a reset is `PolicyState::default()`, and each field is only
 /// used by the policies named on it.
@@ -32,6 +51,7 @@ impl PolicyState {
         n: u32,
         now: Instant,
         slots: Option<&PacingSlots>,
+        loss: Loss,
         rng: &mut dyn RandomSource,
     ) -> Duration {
         let ms = match policy {
@@ -93,6 +113,12 @@ impl PolicyState {
             } => {
                 let window = whole_ms(*first_window);
                 if n == 0 && window > 0 {
+                    if let (Loss::Silent, Some(slots)) = (loss, slots) {
+                        // No fast path after a silent loss: the next slot,
+                        // no draw. The fallback then starts at its attempt 0
+                        // on our attempt 1, as after the fast path.
+                        return slots.next_slot_after(now).saturating_duration_since(now);
+                    }
                     draw_jitter_ms(0, window, rng)
                 } else {
                     // The fast path used attempt 0, so the fallback starts at
@@ -100,7 +126,7 @@ impl PolicyState {
                     // the numbering is shared.
                     let m = if window > 0 { n.saturating_sub(1) } else { n };
                     let state = self.fallback.get_or_insert_with(Box::default);
-                    let delay = state.next_delay(fallback, m, now, None, rng);
+                    let delay = state.next_delay(fallback, m, now, None, Loss::Noticed, rng);
                     return match slots {
                         // The fallback still escalates; its delay is snapped
                         // forward onto the server's grid so the fleet stays

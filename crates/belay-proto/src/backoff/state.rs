@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::formula::{draw_jitter_ms, whole_ms};
 use super::pacing::{PacingSlots, RetryWindow, MAX_HINT_DELAY};
 use super::policy::BackoffPolicy;
+pub use super::rules::Loss;
 use super::rules::PolicyState;
 use crate::rng::RandomSource;
 use crate::time::Instant;
@@ -45,6 +46,19 @@ impl Backoff {
     /// policy's rule applies. Either way the attempt counter goes up by one
     /// (saturating), so advice counts as an attempt of the policy's sequence.
     pub fn next_delay(&mut self, now: Instant, rng: &mut dyn RandomSource) -> Duration {
+        self.next_delay_after(Loss::Noticed, now, rng)
+    }
+
+    /// The next delay after a loss of the given kind, at `now`: the same as
+    /// [`next_delay`](Self::next_delay), except that after a
+    /// [`Loss::Silent`] a server-paced policy skips its fast path while the
+    /// server's slots are known (see [`Loss`]).
+    pub fn next_delay_after(
+        &mut self,
+        loss: Loss,
+        now: Instant,
+        rng: &mut dyn RandomSource,
+    ) -> Duration {
         let delay = match self.advice.take() {
             Some(window) => {
                 let lo = whole_ms(window.earliest().saturating_duration_since(now));
@@ -52,8 +66,9 @@ impl Backoff {
                 Duration::from_millis(draw_jitter_ms(lo, hi, rng))
             }
             None => {
+                let slots = self.slots.as_ref();
                 self.state
-                    .next_delay(&self.policy, self.attempt, now, self.slots.as_ref(), rng)
+                    .next_delay(&self.policy, self.attempt, now, slots, loss, rng)
             }
         };
         self.attempt = self.attempt.saturating_add(1);

@@ -1,11 +1,15 @@
 //! The mass reconnect: every client loses the server at once.
 //!
 //! * **Unplanned outage** (the seed's scenario): at `t = 0` the server
-//!   process dies. It forgets every connection at once; each client learns
-//!   of it by `TransportClosed(abnormal)`, at `t = 0` (the default) or at a
-//!   moment drawn uniformly in `[0, detection_window)` when the clients
-//!   notice the loss spread out. The server is down until `D`, then admits
-//!   through its token bucket (see [`crate::server`]).
+//!   process dies. It forgets every connection at once. With no detection
+//!   window (the default) each client learns of it by
+//!   `TransportClosed(abnormal)` at `t = 0` (the kernel reset the
+//!   connections). With a window `W`, the death is silent (a host that froze
+//!   or vanished): nothing is delivered any more and only each client's own
+//!   heartbeat notices, at a moment uniform in `(0, W]` — each client probes
+//!   after `W` of quiet, gives up 1 ms after an unanswered probe, and
+//!   connected at its own moment in `(−W, 0]`. The server is down until `D`,
+//!   then admits through its token bucket (see [`crate::server`]).
 //! * **Planned restart**: at `t = 0` the server sends every connection `i`
 //!   `reconnect` advice from `FleetPacing::restart_advice("restart", i, N, D)`
 //!   and closes it with 1012 (service restart), then is down until `D`
@@ -60,8 +64,9 @@ pub struct OutageSpec {
     pub horizon: Duration,
     /// Run seed; client `i` gets [`client_seed`](crate::client_seed)`(seed, i)`.
     pub seed: u64,
-    /// Clients notice the loss at a moment uniform in `[0, window)`; zero:
-    /// all at `t = 0`. Ignored for a planned restart.
+    /// Clients notice the loss by their heartbeat at a moment uniform in
+    /// `(0, window]` (a silent death); zero: all at `t = 0` by a reset.
+    /// Ignored for a planned restart.
     pub detection_window: Duration,
     /// Round-trip time to the server: the server decides an attempt at
     /// `t + latency/2`, the client learns the outcome at `t + latency`, and
@@ -127,6 +132,13 @@ pub fn run_outage(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progre
 fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -> OutageRun {
     let mut options = spec.server.clone();
     options.pacing = case.pacing;
+    if !spec.planned && !spec.detection_window.is_zero() {
+        // The fleet connects over the window before the death, so the
+        // server is told the fleet to expect (`--expected-clients`), as a
+        // production server is; otherwise its first clients would get
+        // periods sized for the few connected before them.
+        options.expected_fleet.get_or_insert(spec.clients);
+    }
     let server = ServerModel::new(options, INCIDENT_AT, spec.down_for);
     let bins = spec.horizon.as_micros().div_ceil(BIN.as_micros()) as usize;
     let record = Recorder::new(spec.clients, INCIDENT_AT, BIN, bins);
@@ -134,10 +146,33 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
         latency: spec.latency,
         ..WorldOptions::default()
     };
-    let mut fleet = Fleet::new(&case.config, spec.clients, spec.seed, server, world, record);
-    fleet.set_progress(progress, START);
+    let heartbeat = !spec.planned && !spec.detection_window.is_zero();
+    let mut config = case.config.clone();
+    let start = if heartbeat {
+        // Clients notice the death only by their own heartbeat: each probes
+        // after `W` of quiet and gives up at once when the probe goes
+        // unanswered, and each connected at its own moment in `(−W, 0]`,
+        // so its last frame (the `welcome`) is there and it notices at a
+        // moment uniform in `(0, W]`.
+        config.set_probe_interval(spec.detection_window);
+        config.set_probe_timeout(Duration::from_millis(1));
+        INCIDENT_AT.saturating_sub(spec.detection_window)
+    } else {
+        START
+    };
+    let mut fleet = Fleet::new(&config, spec.clients, spec.seed, server, world, record);
+    fleet.set_progress(progress, start.min(START));
+    let mut rng = SplitMix64::new(spec.seed ^ 0x6F75_7461_6765);
+    let window = spec.detection_window.as_micros() as f64;
     for client in 0..fleet.len() {
-        fleet.start_at(client, START);
+        let at = if heartbeat {
+            // Strictly after −W: a probe at exactly 0 would still be answered.
+            let offset = ((1.0 - rng.next_unit()) * window).ceil().max(1.0) as u64;
+            Instant::from_micros(INCIDENT_AT.as_micros() + 1 - offset)
+        } else {
+            START
+        };
+        fleet.start_at(client, at);
     }
     fleet.run(Instant::from_micros(INCIDENT_AT.as_micros() - 1), false);
 
@@ -147,16 +182,16 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
                 fleet.incident(INCIDENT_AT, client, id, Delivery::Restart);
             }
         }
+    } else if heartbeat {
+        // A silent death: nothing is delivered any more and nobody is told;
+        // each client's heartbeat notices.
+        fleet.server_dies(INCIDENT_AT);
     } else {
         let ids: Vec<_> = (0..fleet.len()).map(|c| fleet.server_conn(c)).collect();
         fleet.server_dies(INCIDENT_AT);
-        let mut rng = SplitMix64::new(spec.seed ^ 0x6F75_7461_6765);
-        let window = spec.detection_window.as_micros() as f64;
         for (client, id) in ids.into_iter().enumerate() {
             let Some(id) = id else { continue };
-            let offset = (rng.next_unit() * window) as u64;
-            let at = Instant::from_micros(INCIDENT_AT.as_micros() + offset);
-            fleet.incident(at, client, id, Delivery::DropAbnormal);
+            fleet.incident(INCIDENT_AT, client, id, Delivery::DropAbnormal);
         }
     }
     fleet.run(spec.end(), true);

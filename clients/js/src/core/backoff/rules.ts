@@ -16,11 +16,15 @@ const ruleOf = (policy: BackoffPolicy): Rule | undefined => (policy as { next?: 
 export function checkPolicy(policy: BackoffPolicy): void {
   if (policy.kind === "server_paced") checkPolicy(policy.fallback);
   else if (policy.kind !== "equal_jitter" && !ruleOf(policy)) {
-    throw new TypeError(`backoff ${policy.kind}: build it with @belay/client/policies`);
+    throw new TypeError(`backoff ${policy.kind} needs @belay/client/policies`);
   }
 }
 
-/** The delay (µs) for attempt `n` of `policy`, updating `state`. */
+/**
+ * The delay (µs) for attempt `n` of `policy`, updating `state`. `silent`: the
+ * session's heartbeat found the connection dead (`Loss::Silent`): a
+ * server-paced fast path is replaced by the next slot, if slots are known.
+ */
 export function policyDelayUs(
   state: PolicyState,
   policy: BackoffPolicy,
@@ -28,6 +32,7 @@ export function policyDelayUs(
   nowUs: number,
   slots: PacingSlots | undefined,
   rng: RandomSource,
+  silent?: boolean,
 ): number {
   if (policy.kind === "equal_jitter") {
     const c = cappedExponentialMs(policy.base_ms, policy.cap_ms, n);
@@ -35,7 +40,7 @@ export function policyDelayUs(
   }
   if (policy.kind !== "server_paced") return ruleOf(policy)!(state, n, rng) * US;
   const window = policy.first_window_ms;
-  if (n === 0 && window > 0) return drawJitterMs(0, window, rng) * US;
+  if (n === 0 && window > 0) return silent && slots ? slots._nextSlotAfter(nowUs) - nowUs : drawJitterMs(0, window, rng) * US;
   const m = window > 0 ? Math.max(n - 1, 0) : n;
   const delay = policyDelayUs((state.fallback ??= {}), policy.fallback, m, nowUs, undefined, rng);
   return slots ? slots._nextSlotAfter(nowUs + delay) - nowUs : delay;

@@ -19,9 +19,10 @@ export class Backoff {
 
   /**
    * The delay (µs) before the next attempt, asked at `nowUs`. Pending advice
-   * wins once (one draw); otherwise the policy's rule. Always counts an attempt.
+   * wins once (one draw); otherwise the policy's rule (`silent`: the loss was a
+   * heartbeat timeout, `Loss::Silent`). Always counts an attempt.
    */
-  _nextDelay(nowUs: number, rng: RandomSource): number {
+  _nextDelay(nowUs: number, rng: RandomSource, silent?: boolean): number {
     const window = this._advice;
     let delay: number;
     if (window) {
@@ -30,7 +31,7 @@ export class Backoff {
       const hi = Math.floor(Math.max(window._latestUs - nowUs, 0) / US);
       delay = drawJitterMs(lo, hi, rng) * US;
     } else {
-      delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng);
+      delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng, silent);
     }
     if (this._attempt < 0xffffffff) this._attempt++;
     return delay;

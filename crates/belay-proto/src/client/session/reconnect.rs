@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::refresh;
 use super::{Output, Phase, Session};
-use crate::backoff::RetryWindow;
+use crate::backoff::{Loss, RetryWindow};
 use crate::client::event::{DisconnectReason, Event, HaltReason, RetryPlan};
 use crate::client::transport::{Failure, TransportId};
 use crate::close::{CloseCode, CloseDisposition, CloseInfo};
@@ -194,7 +194,8 @@ impl Session {
         } else if local {
             Ok(self.schedule_local_retry(now))
         } else {
-            self.schedule_reconnect(now, advice)
+            let silent = matches!(reason, DisconnectReason::HeartbeatTimeout { .. });
+            self.schedule_reconnect(now, advice, silent)
         };
         let plan = retry.clone().unwrap_or(RetryPlan::No);
         self.emit(if was_open {
@@ -220,6 +221,7 @@ impl Session {
         &mut self,
         now: Instant,
         advice: Option<ReconnectAdvice>,
+        silent: bool,
     ) -> Result<RetryPlan, HaltReason> {
         let attempts = self.backoff.attempt();
         if self
@@ -240,7 +242,8 @@ impl Session {
             ));
         }
         let on_slot_grid = self.backoff.slots().is_some() && self.backoff.attempt() > 0;
-        let mut delay = self.backoff.next_delay(now, &mut self.rng);
+        let loss = if silent { Loss::Silent } else { Loss::Noticed };
+        let mut delay = self.backoff.next_delay_after(loss, now, &mut self.rng);
         if self.deploy_backoff && !advised && !on_slot_grid {
             // Deploy-related reconnects back off twice as long, except on the
             // server's slot grid, which already spreads the fleet.
