@@ -11,11 +11,15 @@
 //   partysocket reconnect()               (its generic WebSocket, against belay serve; it manages the socket only)
 //   reconnecting-websocket reconnect()    (against belay serve)
 //   @belay/client reconnectNow()          (against belay serve; connected = ready)
+//   belay-client (Rust) reconnect_now()   (the example crates/belay-client/examples/reconnect_now.rs,
+//                                          a process of its own driven over stdin/stdout; connected = ready)
 //
-// Run: (cd clients/js && npm ci && npm run build) && cargo build -p belay-cli
-//      && cd peers/seed003 && npm ci && node reconnect_now.mjs [--belay PATH] [--runs 3]
+// Run: (cd clients/js && npm ci && npm run build)
+//      && cargo build -p belay-cli && cargo build -p belay-client --example reconnect_now
+//      && cd peers/seed003 && npm ci && node reconnect_now.mjs [--belay PATH] [--rust-client PATH] [--runs 3]
 // Loopback only; every wait is bounded.
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createServer as createHttp } from "node:http";
 import net from "node:net";
 import { createInterface } from "node:readline";
@@ -31,6 +35,10 @@ import { parsePolicy } from "../../clients/js/dist/policies.js";
 const { values: args } = parseArgs({
   options: {
     belay: { type: "string", default: new URL("../../target/debug/belay", import.meta.url).pathname },
+    "rust-client": {
+      type: "string",
+      default: new URL("../../target/debug/examples/reconnect_now", import.meta.url).pathname,
+    },
     runs: { type: "string", default: "3" },
   },
 });
@@ -176,9 +184,44 @@ const clients = {
       return { connected: () => ready, wake: () => client.reconnectNow(), events, close: () => client.close() };
     },
   },
+  "belay-client (Rust) reconnect_now()": {
+    server: "belay",
+    make: () => (port) => rustClient(port),
+  },
 };
 clients["socket.io-client io._close()+connect()"].make = (wake) =>
   clients["socket.io-client connect()"].make(wake);
+
+/**
+ * The Rust client in a process of its own (crates/belay-client/examples/reconnect_now.rs):
+ * it prints `ready TRANSPORT` / `not-ready STATE` as its status flips, and
+ * calls `reconnect_now()` on the line `wake`. Connected = ready, as for
+ * @belay/client; the two pipe hops add well under a millisecond.
+ */
+function rustClient(port) {
+  const child = spawn(args["rust-client"], [`ws://127.0.0.1:${port}/ws`, "--backoff-ms", String(BACKOFF_MS)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const events = [];
+  let ready = false;
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    if (line.startsWith("ready")) ready = true;
+    else if (line.startsWith("not-ready")) {
+      ready = false;
+      events.push(line.replace("not-ready ", "not-ready:"));
+    }
+  });
+  return {
+    connected: () => ready,
+    wake: () => child.stdin.write("wake\n"),
+    events,
+    close: () => {
+      child.stdin.end();
+      // Bounded: the example closes the client and exits on the end of stdin.
+      setTimeout(() => child.kill(), 2000).unref();
+    },
+  };
+}
 
 /** A reconnecting-socket wrapper around `ws`, its backoff fixed. */
 function wrapper(Kind, port) {
@@ -201,6 +244,10 @@ function wrapper(Kind, port) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
+if (!existsSync(args["rust-client"])) {
+  console.error(`${args["rust-client"]} is missing: cargo build -p belay-client --example reconnect_now`);
+  process.exit(2);
+}
 const servers = { socketio: await socketIoServer(), belay: await belayServer(args.belay) };
 const proxies = { socketio: await proxy(servers.socketio.port), belay: await proxy(servers.belay.port) };
 console.log(`| client (backoff ${BACKOFF_MS} ms, woken ${WAKE_AFTER_MS} ms into it) | back on its own before the wake | reconnected after the wake (median of ${RUNS}) | runs | new sockets by ${SNAPSHOT_MS} ms | events after the drop |`);

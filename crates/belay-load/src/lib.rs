@@ -23,6 +23,7 @@
 //!   left, in rounds; what a channel costs and whether memory comes back.
 //! * [`floor`]: the bare tokio-websockets server Belay is compared with.
 //! * [`bench_server`]: the Belay server as the benchmarks configure it.
+//! * [`peers`]: the same loads against socket.io and a Node `ws` server (`server-bench peers`).
 //! * [`herd`]: `herd-bench`, real clients reconnecting after a real server
 //!   outage, per reconnect policy (docs/HERD.md).
 //! * [`abuse`]: the abuse harness behind `belay abuse` (docs/ABUSE.md).
@@ -42,6 +43,7 @@ pub mod herd;
 pub mod hosts;
 pub mod http_publish;
 pub mod idle;
+pub mod peers;
 pub mod procfs;
 pub mod server_runtime;
 pub mod sse;

@@ -164,6 +164,9 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// Belay, the floor, a Node `ws` server and socket.io under the same
+    /// idle, echo and broadcast loads, same run (`npm ci` in peers/bench first).
+    Peers(belay_load::peers::bench::PeersArgs),
     /// Channels: what one subscribed channel costs, and whether the memory
     /// comes back once every subscriber left (rounds of subscribe + leave).
     Channels {
@@ -291,6 +294,10 @@ fn main() -> Result<(), String> {
                 ..BroadcastConfig::new(subscribers, messages, rate)
             };
             runtime.block_on(bench_codec(&echo, &broadcast, runs.clamp(1, 10)))
+        }
+        Cmd::Peers(args) => {
+            let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+            runtime.block_on(belay_load::peers::bench::run(args, &exe))
         }
         Cmd::Channels {
             sessions,
