@@ -23,6 +23,7 @@
 
 mod figures;
 mod fleet;
+mod kernel;
 mod report;
 mod server;
 
@@ -33,6 +34,7 @@ use belay_proto::Config;
 
 pub use figures::{compute, peak_in_window, Figures, ReadyChange};
 pub use fleet::{Counts, Fleet};
+pub use kernel::ListenDrops;
 pub use report::{table, HerdReport, ServerCounts};
 pub use server::{series, ServeProcess, ServeSettings};
 
@@ -138,7 +140,9 @@ pub async fn run(config: &HerdConfig) -> Result<HerdReport, LoadError> {
     let spawned_at = Instant::now();
     let second = ServeProcess::start(&config.serve, addr).await?;
     let up_at = Instant::now();
-    let recovery = watch_recovery(&fleet, &second, kill_at + config.horizon).await?;
+    let drops_at_up = ListenDrops::now();
+    let mut recovery = watch_recovery(&fleet, &second, kill_at + config.horizon).await?;
+    recovery.listen_drops = ListenDrops::now().since(drops_at_up);
     let end_at = Instant::now();
     let load_cpu = own_cpu()? - load_cpu_start;
     let server = ServerCounts::scrape(&second).await;
@@ -172,6 +176,8 @@ pub struct Recovery {
     pub server_cpu: Duration,
     /// Its CPU time in each second after its start (the last one partial).
     pub server_cpu_per_s: Vec<Duration>,
+    /// Connections the kernel's listen queues dropped meanwhile.
+    pub listen_drops: ListenDrops,
 }
 
 /// Sample the server's CPU every second until every client is ready again

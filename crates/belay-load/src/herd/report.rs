@@ -173,6 +173,9 @@ impl HerdReport {
             "server_utilisation": round3(self.server_utilisation()),
             "server_utilisation_last_10s": round3(self.server_utilisation_last_10s()),
             "load_cpu_s": round3(self.load_cpu.as_secs_f64()),
+            "listen_overflows": self.recovery.listen_drops.overflows,
+            "listen_drops": self.recovery.listen_drops.drops,
+            "syn_queue_full_drops": self.recovery.listen_drops.syn_queue_full,
             "server_connects": self.server.connects,
             "server_admission_refusals": self.server.admission_refusals,
             "server_connection_refusals": self.server.connection_refusals,
@@ -199,9 +202,9 @@ pub fn table(reports: &[HerdReport]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| policy | peak/s after return | attempts after return | per client | attempts from kill | 50 % | 99 % | all | server CPU (share of a core) | load CPU | server handshakes | metastable |"
+        "| policy | peak/s after return | attempts after return | per client | attempts from kill | 50 % | 99 % | all | server CPU (share of a core) | load CPU | server handshakes | listen-queue drops | metastable |"
     );
-    let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
     let at = |d: Option<Duration>, horizon: Duration| match d {
         Some(d) => format!("{:.1} s", d.as_secs_f64()),
         None => format!("not within {} s", horizon.as_secs()),
@@ -211,7 +214,7 @@ pub fn table(reports: &[HerdReport]) -> String {
         let h = r.config.horizon;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {:.1} s ({:.0} %) | {:.1} s | {} | {} |",
+            "| {} | {} | {} | {:.2} | {} | {} | {} | {} | {:.1} s ({:.0} %) | {:.1} s | {} | {} | {} |",
             r.config.policy,
             f.peak_after_return,
             f.attempts_after_return,
@@ -226,6 +229,7 @@ pub fn table(reports: &[HerdReport]) -> String {
             r.server
                 .handshakes
                 .map_or_else(|| "–".to_owned(), |h| format!("{h:.0}")),
+            r.recovery.listen_drops.drops,
             if r.metastable() { "yes" } else { "no" },
         );
     }
