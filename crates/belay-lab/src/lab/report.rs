@@ -213,7 +213,7 @@ fn ready_over(reps: &[&RepFigures]) -> String {
             .iter()
             .map(|t| if t == "websocket" { "ws" } else { t.as_str() })
             .collect();
-        *ways.entry(way.join(" → ")).or_default() += 1;
+        *ways.entry(folded(&way)).or_default() += 1;
     }
     if ways.is_empty() {
         return "—".into();
@@ -224,6 +224,25 @@ fn ready_over(reps: &[&RepFigures]) -> String {
         .map(|(way, n)| format!("{way} ×{n}"))
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// A way, its repeated cycle folded once it comes three times or more
+/// (a peer reconnecting through 15 s of flapping):
+/// `ws → (polling → ws) ×11` for ws, then polling → ws eleven times.
+fn folded(way: &[&str]) -> String {
+    for start in 0..way.len() {
+        let rest = &way[start..];
+        for period in 1..=rest.len() / 3 {
+            let cycle = &rest[..period];
+            if rest.len() % period == 0 && rest.chunks(period).all(|c| c == cycle) {
+                let times = rest.len() / period;
+                let mut out: Vec<String> = way[..start].iter().map(|t| (*t).to_owned()).collect();
+                out.push(format!("({}) ×{times}", cycle.join(" → ")));
+                return out.join(" → ");
+            }
+        }
+    }
+    way.join(" → ")
 }
 
 /// A cell's name in the verdicts and failures: fault × client, and the
@@ -328,5 +347,22 @@ fn failures(out: &mut String, report: &LabReport) {
     out.push_str("\n## Repetitions that could not be measured\n\n");
     for (cell, why) in failed {
         let _ = writeln!(out, "* {}: {}", cell_name(cell), why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folded;
+
+    #[test]
+    fn folds_a_cycle_that_comes_three_times_or_more() {
+        assert_eq!(folded(&["ws", "sse", "ws"]), "ws → sse → ws");
+        assert_eq!(
+            folded(&["polling", "ws", "polling", "ws"]),
+            "polling → ws → polling → ws"
+        );
+        let flapping = ["ws", "polling", "ws", "polling", "ws", "polling", "ws"];
+        assert_eq!(folded(&flapping), "ws → (polling → ws) ×3");
+        assert_eq!(folded(&["polling", "ws"].repeat(11)), "(polling → ws) ×11");
     }
 }
