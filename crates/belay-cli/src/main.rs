@@ -17,6 +17,7 @@ mod load;
 mod proxy;
 mod serve;
 mod sim;
+mod sim_herd;
 mod sim_progress;
 mod sim_stats;
 

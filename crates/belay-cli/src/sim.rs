@@ -11,6 +11,7 @@ use belay_sim::scenario::outage::{run_outage_all, OutageSpec};
 use belay_sim::server::ServerOptions;
 use belay_sim::{outage_svg, parse_duration, report, EngineStats, Progress};
 
+use crate::sim_herd::{run_cost_cmd, run_spread_cmd, CostArgs, CostSweepArgs, SpreadArgs};
 use crate::sim_progress::with_progress;
 use crate::sim_stats::RunStats;
 
@@ -31,6 +32,12 @@ enum Scenario {
     Flapping(FlappingArgs),
     /// One client's own network drops for a few seconds; the server is healthy.
     Blip(BlipArgs),
+    /// One policy against the outage with notices spread over several
+    /// windows, next to the bound of the best possible protocol.
+    Spread(SpreadArgs),
+    /// Every policy against the outage on a server whose every attempt
+    /// costs work, one column per handshake cost.
+    Cost(CostSweepArgs),
 }
 
 /// Flags every scenario has.
@@ -95,6 +102,8 @@ struct MassArgs {
     /// Plot attempts/s and connected clients per policy to this SVG file.
     #[arg(long)]
     svg: Option<PathBuf>,
+    #[command(flatten)]
+    cost: CostArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -137,6 +146,8 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
         Scenario::Restart(mass) => run_mass(mass, true),
         Scenario::Flapping(flapping) => run_flapping(flapping),
         Scenario::Blip(blip) => run_blip(blip),
+        Scenario::Spread(spread) => run_spread_cmd(spread),
+        Scenario::Cost(cost) => run_cost_cmd(cost),
     }
 }
 
@@ -175,6 +186,7 @@ fn run_mass(args: &MassArgs, planned: bool) -> Result<(), String> {
     spec.server.capacity = args.bucket_capacity;
     spec.server.headroom = args.headroom;
     spec.server.reject_cost = args.reject_cost;
+    spec.server.cost = args.cost.cost_model();
     spec.horizon = args.horizon;
     spec.seed = args.common.seed;
     spec.detection_window = args.detection_window;
@@ -320,6 +332,37 @@ mod tests {
                 "heartbeat",
                 "--policy",
                 "grpc",
+            ],
+            &[
+                "spread",
+                "--clients",
+                "100",
+                "--rate",
+                "5",
+                "--windows",
+                "0s,20s",
+            ],
+            &[
+                "cost",
+                "--clients",
+                "100",
+                "--rate",
+                "5",
+                "--policy",
+                "fixed",
+                "--handshakes",
+                "1ms,50ms",
+            ],
+            &[
+                "outage",
+                "--clients",
+                "100",
+                "--rate",
+                "5",
+                "--policy",
+                "belay-default",
+                "--handshake-cost",
+                "2ms",
             ],
         ] {
             run(&parse(words).unwrap()).unwrap();

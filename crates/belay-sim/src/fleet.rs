@@ -38,7 +38,7 @@ use belay_proto::{
 use crate::progress::Progress;
 use crate::queue::{Agenda, Delivery, Entry};
 use crate::record::Recorder;
-use crate::server::{ServerModel, Verdict};
+use crate::server::{Answer, ServerModel, Verdict, WorkStats};
 
 /// "No transport": the id the core never hands out.
 const NO_TRANSPORT: TransportId = TransportId(0);
@@ -69,6 +69,8 @@ struct Client {
     conn: Option<TransportId>,
     /// Whether it counts as connected (see the module docs).
     connected: bool,
+    /// The `Retry-After` (s) of the 503 on its way to this client.
+    retry_after_secs: u16,
 }
 
 /// Counters of one run, for `--stats`.
@@ -97,6 +99,8 @@ pub(crate) struct Fleet<'p> {
     world: WorldOptions,
     inbox: VecDeque<Input>,
     record: Recorder,
+    /// How long a session waits for an attempt before giving up on it.
+    connect_timeout: Duration,
     pending_incidents: usize,
     stats: EngineStats,
     progress: Option<&'p Progress>,
@@ -120,6 +124,7 @@ impl<'p> Fleet<'p> {
             wake: Instant::MAX,
             conn: None,
             connected: false,
+            retry_after_secs: 0,
         };
         Fleet {
             agenda: Agenda::default(),
@@ -129,6 +134,7 @@ impl<'p> Fleet<'p> {
             world,
             inbox: VecDeque::new(),
             record,
+            connect_timeout: config.connect_timeout(),
             pending_incidents: 0,
             stats: EngineStats::default(),
             progress: None,
@@ -214,6 +220,11 @@ impl<'p> Fleet<'p> {
 
     /// Close the run: the record and the progress report are completed up
     /// to `until` (the run may have stopped earlier).
+    /// The server's work so far, if work has a cost.
+    pub(crate) fn work(&self) -> Option<WorkStats> {
+        self.server.work()
+    }
+
     pub(crate) fn finish(mut self, until: Instant) -> (Recorder, EngineStats) {
         self.report_progress(until.max(self.reported));
         self.record.finish();
@@ -239,6 +250,27 @@ impl<'p> Fleet<'p> {
             }
             Delivery::Opened => self.inbox.push_back(Input::TransportOpened(id)),
             Delivery::Refused => self.inbox.push_back(refused(id)),
+            Delivery::Served => {
+                if self.sessions[index].current_transport() == Some(id) {
+                    self.clients[index].conn = Some(id);
+                    self.server.opened();
+                    self.inbox.push_back(Input::TransportOpened(id));
+                } else {
+                    // The client gave up on this attempt; the server finds
+                    // the socket closed after doing the work.
+                    self.server.admitted_too_late();
+                }
+            }
+            Delivery::Rejected => {
+                let secs = u64::from(self.clients[index].retry_after_secs);
+                self.inbox.push_back(Input::TransportFailed(
+                    id,
+                    Failure::Rejected {
+                        status: 503,
+                        retry_after_ms: Some(secs * 1000),
+                    },
+                ));
+            }
             Delivery::Unreachable => self.inbox.push_back(unreachable(id)),
             Delivery::Welcome => {
                 if self.clients[index].conn != Some(id) {
@@ -366,10 +398,48 @@ impl<'p> Fleet<'p> {
         let latency = self.world.latency;
         match output {
             Output::OpenTransport { id, .. } => {
+                let at = now.saturating_add(latency / 2);
+                let answer = if self.offline(now) {
+                    None
+                } else {
+                    Some(self.server.attempt(at))
+                };
+                let later = match answer {
+                    Some(Answer::Now(_)) | None => None,
+                    Some(Answer::Dropped) => Some(None),
+                    Some(Answer::Opens { at }) => Some(Some((at, Delivery::Served))),
+                    Some(Answer::Rejected {
+                        at,
+                        retry_after_secs,
+                    }) => {
+                        self.clients[index].retry_after_secs =
+                            u16::try_from(retry_after_secs).unwrap_or(u16::MAX);
+                        Some(Some((at, Delivery::Rejected)))
+                    }
+                };
+                if let Some(later) = later {
+                    // Answered after the server's work (or never, when
+                    // dropped): the client's own connect timeout may come
+                    // first.
+                    let deadline = now.saturating_add(self.connect_timeout);
+                    let failed = match later {
+                        Some((at, Delivery::Served)) => at.saturating_add(latency / 2) >= deadline,
+                        _ => true,
+                    };
+                    self.record.attempt(now, failed);
+                    if let Some((at, what)) = later {
+                        self.agenda
+                            .push(at.saturating_add(latency / 2), index as u32, id, what);
+                    }
+                    return;
+                }
                 let delivery = if self.offline(now) {
                     Delivery::Unreachable
                 } else {
-                    match self.server.admit(now.saturating_add(latency / 2)) {
+                    let Some(Answer::Now(verdict)) = answer else {
+                        return;
+                    };
+                    match verdict {
                         Verdict::Admit => {
                             self.clients[index].conn = Some(id);
                             self.server.opened();

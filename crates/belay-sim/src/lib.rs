@@ -21,8 +21,12 @@
 //!
 //! The scenarios are in [`scenario`]: the mass outage and the planned
 //! restart ([`scenario::outage`]), a flapping server ([`scenario::flapping`])
-//! and a lone client's network blip ([`scenario::blip`]). The model and the
-//! results are described in `docs/SIMULATION.md`.
+//! and a lone client's network blip ([`scenario::blip`]); the outage on a
+//! server whose every attempt costs work ([`cost`],
+//! [`scenario::cost_sweep`]), and with its notices spread over a window,
+//! next to what the best possible protocol could do ([`bound`],
+//! [`scenario::spread`]). The model and the results are described in
+//! `docs/SIMULATION.md`.
 //!
 //! ```
 //! use belay_sim::policy::select_cases;
@@ -40,6 +44,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bound;
+pub mod cost;
 mod duration;
 mod fleet;
 pub mod metrics;

@@ -28,6 +28,8 @@ pub struct OutageMetrics {
     pub wasted_attempts: u64,
     /// Attempts made while the server was down (before `D`).
     pub attempts_while_down: usize,
+    /// Attempts from the server's return (`D`) on: `total − while down`.
+    pub attempts_after_return: usize,
     /// Time until half of the fleet is connected again, if within the horizon.
     pub to_50: Option<Duration>,
     /// Time until 99 % of the fleet is connected again.
@@ -41,6 +43,11 @@ pub struct OutageMetrics {
 }
 
 impl OutageMetrics {
+    /// Attempts after the server's return, per client of the fleet.
+    pub fn attempts_per_client_after_return(&self) -> f64 {
+        self.attempts_after_return as f64 / self.clients.max(1) as f64
+    }
+
     /// Compute the figures from a finished record of a server that was down
     /// for `down_for` from the incident on.
     pub fn from_record(record: &Recorder, down_for: Duration, horizon: Duration) -> Self {
@@ -63,6 +70,8 @@ impl OutageMetrics {
             total_attempts: record.attempts().len(),
             wasted_attempts: record.failed(),
             attempts_while_down: record.attempts().partition_point(|&at| at < back),
+            attempts_after_return: record.attempts().len()
+                - record.attempts().partition_point(|&at| at < back),
             to_50: connected_after(0.5),
             to_99: connected_after(0.99),
             to_100: connected_after(1.0),

@@ -22,6 +22,13 @@ pub(crate) enum Delivery {
     Opened,
     /// The attempt was refused: `TransportFailed(Failure::network("refused"))`.
     Refused,
+    /// The server finished the work of an admitted attempt: the transport
+    /// opens, if the client is still waiting for it (a cost model).
+    Served,
+    /// The server refused after its work: `TransportFailed(Failure::Rejected
+    /// { 503, Retry-After })` (a cost model; the header is in the client's
+    /// engine state).
+    Rejected,
     /// The attempt never left the device: `TransportFailed(Failure::unreachable(..))`.
     Unreachable,
     /// The server answers `connect` with `welcome`.

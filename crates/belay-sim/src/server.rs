@@ -33,7 +33,9 @@ use std::time::Duration;
 
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Pacing, ReconnectAdvice};
-use belay_proto::server::TokenBucket;
+use belay_proto::server::{Limits, TokenBucket, UpgradeDecision, UpgradeVerdict};
+
+use crate::cost::{CostModel, Workers};
 use belay_proto::Instant;
 
 /// What the server model is told to be.
@@ -57,6 +59,11 @@ pub struct ServerOptions {
     pub reject_cost: f64,
     /// Whether `welcome` carries pacing hints.
     pub pacing: bool,
+    /// Make every attempt cost the returning server work ([`CostModel`]):
+    /// attempts queue for its workers, are decided after their handshake
+    /// by belay-server's upgrade checks, and a refusal is an HTTP 503 with
+    /// `Retry-After`. `None` (the default): decided at once, for free.
+    pub cost: Option<CostModel>,
     /// The fleet the pacing plans are sized for from the start
     /// (`FleetPacing::set_expected_fleet`, belay-server's
     /// `expected_fleet`); `None` sizes them by the connections seen.
@@ -76,10 +83,47 @@ impl ServerOptions {
             capacity: None,
             reject_cost: 0.0,
             pacing: true,
+            cost: None,
             expected_fleet: None,
             headroom: None,
         }
     }
+}
+
+/// What the server does with an attempt once work has a cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Decided at once, for free (down, or no cost model).
+    Now(Verdict),
+    /// The listen backlog is full: the attempt is dropped and its client
+    /// hears nothing.
+    Dropped,
+    /// Admitted: the session is ready to open at `at`.
+    Opens {
+        /// When the session's work is done.
+        at: Instant,
+    },
+    /// Refused at `at` with HTTP 503 and this `Retry-After`.
+    Rejected {
+        /// When the decision is made.
+        at: Instant,
+        /// The header's value, whole seconds.
+        retry_after_secs: u64,
+    },
+}
+
+/// Work the server did after its return, with a [`CostModel`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct WorkStats {
+    /// CPU time spent on attempts (handshakes and sessions).
+    pub busy: Duration,
+    /// Attempts dropped because the listen backlog was full.
+    pub dropped: u64,
+    /// Attempts that had to wait for a worker.
+    pub queued: u64,
+    /// Sessions admitted for a client that had already given up.
+    pub admitted_too_late: u64,
 }
 
 /// The server's answer to a connection attempt.
@@ -111,6 +155,9 @@ pub(crate) struct ServerModel {
     down_from: Instant,
     up_at: Instant,
     bucket: TokenBucket,
+    limits: Limits,
+    workers: Option<Workers>,
+    work: WorkStats,
     before: FleetPacing,
     after: FleetPacing,
     open: usize,
@@ -135,6 +182,9 @@ impl ServerModel {
         };
         ServerModel {
             bucket: accept_bucket(&options, up_at),
+            limits: Limits::default(),
+            workers: options.cost.map(|model| Workers::new(model, up_at)),
+            work: WorkStats::default(),
             before: plan(Instant::ZERO),
             after: plan(up_at),
             options,
@@ -163,6 +213,62 @@ impl ServerModel {
                 Verdict::Refuse
             }
         }
+    }
+
+    /// An attempt that reaches the server at `now`: decided at once unless
+    /// the server is up and work has a cost.
+    pub(crate) fn attempt(&mut self, now: Instant) -> Answer {
+        if now < self.up_at || self.workers.is_none() {
+            return Answer::Now(self.admit(now));
+        }
+        let Some(workers) = self.workers.as_mut() else {
+            return Answer::Now(self.admit(now));
+        };
+        let Some(slot) = workers.arrive(now) else {
+            self.work.dropped += 1;
+            return Answer::Dropped;
+        };
+        self.work.queued += u64::from(slot.queued);
+        let at = slot.decided_at;
+        // belay-server's upgrade checks for a native client (no `Origin`),
+        // one source per client (far below its share), not draining.
+        let admission = self.bucket.try_take(at);
+        let verdict = UpgradeDecision::new(&self.limits, None, false)
+            .and_then(|decision| decision.source_counted(Ok(())))
+            .map(|(decision, ())| decision.admitted(admission))
+            .unwrap_or_else(|refused| refused);
+        let answer = match verdict {
+            UpgradeVerdict::Upgrade => Answer::Opens {
+                at: workers.admitted(at),
+            },
+            UpgradeVerdict::Refuse {
+                retry_after_secs, ..
+            } => Answer::Rejected {
+                at,
+                retry_after_secs: retry_after_secs.unwrap_or(1),
+            },
+            // Only a browser is upgraded to be refused in-band.
+            _ => Answer::Rejected {
+                at,
+                retry_after_secs: 1,
+            },
+        };
+        if matches!(answer, Answer::Rejected { .. }) && self.options.reject_cost > 0.0 {
+            let left = self.bucket.available(at) - self.options.reject_cost;
+            self.bucket.set_tokens(at, left);
+        }
+        self.work.busy = workers.busy;
+        answer
+    }
+
+    /// An admitted session's client had given up before it opened.
+    pub(crate) fn admitted_too_late(&mut self) {
+        self.work.admitted_too_late += 1;
+    }
+
+    /// The work done so far, if work has a cost.
+    pub(crate) fn work(&self) -> Option<WorkStats> {
+        self.workers.as_ref().map(|_| self.work)
     }
 
     /// The pacing for a `welcome` sent at `now`, if the server sends any.

@@ -44,6 +44,15 @@ pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
     if !spec.latency.is_zero() {
         options.push(format!("round trip {}", format_duration(spec.latency)));
     }
+    if let Some(cost) = spec.server.cost {
+        options.push(format!(
+            "every attempt costs the server {} of work ({} more if admitted) on {} worker(s),              listen backlog {}, refusals are 503 + Retry-After",
+            format_duration(cost.handshake),
+            format_duration(cost.session),
+            cost.workers,
+            cost.backlog
+        ));
+    }
     if !options.is_empty() {
         let _ = writeln!(out, "options: {}", options.join("; "));
     }
@@ -67,6 +76,10 @@ pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
             seconds_or_horizon(m.to_99, m.horizon),
             seconds_or_horizon(m.to_100, m.horizon),
         );
+    }
+    if runs.iter().any(|run| run.work.is_some()) {
+        let _ = writeln!(out);
+        out.push_str(&super::work_markdown(runs));
     }
     out
 }

@@ -1,9 +1,11 @@
 //! Tables of results: markdown for people, CSV for tools.
 
 mod csv;
+mod herd;
 mod markdown;
 
 pub use csv::{blip_csv, flapping_csv, outage_csv};
+pub use herd::{cost_sweep_markdown, spread_markdown, work_markdown};
 pub use markdown::{blip_markdown, flapping_markdown, outage_markdown};
 
 use std::time::Duration;

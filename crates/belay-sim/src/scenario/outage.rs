@@ -37,7 +37,7 @@ use crate::policy::PolicyCase;
 use crate::progress::Progress;
 use crate::queue::Delivery;
 use crate::record::Recorder;
-use crate::server::{ServerModel, ServerOptions};
+use crate::server::{ServerModel, ServerOptions, WorkStats};
 
 /// Where "t = 0" (the incident) sits on the virtual clock. Far enough from
 /// the clock's origin for any setup before it.
@@ -119,6 +119,25 @@ pub struct OutageRun {
     pub record: Recorder,
     /// Engine counters.
     pub stats: EngineStats,
+    /// The server's work after its return, with a cost model.
+    pub work: Option<WorkStats>,
+}
+
+impl OutageRun {
+    /// Clients that got in (connected, from a state of not being connected)
+    /// per second over the last `window` of the run: near zero for a server
+    /// that never catches up.
+    pub fn goodput_at_end(&self, window: Duration) -> f64 {
+        let end = INCIDENT_AT.saturating_add(self.metrics.horizon);
+        let from = end.saturating_sub(window);
+        let got_in = self
+            .record
+            .connects()
+            .iter()
+            .filter(|(at, _)| *at >= from && *at <= end)
+            .count();
+        got_in as f64 / window.as_secs_f64().max(1e-9)
+    }
 }
 
 /// Simulate `spec` for one policy.
@@ -195,12 +214,14 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
         }
     }
     fleet.run(spec.end(), true);
+    let work = fleet.work();
     let (record, stats) = fleet.finish(spec.end());
     OutageRun {
         case: case.clone(),
         metrics: OutageMetrics::from_record(&record, spec.down_for, spec.horizon),
         record,
         stats,
+        work,
     }
 }
 
