@@ -110,7 +110,7 @@ pub(crate) struct CostSweepArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "500us,1ms,2ms,3ms,5ms")]
     handshakes: Vec<Duration>,
     /// How long after the outage to simulate at most.
-    #[arg(long, value_parser = parse_duration, default_value = "300s")]
+    #[arg(long, value_parser = parse_duration, default_value = "600s")]
     horizon: Duration,
 }
 

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //!  attempt ──▶ listen backlog (at most `backlog` waiting; beyond it the
-//!              │               SYN is dropped: the client hears nothing)
+//!              │               SYN is dropped and sent again 1, 3, 7 s later)
 //!              ▼
 //!           a free worker: `handshake` of work, then the admission decision
 //!              │   (belay-proto's UpgradeDecision and TokenBucket, as in
@@ -48,7 +48,8 @@ pub struct CostModel {
     /// setup up to `welcome`.
     pub session: Duration,
     /// Attempts that may wait for a worker (the listen backlog); one more
-    /// is dropped and its client hears nothing until its connect timeout.
+    /// is dropped, and the client's TCP stack sends its SYN again 1 s, then
+    /// 2 s, 4 s… later, until its connect timeout.
     pub backlog: usize,
 }
 

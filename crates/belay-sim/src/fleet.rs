@@ -71,6 +71,10 @@ struct Client {
     connected: bool,
     /// The `Retry-After` (s) of the 503 on its way to this client.
     retry_after_secs: u16,
+    /// SYN retransmissions of the current dial so far (a full backlog
+    /// dropped it), and when the dial began.
+    syn_tries: u8,
+    dialed_at: Instant,
 }
 
 /// Counters of one run, for `--stats`.
@@ -125,6 +129,8 @@ impl<'p> Fleet<'p> {
             conn: None,
             connected: false,
             retry_after_secs: 0,
+            syn_tries: 0,
+            dialed_at: Instant::ZERO,
         };
         Fleet {
             agenda: Agenda::default(),
@@ -259,9 +265,17 @@ impl<'p> Fleet<'p> {
                     // The client gave up on this attempt; the server finds
                     // the socket closed after doing the work.
                     self.server.admitted_too_late();
+                    self.record.failure();
+                }
+            }
+            Delivery::Syn => {
+                if self.sessions[index].current_transport() == Some(id) {
+                    let answer = self.server.attempt(now.saturating_add(self.world.latency / 2));
+                    self.route(index, id, now, answer);
                 }
             }
             Delivery::Rejected => {
+                self.record.failure();
                 let secs = u64::from(self.clients[index].retry_after_secs);
                 self.inbox.push_back(Input::TransportFailed(
                     id,
@@ -337,6 +351,39 @@ impl<'p> Fleet<'p> {
         self.pending_incidents = self.pending_incidents.saturating_sub(1);
     }
 
+    /// Deliver the cost model's answer to dial `id` of client `index`, one
+    /// of whose SYNs reached the server at `now` (plus half the latency).
+    fn route(&mut self, index: usize, id: TransportId, now: Instant, answer: Answer) {
+        let half = self.world.latency / 2;
+        let (at, what) = match answer {
+            Answer::Opens { at } => (at, Delivery::Served),
+            Answer::Rejected {
+                at,
+                retry_after_secs,
+            } => {
+                self.clients[index].retry_after_secs =
+                    u16::try_from(retry_after_secs).unwrap_or(u16::MAX);
+                (at, Delivery::Rejected)
+            }
+            Answer::Dropped | Answer::Now(_) => {
+                // Linux retransmits a SYN that got no answer after 1 s,
+                // then 2 s, 4 s… later; the dial gives up at its deadline.
+                let client = &mut self.clients[index];
+                let wait = Duration::from_secs(1 << client.syn_tries.min(6));
+                client.syn_tries = client.syn_tries.saturating_add(1);
+                let again = now.saturating_add(wait);
+                if again < client.dialed_at.saturating_add(self.connect_timeout) {
+                    self.agenda.push(again, index as u32, id, Delivery::Syn);
+                } else {
+                    self.record.failure();
+                }
+                return;
+            }
+        };
+        self.agenda
+            .push(at.saturating_add(half), index as u32, id, what);
+    }
+
     /// The server side of `id` is gone (if it is the one the server holds).
     fn forget(&mut self, index: usize, id: TransportId) {
         let client = &mut self.clients[index];
@@ -404,33 +451,14 @@ impl<'p> Fleet<'p> {
                 } else {
                     Some(self.server.attempt(at))
                 };
-                let later = match answer {
-                    Some(Answer::Now(_)) | None => None,
-                    Some(Answer::Dropped) => Some(None),
-                    Some(Answer::Opens { at }) => Some(Some((at, Delivery::Served))),
-                    Some(Answer::Rejected {
-                        at,
-                        retry_after_secs,
-                    }) => {
-                        self.clients[index].retry_after_secs =
-                            u16::try_from(retry_after_secs).unwrap_or(u16::MAX);
-                        Some(Some((at, Delivery::Rejected)))
-                    }
-                };
-                if let Some(later) = later {
-                    // Answered after the server's work (or never, when
-                    // dropped): the client's own connect timeout may come
-                    // first.
-                    let deadline = now.saturating_add(self.connect_timeout);
-                    let failed = match later {
-                        Some((at, Delivery::Served)) => at.saturating_add(latency / 2) >= deadline,
-                        _ => true,
-                    };
-                    self.record.attempt(now, failed);
-                    if let Some((at, what)) = later {
-                        self.agenda
-                            .push(at.saturating_add(latency / 2), index as u32, id, what);
-                    }
+                if let Some(answer) = answer.filter(|a| !matches!(a, Answer::Now(_))) {
+                    // Answered after the server's work (or dropped): the
+                    // failure, if any, is counted when it is known.
+                    self.record.attempt(now, false);
+                    let client = &mut self.clients[index];
+                    client.syn_tries = 0;
+                    client.dialed_at = now;
+                    self.route(index, id, now, answer);
                     return;
                 }
                 let delivery = if self.offline(now) {

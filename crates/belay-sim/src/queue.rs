@@ -29,6 +29,10 @@ pub(crate) enum Delivery {
     /// { 503, Retry-After })` (a cost model; the header is in the client's
     /// engine state).
     Rejected,
+    /// The client's TCP stack retransmits the SYN of a dial the server's
+    /// full listen backlog dropped (a cost model): the same attempt reaches
+    /// the server again.
+    Syn,
     /// The attempt never left the device: `TransportFailed(Failure::unreachable(..))`.
     Unreachable,
     /// The server answers `connect` with `welcome`.

@@ -66,6 +66,12 @@ impl Recorder {
         }
     }
 
+    /// An attempt already counted turned out to fail (its answer came
+    /// after the server's work, or never).
+    pub(crate) fn failure(&mut self) {
+        self.failed += 1;
+    }
+
     /// Client `client` became connected (`true`) or stopped being
     /// connected (`false`) at `at`.
     pub(crate) fn connection(&mut self, at: Instant, client: u32, connected: bool) {

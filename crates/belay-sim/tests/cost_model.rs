@@ -15,7 +15,7 @@ fn case(name: &str) -> PolicyCase {
 
 fn spec(handshake_ms: u64) -> OutageSpec {
     let mut spec = OutageSpec::seed_scenario();
-    spec.horizon = Duration::from_secs(300);
+    spec.horizon = Duration::from_secs(600);
     let mut cost = CostModel::new();
     cost.handshake = Duration::from_millis(handshake_ms);
     spec.server.cost = Some(cost);
@@ -70,9 +70,9 @@ fn the_sweep_shows_which_policies_recover_at_each_cost() {
     let recovered = |c: usize, h: usize| !cells[c][h].never_caught_up();
     // At 2 ms every policy still gets everyone in.
     assert!((0..cases.len()).all(|c| recovered(c, 0)));
-    // At 5 ms, fixed and full jitter never do; exponential's long waits and
-    // the default's slots do.
-    assert!(!recovered(0, 1) && !recovered(1, 1));
+    // At 5 ms, fixed and full jitter fall into the metastable state;
+    // exponential's long waits and the default's slots get everyone in.
+    assert!(cells[0][1].metastable(500) && cells[1][1].metastable(500));
     assert!(recovered(2, 1) && recovered(3, 1));
     // The default keeps its peak at the slot rate whatever the cost.
     assert_eq!(cells[3][1].run.metrics.peak_after_return, 477);

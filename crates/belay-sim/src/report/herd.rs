@@ -65,7 +65,7 @@ pub fn cost_sweep_markdown(
     );
     let _ = writeln!(
         out,
-        "cells: all connected after (peak attempts/s after return, attempts); never: connected at the horizon, got in per s over the last {}",
+        "cells: all connected after (peak attempts/s after return, attempts); never (metastable: less than a tenth of the rate getting in at the end) or not within the horizon: connected at the horizon, got in per s over the last {}",
         format_duration(GOODPUT_WINDOW)
     );
     let _ = writeln!(out);
@@ -81,10 +81,18 @@ pub fn cost_sweep_markdown(
         let mut line = format!("| `{}` |", case.name);
         for cell in row {
             let m = &cell.run.metrics;
-            if cell.never_caught_up() {
+            if cell.metastable(spec.server.rate) {
                 let _ = write!(
                     line,
                     " **never**: {} in, {:.0}/s |",
+                    thousands(m.connected_at_end as u64),
+                    cell.goodput_at_end()
+                );
+            } else if cell.never_caught_up() {
+                let _ = write!(
+                    line,
+                    " not within {}: {} in, {:.0}/s |",
+                    format_duration(m.horizon),
                     thousands(m.connected_at_end as u64),
                     cell.goodput_at_end()
                 );

@@ -27,6 +27,13 @@ impl CostCell {
         self.run.metrics.to_100.is_none()
     }
 
+    /// Whether the server fell into the metastable state: it never caught
+    /// up, and at the end it let in less than a tenth of its admission rate
+    /// per second (busy with answers that come too late, not merely slow).
+    pub fn metastable(&self, rate: u64) -> bool {
+        self.never_caught_up() && self.goodput_at_end() < rate as f64 / 10.0
+    }
+
     /// Clients that got in per second over the last [`GOODPUT_WINDOW`].
     pub fn goodput_at_end(&self) -> f64 {
         self.run.goodput_at_end(GOODPUT_WINDOW)
