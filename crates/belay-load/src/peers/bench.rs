@@ -119,6 +119,7 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
     ];
     let mut cast_series = [
         new_series("broadcast deliveries/s"),
+        new_series("broadcast publish span s"),
         new_series("broadcast p50 ms"),
         new_series("broadcast p99 ms"),
         new_series("broadcast server CPU us per delivery"),
@@ -133,7 +134,7 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
             match load {
                 Load::Idle => println!("| run | server | connections | opened | alive after hold | open time (s) | RSS (MiB) | bytes/conn | CPU over hold (s) | CPU µs per conn·s | Node heapUsed Δ/conn (B) | Node external Δ/conn (B) |"),
                 Load::Echo => println!("| run | server | completed | failed | req/s | p50 (ms) | p99 (ms) | server CPU (s) | CPU µs / request |"),
-                Load::Broadcast => println!("| run | server | subscribers | deliveries / expected | deliveries/s | p50 (ms) | p99 (ms) | server CPU (s) | CPU µs / delivery |"),
+                Load::Broadcast => println!("| run | server | subscribers | deliveries / expected | deliveries/s | publish span (s) | p50 (ms) | p99 (ms) | server CPU (s) | CPU µs / delivery |"),
             }
             println!(
                 "|{}",
@@ -199,8 +200,13 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
                             report.latencies.percentile(99.0),
                         );
                         let per_delivery = cpu * 1e6 / report.deliveries.max(1) as f64;
+                        // How long the server took to issue every publication
+                        // (first to last stamp; (M - 1) / X s when it keeps
+                        // up): a server whose publishing falls behind
+                        // stamps late, and its latency leaves that wait out.
+                        let span = report.publish_span.map_or(f64::NAN, |d| d.as_secs_f64());
                         println!(
-                            "| {run} | {} | {} | {} / {} | {:.0} | {} | {} | {cpu:.2} | {per_delivery:.2} |",
+                            "| {run} | {} | {} | {} / {} | {:.0} | {span:.2} | {} | {} | {cpu:.2} | {per_delivery:.2} |",
                             peer.name(),
                             report.subscribers,
                             report.deliveries,
