@@ -106,18 +106,19 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
         what,
         values: vec![Vec::new(); peers.len()],
     };
-    let mut idle_series = [
+    // Fixed lengths: each load's row has exactly one value per series.
+    let mut idle_series: [Series; 3] = [
         new_series("idle bytes per connection (RSS delta / connections)"),
         new_series("idle CPU us per connection-second"),
         new_series("idle Node heapUsed delta per connection (B)"),
     ];
-    let mut echo_series = [
+    let mut echo_series: [Series; 4] = [
         new_series("echo requests/s"),
         new_series("echo p50 ms"),
         new_series("echo p99 ms"),
         new_series("echo server CPU us per request"),
     ];
-    let mut cast_series = [
+    let mut cast_series: [Series; 5] = [
         new_series("broadcast deliveries/s"),
         new_series("broadcast publish span s"),
         new_series("broadcast p50 ms"),
@@ -152,9 +153,7 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
                         let row =
                             idle_once(&servers, peer, &config, hold, args.ping_interval_ms).await?;
                         println!("| {run} | {} | {} |", peer.name(), row.cells);
-                        for (series, value) in idle_series.iter_mut().zip(row.figures) {
-                            series.values[i].push(value);
-                        }
+                        push(&mut idle_series, row.figures, i);
                     }
                     Load::Echo => {
                         let config = EchoConfig {
@@ -179,15 +178,13 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
                         if let Some(e) = &report.first_error {
                             eprintln!("{} echo: first failure: {e}", peer.name());
                         }
-                        let row = [
+                        let row: [f64; 4] = [
                             report.requests_per_sec(),
                             millis(p50),
                             millis(p99),
                             per_request,
                         ];
-                        for (series, value) in echo_series.iter_mut().zip(row) {
-                            series.values[i].push(value);
-                        }
+                        push(&mut echo_series, row, i);
                     }
                     Load::Broadcast => {
                         let config = BroadcastConfig {
@@ -218,15 +215,14 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
                         if let Some(e) = &report.first_error {
                             eprintln!("{} broadcast: first problem: {e}", peer.name());
                         }
-                        let row = [
+                        let row: [f64; 5] = [
                             report.deliveries_per_sec(),
+                            span,
                             millis(p50),
                             millis(p99),
                             per_delivery,
                         ];
-                        for (series, value) in cast_series.iter_mut().zip(row) {
-                            series.values[i].push(value);
-                        }
+                        push(&mut cast_series, row, i);
                     }
                 }
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -245,6 +241,14 @@ pub async fn run(args: PeersArgs, exe: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Add one run's row to server `i`'s values: as many values as series,
+/// checked by the compiler.
+fn push<const N: usize>(series: &mut [Series; N], row: [f64; N], i: usize) {
+    for (series, value) in series.iter_mut().zip(row) {
+        series.values[i].push(value);
+    }
 }
 
 fn millis(d: Option<Duration>) -> f64 {
