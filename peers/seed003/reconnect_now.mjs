@@ -242,6 +242,16 @@ function wrapper(Kind, port) {
   };
 }
 
+/** Each distinct list of events after the drop, with the runs that saw it. */
+function eventsSeen(results) {
+  const counts = new Map();
+  for (const r of results) {
+    const key = JSON.stringify(r.events);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].map(([events, n]) => `${events} ×${n}`).join("; ");
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 
 if (!existsSync(args["rust-client"])) {
@@ -257,7 +267,7 @@ for (const [name, spec] of Object.entries(clients)) {
   for (let i = 0; i < RUNS; i++) results.push(await trial(proxies[spec.server], spec.make(spec.wake)));
   const times = results.map((r) => r.reconnectedAt);
   console.log(
-    `| ${name} | ${results.filter((r) => r.alreadyBack).length}/${RUNS} | ${median(times)} ms | ${times.join(", ")} | ${median(results.map((r) => r.socketsBy700))} | ${JSON.stringify(results[0].events)} |`,
+    `| ${name} | ${results.filter((r) => r.alreadyBack).length}/${RUNS} | ${median(times)} ms | ${times.join(", ")} | ${median(results.map((r) => r.socketsBy700))} | ${eventsSeen(results)} |`,
   );
 }
 for (const p of Object.values(proxies)) p.close();
