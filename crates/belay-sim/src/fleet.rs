@@ -270,7 +270,9 @@ impl<'p> Fleet<'p> {
             }
             Delivery::Syn => {
                 if self.sessions[index].current_transport() == Some(id) {
-                    let answer = self.server.attempt(now.saturating_add(self.world.latency / 2));
+                    let answer = self
+                        .server
+                        .attempt(now.saturating_add(self.world.latency / 2));
                     self.route(index, id, now, answer);
                 }
             }
