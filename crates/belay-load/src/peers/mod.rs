@@ -14,7 +14,7 @@
 //! * [`socketio`]: the socket.io v4 / engine.io v4 client (WebSocket only).
 //! * [`socketio_load`]: the idle, echo and broadcast loads in socket.io.
 //! * [`process`]: a server under test as a child process.
-//! * [`bench`]: the runs, the tables and the medians with ratios to Belay.
+//! * [`bench`](mod@bench): the runs, the tables and the medians with ratios to Belay.
 
 pub mod bench;
 pub mod process;
