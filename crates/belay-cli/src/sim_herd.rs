@@ -93,6 +93,11 @@ pub(crate) struct SpreadArgs {
     /// How long after the outage to simulate at most.
     #[arg(long, value_parser = parse_duration, default_value = "90s")]
     horizon: Duration,
+    /// Death phases per window (when the dead server's plan began, so where
+    /// the death falls within its beat and slot grid); each cell reports
+    /// the worst.
+    #[arg(long, default_value_t = 16)]
+    phases: usize,
 }
 
 /// `belay sim cost`: every policy on a server whose attempts cost work,
@@ -120,7 +125,7 @@ pub(crate) fn run_spread_cmd(args: &SpreadArgs) -> Result<(), String> {
     let [case] = cases.as_slice() else {
         return Err("--policy must name one policy".into());
     };
-    let rows = run_spread(&spec, case, &args.windows);
+    let rows = run_spread(&spec, case, &args.windows, args.phases);
     print!("{}", report::spread_markdown(&spec, case, &rows));
     Ok(())
 }

@@ -34,6 +34,7 @@ fn server_messages() -> Vec<(&'static str, ServerMessage)> {
                 pacing: Some(Pacing {
                     period_ms: 20_000,
                     phase_ms: 7_350,
+                    origin_ms: Some(123_456),
                 }),
                 expires_in_ms: None,
             }),

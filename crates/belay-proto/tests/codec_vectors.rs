@@ -327,6 +327,7 @@ fn server_message(value: &Value) -> Result<ServerMessage, String> {
                     let built = Pacing {
                         period_ms: pacing.int("period_ms")?,
                         phase_ms: pacing.int("phase_ms")?,
+                        origin_ms: pacing.opt_int("origin_ms")?,
                     };
                     pacing.all_used()?;
                     Some(built)

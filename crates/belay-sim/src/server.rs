@@ -71,6 +71,15 @@ pub struct ServerOptions {
     /// The fraction of `rate` the pacing plans aim at
     /// (`FleetPacing::set_headroom`); `None` keeps the core's default, 0.95.
     pub headroom: Option<f64>,
+    /// Answer a refusal while up as belay-server does, with HTTP 503 and
+    /// `Retry-After` (decided by its upgrade checks, as in the cost model),
+    /// instead of a refused connection. Default false (the seed's model);
+    /// the cost model always answers so.
+    pub answer_503: bool,
+    /// When the server that dies started its plan (its slot grid and the
+    /// fleet's beat count from here); default [`Instant::ZERO`]. Moving it
+    /// moves the moment of the death within both.
+    pub plan_origin: Instant,
 }
 
 impl ServerOptions {
@@ -86,6 +95,8 @@ impl ServerOptions {
             cost: None,
             expected_fleet: None,
             headroom: None,
+            answer_503: false,
+            plan_origin: Instant::ZERO,
         }
     }
 }
@@ -133,6 +144,17 @@ pub(crate) enum Verdict {
     Admit,
     /// Connection refused (down, or no token).
     Refuse,
+}
+
+/// The `Retry-After` of a refusal (whole seconds, at least 1); only a
+/// browser is upgraded to be refused in-band, so any other verdict is 1.
+fn retry_after_secs(verdict: &UpgradeVerdict) -> u64 {
+    match verdict {
+        UpgradeVerdict::Refuse {
+            retry_after_secs, ..
+        } => retry_after_secs.unwrap_or(1),
+        _ => 1,
+    }
 }
 
 /// The accept bucket of a server that comes back at `at`, built as
@@ -185,7 +207,7 @@ impl ServerModel {
             limits: Limits::default(),
             workers: options.cost.map(|model| Workers::new(model, up_at)),
             work: WorkStats::default(),
-            before: plan(Instant::ZERO),
+            before: plan(options.plan_origin),
             after: plan(up_at),
             options,
             down_from,
@@ -218,47 +240,54 @@ impl ServerModel {
     /// An attempt that reaches the server at `now`: decided at once unless
     /// the server is up and work has a cost.
     pub(crate) fn attempt(&mut self, now: Instant) -> Answer {
-        if now < self.up_at || self.workers.is_none() {
+        if now < self.up_at || (self.workers.is_none() && !self.options.answer_503) {
             return Answer::Now(self.admit(now));
         }
-        let Some(workers) = self.workers.as_mut() else {
-            return Answer::Now(self.admit(now));
-        };
-        let Some(slot) = workers.arrive(now) else {
-            self.work.dropped += 1;
-            return Answer::Dropped;
-        };
-        self.work.queued += u64::from(slot.queued);
-        let at = slot.decided_at;
-        // belay-server's upgrade checks for a native client (no `Origin`),
-        // one source per client (far below its share), not draining.
-        let admission = self.bucket.try_take(at);
-        let verdict = UpgradeDecision::new(&self.limits, None, false)
-            .and_then(|decision| decision.source_counted(Ok(())))
-            .map(|(decision, ())| decision.admitted(admission))
-            .unwrap_or_else(|refused| refused);
-        let answer = match verdict {
-            UpgradeVerdict::Upgrade => Answer::Opens {
-                at: workers.admitted(at),
+        let answer = match self.workers.as_mut() {
+            // Free work, belay-server's answers.
+            None => match self.upgrade(now) {
+                UpgradeVerdict::Upgrade => Answer::Now(Verdict::Admit),
+                refused => Answer::Rejected {
+                    at: now,
+                    retry_after_secs: retry_after_secs(&refused),
+                },
             },
-            UpgradeVerdict::Refuse {
-                retry_after_secs, ..
-            } => Answer::Rejected {
-                at,
-                retry_after_secs: retry_after_secs.unwrap_or(1),
-            },
-            // Only a browser is upgraded to be refused in-band.
-            _ => Answer::Rejected {
-                at,
-                retry_after_secs: 1,
-            },
+            Some(workers) => {
+                let Some(slot) = workers.arrive(now) else {
+                    self.work.dropped += 1;
+                    return Answer::Dropped;
+                };
+                self.work.queued += u64::from(slot.queued);
+                let at = slot.decided_at;
+                match self.upgrade(at) {
+                    UpgradeVerdict::Upgrade => Answer::Opens {
+                        at: self.workers.as_mut().map_or(at, |w| w.admitted(at)),
+                    },
+                    refused => Answer::Rejected {
+                        at,
+                        retry_after_secs: retry_after_secs(&refused),
+                    },
+                }
+            }
         };
-        if matches!(answer, Answer::Rejected { .. }) && self.options.reject_cost > 0.0 {
+        if let (Answer::Rejected { at, .. }, true) = (answer, self.options.reject_cost > 0.0) {
             let left = self.bucket.available(at) - self.options.reject_cost;
             self.bucket.set_tokens(at, left);
         }
-        self.work.busy = workers.busy;
+        if let Some(workers) = &self.workers {
+            self.work.busy = workers.busy;
+        }
         answer
+    }
+
+    /// belay-server's upgrade checks at `at` for a native client (no
+    /// `Origin`), one source per client (far below its share), not draining.
+    fn upgrade(&mut self, at: Instant) -> UpgradeVerdict {
+        let admission = self.bucket.try_take(at);
+        UpgradeDecision::new(&self.limits, None, false)
+            .and_then(|decision| decision.source_counted(Ok(())))
+            .map(|(decision, ())| decision.admitted(admission))
+            .unwrap_or_else(|refused| refused)
     }
 
     /// An admitted session's client had given up before it opened.

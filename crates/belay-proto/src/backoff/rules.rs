@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::formula::{capped_exponential_ms, draw_jitter_ms, whole_ms};
-use super::pacing::PacingSlots;
+use super::pacing::{PacingSlots, MAX_PACING_PERIOD};
 use super::policy::BackoffPolicy;
 use crate::rng::{clamp_unit, RandomSource};
 use crate::time::Instant;
@@ -25,6 +25,27 @@ pub enum Loss {
     /// client has already spent the heartbeat's timeout noticing, so the
     /// wait (at most one period) is a smaller share of its time away.
     Silent,
+    /// Silent, and noticed by a probe sent on the fleet's beat
+    /// ([`Beat`](crate::heartbeat::Beat)): a fleet that lost its server
+    /// this way notices it spread evenly over the beat's `interval`. When
+    /// that is at least 0.95 of the slot period, the notices
+    /// themselves arrive no faster than the slots would bring the fleet
+    /// back, so a server-paced policy attempts at once and, while that
+    /// fails, one period (or one beat, if longer) later each time: the
+    /// fleet's attempts keep the notices' even spacing, and those who
+    /// noticed while the server was down come back after the last notice.
+    /// With a shorter beat, as after [`Loss::Silent`].
+    Beat {
+        /// The beat's interval.
+        interval: Duration,
+    },
+}
+
+/// Whether notices spread over a beat of `interval` come no faster than the
+/// server admits: `interval ≥ 0.95 × period`, the time the whole fleet takes
+/// at the admission rate when the plan keeps the default headroom (0.95).
+fn beat_spreads_the_fleet(interval: Duration, period: Duration) -> bool {
+    interval.as_micros().saturating_mul(20) >= period.as_micros().saturating_mul(19)
 }
 
 /// What a policy remembers between delays. `None` everywhere means "just
@@ -40,6 +61,10 @@ pub(crate) struct PolicyState {
     current_ms: Option<u64>,
     /// `ServerPaced`: the fallback policy's own state.
     fallback: Option<Box<PolicyState>>,
+    /// `ServerPaced`: the loss was noticed on a beat of this interval that
+    /// spreads the fleet; later attempts come one period (or one beat, if
+    /// longer) apart.
+    on_beat: Option<Duration>,
 }
 
 impl PolicyState {
@@ -112,12 +137,29 @@ impl PolicyState {
                 fallback,
             } => {
                 let window = whole_ms(*first_window);
+                if let (Some(interval), Some(slots)) = (self.on_beat, slots) {
+                    // Noticed on a spreading beat: one period after the last
+                    // attempt, or one beat if that is longer (then every
+                    // retry comes after the last notice), no draw.
+                    return slots.period().max(interval).min(MAX_PACING_PERIOD);
+                }
                 if n == 0 && window > 0 {
-                    if let (Loss::Silent, Some(slots)) = (loss, slots) {
-                        // No fast path after a silent loss: the next slot,
-                        // no draw. The fallback then starts at its attempt 0
-                        // on our attempt 1, as after the fast path.
-                        return slots.next_slot_after(now).saturating_duration_since(now);
+                    match (loss, slots) {
+                        (Loss::Beat { interval }, Some(slots))
+                            if beat_spreads_the_fleet(interval, slots.period()) =>
+                        {
+                            // The notice is the fleet's spread: at once.
+                            self.on_beat = Some(interval);
+                            return Duration::ZERO;
+                        }
+                        (Loss::Silent | Loss::Beat { .. }, Some(slots)) => {
+                            // No fast path after a silent loss: the next
+                            // slot, no draw. The fallback then starts at its
+                            // attempt 0 on our attempt 1, as after the fast
+                            // path.
+                            return slots.next_slot_after(now).saturating_duration_since(now);
+                        }
+                        _ => {}
                     }
                     draw_jitter_ms(0, window, rng)
                 } else {

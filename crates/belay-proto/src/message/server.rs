@@ -99,6 +99,12 @@ pub struct Pacing {
     pub period_ms: u64,
     /// This client's offset into the period, measured from when the server sent `welcome`.
     pub phase_ms: u64,
+    /// If present, how long before this `welcome` the server's plan began:
+    /// one reference instant shared by every client of the server, from
+    /// which a client finds its own place in the plan and so its beat (the
+    /// instants its heartbeat probes at, spread evenly over the fleet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_ms: Option<u64>,
 }
 
 /// `response`: exactly one of `result` or `error`. A frame with both or

@@ -124,13 +124,15 @@ impl FleetPacing {
         let index = self.assigned;
         self.assigned = self.assigned.saturating_add(1);
         let offset_ms = ((index as f64 * GOLDEN).fract() * period_ms as f64) as u64;
-        let elapsed_ms = now.saturating_duration_since(self.origin).as_millis() as u64 % period_ms;
+        let since_origin = now.saturating_duration_since(self.origin);
+        let elapsed_ms = since_origin.as_millis() as u64 % period_ms;
         // The client's grid is anchored at receipt of this welcome, so the
         // phase is the slot's position measured from now.
         let phase_ms = (offset_ms + period_ms - elapsed_ms) % period_ms;
         Pacing {
             period_ms,
             phase_ms,
+            origin_ms: Some(u64::try_from(since_origin.as_millis()).unwrap_or(u64::MAX)),
         }
     }
 

@@ -24,6 +24,7 @@ fn server_paced_reconnects_land_on_the_advertised_slots() {
     w.pacing = Some(Pacing {
         period_ms: 20_000,
         phase_ms: 7_000,
+        origin_ms: None,
     });
     d.welcome(id, w);
     d.at(30_000);
@@ -56,6 +57,7 @@ fn deploy_doubling_leaves_the_servers_slot_grid_alone() {
     w.pacing = Some(Pacing {
         period_ms: 20_000,
         phase_ms: 3_000,
+        origin_ms: None,
     });
     d.welcome(id, w);
     d.at(10_000);

@@ -25,7 +25,7 @@ fn every_invariant_holds_on_a_hand_written_run() {
     let current = |fact| Op::Input(Target::Current, fact);
     let ops = vec![
         Op::Subscribe(0),
-        Op::Establish(Some(25_000), Some((20_000, 3_000))),
+        Op::Establish(Some(25_000), Some((20_000, 3_000, Some(41_000)))),
         Op::ConfirmAll,
         Op::Request(None),
         Op::Request(Some(10_000)),

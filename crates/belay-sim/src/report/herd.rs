@@ -111,19 +111,23 @@ pub fn cost_sweep_markdown(
     out
 }
 
-/// The detection-spread table: each window's run next to its bound.
+/// The detection-spread table: each window's worst over its death phases
+/// next to its bound.
 pub fn spread_markdown(spec: &OutageSpec, case: &PolicyCase, rows: &[SpreadRow]) -> String {
     let mut out = String::new();
+    let phases = rows.first().map_or(1, |row| row.runs.len());
     let _ = writeln!(
         out,
         "detection spread: `{}`, {} clients, server down {}, then {}/s, horizon {}, seed {}; \
-         window 0: every connection reset at once; otherwise a silent death each client's heartbeat notices, spread over the window",
+         window 0: every connection reset at once; otherwise a silent death each client's heartbeat notices, spread over the window; \
+         each cell the worst of {} death phases",
         case.name,
         thousands(spec.clients as u64),
         format_duration(spec.down_for),
         thousands(spec.server.rate),
         format_duration(spec.horizon),
         spec.seed,
+        phases,
     );
     let _ = writeln!(out);
     let _ = writeln!(
@@ -132,16 +136,16 @@ pub fn spread_markdown(spec: &OutageSpec, case: &PolicyCase, rows: &[SpreadRow])
     );
     let _ = writeln!(out, "|---|--:|--:|--:|");
     for row in rows {
-        let m = &row.run.metrics;
+        let horizon = spec.horizon;
         let time = match row.time_ratio() {
             Some(ratio) => format!(
                 "{} / {:.1} s ({ratio:.3})",
-                seconds_or_horizon(m.to_100, m.horizon),
+                seconds_or_horizon(row.all_connected(), horizon),
                 row.bound.all_connected.as_secs_f64()
             ),
             None => format!(
                 "{} / {:.1} s",
-                seconds_or_horizon(m.to_100, m.horizon),
+                seconds_or_horizon(None, horizon),
                 row.bound.all_connected.as_secs_f64()
             ),
         };
@@ -149,10 +153,10 @@ pub fn spread_markdown(spec: &OutageSpec, case: &PolicyCase, rows: &[SpreadRow])
             out,
             "| {} | {} / {:.0} ({:.3}) | {:.3} / {:.0} ({:.3}) | {time} |",
             format_duration(row.window),
-            thousands(m.peak_after_return as u64),
+            thousands(row.peak() as u64),
             row.bound.peak,
             row.peak_ratio(),
-            m.attempts_per_client_after_return(),
+            row.attempts_per_client(),
             row.bound.attempts_per_client,
             row.attempts_ratio(),
         );

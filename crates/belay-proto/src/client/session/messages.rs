@@ -8,7 +8,7 @@ use crate::backoff::PacingSlots;
 use crate::client::event::{DisconnectReason, Event, HaltReason};
 use crate::client::transport::TransportId;
 use crate::close::CloseCode;
-use crate::heartbeat::Heartbeat;
+use crate::heartbeat::{Beat, Heartbeat};
 use crate::message::{
     ClientMessage, DecodeError, MessageKind, ServerMessage, Welcome, PROTOCOL_VERSION,
 };
@@ -33,12 +33,18 @@ impl Session {
         self.lose_transport(now, DisconnectReason::ProtocolViolation { error }, None);
     }
 
-    pub(super) fn note_frame(&mut self, now: Instant) {
+    /// A frame arrived: proof of life. `pong`: it answers our probe, so the
+    /// connection is idle (its heartbeat probes on the fleet's beat).
+    pub(super) fn note_frame(&mut self, now: Instant, pong: bool) {
         if let Phase::Open {
             heartbeat, check, ..
         } = &mut self.phase
         {
-            heartbeat.handle_frame(now);
+            if pong {
+                heartbeat.handle_pong(now);
+            } else {
+                heartbeat.handle_frame(now);
+            }
             *check = None;
         }
     }
@@ -49,7 +55,7 @@ impl Session {
             // transport as open first so nothing is lost.
             self.on_opened(now, id);
         }
-        self.note_frame(now);
+        self.note_frame(now, matches!(message, ServerMessage::Pong));
         match message {
             ServerMessage::Welcome(welcome) => self.on_welcome(now, id, welcome),
             ServerMessage::Ping => self.push(Output::Transmit {
@@ -161,6 +167,15 @@ impl Session {
         };
         let mut heartbeat = Heartbeat::new(now, probe_interval, self.config.probe_timeout());
         heartbeat.set_server_ping_interval(server_ping);
+        if server_ping.is_none() {
+            // Our own probes keep the connection alive: probe on the
+            // fleet's beat while idle, if the server gave its plan's origin.
+            heartbeat.set_beat(
+                welcome
+                    .pacing
+                    .and_then(|p| Beat::from_pacing(&p, probe_interval, now)),
+            );
+        }
         self.phase = Phase::Open {
             id,
             heartbeat,

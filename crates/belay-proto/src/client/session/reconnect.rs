@@ -158,11 +158,13 @@ impl Session {
         halt: Option<HaltReason>,
     ) {
         let was_open = matches!(self.phase, Phase::Open { .. });
+        let mut on_beat = None;
         if let Phase::Open { heartbeat, .. } = &self.phase {
             self.stats.probes_sent = self
                 .stats
                 .probes_sent
                 .saturating_add(heartbeat.probes_sent());
+            on_beat = heartbeat.noticed_on_beat(now);
         }
         let advice = self.advice.take();
         if self.cooldown_deadline().is_some_and(|at| at <= now) {
@@ -194,8 +196,14 @@ impl Session {
         } else if local {
             Ok(self.schedule_local_retry(now))
         } else {
-            let silent = matches!(reason, DisconnectReason::HeartbeatTimeout { .. });
-            self.schedule_reconnect(now, advice, silent)
+            let loss = match (&reason, on_beat) {
+                (DisconnectReason::HeartbeatTimeout { .. }, Some(interval)) => {
+                    Loss::Beat { interval }
+                }
+                (DisconnectReason::HeartbeatTimeout { .. }, None) => Loss::Silent,
+                _ => Loss::Noticed,
+            };
+            self.schedule_reconnect(now, advice, loss)
         };
         let plan = retry.clone().unwrap_or(RetryPlan::No);
         self.emit(if was_open {
@@ -221,7 +229,7 @@ impl Session {
         &mut self,
         now: Instant,
         advice: Option<ReconnectAdvice>,
-        silent: bool,
+        loss: Loss,
     ) -> Result<RetryPlan, HaltReason> {
         let attempts = self.backoff.attempt();
         if self
@@ -242,7 +250,6 @@ impl Session {
             ));
         }
         let on_slot_grid = self.backoff.slots().is_some() && self.backoff.attempt() > 0;
-        let loss = if silent { Loss::Silent } else { Loss::Noticed };
         let mut delay = self.backoff.next_delay_after(loss, now, &mut self.rng);
         if self.deploy_backoff && !advised && !on_slot_grid {
             // Deploy-related reconnects back off twice as long, except on the

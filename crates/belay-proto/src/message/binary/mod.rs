@@ -77,6 +77,7 @@ pub fn encode_server_binary(message: &ServerMessage) -> Vec<u8> {
                 m.ping_interval_ms.is_some(),
                 m.pacing.is_some(),
                 m.expires_in_ms.is_some(),
+                m.pacing.and_then(|p| p.origin_ms).is_some(),
             ]);
             w.str(&m.session);
             w.uint(u64::from(m.protocol));
@@ -86,6 +87,7 @@ pub fn encode_server_binary(message: &ServerMessage) -> Vec<u8> {
                 w.uint(p.phase_ms);
             }
             w.opt_uint(m.expires_in_ms);
+            w.opt_uint(m.pacing.and_then(|p| p.origin_ms));
         }
         ServerMessage::Ping | ServerMessage::Pong => {}
         ServerMessage::Refreshed(m) => {
@@ -161,14 +163,19 @@ pub fn decode_server_binary(frame: &[u8]) -> Result<ServerMessage, DecodeError> 
             let protocol = r.uint32()?;
             let ping_interval_ms = r.opt_uint(f, 0)?;
             let pacing = if f.has(1) {
-                Some(Pacing {
-                    period_ms: r.uint()?,
-                    phase_ms: r.uint()?,
-                })
+                Some((r.uint()?, r.uint()?))
             } else {
                 None
             };
             let expires_in_ms = r.opt_uint(f, 2)?;
+            // The plan's origin belongs to the pacing: without pacing it is
+            // read (the frame stays well-formed) and dropped.
+            let origin_ms = r.opt_uint(f, 3)?;
+            let pacing = pacing.map(|(period_ms, phase_ms)| Pacing {
+                period_ms,
+                phase_ms,
+                origin_ms,
+            });
             ServerMessage::Welcome(Welcome {
                 session,
                 protocol,

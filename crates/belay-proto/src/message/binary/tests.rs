@@ -13,6 +13,7 @@ fn server_messages() -> Vec<ServerMessage> {
             pacing: Some(Pacing {
                 period_ms: 20_000,
                 phase_ms: 7_350,
+                origin_ms: Some(86_400_123),
             }),
             expires_in_ms: None,
         }),

@@ -56,9 +56,10 @@ impl Driver {
                     PROTOCOL_VERSION
                 },
                 ping_interval_ms: *ping_interval_ms,
-                pacing: pacing.map(|(period_ms, phase_ms)| Pacing {
+                pacing: pacing.map(|(period_ms, phase_ms, origin_ms)| Pacing {
                     period_ms,
                     phase_ms,
+                    origin_ms,
                 }),
                 expires_in_ms: *expires_in_ms,
             }),

@@ -98,7 +98,7 @@ pub(crate) enum Msg {
         /// Another protocol version than ours.
         mismatch: bool,
         ping_interval_ms: Option<u64>,
-        pacing: Option<(u64, u64)>,
+        pacing: Option<(u64, u64, Option<u64>)>,
         /// Credentials expiring this many ms after `welcome`.
         expires_in_ms: Option<u64>,
     },
@@ -165,7 +165,7 @@ impl Fact {
 pub(crate) enum Op {
     Input(Target, Fact),
     /// `TransportOpened` then `welcome` (ping interval, pacing) on the current transport.
-    Establish(Option<u64>, Option<(u64, u64)>),
+    Establish(Option<u64>, Option<(u64, u64, Option<u64>)>),
     /// `subscribed` for every channel on the current transport.
     ConfirmAll,
     Network(bool),

@@ -70,7 +70,7 @@ pub(crate) fn msg() -> impl Strategy<Value = Msg> {
         3 => (
             prop::bool::weighted(0.05),
             proptest::option::of(prop_oneof![0u64..100, 100u64..60_000]),
-            proptest::option::of((0u64..400_000, 0u64..400_000)),
+            proptest::option::of((0u64..400_000, 0u64..400_000, proptest::option::of(0u64..10_000_000))),
             proptest::option::of(prop_oneof![0u64..10, 10u64..120_000]),
         )
             .prop_map(
@@ -140,7 +140,7 @@ pub(crate) fn op_but_stop() -> impl Strategy<Value = Op> {
         10 => (target(), fact()).prop_map(|(t, f)| Op::Input(t, f)),
         6 => (
             proptest::option::of(100u64..60_000),
-            proptest::option::of((1u64..400_000, 0u64..400_000)),
+            proptest::option::of((1u64..400_000, 0u64..400_000, proptest::option::of(0u64..10_000_000))),
         )
             .prop_map(|(ping, pacing)| Op::Establish(ping, pacing)),
         4 => Just(Op::ConfirmAll),

@@ -12,7 +12,10 @@
 //!   without any frame.
 //!
 //! [`Heartbeat`] wraps both into a small state machine with the core's
-//! `handle_*`/`poll_*` shape. It is evaluated at exact deadlines rather than
+//! `handle_*`/`poll_*` shape. An idle connection (its last frame the answer
+//! to our own probe, or the `welcome`) that knows the fleet's [`Beat`]
+//! probes on it: at the last beat instant no later than `interval` after the
+//! last frame, so never later than without one. It is evaluated at exact deadlines rather than
 //! on a coarse tick, so the worst case from the last frame to the close
 //! decision is `interval + timeout` (a driver that ticks every `interval`
 //! instead sees `2 × interval + timeout`; the pure function gives the same
@@ -21,6 +24,10 @@
 use std::time::Duration;
 
 use crate::time::Instant;
+
+mod beat;
+
+pub use beat::Beat;
 
 /// What the probe policy says to do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -117,6 +124,12 @@ pub struct Heartbeat {
     pending_probe_at: Option<Instant>,
     watchdog: Option<ServerPingWatchdog>,
     probes_sent: u64,
+    beat: Option<Beat>,
+    /// The last frame was the answer to our probe (or the `welcome`): the
+    /// connection is idle and probes on the beat, if it knows one.
+    idle: bool,
+    /// The outstanding probe was sent on the beat.
+    pending_on_beat: bool,
 }
 
 impl Heartbeat {
@@ -129,7 +142,21 @@ impl Heartbeat {
             pending_probe_at: None,
             watchdog: None,
             probes_sent: 0,
+            beat: None,
+            idle: true,
+            pending_on_beat: false,
         }
+    }
+
+    /// Probe on the fleet's beat while idle (or, with `None`, `interval`
+    /// after the last frame, always).
+    pub fn set_beat(&mut self, beat: Option<Beat>) {
+        self.beat = beat;
+    }
+
+    /// The beat this heartbeat follows while idle, if any.
+    pub fn beat(&self) -> Option<&Beat> {
+        self.beat.as_ref()
     }
 
     /// Arm (or with `None`, disarm) the server-ping watchdog.
@@ -141,6 +168,40 @@ impl Heartbeat {
     pub fn handle_frame(&mut self, now: Instant) {
         self.last_received_at = self.last_received_at.max(now);
         self.pending_probe_at = None;
+        self.pending_on_beat = false;
+        self.idle = false;
+    }
+
+    /// The answer to our probe: proof of life, and the connection is idle.
+    pub fn handle_pong(&mut self, now: Instant) {
+        self.handle_frame(now);
+        self.idle = true;
+    }
+
+    /// When the next probe is due if nothing arrives: `interval` after the
+    /// last frame, or, on an idle connection that knows its beat, the last
+    /// beat instant at or before that (after the last frame: beats are one
+    /// interval apart).
+    pub fn probe_due_at(&self) -> Instant {
+        let quiet_enough = self.last_received_at.saturating_add(self.interval);
+        match (self.beat, self.idle) {
+            (Some(beat), true) => beat
+                .last_at_or_before(quiet_enough)
+                .max(self.last_received_at),
+            _ => quiet_enough,
+        }
+    }
+
+    /// If the connection was declared dead at `now` because a probe sent on
+    /// the beat went unanswered: the beat's interval, over which a fleet
+    /// that lost its server this way notices it, evenly spread.
+    pub fn noticed_on_beat(&self, now: Instant) -> Option<Duration> {
+        let sent = self.pending_probe_at?;
+        let expired = now.saturating_duration_since(sent) >= self.timeout;
+        match (self.pending_on_beat, expired, self.beat) {
+            (true, true, Some(beat)) => Some(beat.interval()),
+            _ => None,
+        }
     }
 
     /// When the last frame arrived.
@@ -167,16 +228,23 @@ impl Heartbeat {
                 return Err(LivenessFailure::ServerPingsMissing);
             }
         }
-        match decide(
-            self.last_received_at,
-            self.pending_probe_at,
-            now,
-            self.interval,
-            self.timeout,
-        ) {
+        // `decide`, with the probe due on the beat when there is one.
+        let action = match self.pending_probe_at {
+            Some(_) => decide(
+                self.last_received_at,
+                self.pending_probe_at,
+                now,
+                self.interval,
+                self.timeout,
+            ),
+            None if now >= self.probe_due_at() => HeartbeatAction::Probe,
+            None => HeartbeatAction::Wait,
+        };
+        match action {
             HeartbeatAction::Close => Err(LivenessFailure::ProbeUnanswered),
             HeartbeatAction::Probe => {
                 self.pending_probe_at = Some(now);
+                self.pending_on_beat = self.beat.is_some() && self.idle;
                 self.probes_sent = self.probes_sent.saturating_add(1);
                 Ok(HeartbeatAction::Probe)
             }
@@ -188,7 +256,7 @@ impl Heartbeat {
     pub fn poll_timeout(&self) -> Instant {
         let probe_or_close = match self.pending_probe_at {
             Some(sent_at) => sent_at.saturating_add(self.timeout),
-            None => self.last_received_at.saturating_add(self.interval),
+            None => self.probe_due_at(),
         };
         match self.watchdog {
             Some(w) => probe_or_close.min(w.deadline(self.last_received_at)),
