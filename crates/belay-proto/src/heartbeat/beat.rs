@@ -113,8 +113,8 @@ mod tests {
         // Plan origin 3 000 ms before the welcome at 50 000: origin 47 000.
         // Slot offset (5 000 + 3 000) mod 20 000 = 8 000, a place of 0.4:
         // beats at 47 000 + 4 000 + k × 10 000, i.e. 1 000 after the anchor.
-        let beat = Beat::from_pacing(&pacing(20_000, 5_000, Some(3_000)), secs(10), at(50_000))
-            .unwrap();
+        let beat =
+            Beat::from_pacing(&pacing(20_000, 5_000, Some(3_000)), secs(10), at(50_000)).unwrap();
         assert_eq!(beat.phase(), Duration::from_millis(1_000));
         assert_eq!(beat.last_at_or_before(at(64_000)), at(61_000));
         assert_eq!(beat.last_at_or_before(at(61_000)), at(61_000));
@@ -126,10 +126,13 @@ mod tests {
         // Two clients with the same place in the plan (offset 8 000 of
         // 20 000), welcomed at different moments of a plan that began at 0.
         let early = Beat::from_pacing(&pacing(20_000, 8_000, Some(0)), secs(10), at(0)).unwrap();
-        let late =
-            Beat::from_pacing(&pacing(20_000, 5_000, Some(123_000)), secs(10), at(123_000)).unwrap();
+        let late = Beat::from_pacing(&pacing(20_000, 5_000, Some(123_000)), secs(10), at(123_000))
+            .unwrap();
         for t in [200_000, 345_678, 999_999] {
-            assert_eq!(early.last_at_or_before(at(t)), late.last_at_or_before(at(t)));
+            assert_eq!(
+                early.last_at_or_before(at(t)),
+                late.last_at_or_before(at(t))
+            );
         }
         assert_eq!(early.last_at_or_before(at(200_000)), at(194_000));
     }

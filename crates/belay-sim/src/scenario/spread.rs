@@ -82,7 +82,9 @@ fn plan_origin(k: usize, window: Duration) -> Instant {
     if k == 0 {
         return Instant::ZERO;
     }
-    let earliest_welcome = INCIDENT_AT.saturating_sub(window).saturating_sub(Duration::from_secs(1));
+    let earliest_welcome = INCIDENT_AT
+        .saturating_sub(window)
+        .saturating_sub(Duration::from_secs(1));
     let back = Duration::from_secs(40).mul_f64((k as f64 * GOLDEN).fract());
     earliest_welcome.saturating_sub(back)
 }
