@@ -50,12 +50,19 @@
 //!   jitter applies after the cap, so delays can exceed `max` by the jitter
 //!   fraction, as in gRPC.
 //! * `server_paced { first_window, fallback }`, in order:
+//!   0. once a loss was noticed on a spreading beat (rule 1), until the
+//!      next reset, while slots are known: `min(max(period, interval),
+//!      300 s)` (no draw);
 //!   1. if `n == 0` and `first_window > 0`: `jit(0, first_window)` (1 draw),
 //!      the fast path that brings a lone client back quickly after a blip —
 //!      except after a *silent* loss (the session's heartbeat found the
-//!      connection dead, [`Loss::Silent`]) while slots are known: then the
+//!      connection dead, [`Loss::Silent`], or [`Loss::Beat`] on a beat
+//!      shorter than `0.95 × period`) while slots are known: then the
 //!      delay is the time until the first slot instant strictly after `now`
-//!      (no draw);
+//!      (no draw); and except after [`Loss::Beat`] whose `interval` is at
+//!      least `0.95 × period` (`20 × interval >= 19 × period` in µs) while
+//!      slots are known: then 0 (no draw), and rule 0 holds until the next
+//!      reset;
 //!   2. else `d` = the fallback's delay for its attempt `n − 1` (or `n`
 //!      when `first_window` is zero, since no attempt was spent on a fast
 //!      path), computed with the fallback's own state and draws; and
