@@ -93,10 +93,10 @@ pub(crate) struct SpreadArgs {
     /// How long after the outage to simulate at most.
     #[arg(long, value_parser = parse_duration, default_value = "90s")]
     horizon: Duration,
-    /// Death phases per window (when the dead server's plan began, so where
+    /// Death phases per window (the dead server's clock offset, so where
     /// the death falls within its beat and slot grid); each cell reports
     /// the worst.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 32)]
     phases: usize,
 }
 

@@ -76,10 +76,12 @@ pub struct ServerOptions {
     /// instead of a refused connection. Default false (the seed's model);
     /// the cost model always answers so.
     pub answer_503: bool,
-    /// When the server that dies started its plan (its slot grid and the
-    /// fleet's beat count from here); default [`Instant::ZERO`]. Moving it
-    /// moves the moment of the death within both.
-    pub plan_origin: Instant,
+    /// The server's own clock reads the model's time plus this (default
+    /// zero). Its plans count from its clock: the first from the clock's
+    /// zero, the returning server's from its return. Moving the clock moves
+    /// the moment of the death within the first plan's beat and slot grid,
+    /// and nothing else.
+    pub clock_offset: Duration,
 }
 
 impl ServerOptions {
@@ -96,7 +98,7 @@ impl ServerOptions {
             expected_fleet: None,
             headroom: None,
             answer_503: false,
-            plan_origin: Instant::ZERO,
+            clock_offset: Duration::ZERO,
         }
     }
 }
@@ -207,8 +209,8 @@ impl ServerModel {
             limits: Limits::default(),
             workers: options.cost.map(|model| Workers::new(model, up_at)),
             work: WorkStats::default(),
-            before: plan(options.plan_origin),
-            after: plan(up_at),
+            before: plan(Instant::ZERO),
+            after: plan(up_at.saturating_add(options.clock_offset)),
             options,
             down_from,
             up_at,
@@ -306,12 +308,13 @@ impl ServerModel {
             return None;
         }
         let open = self.open.max(1);
+        let clock = now.saturating_add(self.options.clock_offset);
         let plan = if now < self.down_from {
             &mut self.before
         } else {
             &mut self.after
         };
-        Some(plan.assign(now, open))
+        Some(plan.assign(clock, open))
     }
 
     /// Advice for connection `index` of `total` before the planned restart.

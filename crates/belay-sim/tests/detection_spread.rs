@@ -45,25 +45,26 @@ fn the_default_is_within_ten_percent_of_the_bound_on_every_column_for_the_issues
 }
 
 #[test]
-fn a_beat_near_the_slot_period_keeps_the_default_within_ten_percent() {
-    // 18 and 19 s: slot mode, the notices in the slots' order; 20 and 22 s:
-    // each client attempts when it notices.
-    for row in rows("belay-default", &[18, 19, 22]) {
+fn a_beat_longer_than_the_fleet_takes_keeps_the_default_within_ten_percent() {
+    // 21 and 22 s: longer than N / C = 20 s, so each client attempts when
+    // it notices, and those who noticed while the server was down come back
+    // one beat later, after the last notice.
+    for row in rows("belay-default", &[21, 22]) {
         within_ten_percent(&row);
     }
 }
 
 #[test]
-fn between_the_outage_and_the_slot_period_the_time_is_not_at_the_bound() {
-    // 13-17 s: notices faster than the server admits, so clients wait for
+fn between_the_outage_and_the_time_the_fleet_takes_the_time_is_not_at_the_bound() {
+    // 12-19 s: notices faster than the server admits, so clients wait for
     // their slot, and where the death falls decides how many find their
-    // slot already passed: up to 1.22 x the bound over 16 phases
+    // slot already passed: up to 1.34 x the bound over 128 phases
     // (docs/SIMULATION.md). The peak and the attempts stay at the bound.
     let row = &rows("belay-default", &[15])[0];
     assert!(row.peak_ratio() <= 1.0, "{}", row.peak_ratio());
     assert!(row.attempts_ratio() <= 1.01, "{}", row.attempts_ratio());
     let time = row.time_ratio().expect("everyone back within the horizon");
-    assert!((1.1..=1.25).contains(&time), "{time}");
+    assert!((1.1..=1.3).contains(&time), "{time}");
 }
 
 #[test]

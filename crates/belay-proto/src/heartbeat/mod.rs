@@ -12,14 +12,14 @@
 //!   without any frame.
 //!
 //! [`Heartbeat`] wraps both into a small state machine with the core's
-//! `handle_*`/`poll_*` shape. An idle connection (its last frame the answer
-//! to our own probe, or the `welcome`) that knows the fleet's [`Beat`]
-//! probes on it: at the last beat instant no later than `interval` after the
-//! last frame, so never later than without one. It is evaluated at exact deadlines rather than
+//! `handle_*`/`poll_*` shape. It is evaluated at exact deadlines rather than
 //! on a coarse tick, so the worst case from the last frame to the close
 //! decision is `interval + timeout` (a driver that ticks every `interval`
 //! instead sees `2 × interval + timeout`; the pure function gives the same
-//! answers either way).
+//! answers either way). An idle connection (its last frame the answer to our
+//! own probe, or the `welcome`) that knows the fleet's [`Beat`] probes on it:
+//! at the last beat instant no later than `interval` after the last frame,
+//! so never later than without one.
 
 use std::time::Duration;
 
@@ -408,5 +408,51 @@ mod tests {
         let mut hb = Heartbeat::new(ms(5_000), I, T);
         hb.handle_frame(ms(1_000));
         assert_eq!(hb.last_received_at(), ms(5_000));
+    }
+
+    fn beat_every_10s_at_3s() -> Beat {
+        use crate::message::Pacing;
+        // Place 0.5 in a plan that began at -2 s: beats at 3 s + k × 10 s.
+        let pacing = Pacing {
+            period_ms: 20_000,
+            phase_ms: 7_000,
+            origin_ms: Some(3_000),
+        };
+        Beat::from_pacing(&pacing, I, ms(1_000)).unwrap()
+    }
+
+    #[test]
+    fn an_idle_connection_probes_on_the_beat_and_a_busy_one_after_the_interval() {
+        let mut hb = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
+        hb.set_beat(Some(beat_every_10s_at_3s()));
+        assert_eq!(hb.poll_timeout(), ms(3_000));
+        assert_eq!(hb.handle_timeout(ms(3_000)), Ok(HeartbeatAction::Probe));
+        hb.handle_pong(ms(3_200));
+        assert_eq!(hb.poll_timeout(), ms(13_000));
+        hb.handle_frame(ms(4_000));
+        assert_eq!(hb.poll_timeout(), ms(14_000));
+    }
+
+    #[test]
+    fn only_an_unanswered_probe_on_the_beat_is_noticed_on_it() {
+        let mut hb = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
+        hb.set_beat(Some(beat_every_10s_at_3s()));
+        assert_eq!(hb.handle_timeout(ms(3_000)), Ok(HeartbeatAction::Probe));
+        assert_eq!(hb.noticed_on_beat(ms(7_999)), None);
+        assert_eq!(
+            hb.handle_timeout(ms(8_000)),
+            Err(LivenessFailure::ProbeUnanswered)
+        );
+        assert_eq!(hb.noticed_on_beat(ms(8_000)), Some(I));
+
+        let mut busy = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
+        busy.set_beat(Some(beat_every_10s_at_3s()));
+        busy.handle_frame(ms(2_000));
+        assert_eq!(busy.handle_timeout(ms(12_000)), Ok(HeartbeatAction::Probe));
+        assert_eq!(
+            busy.handle_timeout(ms(17_000)),
+            Err(LivenessFailure::ProbeUnanswered)
+        );
+        assert_eq!(busy.noticed_on_beat(ms(17_000)), None);
     }
 }

@@ -132,9 +132,9 @@ pub fn spread_markdown(spec: &OutageSpec, case: &PolicyCase, rows: &[SpreadRow])
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "| window | peak attempts/s after return: run / bound (ratio) | attempts per client after return: run / bound (ratio) | all connected: run / bound (ratio) |"
+        "| window | peak attempts/s after return: run / bound (ratio) | attempts per client after return: run / bound (ratio) | all connected: run / bound (ratio) | phases all connected within 10 % |"
     );
-    let _ = writeln!(out, "|---|--:|--:|--:|");
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|");
     for row in rows {
         let horizon = spec.horizon;
         let time = match row.time_ratio() {
@@ -151,7 +151,7 @@ pub fn spread_markdown(spec: &OutageSpec, case: &PolicyCase, rows: &[SpreadRow])
         };
         let _ = writeln!(
             out,
-            "| {} | {} / {:.0} ({:.3}) | {:.3} / {:.0} ({:.3}) | {time} |",
+            "| {} | {} / {:.0} ({:.3}) | {:.3} / {:.0} ({:.3}) | {time} | {} of {} |",
             format_duration(row.window),
             thousands(row.peak() as u64),
             row.bound.peak,
@@ -159,6 +159,8 @@ pub fn spread_markdown(spec: &OutageSpec, case: &PolicyCase, rows: &[SpreadRow])
             row.attempts_per_client(),
             row.bound.attempts_per_client,
             row.attempts_ratio(),
+            row.phases_on_time(0.1),
+            row.runs.len(),
         );
     }
     out

@@ -4,15 +4,15 @@
 //! With a fleet-wide beat the notices' order, and where the death falls
 //! within the beat and the slot grid, depend on when the dead server's
 //! plan began; each window is therefore run at several such moments (the
-//! *death phases*) and a row reports the worst of them on each column.
+//! *death phases*, by offsetting the server's clock) and a row reports the
+//! worst of them on each column.
 
 use std::time::Duration;
 
 use crate::bound::{spread_bound, SpreadBound};
 use crate::parallel::map_parallel;
 use crate::policy::PolicyCase;
-use crate::scenario::outage::{run_outage, OutageRun, OutageSpec, INCIDENT_AT};
-use belay_proto::Instant;
+use crate::scenario::outage::{run_outage, OutageRun, OutageSpec};
 
 /// The golden-ratio conjugate: the death phases `frac(k × GOLDEN)` cover
 /// the range evenly for any count.
@@ -25,8 +25,8 @@ pub struct SpreadRow {
     pub window: Duration,
     /// What the best possible protocol could do.
     pub bound: SpreadBound,
-    /// What the policy did, once per death phase; the first is the plan
-    /// that began at the model's time zero, as in `belay sim outage`.
+    /// What the policy did, once per death phase; the first with the
+    /// server's clock on the model's, as in `belay sim outage`.
     pub runs: Vec<OutageRun>,
 }
 
@@ -57,6 +57,16 @@ impl SpreadRow {
             .try_fold(Duration::ZERO, |worst, t| Some(worst.max(t?)))
     }
 
+    /// The phases in which every client was connected within `1 + margin`
+    /// times the bound's time (e.g. `0.1`: within 10 %).
+    pub fn phases_on_time(&self, margin: f64) -> usize {
+        let limit = self.bound.all_connected.as_secs_f64() * (1.0 + margin);
+        self.runs
+            .iter()
+            .filter(|r| r.metrics.to_100.is_some_and(|t| t.as_secs_f64() <= limit))
+            .count()
+    }
+
     /// The worst peak after the return over its bound.
     pub fn peak_ratio(&self) -> f64 {
         self.peak() as f64 / self.bound.peak
@@ -75,18 +85,12 @@ impl SpreadRow {
     }
 }
 
-/// When the dead server's plan began in death phase `k` of a run with
-/// notices spread over `window`: phase 0 at the model's time zero, the
-/// others spread over the 40 s before the first client connects.
-fn plan_origin(k: usize, window: Duration) -> Instant {
-    if k == 0 {
-        return Instant::ZERO;
-    }
-    let earliest_welcome = INCIDENT_AT
-        .saturating_sub(window)
-        .saturating_sub(Duration::from_secs(1));
-    let back = Duration::from_secs(40).mul_f64((k as f64 * GOLDEN).fract());
-    earliest_welcome.saturating_sub(back)
+/// The dead server's clock offset in death phase `k`: phase 0 none (as in
+/// `belay sim outage`), the others spread over an hour, which moves the
+/// death through every relative position of beats and slots of up to a few
+/// minutes.
+fn clock_offset(k: usize) -> Duration {
+    Duration::from_secs(3_600).mul_f64((k as f64 * GOLDEN).fract())
 }
 
 /// Run `case` against `spec` once per window and death phase (`phases`, at
@@ -102,7 +106,7 @@ pub fn run_spread(
         let (window, k) = (windows[i / phases], i % phases);
         let mut spec = spec.clone();
         spec.detection_window = window;
-        spec.server.plan_origin = plan_origin(k, window);
+        spec.server.clock_offset = clock_offset(k);
         // The returning server refuses as belay-server does: 503 with
         // `Retry-After`, so a client refused for lack of a token while the
         // server is up is told to come back in a second or two.
