@@ -410,21 +410,24 @@ mod tests {
         assert_eq!(hb.last_received_at(), ms(5_000));
     }
 
-    fn beat_every_10s_at_3s() -> Beat {
+    /// A heartbeat (10 s interval, 5 s timeout) started by a `welcome` at
+    /// 1 s whose pacing puts this client at place 0.5 of a plan that began
+    /// at -2 s: beats at 3 s + k × 10 s.
+    fn on_a_beat_at_3s() -> Heartbeat {
         use crate::message::Pacing;
-        // Place 0.5 in a plan that began at -2 s: beats at 3 s + k × 10 s.
         let pacing = Pacing {
             period_ms: 20_000,
             phase_ms: 7_000,
             origin_ms: Some(3_000),
         };
-        Beat::from_pacing(&pacing, I, ms(1_000)).unwrap()
+        let mut hb = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
+        hb.set_beat(Beat::from_pacing(&pacing, I, ms(1_000)));
+        hb
     }
 
     #[test]
     fn an_idle_connection_probes_on_the_beat_and_a_busy_one_after_the_interval() {
-        let mut hb = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
-        hb.set_beat(Some(beat_every_10s_at_3s()));
+        let mut hb = on_a_beat_at_3s();
         assert_eq!(hb.poll_timeout(), ms(3_000));
         assert_eq!(hb.handle_timeout(ms(3_000)), Ok(HeartbeatAction::Probe));
         hb.handle_pong(ms(3_200));
@@ -435,8 +438,7 @@ mod tests {
 
     #[test]
     fn only_an_unanswered_probe_on_the_beat_is_noticed_on_it() {
-        let mut hb = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
-        hb.set_beat(Some(beat_every_10s_at_3s()));
+        let mut hb = on_a_beat_at_3s();
         assert_eq!(hb.handle_timeout(ms(3_000)), Ok(HeartbeatAction::Probe));
         assert_eq!(hb.noticed_on_beat(ms(7_999)), None);
         assert_eq!(
@@ -445,8 +447,7 @@ mod tests {
         );
         assert_eq!(hb.noticed_on_beat(ms(8_000)), Some(I));
 
-        let mut busy = Heartbeat::new(ms(1_000), I, Duration::from_secs(5));
-        busy.set_beat(Some(beat_every_10s_at_3s()));
+        let mut busy = on_a_beat_at_3s();
         busy.handle_frame(ms(2_000));
         assert_eq!(busy.handle_timeout(ms(12_000)), Ok(HeartbeatAction::Probe));
         assert_eq!(
