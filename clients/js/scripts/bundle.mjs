@@ -19,6 +19,24 @@ export const BUDGET_GZ = 8000;
  */
 export const BINARY_BUDGET_GZ = 3000;
 
+/**
+ * `_x`, and the names only the core's `Session` and the default entry's
+ * `BelayClient` use between them: the session's driver-facing and
+ * inspection methods, its stats' counters, and the keys of its outputs and
+ * events (the client reads them and hands the application their other
+ * fields only). None is a name of the public API (test/client.test.ts runs
+ * it against this build), of a wire message, of a DOM interface, or of
+ * anything another entry reads (`nextUnit`, for one, is not here: the
+ * opt-in policies draw with it).
+ */
+const SESSION_ONLY = new RegExp(
+  "^(_|(" +
+    ["pollOutput", "pollTimeout", "handleInput", "handleTimeout", "isReady", "refreshToken", "stop", "readiness", "attempt", "stats"].join("|") +
+    "|" +
+    ["transportsOpened", "staleInputs", "unknownFrames", "probesSent", "output", "event", "outcome"].join("|") +
+    ")$)",
+);
+
 /** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "fallback" (`@belay/client/fallback`) or "binary" (`@belay/client/binary`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
   const result = await build({
@@ -28,8 +46,11 @@ export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
     target: "es2020",
     minify,
     // Members named `_x` are internal (the TypeScript `private` ones and the
-    // core's internals): shorten them in the minified build.
-    mangleProps: minify ? /^_/ : undefined,
+    // core's internals): shorten them in the minified build. In the default
+    // entry, so are the core session's driver-facing methods: the entry does
+    // not export the `Session` (only its `BelayClient` calls them), and no
+    // other entry, DOM interface or serde shape has a member of these names.
+    mangleProps: minify ? (entry === "index" ? SESSION_ONLY : /^_/) : undefined,
     write: Boolean(outfile),
     outfile: outfile ?? "belay.js",
     metafile: false,

@@ -42,4 +42,18 @@ describe("encodeBinary", () => {
       expect(() => encodeBinary({ type: "request", id, method: "m", params: null }), String(id)).toThrow(TypeError);
     }
   });
+
+  it("writes a welcome's pacing.origin_ms as its last field (flag bit 3), and reads it back into the pacing", () => {
+    const withOrigin = { type: "welcome", session: "s", protocol: 1, pacing: { period_ms: 20_000, phase_ms: 7_350, origin_ms: 41_000 } };
+    const frame = encodeBinary(withOrigin);
+    expect(hex(frame)).toBe("00020a017301a09c01b639a8c002");
+    expect(decodeBinary(frame, "server")).toEqual(withOrigin);
+    // No origin: no bit 3, nothing after the pacing.
+    const without = { type: "welcome", session: "s", protocol: 1, pacing: { period_ms: 20_000, phase_ms: 7_350 } };
+    expect(hex(encodeBinary(without))).toBe("000202017301a09c01b639");
+    // An origin without pacing is read (the frame stays well-formed) and dropped.
+    expect(decodeBinary(bytes("000208017301a8c002"), "server")).toEqual({ type: "welcome", session: "s", protocol: 1 });
+    expect(decodeBinary(bytes("000208017301"), "server")).toMatchObject({ error: "invalid", kind: "welcome" });
+  });
 });
+

@@ -1,6 +1,21 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { BelayClient, ConnectionClosedError, NotReadyError, ServerError, TimeoutError, type ChannelItem } from "../src/index.js";
+// The same tests run against the sources and against the minified default
+// entry as `npm run build` makes it (private and session-only members
+// mangled, scripts/bundle.mjs): the public API must come through unchanged.
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import * as source from "../src/index.js";
+import type { ChannelItem } from "../src/index.js";
 import { fixed, grpc, serverPaced } from "../src/policies.js";
+// @ts-expect-error plain JS helper shared with the build script
+import { bundle } from "../scripts/bundle.mjs";
+
+const minifiedFile = join(tmpdir(), `belay-client-test-${process.pid}.mjs`);
+writeFileSync(minifiedFile, (await bundle()) as Uint8Array);
+const minified = (await import(pathToFileURL(minifiedFile).href)) as typeof source;
+afterAll(() => rmSync(minifiedFile, { force: true }));
 
 /** A scriptable stand-in for the browser's WebSocket. */
 class FakeSocket {
@@ -39,29 +54,31 @@ class FakeSocket {
 
 let now = 0;
 const network = new EventTarget();
-function client(opts = {}) {
-  return new BelayClient("ws://x/ws", {
-    WebSocket: FakeSocket as unknown as typeof WebSocket,
-    now: () => now,
-    network,
-    seed: 7,
-    backoff: fixed(1000),
-    ...opts,
+
+for (const [label, entry] of [["src", source], ["dist, minified", minified]] as const) describe(`BelayClient (${label})`, () => {
+  const { BelayClient, ConnectionClosedError, NotReadyError, ServerError, TimeoutError } = entry;
+  function client(opts = {}) {
+    return new BelayClient("ws://x/ws", {
+      WebSocket: FakeSocket as unknown as typeof WebSocket,
+      now: () => now,
+      network,
+      seed: 7,
+      backoff: fixed(1000),
+      ...opts,
+    });
+  }
+  const advance = async (ms: number) => {
+    now += ms;
+    await vi.advanceTimersByTimeAsync(ms);
+  };
+
+  beforeEach(() => {
+    vi.useFakeTimers();
+    FakeSocket.all = [];
+    now = 0;
   });
-}
-const advance = async (ms: number) => {
-  now += ms;
-  await vi.advanceTimersByTimeAsync(ms);
-};
+  afterEach(() => vi.useRealTimers());
 
-beforeEach(() => {
-  vi.useFakeTimers();
-  FakeSocket.all = [];
-  now = 0;
-});
-afterEach(() => vi.useRealTimers());
-
-describe("BelayClient", () => {
   it("connects, reports status, and settles requests with typed errors", async () => {
     const c = client();
     const seen: boolean[] = [];
@@ -245,6 +262,50 @@ describe("BelayClient", () => {
     expect(ws.sent.filter((m) => m.type === "refresh").map((m) => m.token)).toEqual(["t-2", "t-3"]);
     expect(FakeSocket.all).toHaveLength(1);
     expect(c.status.ready).toBe(true);
+    c.close();
+  });
+
+  it("fires connected, servererror, disconnected and halted with their details", () => {
+    const c = client({ maxAttempts: 0 });
+    const got: [string, unknown][] = [];
+    for (const t of ["connected", "servererror", "disconnected", "halted"]) c.addEventListener(t, (e) => got.push([t, (e as CustomEvent).detail]));
+    const ws = FakeSocket.all[0]!;
+    ws.welcome();
+    ws.recv({ type: "error", code: "rate_limited", message: "slow down", retry_after_ms: 500 });
+    ws.drop(1011, "bye");
+    expect(got).toEqual([
+      ["connected", "s-1"],
+      ["servererror", { code: "rate_limited", message: "slow down", retry_after_ms: 500 }],
+      ["disconnected", { reason: { kind: "transport_closed", close: { code: 1011, reason: "bye" } }, retry: { kind: "no" }, established: true }],
+      ["halted", { kind: "exhausted", attempts: 0 }],
+    ]);
+    expect(c.status.state).toBe("halted");
+    c.close();
+  });
+
+  it("an idle connection probes on the fleet's beat; a loss noticed on a spreading beat redials at once", async () => {
+    // Plan origin 3 s before the welcome (at 0), offset (7 + 3) mod 20 s = 10 s, a place of 0.5:
+    // beats at -3 000 + 10 000 + k x 20 000 = 7 000, 27 000, ...
+    const c = client({ backoff: serverPaced(1000, fixed(5000)), probeIntervalMs: 20_000, probeTimeoutMs: 10_000 });
+    const ws = FakeSocket.all[0]!;
+    ws.open();
+    ws.recv({ type: "welcome", session: "s-1", protocol: 1, pacing: { period_ms: 20_000, phase_ms: 7_000, origin_ms: 3_000 } });
+    const pings = () => ws.sent.filter((m) => m.type === "ping").length;
+    const lost: unknown[] = [];
+    c.addEventListener("disconnected", (e) => lost.push((e as CustomEvent).detail));
+    await advance(6_999);
+    expect(pings()).toBe(0);
+    await advance(1);
+    expect(pings()).toBe(1); // on the beat, not 20 s after the welcome
+    ws.recv({ type: "pong" }); // still idle: the next probe on the next beat
+    await advance(19_999);
+    expect(pings()).toBe(1);
+    await advance(1);
+    expect(pings()).toBe(2);
+    await advance(10_000); // unanswered: dead, noticed on a beat as long as the slot period
+    expect(lost).toEqual([{ reason: { kind: "heartbeat_timeout", cause: "probe_unanswered" }, retry: { kind: "after", delay_ms: 0 }, established: true }]);
+    await advance(1); // the timer of a zero delay
+    expect(FakeSocket.all).toHaveLength(2);
     c.close();
   });
 });

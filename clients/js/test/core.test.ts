@@ -5,6 +5,7 @@ import { Session, type Output } from "../src/core/session.js";
 import { compareNames } from "../src/core/subscriptions.js";
 import { SplitMix64 } from "../src/core/rng.js";
 import { PacingSlots } from "../src/core/backoff/pacing.js";
+import { Heartbeat } from "../src/core/heartbeat.js";
 
 const drain = (s: Session): Output[] => {
   const out: Output[] = [];
@@ -89,4 +90,69 @@ describe("helpers", () => {
     expect(grid._nextSlotAfter(163_000_000)).toBe(183_000_000);
     expect(grid._nextSlotAfter(0)).toBe(3_000_000);
   });
+  it("the next slot after an instant before the slots' anchor", () => {
+    const grid = new PacingSlots(20_000, 3_000, 100_000_000); // slots at 103 000 000 + k x 20 000 000 µs
+    expect(grid._nextSlotAfter(82_999_999)).toBe(83_000_000);
+    expect(grid._nextSlotAfter(83_000_000)).toBe(103_000_000);
+    expect(grid._nextSlotAfter(62_000_001)).toBe(63_000_000);
+  });
 });
+
+// The Rust core's heartbeat/beat.rs tests, through the heartbeat that keeps the beat.
+describe("the fleet's beat", () => {
+  const S = 1000; // µs per ms
+  const beatOf = (periodMs: number, phaseMs: number, originMs: number | undefined, intervalMs: number, anchorMs: number) => {
+    const hb = new Heartbeat(anchorMs * S, intervalMs * S, 25_000 * S);
+    hb._setBeat(new PacingSlots(periodMs, phaseMs, anchorMs * S), originMs);
+    return hb;
+  };
+  /** The last beat instant at or before `tMs` (a probe due then if the last frame was one interval earlier). */
+  const lastAtOrBefore = (hb: Heartbeat, tMs: number) => {
+    hb._lastReceivedAt = tMs * S - hb._interval;
+    return hb._probeDueAt() / S;
+  };
+
+  it("no origin, no beat: probes one interval after the last frame", () => {
+    const hb = beatOf(20_000, 5_000, undefined, 10_000, 0);
+    expect(hb._beatEvery).toBeUndefined();
+    expect(hb._probeDueAt()).toBe(10_000 * S);
+  });
+
+  it("the place in the plan becomes the place on the beat", () => {
+    // Plan origin 3 000 ms before the welcome at 50 000: offset (5 000 + 3 000) mod 20 000 = 8 000,
+    // a place of 0.4: beats at 47 000 + 4 000 + k x 10 000, i.e. 1 000 after the anchor.
+    const hb = beatOf(20_000, 5_000, 3_000, 10_000, 50_000);
+    expect(hb._beatAt! / S - 50_000).toBe(1_000);
+    expect(hb._probeDueAt() / S).toBe(51_000); // idle after the welcome: the last beat by 60 000
+    expect(lastAtOrBefore(hb, 64_000)).toBe(61_000);
+    expect(lastAtOrBefore(hb, 61_000)).toBe(61_000);
+  });
+
+  it("clients of one plan share the beat whenever they connected", () => {
+    const early = beatOf(20_000, 8_000, 0, 10_000, 0);
+    const late = beatOf(20_000, 5_000, 123_000, 10_000, 123_000);
+    for (const t of [200_000, 345_678, 999_999]) expect(lastAtOrBefore(early, t)).toBe(lastAtOrBefore(late, t));
+    expect(lastAtOrBefore(early, 200_000)).toBe(194_000);
+  });
+
+  it("only an idle connection follows the beat; a probe on it is noticed on it", () => {
+    const hb = beatOf(20_000, 5_000, 3_000, 10_000, 50_000);
+    hb._handleFrame(52_000 * S); // data: busy
+    expect(hb._probeDueAt() / S).toBe(62_000);
+    expect(hb._handleTimeout(62_000 * S)).toBe("probe");
+    expect(hb._noticedOnBeat(87_000 * S)).toBe(0); // sent off the beat
+    hb._handleFrame(63_000 * S, true); // the pong: idle again
+    expect(hb._probeDueAt() / S).toBe(71_000);
+    expect(hb._handleTimeout(71_000 * S)).toBe("probe");
+    expect(hb._noticedOnBeat(95_999 * S)).toBe(0); // not expired yet
+    expect(hb._handleTimeout(96_000 * S)).toBe("probe_unanswered");
+    expect(hb._noticedOnBeat(96_000 * S)).toBe(10_000 * S);
+  });
+
+  it("a zero interval has no beat", () => {
+    const hb = new Heartbeat(0, 999, 1);
+    hb._setBeat(new PacingSlots(20_000, 0, 0), 1);
+    expect(hb._beatEvery).toBeUndefined();
+  });
+});
+

@@ -68,7 +68,7 @@ describe("heartbeat.json", () => {
   });
   for (const c of file.sequences as J[]) it(`sequence: ${c.name}`, () => {
     const hb = new Heartbeat(c.start * 1000, c.interval_ms * 1000, c.timeout_ms * 1000);
-    if ("server_ping_interval_ms" in c) hb._serverPing = c.server_ping_interval_ms === null ? undefined : c.server_ping_interval_ms * 1000;
+    if ("server_ping_interval_ms" in c) hb._serverPing = c.server_ping_interval_ms === null ? Infinity : c.server_ping_interval_ms * 1000;
     c.steps.forEach((step: J, i: number) => {
       try {
         if ("frame" in step) hb._handleFrame(step.frame * 1000);

@@ -12,6 +12,10 @@
  * negotiates it per WebSocket; the vectors (`spec/vectors/binary.json`)
  * run it.
  *
+ * A `welcome`'s `pacing.origin_ms` is written as a field of the welcome
+ * itself, the last one (flag bit 3), and read back into its pacing (dropped
+ * if there is no pacing), as the Rust core does.
+ *
  * One difference from the Rust core: integers above 2^53 − 1 are refused
  * (`invalid`), since a JavaScript number cannot hold them exactly.
  */
@@ -24,7 +28,7 @@ type Field = readonly [name: string, form: "u" | "s" | "j" | "b" | "g", optional
 const ERROR_BODY: readonly Field[] = [["code", "s"], ["message", "s"], ["retry_after_ms", "u", "?"]];
 const LAYOUTS: Record<string, readonly Field[]> = {
   connect: [["protocol", "u"], ["token", "s", "?"], ["session", "s", "?"]],
-  welcome: [["session", "s"], ["protocol", "u"], ["ping_interval_ms", "u", "?"], ["pacing", "g", "?", [["period_ms", "u"], ["phase_ms", "u"]]], ["expires_in_ms", "u", "?"]],
+  welcome: [["session", "s"], ["protocol", "u"], ["ping_interval_ms", "u", "?"], ["pacing", "g", "?", [["period_ms", "u"], ["phase_ms", "u"]]], ["expires_in_ms", "u", "?"], ["origin_ms", "u", "?"]],
   ping: [],
   pong: [],
   refresh: [["token", "s"]],
@@ -191,7 +195,10 @@ export function encodeBinary(message: Obj): Uint8Array {
         w.byte(0);
         w.str(JSON.stringify(message["result"] === undefined ? null : message["result"]));
       }
-    } else writeFields(w, LAYOUTS[type]!, message);
+    } else {
+      // A welcome's `pacing.origin_ms` is written as its last field.
+      writeFields(w, LAYOUTS[type]!, type === "welcome" ? { ...message, origin_ms: (message["pacing"] as Obj | undefined)?.["origin_ms"] } : message);
+    }
     return w.done();
   } finally {
     w.release();
@@ -309,7 +316,17 @@ export function decodeBinary(frame: Uint8Array, from: "server" | "client"): Obj 
   try {
     if (!(from === "server" ? SERVER : CLIENT).has(type)) throw new Bad(`a ${from === "server" ? "client" : "server"} message, sent the wrong way`);
     const out: Obj = { type };
-    if (type !== "response") return readFields(r, LAYOUTS[type]!, out);
+    if (type !== "response") {
+      readFields(r, LAYOUTS[type]!, out);
+      if (type === "welcome") {
+        // The plan's origin belongs to the pacing: without pacing it is read
+        // (the frame stays well-formed) and dropped.
+        const { origin_ms, ...welcome } = out;
+        if (origin_ms !== undefined && welcome["pacing"]) (welcome["pacing"] as Obj)["origin_ms"] = origin_ms;
+        return welcome;
+      }
+      return out;
+    }
     out["id"] = r.uint();
     const tag = r.byte();
     if (tag === 0) out["result"] = r.json();

@@ -1,4 +1,5 @@
 /** Close codes and what each means for reconnecting (`close.rs`, PROTOCOL.md §7). */
+import type { HaltReason } from "./events.js";
 
 // An enum, so the bundler inlines the numbers.
 export enum CloseCode {
@@ -25,27 +26,29 @@ export interface CloseInfo {
 
 export type CloseDisposition = "terminal" | "auth_failed" | "retry_with_advice" | "retry";
 
+/** The `terminal` codes: the server closed for good (normal closure, policy violation, forbidden). */
+const TERMINAL: number[] = [CloseCode.NORMAL, CloseCode.POLICY_VIOLATION, CloseCode.FORBIDDEN];
+
 export function disposition(code: number | undefined): CloseDisposition {
-  switch (code) {
-    case 1000:
-    case 1008:
-    case 4003:
-      return "terminal";
-    case 4001:
-      return "auth_failed";
-    case 1012:
-    case 1013:
-    case 4029:
-      return "retry_with_advice";
-    default:
-      return "retry";
-  }
+  return code === CloseCode.UNAUTHORIZED ? "auth_failed"
+    : TERMINAL.includes(code!) ? "terminal"
+    : [CloseCode.SERVICE_RESTART, CloseCode.TRY_AGAIN_LATER, CloseCode.RATE_LIMITED].includes(code!) ? "retry_with_advice"
+    : "retry";
+}
+
+/**
+ * Why the session halts after `close`: its disposition is `auth_failed` or
+ * `terminal` (`server_closed`); undefined for the others, after which it
+ * reconnects (the session needs no more of the disposition).
+ */
+export function closeHalt(close: CloseInfo): HaltReason | undefined {
+  return close.code === CloseCode.UNAUTHORIZED ? { kind: "auth_failed" } : TERMINAL.includes(close.code!) ? { kind: "server_closed", close } : undefined;
 }
 
 /** The serialized form: `code` omitted when absent, `reason` omitted when empty. */
 export function closeInfo(code: number | null | undefined, reason: string | undefined): CloseInfo {
   const info: CloseInfo = {};
-  if (code !== null && code !== undefined) info.code = code;
+  if (code != null) info.code = code;
   if (reason) info.reason = reason;
   return info;
 }

@@ -34,7 +34,7 @@ const SCHEMA: Record<string, string> = {
   reconnect: "reasons min_delay_msi max_delay_msi messaget",
   error: ERROR_BODY,
 };
-const NESTED: Record<string, string> = { P: "period_msi phase_msi", E: ERROR_BODY };
+const NESTED: Record<string, string> = { P: "period_msi phase_msi origin_msn", E: ERROR_BODY };
 const CLIENT_KINDS = ["connect", "refresh", "request", "subscribe", "unsubscribe"];
 
 const isObj = (v: unknown): v is Obj => v != null && Object.getPrototypeOf(v) === Object.prototype;

@@ -1,8 +1,22 @@
 /**
- * Liveness (`heartbeat.rs`): every inbound frame is proof of life. The probe
- * policy is a pure function of timestamps; the server-ping watchdog closes
- * after two advertised intervals without any frame. All values in µs.
+ * Liveness (`heartbeat/`): every inbound frame is proof of life. The probe
+ * policy is a pure function of timestamps (`decide`); the server-ping
+ * watchdog closes after two advertised intervals without any frame. All
+ * values in µs. `Heartbeat` applies `decide`'s rules (a pending probe is
+ * judged by its own send time; the session's time never goes backwards, so
+ * no difference needs saturating), with the probe due on the beat.
+ *
+ * The fleet's beat (`heartbeat/beat.rs`): a `welcome` whose pacing carries
+ * the plan's origin (`origin_ms`) gives this client its place on a beat
+ * shared by the whole fleet, `anchor + phase + k × interval`. An idle
+ * connection (its last frame the answer to our probe, or the `welcome`)
+ * probes at the last beat instant no later than `interval` after its last
+ * frame, so never later than without a beat; after any other frame, at
+ * `interval` after it. A probe sent on the beat that goes unanswered is a
+ * loss noticed on the beat (`Loss::Beat`), spread evenly over the fleet.
  */
+import type { PacingSlots } from "./backoff/pacing.js";
+import { US } from "./time.js";
 
 export type HeartbeatAction = "wait" | "probe" | "close";
 export type LivenessFailure = "probe_unanswered" | "server_pings_missing";
@@ -26,38 +40,80 @@ export function decide(
 export class Heartbeat {
   _lastReceivedAt: number;
   _pendingProbeAt: number | undefined;
-  /** Advertised server ping interval (µs); the watchdog fires at `last + 2 × it`. */
-  _serverPing: number | undefined;
+  /** Advertised server ping interval (µs; Infinity: the server does not ping); the watchdog fires at `last + 2 × it`. */
+  _serverPing = Infinity;
   _probesSent = 0;
+  /** The beat (µs): one of its instants (below `interval` after the anchor), and its interval (whole ms); undefined without a beat. */
+  _beatAt: number | undefined;
+  _beatEvery: number | undefined;
+  /** The last frame was the answer to our probe (or the `welcome`): probes follow the beat. */
+  _idle = true;
+  /** The beat's interval if the outstanding probe was sent on the beat (read only while one is pending). */
+  _onBeat: number | undefined;
 
+  /** `now`: when the transport opened or last spoke (the `welcome`: the beat's anchor). */
   constructor(now: number, readonly _interval: number, readonly _timeout: number) {
     this._lastReceivedAt = now;
   }
 
-  /** Any frame from the peer. Never moves `lastReceivedAt` backwards. */
-  _handleFrame(now: number): void {
+  /**
+   * Follow the fleet's beat (`Beat::from_pacing`, in whole ms): the pacing
+   * `slots` of the `welcome` this heartbeat started at (the anchor), whose
+   * plan began `originMs` before it. The client's offset in the plan is
+   * `(phase + origin) mod period`, its place on the beat
+   * `floor(offset × interval / period)` after the origin. No beat without
+   * an origin, nor for an interval under 1 ms.
+   */
+  _setBeat(slots: PacingSlots | undefined, originMs: number | undefined): void {
+    const i = Math.floor(this._interval / US);
+    if (originMs! >= 0 && i) {
+      const p = slots!._periodMs;
+      this._beatEvery = i * US;
+      this._beatAt = this._lastReceivedAt + ((Math.floor((((slots!._phaseMs + (originMs! % p)) % p) * i) / p) + i - (originMs! % i)) % i) * US;
+    }
+  }
+
+  /** Any frame from the peer (`pong`: the answer to our probe, so the connection is idle). Never moves `lastReceivedAt` backwards. */
+  _handleFrame(now: number, pong?: boolean): void {
     this._lastReceivedAt = Math.max(this._lastReceivedAt, now);
     this._pendingProbeAt = undefined;
+    this._idle = !!pong;
+  }
+
+  /**
+   * When the next probe is due if nothing arrives: `t`, `interval` after the
+   * last frame, or, idle with a beat, the last beat instant at or before
+   * `t`. (That is after the beat's first instant and after the last frame:
+   * beats are at most `interval` apart and start below `interval` after the
+   * anchor, which is no later than the last frame. So plain `%` is exact,
+   * and the Rust core's `max` with the last frame changes nothing.)
+   */
+  _probeDueAt(): number {
+    const t = this._lastReceivedAt + this._interval;
+    const every = this._beatEvery!;
+    return this._idle && every ? t - ((t - this._beatAt!) % every) : t;
+  }
+
+  /** The beat's interval if the connection is dead at `now` because a probe sent on the beat went unanswered, else 0. */
+  _noticedOnBeat(now: number): number {
+    return (now - this._pendingProbeAt! >= this._timeout && this._onBeat) || 0;
   }
 
   /** `"probe"` (caller sends it; recorded as pending), `"wait"`, or a failure cause. */
   _handleTimeout(now: number): "wait" | "probe" | LivenessFailure {
-    if (this._serverPing !== undefined && now >= this._lastReceivedAt + 2 * this._serverPing) {
-      return "server_pings_missing";
-    }
-    const action = decide(this._lastReceivedAt, this._pendingProbeAt, now, this._interval, this._timeout);
-    if (action === "close") return "probe_unanswered";
-    if (action === "probe") {
-      this._pendingProbeAt = now;
-      this._probesSent++;
-    }
-    return action;
+    if (now >= this._lastReceivedAt + 2 * this._serverPing) return "server_pings_missing";
+    const pending = this._pendingProbeAt;
+    if (pending !== undefined) return now - pending >= this._timeout ? "probe_unanswered" : "wait";
+    if (now < this._probeDueAt()) return "wait";
+    this._pendingProbeAt = now;
+    this._onBeat = this._idle ? this._beatEvery : undefined;
+    this._probesSent++;
+    return "probe";
   }
 
   /** The next instant at which `handleTimeout` can change anything. */
   _pollTimeout(): number {
-    const t =
-      this._pendingProbeAt !== undefined ? this._pendingProbeAt + this._timeout : this._lastReceivedAt + this._interval;
-    return this._serverPing !== undefined ? Math.min(t, this._lastReceivedAt + 2 * this._serverPing) : t;
+    const t = this._pendingProbeAt !== undefined ? this._pendingProbeAt + this._timeout : this._probeDueAt();
+    return Math.min(t, this._lastReceivedAt + 2 * this._serverPing);
   }
 }

@@ -32,7 +32,8 @@ export interface Welcome {
   session: string;
   protocol: number;
   ping_interval_ms?: number;
-  pacing?: { period_ms: number; phase_ms: number };
+  /** `origin_ms`: how long before this `welcome` the server's plan began (the fleet's beat). */
+  pacing?: { period_ms: number; phase_ms: number; origin_ms?: number };
   /** The credentials expire this many ms after `welcome` (send `refresh` before). */
   expires_in_ms?: number;
 }
@@ -85,5 +86,5 @@ export type ServerMessage =
 
 /** `unsubscribed` codes after which the client stops trying the channel. */
 export function isFinalUnsubscribe(code: string): boolean {
-  return code === "forbidden" || code === "unauthorized" || code === "not_found" || code === "bad_request";
+  return ["forbidden", "unauthorized", "not_found", "bad_request"].includes(code);
 }

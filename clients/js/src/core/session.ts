@@ -21,7 +21,7 @@
  */
 import { Backoff } from "./backoff/state.js";
 import { PacingSlots, retryWindow } from "./backoff/pacing.js";
-import { CloseCode, closeInfo, disposition } from "./close.js";
+import { CloseCode, closeHalt, closeInfo } from "./close.js";
 import { decodeServer, frameLen, isDecodeError, type DecodeError } from "./codec.js";
 import type { Config } from "./config.js";
 import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./events.js";
@@ -163,7 +163,7 @@ export class Session implements SubscriptionSink {
     const t = earliest([
       this._at,
       this._state === "open" ? this._hb!._pollTimeout() : undefined,
-      earliest([...this._registry._entries.values()]),
+      ...this._registry._entries.values(),
       this._subscriptions._pollTimeout(),
       this._cooldownDeadline(),
       this._askAt, // set only while open
@@ -233,9 +233,8 @@ export class Session implements SubscriptionSink {
     if (this._state !== "open" || this._leaving) return this._state === "stopped" ? "stopped" : "not_ready";
     const timeoutMs = call.timeoutMs ?? this._config.requestTimeoutMs;
     const registry = this._registry;
-    const message: ClientMessage = { type: "request", id: registry._lastId + 1, method: call.method, params: call.params ?? null };
-    if (call.idempotencyKey !== undefined) message.idem = call.idempotencyKey;
-    message.timeout_ms = Math.floor(timeoutMs);
+    // Fields left undefined are not sent (JSON.stringify drops them).
+    const message: ClientMessage = { type: "request", id: registry._lastId + 1, method: call.method, params: call.params ?? null, idem: call.idempotencyKey, timeout_ms: Math.floor(timeoutMs) };
     const len = frameLen(JSON.stringify(message));
     if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
     this._send(this._id!, message);
@@ -289,22 +288,21 @@ export class Session implements SubscriptionSink {
         return this._onOpened(now, id);
       case "failed": {
         const f = input.failure;
+        const after = (f as { retry_after_ms?: number }).retry_after_ms!; // a `rejected` failure's
+        // `Retry-After: R` from the server's admission control: advice like a
+        // `reconnect` message, spread over [R, 2R), unless advice is pending.
+        if (after >= 0) this._advice = this._advice || ({ reason: "retry_after", min_delay_ms: after, max_delay_ms: after * 2 } as ReconnectAdvice);
         return this._loseTransport(
           now,
           { kind: "transport_failed", failure: f },
-          f.kind === "invalid_config" ? { kind: "invalid_config", detail: f.detail }
+          f.kind === "invalid_config" ? f // { kind: "invalid_config", detail }, as the halt reason
           : f.kind === "rejected" && (f.status === 401 || f.status === 403) ? { kind: "auth_failed" }
           : undefined,
         );
       }
       case "closed": {
         const close = closeInfo(input.code, input.reason);
-        const d = disposition(close.code);
-        return this._loseTransport(
-          now,
-          { kind: "transport_closed", close },
-          d === "terminal" ? { kind: "server_closed", close } : d === "auth_failed" ? { kind: "auth_failed" } : undefined,
-        );
+        return this._loseTransport(now, { kind: "transport_closed", close }, closeHalt(close));
       }
       case "frame": {
         const m = decodeServer(input.text);
@@ -358,10 +356,8 @@ export class Session implements SubscriptionSink {
     this._go("handshaking", id, now + this._config.connectTimeoutMs * US);
     this._advice = undefined;
     this._localBackoff._reset();
-    const message: ClientMessage = { type: "connect", protocol: PROTOCOL_VERSION };
-    if (this._config.token !== null) message.token = this._config.token;
-    if (this._sessionId !== undefined) message.session = this._sessionId;
-    this._send(id, message);
+    // Fields left undefined are not sent (JSON.stringify drops them).
+    this._send(id, { type: "connect", protocol: PROTOCOL_VERSION, token: this._config.token ?? undefined, session: this._sessionId });
     this._refreshReadiness(now);
   }
 
@@ -387,9 +383,10 @@ export class Session implements SubscriptionSink {
 
   // ----- messages -----
 
-  private _noteFrame(now: number): void {
+  /** A frame arrived: proof of life. `pong`: it answers our probe, so the connection is idle (probes follow the fleet's beat). */
+  private _noteFrame(now: number, pong?: boolean): void {
     if (this._state === "open") {
-      this._hb!._handleFrame(now);
+      this._hb!._handleFrame(now, pong);
       this._at = undefined;
     }
   }
@@ -397,7 +394,7 @@ export class Session implements SubscriptionSink {
   private _onMessage(now: number, id: TransportId, m: ServerMessage): void {
     // A frame before the open event: treat the transport as opened first.
     this._onOpened(now, id);
-    this._noteFrame(now);
+    this._noteFrame(now, m.type === "pong");
     const subs = this._subscriptions;
     switch (m.type) {
       case "welcome":
@@ -427,9 +424,9 @@ export class Session implements SubscriptionSink {
         this._refreshReadiness(now);
         return this._leaveIfIdle(now);
       case "error": {
-        const e: Event = { event: "server_error", code: m.code, message: m.message };
-        if (m.retry_after_ms !== undefined) e.retry_after_ms = m.retry_after_ms;
-        return this._emit(e);
+        // Its error body: `code`, `message` and, if present, `retry_after_ms`.
+        const { type: _, ...body } = m;
+        return this._emit({ event: "server_error", ...body });
       }
       default: // pong
         return;
@@ -452,9 +449,13 @@ export class Session implements SubscriptionSink {
     const c = this._config;
     const ping = w.ping_interval_ms && Math.min(Math.max(w.ping_interval_ms, MIN_SERVER_PING_MS), MAX_SERVER_PING_MS);
     const hb = (this._hb = new Heartbeat(now, Math.floor(Math.max(c.probeIntervalMs, ((ping || 0) * 3) / 2) * US), c.probeTimeoutMs * US));
-    hb._serverPing = ping ? ping * US : undefined;
+    if (ping) hb._serverPing = ping * US;
     this._go("open", id);
-    this._backoff._slots = w.pacing ? new PacingSlots(w.pacing.period_ms, w.pacing.phase_ms, now) : undefined;
+    const p = w.pacing;
+    const slots = (this._backoff._slots = p && new PacingSlots(p.period_ms, p.phase_ms, now));
+    // Our own probes keep the connection alive: probe on the fleet's beat
+    // while idle, if the server gave its plan's origin.
+    if (!ping) hb._setBeat(slots, p?.origin_ms);
     this._sessionId = w.session;
     this._expireIn(now, w.expires_in_ms);
     this._emit({ event: "connected", session: w.session });
@@ -494,7 +495,8 @@ export class Session implements SubscriptionSink {
         this._backoff._advice = retryWindow(now, advice.min_delay_ms, advice.max_delay_ms);
       }
       const onSlotGrid = this._backoff._slots !== undefined && attempts > 0;
-      let delay = this._backoff._nextDelay(now, this._rng, reason.kind === "heartbeat_timeout");
+      // The loss: noticed, silent (0), or silent and noticed on the beat (its interval).
+      let delay = this._backoff._nextDelay(now, this._rng, reason.kind === "heartbeat_timeout" ? this._hb!._noticedOnBeat(now) : undefined);
       // Deploy-related reconnects back off twice as long, except advised delays
       // and the server's slot grid, which already spreads the fleet.
       if (this._deployBackoff && !advice && !onSlotGrid) delay *= 2;

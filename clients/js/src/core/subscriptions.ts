@@ -22,14 +22,23 @@ export interface SubscriptionSink {
   _emit(event: Event): void;
 }
 
+/** A channel's state; the two with a deadline (`t`) first. */
+const enum St {
+  Pending,
+  Retrying,
+  Idle,
+  Failed,
+  Subscribed,
+}
+
 interface Channel {
-  s: "idle" | "pending" | "subscribed" | "retrying" | "failed";
+  s: St;
   /** pending: the confirmation deadline; retrying: when to resubscribe. */
   t?: number | undefined;
-  /** pending: the subscribe was sent with `since` = `position`. */
-  resumed?: boolean;
-  position?: StreamPosition | undefined;
-  retry: Backoff;
+  /** pending: the subscribe was sent with `since` = `_pos`. */
+  _resumed?: boolean;
+  _pos?: StreamPosition | undefined;
+  _retry: Backoff;
   /** A subscription token, sent with every subscribe of the channel. */
   token?: string | undefined;
 }
@@ -43,7 +52,7 @@ export function compareNames(a: string, b: string): number {
     i += x > 0xffff ? 2 : 1;
     j += y > 0xffff ? 2 : 1;
   }
-  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+  return a.length - b.length; // one is a prefix of the other: the shorter first
 }
 
 export class Subscriptions {
@@ -63,28 +72,28 @@ export class Subscriptions {
 
   /** Send `subscribe` (from the channel's position if `resume`) and wait for the confirmation. */
   private _subscribeNow(now: number, channel: string, c: Channel, resume: boolean): void {
-    const since = resume ? c.position : undefined;
+    const since = resume ? c._pos : undefined;
     // Fields left undefined are not sent (JSON.stringify drops them).
     this._out._subSend({ type: "subscribe", channel, since: since && { ...since }, token: c.token });
-    c.s = "pending";
+    c.s = St.Pending;
     c.t = now + this._confirmTimeout;
-    c.resumed = since !== undefined;
+    c._resumed = since !== undefined;
   }
 
   /** Every wanted channel (other than refused ones) is confirmed; true with none. */
   _allConfirmed(): boolean {
-    for (const c of this._channels.values()) if (c.s !== "subscribed" && c.s !== "failed") return false;
+    for (const c of this._channels.values()) if (c.s !== St.Subscribed && c.s !== St.Failed) return false;
     return true;
   }
 
   _position(channel: string): StreamPosition | undefined {
-    return this._channels.get(channel)?.position;
+    return this._channels.get(channel)?._pos;
   }
 
   /** Want `channel` (with a subscription token); subscribes at once if the protocol is up. False if already wanted. */
   _add(now: number, channel: string, token?: string): boolean {
     if (this._channels.has(channel)) return false;
-    const c: Channel = { s: "idle", retry: new Backoff(this._resubscribe), token };
+    const c: Channel = { s: St.Idle, _retry: new Backoff(this._resubscribe), token };
     this._channels.set(channel, c);
     if (this._online) this._subscribeNow(now, channel, c, false);
     return true;
@@ -95,20 +104,20 @@ export class Subscriptions {
     const c = this._channels.get(channel);
     if (!c) return false;
     this._channels.delete(channel);
-    if (this._online && (c.s === "pending" || c.s === "subscribed")) this._out._subSend({ type: "unsubscribe", channel });
+    if (this._online && (c.s === St.Pending || c.s === St.Subscribed)) this._out._subSend({ type: "unsubscribe", channel });
     return true;
   }
 
   /** `failed` true: channels the server refused get another chance; false: the transport is gone, every other channel waits. */
   _idle(failed: boolean): void {
-    for (const c of this._channels.values()) if ((c.s === "failed") === failed) c.s = "idle";
+    for (const c of this._channels.values()) if ((c.s === St.Failed) === failed) c.s = St.Idle;
   }
 
   _handleProtocolUp(now: number): void {
     this._online = true;
     for (const [name, c] of this._sorted()) {
-      if (c.s === "failed") continue;
-      c.retry._reset();
+      if (c.s === St.Failed) continue;
+      c._retry._reset();
       this._subscribeNow(now, name, c, true);
     }
   }
@@ -120,40 +129,40 @@ export class Subscriptions {
 
   _handleSubscribed(msg: Subscribed): void {
     const c = this._channels.get(msg.channel);
-    if (c?.s !== "pending") return;
+    if (c?.s !== St.Pending) return;
     // The server's word is checked against `since` (what was delivered): in
     // the same epoch the position never moves back (a lower offset would
     // deliver duplicates), and a recovery counts only if the server resumes
     // at or before `since` (a higher offset skipped publications).
-    const since = c.resumed ? c.position : undefined;
+    const since = c._resumed ? c._pos : undefined;
     const same = since?.epoch === msg.epoch;
     const recovered = same && msg.recovered && msg.offset <= since!.offset;
-    c.s = "subscribed";
-    c.retry._reset();
-    c.position = { epoch: msg.epoch, offset: same ? Math.max(since!.offset, msg.offset) : msg.offset };
+    c.s = St.Subscribed;
+    c._retry._reset();
+    c._pos = { epoch: msg.epoch, offset: same ? Math.max(since!.offset, msg.offset) : msg.offset };
     this._out._emit({ event: "subscribed", channel: msg.channel, recovered });
     if (since && !recovered) this._out._emit({ event: "recovery_failed", channel: msg.channel });
   }
 
   _handleUnsubscribed(now: number, msg: Unsubscribed, rng: RandomSource): void {
     const c = this._channels.get(msg.channel);
-    if (!c || c.s === "failed" || c.s === "idle") return;
+    if (!c || c.s === St.Failed || c.s === St.Idle) return;
     const final = isFinalUnsubscribe(msg.code);
-    if (final) c.s = "failed";
+    if (final) c.s = St.Failed;
     else {
-      c.s = "retrying";
-      c.t = now + c.retry._nextDelay(now, rng);
+      c.s = St.Retrying;
+      c.t = now + c._retry._nextDelay(now, rng);
     }
     this._out._emit({ event: final ? "subscription_failed" : "subscription_lost", channel: msg.channel, code: msg.code });
   }
 
   _handlePublication(now: number, p: Publication): void {
     const c = this._channels.get(p.channel);
-    if (c?.s !== "subscribed") {
+    if (c?.s !== St.Subscribed) {
       this._strayPublications++;
       return;
     }
-    const pos = c.position!;
+    const pos = c._pos!;
     const next = pos.offset + 1;
     if (p.epoch === pos.epoch && p.offset < next) this._duplicatesDropped++;
     else if (p.epoch !== pos.epoch || p.offset > next) this._subscribeNow(now, p.channel, c, true);
@@ -164,12 +173,12 @@ export class Subscriptions {
   }
 
   _handleTimeout(now: number): void {
-    if (this._online) for (const [name, c] of this._sorted()) if ((c.s === "pending" || c.s === "retrying") && c.t! <= now) this._subscribeNow(now, name, c, true);
+    if (this._online) for (const [name, c] of this._sorted()) if (c.s < St.Idle && c.t! <= now) this._subscribeNow(now, name, c, true);
   }
 
   _pollTimeout(): number | undefined {
     let min: number | undefined;
-    if (this._online) for (const c of this._channels.values()) if ((c.s === "pending" || c.s === "retrying") && !(c.t! >= min!)) min = c.t;
+    if (this._online) for (const c of this._channels.values()) if (c.s < St.Idle && !(c.t! >= min!)) min = c.t;
     return min;
   }
 }

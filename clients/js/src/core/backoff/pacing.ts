@@ -6,6 +6,9 @@ export const MAX_PACING_PERIOD_MS = 300_000;
 /** Longest advised delay (ms); longer ones are clamped. */
 export const MAX_HINT_DELAY_MS = 300_000;
 
+/** `a mod m` in `[0, m)`, for integers (exact below 2^53). */
+const mod = (a: number, m: number): number => ((a % m) + m) % m;
+
 /** Reconnect instants `anchor + phase + k × period` (µs), for every integer k. */
 export class PacingSlots {
   readonly _periodMs: number;
@@ -17,15 +20,13 @@ export class PacingSlots {
     this._phaseMs = Math.floor(phaseMs) % this._periodMs;
   }
 
-  /** The smallest slot instant (µs) strictly after `nowUs`. */
+  /**
+   * The smallest slot instant (µs) strictly after `nowUs`: one period after
+   * `nowUs`, less how far `nowUs` is past a slot (`mod`, never negative).
+   */
   _nextSlotAfter(nowUs: number): number {
     const period = this._periodMs * US;
-    const origin = this._anchorUs + this._phaseMs * US;
-    if (nowUs < origin) {
-      const before = origin - nowUs;
-      return origin - Math.floor((before - 1) / period) * period;
-    }
-    return nowUs + period - ((nowUs - origin) % period);
+    return nowUs + period - mod(nowUs - this._anchorUs - this._phaseMs * US, period);
   }
 }
 

@@ -25,7 +25,9 @@ export interface PolicyState {
   prevMs?: number;
   startMs?: number;
   currentMs?: number;
-  fallback?: PolicyState;
+  _fallback?: PolicyState;
+  /** `server_paced`: the loss was noticed on a beat of this interval (µs) that spreads the fleet. */
+  _beat?: number;
 }
 
 /** An opt-in policy's rule: the delay (whole ms) for attempt `n`, updating `state`. */

@@ -7,7 +7,7 @@
 import type { RandomSource } from "../rng.js";
 import { US } from "../time.js";
 import { cappedExponentialMs, drawJitterMs } from "./formula.js";
-import type { PacingSlots } from "./pacing.js";
+import { MAX_PACING_PERIOD_MS, type PacingSlots } from "./pacing.js";
 import type { BackoffPolicy, PolicyState, Rule } from "./policy.js";
 
 const ruleOf = (policy: BackoffPolicy): Rule | undefined => (policy as { next?: Rule }).next;
@@ -21,9 +21,16 @@ export function checkPolicy(policy: BackoffPolicy): void {
 }
 
 /**
- * The delay (µs) for attempt `n` of `policy`, updating `state`. `silent`: the
- * session's heartbeat found the connection dead (`Loss::Silent`): a
- * server-paced fast path is replaced by the next slot, if slots are known.
+ * The delay (µs) for attempt `n` of `policy`, updating `state`. `loss`: how
+ * the connection was lost (`Loss`): undefined if noticed (a close, a
+ * refusal), 0 if silent (the session's heartbeat found it dead), the beat's
+ * interval (µs) if silent and noticed by a probe sent on the fleet's beat.
+ *
+ * `server_paced` with slots known: once a loss on a beat that spreads the
+ * fleet (`interval ≥ 0.95 × period`) is remembered, one period (or one beat,
+ * if longer; at most 300 s) each time, no draw; at attempt 0 such a loss
+ * attempts at once (and is remembered), another silent loss waits for the
+ * next slot, no draw; otherwise the fast path's draw.
  */
 export function policyDelayUs(
   state: PolicyState,
@@ -32,7 +39,7 @@ export function policyDelayUs(
   nowUs: number,
   slots: PacingSlots | undefined,
   rng: RandomSource,
-  silent?: boolean,
+  loss?: number,
 ): number {
   if (policy.kind === "equal_jitter") {
     const c = cappedExponentialMs(policy.base_ms, policy.cap_ms, n);
@@ -40,8 +47,15 @@ export function policyDelayUs(
   }
   if (policy.kind !== "server_paced") return ruleOf(policy)!(state, n, rng) * US;
   const window = policy.first_window_ms;
-  if (n === 0 && window > 0) return silent && slots ? slots._nextSlotAfter(nowUs) - nowUs : drawJitterMs(0, window, rng) * US;
+  const period = slots && slots._periodMs * US;
+  if (state._beat && period) return Math.min(Math.max(period, state._beat), MAX_PACING_PERIOD_MS * US);
+  if (n === 0 && window > 0) {
+    if (!(loss! >= 0 && slots)) return drawJitterMs(0, window, rng) * US;
+    if (loss! * 20 < period! * 19) return slots._nextSlotAfter(nowUs) - nowUs;
+    state._beat = loss;
+    return 0;
+  }
   const m = window > 0 ? Math.max(n - 1, 0) : n;
-  const delay = policyDelayUs((state.fallback ??= {}), policy.fallback, m, nowUs, undefined, rng);
+  const delay = policyDelayUs(state._fallback || (state._fallback = {}), policy.fallback, m, nowUs, undefined, rng);
   return slots ? slots._nextSlotAfter(nowUs + delay) - nowUs : delay;
 }

@@ -19,19 +19,19 @@ export class Backoff {
 
   /**
    * The delay (µs) before the next attempt, asked at `nowUs`. Pending advice
-   * wins once (one draw); otherwise the policy's rule (`silent`: the loss was a
-   * heartbeat timeout, `Loss::Silent`). Always counts an attempt.
+   * wins once (one draw); otherwise the policy's rule (`loss`: undefined
+   * for `Loss::Noticed`, 0 for `Loss::Silent`, the beat's interval in µs for
+   * `Loss::Beat`). Always counts an attempt.
    */
-  _nextDelay(nowUs: number, rng: RandomSource, silent?: boolean): number {
+  _nextDelay(nowUs: number, rng: RandomSource, loss?: number): number {
     const window = this._advice;
     let delay: number;
     if (window) {
       this._advice = undefined;
-      const lo = Math.floor(Math.max(window._earliestUs - nowUs, 0) / US);
-      const hi = Math.floor(Math.max(window._latestUs - nowUs, 0) / US);
-      delay = drawJitterMs(lo, hi, rng) * US;
+      const ms = (t: number) => Math.floor(Math.max(t - nowUs, 0) / US); // whole ms from now
+      delay = drawJitterMs(ms(window._earliestUs), ms(window._latestUs), rng) * US;
     } else {
-      delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng, silent);
+      delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng, loss);
     }
     if (this._attempt < 0xffffffff) this._attempt++;
     return delay;
