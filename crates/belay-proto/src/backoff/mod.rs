@@ -49,10 +49,10 @@
 //!   a negative or NaN result becomes 0 (Rust's saturating `as u64`). The
 //!   jitter applies after the cap, so delays can exceed `max` by the jitter
 //!   fraction, as in gRPC.
-//! * `server_paced { first_window, fallback }`, in order:
-//!   0. once a loss was noticed on a spreading beat (rule 1), until the
-//!      next reset, while slots are known: `min(max(period, interval),
-//!      300 s)` (no draw);
+//! * `server_paced { first_window, fallback }`: once a loss was noticed on
+//!   a spreading beat (rule 1), until the next reset and while slots are
+//!   known, every delay is `min(max(period, interval), 300 s)` (no draw);
+//!   otherwise, in order:
 //!   1. if `n == 0` and `first_window > 0`: `jit(0, first_window)` (1 draw),
 //!      the fast path that brings a lone client back quickly after a blip —
 //!      except after a *silent* loss (the session's heartbeat found the
