@@ -130,6 +130,11 @@ pub struct Heartbeat {
     idle: bool,
     /// The outstanding probe was sent on the beat.
     pending_on_beat: bool,
+    /// The server pings idle connections on the fleet's beat, every this
+    /// interval (its advertised ping interval).
+    server_beat: Option<Duration>,
+    /// The last frame was the server's ping.
+    last_was_ping: bool,
 }
 
 impl Heartbeat {
@@ -145,7 +150,15 @@ impl Heartbeat {
             beat: None,
             idle: true,
             pending_on_beat: false,
+            server_beat: None,
+            last_was_ping: false,
         }
+    }
+
+    /// The server pings this connection on the fleet's beat while it is
+    /// idle, every `interval` (or, with `None`, it does not say so).
+    pub fn set_server_beat(&mut self, interval: Option<Duration>) {
+        self.server_beat = interval;
     }
 
     /// Probe on the fleet's beat while idle (or, with `None`, `interval`
@@ -170,6 +183,14 @@ impl Heartbeat {
         self.pending_probe_at = None;
         self.pending_on_beat = false;
         self.idle = false;
+        self.last_was_ping = false;
+    }
+
+    /// The server's ping: proof of life, and (if the server pings on the
+    /// beat) the last frame a silent death would leave on the beat.
+    pub fn handle_ping(&mut self, now: Instant) {
+        self.handle_frame(now);
+        self.last_was_ping = true;
     }
 
     /// The answer to our probe: proof of life, and the connection is idle.
@@ -192,13 +213,22 @@ impl Heartbeat {
         }
     }
 
-    /// If the connection was declared dead at `now` because a probe sent on
-    /// the beat went unanswered: the beat's interval, over which a fleet
-    /// that lost its server this way notices it, evenly spread.
+    /// If the connection was declared dead at `now` by the heartbeat and
+    /// its last sign of life was on the beat (our unanswered probe sent on
+    /// it, or the server's ping on the server's beat): the beat's interval,
+    /// over which a fleet that lost its server this way notices it, evenly
+    /// spread.
     pub fn noticed_on_beat(&self, now: Instant) -> Option<Duration> {
-        let sent = self.pending_probe_at?;
-        let expired = now.saturating_duration_since(sent) >= self.timeout;
-        match (self.pending_on_beat, expired, self.beat) {
+        let probe_expired = self
+            .pending_probe_at
+            .is_some_and(|sent| now.saturating_duration_since(sent) >= self.timeout);
+        let watchdog_expired = self
+            .watchdog
+            .is_some_and(|w| w.expired(self.last_received_at, now));
+        if let (Some(interval), true) = (self.server_beat, self.last_was_ping) {
+            return (probe_expired || watchdog_expired).then_some(interval);
+        }
+        match (self.pending_on_beat, probe_expired, self.beat) {
             (true, true, Some(beat)) => Some(beat.interval()),
             _ => None,
         }

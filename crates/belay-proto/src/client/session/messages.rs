@@ -33,17 +33,18 @@ impl Session {
         self.lose_transport(now, DisconnectReason::ProtocolViolation { error }, None);
     }
 
-    /// A frame arrived: proof of life. `pong`: it answers our probe, so the
-    /// connection is idle (its heartbeat probes on the fleet's beat).
-    pub(super) fn note_frame(&mut self, now: Instant, pong: bool) {
+    /// A frame arrived: proof of life. A `pong` answers our probe, so the
+    /// connection is idle (its heartbeat probes on the fleet's beat); a
+    /// `ping` is the server's, on its beat if it pings on one.
+    pub(super) fn note_frame(&mut self, now: Instant, message: Option<&ServerMessage>) {
         if let Phase::Open {
             heartbeat, check, ..
         } = &mut self.phase
         {
-            if pong {
-                heartbeat.handle_pong(now);
-            } else {
-                heartbeat.handle_frame(now);
+            match message {
+                Some(ServerMessage::Pong) => heartbeat.handle_pong(now),
+                Some(ServerMessage::Ping) => heartbeat.handle_ping(now),
+                _ => heartbeat.handle_frame(now),
             }
             *check = None;
         }
@@ -55,7 +56,7 @@ impl Session {
             // transport as open first so nothing is lost.
             self.on_opened(now, id);
         }
-        self.note_frame(now, matches!(message, ServerMessage::Pong));
+        self.note_frame(now, Some(&message));
         match message {
             ServerMessage::Welcome(welcome) => self.on_welcome(now, id, welcome),
             ServerMessage::Ping => self.push(Output::Transmit {
@@ -167,14 +168,17 @@ impl Session {
         };
         let mut heartbeat = Heartbeat::new(now, probe_interval, self.config.probe_timeout());
         heartbeat.set_server_ping_interval(server_ping);
-        if server_ping.is_none() {
-            // Our own probes keep the connection alive: probe on the
-            // fleet's beat while idle, if the server gave its plan's origin.
-            heartbeat.set_beat(
+        // With its plan's origin the server says where the fleet's beat is:
+        // a server that pings pings idle connections on it; otherwise our
+        // own probes keep the connection alive, on the beat while idle.
+        let origin = welcome.pacing.and_then(|p| p.origin_ms).is_some();
+        match server_ping {
+            Some(ping) => heartbeat.set_server_beat(origin.then_some(ping)),
+            None => heartbeat.set_beat(
                 welcome
                     .pacing
                     .and_then(|p| Beat::from_pacing(&p, probe_interval, now)),
-            );
+            ),
         }
         self.phase = Phase::Open {
             id,

@@ -532,7 +532,7 @@ impl Session {
             Err(DecodeError::UnknownType { .. }) => {
                 // A newer server's message: proof of life, otherwise skipped.
                 self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
-                self.note_frame(now, false);
+                self.note_frame(now, None);
             }
             Err(error) => self.on_protocol_violation(now, id, error),
         }

@@ -42,6 +42,7 @@ impl<F> Connection<F> {
                 return;
             }
             (Frame::Pong, _) => {
+                self.note_pong(now);
                 self.liveness(now);
                 return;
             }
@@ -88,6 +89,7 @@ impl<F> Connection<F> {
                 }
             }
             Ok(ClientMessage::Pong) => {
+                self.note_pong(now);
                 self.liveness(now);
             }
             Ok(message) => {
@@ -215,6 +217,14 @@ impl<F> Connection<F> {
             }
             (None, DecodeError::UnknownType { .. }) => self.violate(Violation::UnknownType),
             (None, _) => self.violate(Violation::MalformedFrame),
+        }
+    }
+
+    /// The answer to our ping: the connection is idle, so the next ping
+    /// is on its beat, if it has one.
+    fn note_pong(&mut self, now: Instant) {
+        if let Stage::Open(open) | Stage::Draining { open, .. } = &mut self.stage {
+            open.heartbeat.handle_pong(now);
         }
     }
 

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use crate::close::CloseCode;
+use crate::heartbeat::Beat;
 use crate::message::{ClientMessage, DecodeError, ServerMessage, Welcome, PROTOCOL_VERSION};
 use crate::time::Instant;
 
@@ -95,10 +96,16 @@ impl<F> Connection<F> {
         self.event(Event::Connected {
             session: std::sync::Arc::clone(&session),
         });
+        // An idle client is pinged on its beat (spec §3.4): its last frame
+        // before a silent death is then one of those pings, and the fleet
+        // notices the death spread evenly over the ping interval.
+        let mut heartbeat = self.limits.heartbeat(now);
+        heartbeat
+            .set_beat(pacing.and_then(|p| Beat::from_pacing(&p, self.limits.ping_interval(), now)));
         self.stage = Stage::Open(Open {
             session,
             expires_at,
-            heartbeat: self.limits.heartbeat(now),
+            heartbeat,
             refreshing: None,
         });
         for held in backlog {
