@@ -141,7 +141,7 @@ describe("the fleet's beat", () => {
     expect(hb._probeDueAt() / S).toBe(62_000);
     expect(hb._handleTimeout(62_000 * S)).toBe("probe");
     expect(hb._noticedOnBeat(87_000 * S)).toBe(0); // sent off the beat
-    hb._handleFrame(63_000 * S, true); // the pong: idle again
+    hb._handleFrame(63_000 * S, "pong"); // the pong: idle again
     expect(hb._probeDueAt() / S).toBe(71_000);
     expect(hb._handleTimeout(71_000 * S)).toBe("probe");
     expect(hb._noticedOnBeat(95_999 * S)).toBe(0); // not expired yet
@@ -153,6 +153,70 @@ describe("the fleet's beat", () => {
     const hb = new Heartbeat(0, 999, 1);
     hb._setBeat(new PacingSlots(20_000, 0, 0), 1);
     expect(hb._beatEvery).toBeUndefined();
+  });
+
+  /** A server that pings every 20 s (on the beat if `beat`): probes after 30 s of quiet, answered within `timeoutMs`; started at 1 s. */
+  const pingedBy = (beat: boolean, timeoutMs: number) => {
+    const hb = new Heartbeat(1_000 * S, 30_000 * S, timeoutMs * S);
+    hb._serverPing = 20_000 * S;
+    hb._serverBeat = beat;
+    return hb;
+  };
+
+  it("a silent death after the server's beat ping is noticed on the server's beat", () => {
+    const hb = pingedBy(true, 15_000); // the watchdog's close first
+    hb._handleFrame(8_000 * S, "ping");
+    expect(hb._handleTimeout(38_000 * S)).toBe("probe");
+    expect(hb._noticedOnBeat(47_999 * S)).toBe(0); // nothing due yet
+    expect(hb._handleTimeout(48_000 * S)).toBe("server_pings_missing");
+    expect(hb._noticedOnBeat(48_000 * S)).toBe(20_000 * S);
+
+    const probed = pingedBy(true, 5_000); // the probe's close first
+    probed._handleFrame(8_000 * S, "ping");
+    expect(probed._handleTimeout(38_000 * S)).toBe("probe");
+    expect(probed._handleTimeout(43_000 * S)).toBe("probe_unanswered");
+    expect(probed._noticedOnBeat(43_000 * S)).toBe(20_000 * S);
+  });
+
+  it("only while the server's ping is the last frame, and only on its beat", () => {
+    for (const [beat, last] of [
+      [true, "pong"],
+      [true, "publication"],
+      [true, undefined], // of a type this client does not know
+      [false, "ping"], // a server that pings without its plan's origin
+    ] as const) {
+      const hb = pingedBy(beat, 10_000);
+      hb._handleFrame(8_000 * S, "ping");
+      hb._handleFrame(9_000 * S, last);
+      expect(hb._handleTimeout(39_000 * S)).toBe("probe");
+      expect(hb._handleTimeout(49_000 * S)).toBe("server_pings_missing"); // and the probe unanswered
+      expect(hb._noticedOnBeat(49_000 * S)).toBe(0);
+    }
+  });
+});
+
+describe("the server's beat in the session", () => {
+  const serverBeat = (last: string) => {
+    const backoff = { kind: "server_paced", first_window_ms: 1000, fallback: fixed(5000) } as const;
+    const s = new Session(makeConfig({ backoff, probeIntervalMs: 10_000, probeTimeoutMs: 10_000 }), 0, 7);
+    s.start(0);
+    s.handleInput(1_000, { kind: "opened", id: 1 });
+    const pacing = { period_ms: 20_000, phase_ms: 7_000, origin_ms: 3_000 };
+    s.handleInput(1_000, { kind: "frame", id: 1, text: JSON.stringify({ type: "welcome", session: "s", protocol: 1, ping_interval_ms: 20_000, pacing }) });
+    s.handleInput(8_000, { kind: "frame", id: 1, text: '{"type":"ping"}' });
+    s.handleInput(9_000, { kind: "frame", id: 1, text: last });
+    drain(s);
+    for (let t = s.pollTimeout()!; s.state() === "open"; t = s.pollTimeout()!) s.handleTimeout(t);
+    return drain(s).find((o) => o.output === "event" && o.event === "disconnected");
+  };
+
+  it("any frame after the server's ping, even of an unknown type, makes a later silent death wait for its slot", () => {
+    // The watchdog fires at 49 000 (40 s after the last frame); the next slot is 8 000 + k x 20 000.
+    for (const last of ['{"type":"pong"}', '{"type":"future"}']) {
+      expect(serverBeat(last)).toMatchObject({ reason: { kind: "heartbeat_timeout", cause: "server_pings_missing" }, retry: { kind: "after", delay_ms: 19_000 } });
+    }
+    // The server's ping the last frame: at once (the vector's case, one frame later).
+    expect(serverBeat('{"type":"ping"}')).toMatchObject({ retry: { kind: "after", delay_ms: 0 } });
   });
 });
 

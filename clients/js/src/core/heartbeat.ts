@@ -14,6 +14,10 @@
  * frame, so never later than without a beat; after any other frame, at
  * `interval` after it. A probe sent on the beat that goes unanswered is a
  * loss noticed on the beat (`Loss::Beat`), spread evenly over the fleet.
+ * A server that pings and gives its plan's origin pings idle connections on
+ * the beat (every its ping interval): if its ping was the last frame when
+ * the heartbeat closes (the probe unanswered or the watchdog expired), that
+ * loss too is noticed on the beat, with the server's ping interval.
  */
 import type { PacingSlots } from "./backoff/pacing.js";
 import { US } from "./time.js";
@@ -48,8 +52,14 @@ export class Heartbeat {
   _beatEvery: number | undefined;
   /** The last frame was the answer to our probe (or the `welcome`): probes follow the beat. */
   _idle = true;
-  /** The beat's interval if the outstanding probe was sent on the beat (read only while one is pending). */
-  _onBeat: number | undefined;
+  /** The server pings idle connections on the fleet's beat, every `_serverPing` (`set_server_beat`). */
+  _serverBeat?: boolean;
+  /**
+   * The beat's interval if the last sign of life was on the beat (the
+   * outstanding probe sent on our beat, or the server's ping, the last
+   * frame, on its beat), else falsy (`pending_on_beat`, `last_was_ping`).
+   */
+  _onBeat: number | false | undefined;
 
   /** `now`: when the transport opened or last spoke (the `welcome`: the beat's anchor). */
   constructor(now: number, readonly _interval: number, readonly _timeout: number) {
@@ -73,11 +83,17 @@ export class Heartbeat {
     }
   }
 
-  /** Any frame from the peer (`pong`: the answer to our probe, so the connection is idle). Never moves `lastReceivedAt` backwards. */
-  _handleFrame(now: number, pong?: boolean): void {
+  /**
+   * Any frame from the peer, by its message type (undefined: of a type this
+   * client does not know). A `pong` answers our probe, so the connection is
+   * idle; a `ping` is the server's (`handle_ping`). Never moves
+   * `lastReceivedAt` backwards.
+   */
+  _handleFrame(now: number, type?: string): void {
     this._lastReceivedAt = Math.max(this._lastReceivedAt, now);
     this._pendingProbeAt = undefined;
-    this._idle = !!pong;
+    this._idle = type == "pong";
+    this._onBeat = type == "ping" && this._serverBeat && this._serverPing;
   }
 
   /**
@@ -94,19 +110,30 @@ export class Heartbeat {
     return this._idle && every ? t - ((t - this._beatAt!) % every) : t;
   }
 
-  /** The beat's interval if the connection is dead at `now` because a probe sent on the beat went unanswered, else 0. */
+  /**
+   * If the heartbeat's close is due at `now` and the last sign of life was
+   * on the beat, the beat's interval, else 0: with the server's beat and its
+   * ping the last frame, the server's ping interval once the probe went
+   * unanswered or the watchdog expired; otherwise our own beat's interval
+   * once a probe sent on it went unanswered.
+   */
   _noticedOnBeat(now: number): number {
-    return (now - this._pendingProbeAt! >= this._timeout && this._onBeat) || 0;
+    return ((now - this._pendingProbeAt! >= this._timeout || now >= this._lastReceivedAt + 2 * this._serverPing) && this._onBeat) || 0;
   }
 
-  /** `"probe"` (caller sends it; recorded as pending), `"wait"`, or a failure cause. */
+  /**
+   * `"probe"` (caller sends it; recorded as pending), `"wait"`, or a failure
+   * cause. Nothing changes before `pollTimeout` (the earliest of the
+   * watchdog's deadline and the pending probe's, or, with none pending, the
+   * probe's due time); from then on: the watchdog first, then the pending
+   * probe, then a new one.
+   */
   _handleTimeout(now: number): "wait" | "probe" | LivenessFailure {
+    if (now < this._pollTimeout()) return "wait";
     if (now >= this._lastReceivedAt + 2 * this._serverPing) return "server_pings_missing";
-    const pending = this._pendingProbeAt;
-    if (pending !== undefined) return now - pending >= this._timeout ? "probe_unanswered" : "wait";
-    if (now < this._probeDueAt()) return "wait";
+    if (this._pendingProbeAt !== undefined) return "probe_unanswered";
     this._pendingProbeAt = now;
-    this._onBeat = this._idle ? this._beatEvery : undefined;
+    if (this._idle) this._onBeat = this._beatEvery;
     this._probesSent++;
     return "probe";
   }

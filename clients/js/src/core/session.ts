@@ -383,10 +383,15 @@ export class Session implements SubscriptionSink {
 
   // ----- messages -----
 
-  /** A frame arrived: proof of life. `pong`: it answers our probe, so the connection is idle (probes follow the fleet's beat). */
-  private _noteFrame(now: number, pong?: boolean): void {
+  /**
+   * A frame arrived, of message type `type` (undefined: unknown): proof of
+   * life. A `pong` answers our probe, so the connection is idle (probes
+   * follow the fleet's beat); a `ping` is the server's, on its beat if it
+   * pings on one.
+   */
+  private _noteFrame(now: number, type?: string): void {
     if (this._state === "open") {
-      this._hb!._handleFrame(now, pong);
+      this._hb!._handleFrame(now, type);
       this._at = undefined;
     }
   }
@@ -394,7 +399,7 @@ export class Session implements SubscriptionSink {
   private _onMessage(now: number, id: TransportId, m: ServerMessage): void {
     // A frame before the open event: treat the transport as opened first.
     this._onOpened(now, id);
-    this._noteFrame(now, m.type === "pong");
+    this._noteFrame(now, m.type);
     const subs = this._subscriptions;
     switch (m.type) {
       case "welcome":
@@ -449,13 +454,14 @@ export class Session implements SubscriptionSink {
     const c = this._config;
     const ping = w.ping_interval_ms && Math.min(Math.max(w.ping_interval_ms, MIN_SERVER_PING_MS), MAX_SERVER_PING_MS);
     const hb = (this._hb = new Heartbeat(now, Math.floor(Math.max(c.probeIntervalMs, ((ping || 0) * 3) / 2) * US), c.probeTimeoutMs * US));
-    if (ping) hb._serverPing = ping * US;
     this._go("open", id);
     const p = w.pacing;
     const slots = (this._backoff._slots = p && new PacingSlots(p.period_ms, p.phase_ms, now));
-    // Our own probes keep the connection alive: probe on the fleet's beat
-    // while idle, if the server gave its plan's origin.
-    if (!ping) hb._setBeat(slots, p?.origin_ms);
+    // With its plan's origin the server says where the fleet's beat is: a
+    // server that pings pings idle connections on it; otherwise our own
+    // probes keep the connection alive, on the beat while idle.
+    if (ping) (hb._serverPing = ping * US), (hb._serverBeat = p?.origin_ms! >= 0);
+    else hb._setBeat(slots, p?.origin_ms);
     this._sessionId = w.session;
     this._expireIn(now, w.expires_in_ms);
     this._emit({ event: "connected", session: w.session });
