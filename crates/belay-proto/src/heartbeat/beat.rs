@@ -12,19 +12,22 @@
 //! its notices of a silent death, are spread evenly over `interval`
 //! (docs/SIMULATION.md, "Detection spread").
 
+use std::num::NonZeroU64;
 use std::time::Duration;
 
 use crate::backoff::MAX_PACING_PERIOD;
 use crate::message::Pacing;
 use crate::time::Instant;
 
-/// The instants `anchor + phase + k × interval`, for every integer `k`.
+/// The instants `first + k × interval`, for every integer `k`.
+///
+/// Two words: a connection holds one (the server's connection futures are
+/// kept inside an allocator size class, see belay-server's `task_size`).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Beat {
-    interval: Duration,
-    phase: Duration,
-    anchor: Instant,
+    first: Instant,
+    interval_us: NonZeroU64,
 }
 
 impl Beat {
@@ -35,8 +38,8 @@ impl Beat {
     /// In whole milliseconds: the period is clamped to `[1 ms, 300 s]` as
     /// for the slots; the client's offset in the plan is
     /// `(phase + origin) mod period`; its place on the beat is
-    /// `floor(offset × interval / period)` after the origin; `phase` is that
-    /// place measured from `anchor`, reduced modulo `interval`.
+    /// `floor(offset × interval / period)` after the origin; the first beat
+    /// is that place measured from `anchor`, reduced modulo `interval`.
     pub fn from_pacing(pacing: &Pacing, interval: Duration, anchor: Instant) -> Option<Beat> {
         let origin = u128::from(pacing.origin_ms?);
         let interval_ms = interval.as_millis();
@@ -47,28 +50,38 @@ impl Beat {
         let offset = (u128::from(pacing.phase_ms) % period + origin % period) % period;
         let place = offset * interval_ms / period;
         let phase = (place + interval_ms - origin % interval_ms) % interval_ms;
+        let interval_us = u64::try_from(interval_ms * 1_000).unwrap_or(u64::MAX);
         Some(Beat {
-            interval: Duration::from_millis(u64::try_from(interval_ms).unwrap_or(u64::MAX)),
-            phase: Duration::from_millis(u64::try_from(phase).unwrap_or(0)),
-            anchor,
+            first: anchor.saturating_add(Duration::from_millis(u64::try_from(phase).unwrap_or(0))),
+            interval_us: NonZeroU64::new(interval_us)?,
         })
+    }
+
+    /// The beat with an instant `first` every `interval`; `None` for an
+    /// interval under a microsecond.
+    pub(super) fn at(first: Instant, interval: Duration) -> Option<Beat> {
+        let interval_us = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
+        Some(Beat {
+            first,
+            interval_us: NonZeroU64::new(interval_us)?,
+        })
+    }
+
+    /// One of the beat's instants.
+    pub fn first(&self) -> Instant {
+        self.first
     }
 
     /// The time between beats.
     pub fn interval(&self) -> Duration {
-        self.interval
-    }
-
-    /// The beat's phase, measured from the anchor, below the interval.
-    pub fn phase(&self) -> Duration {
-        self.phase
+        Duration::from_micros(self.interval_us.get())
     }
 
     /// The latest beat instant at or before `t` (saturating at
     /// [`Instant::ZERO`]).
     pub fn last_at_or_before(&self, t: Instant) -> Instant {
-        let interval = self.interval.as_micros().max(1);
-        let first = u128::from(self.anchor.saturating_add(self.phase).as_micros());
+        let interval = u128::from(self.interval_us.get());
+        let first = u128::from(self.first.as_micros());
         let t = u128::from(t.as_micros());
         let at = if t >= first {
             t - (t - first) % interval
@@ -115,7 +128,7 @@ mod tests {
         // beats at 47 000 + 4 000 + k × 10 000, i.e. 1 000 after the anchor.
         let beat =
             Beat::from_pacing(&pacing(20_000, 5_000, Some(3_000)), secs(10), at(50_000)).unwrap();
-        assert_eq!(beat.phase(), Duration::from_millis(1_000));
+        assert_eq!(beat.last_at_or_before(at(51_500)), at(51_000));
         assert_eq!(beat.last_at_or_before(at(64_000)), at(61_000));
         assert_eq!(beat.last_at_or_before(at(61_000)), at(61_000));
         assert_eq!(beat.last_at_or_before(at(50_500)), at(41_000));

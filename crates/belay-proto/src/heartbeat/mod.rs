@@ -116,23 +116,33 @@ pub enum LivenessFailure {
 }
 
 /// Liveness of one transport: the probe policy plus the server-ping watchdog.
+///
+/// As small as it was before the beat (80 B): every server connection holds
+/// one, and belay-server keeps a connection's task inside an allocator size
+/// class (its `task_size` test).
 #[derive(Debug, Clone)]
 pub struct Heartbeat {
     interval: Duration,
     timeout: Duration,
     last_received_at: Instant,
-    pending_probe_at: Option<Instant>,
-    watchdog: Option<ServerPingWatchdog>,
+    /// When the outstanding probe was sent; meaningful while `pending`.
+    pending_at: Instant,
+    /// The server-ping watchdog's interval in µs; 0: none.
+    watchdog_us: u64,
     probes_sent: u64,
-    beat: Option<Beat>,
+    /// A beat instant, at this heartbeat's interval; meaningful while
+    /// `has_beat`.
+    beat_at: Instant,
+    pending: bool,
+    has_beat: bool,
     /// The last frame was the answer to our probe (or the `welcome`): the
     /// connection is idle and probes on the beat, if it knows one.
     idle: bool,
     /// The outstanding probe was sent on the beat.
     pending_on_beat: bool,
-    /// The server pings idle connections on the fleet's beat, every this
-    /// interval (its advertised ping interval).
-    server_beat: Option<Duration>,
+    /// The server pings idle connections on the fleet's beat, at the
+    /// watchdog's interval.
+    server_beat: bool,
     /// The last frame was the server's ping.
     last_was_ping: bool,
 }
@@ -144,43 +154,58 @@ impl Heartbeat {
             interval,
             timeout,
             last_received_at: now,
-            pending_probe_at: None,
-            watchdog: None,
+            pending_at: now,
+            watchdog_us: 0,
             probes_sent: 0,
-            beat: None,
+            beat_at: now,
+            pending: false,
+            has_beat: false,
             idle: true,
             pending_on_beat: false,
-            server_beat: None,
+            server_beat: false,
             last_was_ping: false,
         }
     }
 
-    /// The server pings this connection on the fleet's beat while it is
-    /// idle, every `interval` (or, with `None`, it does not say so).
-    pub fn set_server_beat(&mut self, interval: Option<Duration>) {
-        self.server_beat = interval;
+    /// Whether the server pings this connection on the fleet's beat while it
+    /// is idle, at the interval of [`set_server_ping_interval`](Self::set_server_ping_interval).
+    pub fn set_server_beat(&mut self, on: bool) {
+        self.server_beat = on;
     }
 
     /// Probe on the fleet's beat while idle (or, with `None`, `interval`
-    /// after the last frame, always).
+    /// after the last frame, always). The beat is taken at this heartbeat's
+    /// interval: build it with [`Beat::from_pacing`] for that interval.
     pub fn set_beat(&mut self, beat: Option<Beat>) {
-        self.beat = beat;
+        self.has_beat = beat.is_some();
+        if let Some(beat) = beat {
+            self.beat_at = beat.first();
+        }
     }
 
     /// The beat this heartbeat follows while idle, if any.
-    pub fn beat(&self) -> Option<&Beat> {
-        self.beat.as_ref()
+    pub fn beat(&self) -> Option<Beat> {
+        self.has_beat
+            .then(|| Beat::at(self.beat_at, self.interval))
+            .flatten()
     }
 
     /// Arm (or with `None`, disarm) the server-ping watchdog.
     pub fn set_server_ping_interval(&mut self, interval: Option<Duration>) {
-        self.watchdog = interval.map(ServerPingWatchdog::new);
+        self.watchdog_us = interval.map_or(0, |i| {
+            u64::try_from(i.as_micros()).unwrap_or(u64::MAX).max(1)
+        });
+    }
+
+    fn watchdog(&self) -> Option<ServerPingWatchdog> {
+        (self.watchdog_us > 0)
+            .then(|| ServerPingWatchdog::new(Duration::from_micros(self.watchdog_us)))
     }
 
     /// Any frame from the peer: proof of life.
     pub fn handle_frame(&mut self, now: Instant) {
         self.last_received_at = self.last_received_at.max(now);
-        self.pending_probe_at = None;
+        self.pending = false;
         self.pending_on_beat = false;
         self.idle = false;
         self.last_was_ping = false;
@@ -205,7 +230,7 @@ impl Heartbeat {
     /// interval apart).
     pub fn probe_due_at(&self) -> Instant {
         let quiet_enough = self.last_received_at.saturating_add(self.interval);
-        match (self.beat, self.idle) {
+        match (self.beat(), self.idle) {
             (Some(beat), true) => beat
                 .last_at_or_before(quiet_enough)
                 .max(self.last_received_at),
@@ -220,15 +245,14 @@ impl Heartbeat {
     /// spread.
     pub fn noticed_on_beat(&self, now: Instant) -> Option<Duration> {
         let probe_expired = self
-            .pending_probe_at
+            .pending_probe_at()
             .is_some_and(|sent| now.saturating_duration_since(sent) >= self.timeout);
-        let watchdog_expired = self
-            .watchdog
-            .is_some_and(|w| w.expired(self.last_received_at, now));
-        if let (Some(interval), true) = (self.server_beat, self.last_was_ping) {
-            return (probe_expired || watchdog_expired).then_some(interval);
+        let watchdog = self.watchdog();
+        let watchdog_expired = watchdog.is_some_and(|w| w.expired(self.last_received_at, now));
+        if let (true, true, Some(w)) = (self.server_beat, self.last_was_ping, watchdog) {
+            return (probe_expired || watchdog_expired).then_some(w.interval());
         }
-        match (self.pending_on_beat, probe_expired, self.beat) {
+        match (self.pending_on_beat, probe_expired, self.beat()) {
             (true, true, Some(beat)) => Some(beat.interval()),
             _ => None,
         }
@@ -241,7 +265,7 @@ impl Heartbeat {
 
     /// When the outstanding probe was sent, if one is outstanding.
     pub fn pending_probe_at(&self) -> Option<Instant> {
-        self.pending_probe_at
+        self.pending.then_some(self.pending_at)
     }
 
     /// Probes sent over the life of this heartbeat.
@@ -253,16 +277,16 @@ impl Heartbeat {
     /// caller must send the probe), and `Close` with its cause once the
     /// peer is considered dead. Calling early is a harmless `Wait`.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<HeartbeatAction, LivenessFailure> {
-        if let Some(watchdog) = self.watchdog {
+        if let Some(watchdog) = self.watchdog() {
             if watchdog.expired(self.last_received_at, now) {
                 return Err(LivenessFailure::ServerPingsMissing);
             }
         }
         // `decide`, with the probe due on the beat when there is one.
-        let action = match self.pending_probe_at {
-            Some(_) => decide(
+        let action = match self.pending_probe_at() {
+            Some(sent) => decide(
                 self.last_received_at,
-                self.pending_probe_at,
+                Some(sent),
                 now,
                 self.interval,
                 self.timeout,
@@ -273,8 +297,9 @@ impl Heartbeat {
         match action {
             HeartbeatAction::Close => Err(LivenessFailure::ProbeUnanswered),
             HeartbeatAction::Probe => {
-                self.pending_probe_at = Some(now);
-                self.pending_on_beat = self.beat.is_some() && self.idle;
+                self.pending = true;
+                self.pending_at = now;
+                self.pending_on_beat = self.has_beat && self.idle;
                 self.probes_sent = self.probes_sent.saturating_add(1);
                 Ok(HeartbeatAction::Probe)
             }
@@ -284,11 +309,11 @@ impl Heartbeat {
 
     /// The next instant at which [`Heartbeat::handle_timeout`] can change anything.
     pub fn poll_timeout(&self) -> Instant {
-        let probe_or_close = match self.pending_probe_at {
+        let probe_or_close = match self.pending_probe_at() {
             Some(sent_at) => sent_at.saturating_add(self.timeout),
             None => self.probe_due_at(),
         };
-        match self.watchdog {
+        match self.watchdog() {
             Some(w) => probe_or_close.min(w.deadline(self.last_received_at)),
             None => probe_or_close,
         }
@@ -485,5 +510,10 @@ mod tests {
             Err(LivenessFailure::ProbeUnanswered)
         );
         assert_eq!(busy.noticed_on_beat(ms(17_000)), None);
+    }
+
+    #[test]
+    fn the_heartbeat_is_no_larger_than_before_the_beat() {
+        assert!(std::mem::size_of::<Heartbeat>() <= 80);
     }
 }

@@ -173,7 +173,7 @@ impl Session {
         // own probes keep the connection alive, on the beat while idle.
         let origin = welcome.pacing.and_then(|p| p.origin_ms).is_some();
         match server_ping {
-            Some(ping) => heartbeat.set_server_beat(origin.then_some(ping)),
+            Some(_) => heartbeat.set_server_beat(origin),
             None => heartbeat.set_beat(
                 welcome
                     .pacing
