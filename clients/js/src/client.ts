@@ -84,11 +84,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-
-function randomSeed(): bigint {
-  return globalThis.crypto.getRandomValues(new BigUint64Array(1))[0]!;
-}
-
 /**
  * A Belay connection. Events (an `EventTarget`): `status` (detail: Status),
  * `connected` (detail: session id), `disconnected` (detail: DisconnectInfo),
@@ -105,10 +100,10 @@ export class BelayClient extends EventTarget {
   private readonly _network: EventTarget | null;
   private readonly _page: EventTarget | null;
   private _timer: ReturnType<typeof setTimeout> | undefined;
-  private _pumping = false;
+  private _pumping?: boolean;
   private readonly _tokens: (() => Promise<string>) | undefined;
   /** State and readiness level of the last status reported. */
-  private _lastStatus = "";
+  private _lastStatus: string;
 
   constructor(readonly url: string, options: BelayOptions = {}) {
     super();
@@ -118,7 +113,7 @@ export class BelayClient extends EventTarget {
     this._WS = options.WebSocket ?? globalThis.WebSocket;
     this._tokens = options.tokenProvider;
     this._clock = options.now ?? (() => performance.now());
-    this._session = new Session(config, this._clock(), options.seed ?? randomSeed());
+    this._session = new Session(config, this._clock(), options.seed ?? globalThis.crypto.getRandomValues(new BigUint64Array(1))[0]!);
     this._lastStatus = this._statusKey();
     this._network = options.network === undefined ? (typeof addEventListener === "function" ? globalThis : null) : options.network;
     this._page = options.page === undefined ? (typeof document === "object" ? document : null) : options.page;
@@ -371,10 +366,10 @@ export class BelayClient extends EventTarget {
       default: {
         // A channel's item: the event's own fields, the channel's position for a resync.
         const { event, channel, output: _, ...fields } = e;
-        const pos = event === "recovery_failed" ? this._session._subscriptions._position(channel) : undefined;
+        const resync = event === "recovery_failed";
         // publication → publication, subscribed → subscribed, subscription_lost → lost, subscription_failed → failed
-        const type = pos || event === "recovery_failed" ? "resync" : event.split("_").pop();
-        this._channels.get(channel)?._push({ type, ...fields, ...pos } as ChannelItem);
+        const type = resync ? "resync" : event.split("_").pop();
+        this._channels.get(channel)?._push({ type, ...fields, ...(resync && this._session._subscriptions._position(channel)) } as ChannelItem);
       }
     }
   }

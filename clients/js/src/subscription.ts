@@ -20,7 +20,7 @@ export class Subscription implements AsyncIterable<ChannelItem> {
   private readonly _listeners = new Set<(item: ChannelItem) => void>();
   private readonly _queue: ChannelItem[] = [];
   private _waiter: ((r: IteratorResult<ChannelItem>) => void) | undefined;
-  private _iterating = false;
+  private _iterating?: boolean;
   closed = false;
 
   constructor(readonly channel: string, private readonly _onClose: (s: Subscription) => void) {}
@@ -53,7 +53,7 @@ export class Subscription implements AsyncIterable<ChannelItem> {
   /** @internal */
   _end(): void {
     this.closed = true;
-    if (this._waiter) this._waiter({ value: undefined, done: true });
+    this._waiter?.({ value: undefined, done: true });
     this._waiter = undefined;
   }
 

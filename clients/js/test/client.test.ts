@@ -283,9 +283,9 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     c.close();
   });
 
-  it("an idle connection probes on the fleet's beat; a loss noticed on a spreading beat redials at once", async () => {
-    // Plan origin 3 s before the welcome (at 0), offset (7 + 3) mod 20 s = 10 s, a place of 0.5:
-    // beats at -3 000 + 10 000 + k x 20 000 = 7 000, 27 000, ...
+  it("an idle connection probes on its beat, set on its slots; a silent death is noticed just before its slot", async () => {
+    // Slots at 7 000 + k x 20 000 after the welcome (at 0); one beat per period (the interval is
+    // the period), probe timeout + 250 ms = 10 250 before each slot: 16 750, 36 750, ...
     const c = client({ backoff: serverPaced(1000, fixed(5000)), probeIntervalMs: 20_000, probeTimeoutMs: 10_000 });
     const ws = FakeSocket.all[0]!;
     ws.open();
@@ -293,7 +293,7 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     const pings = () => ws.sent.filter((m) => m.type === "ping").length;
     const lost: unknown[] = [];
     c.addEventListener("disconnected", (e) => lost.push((e as CustomEvent).detail));
-    await advance(6_999);
+    await advance(16_749);
     expect(pings()).toBe(0);
     await advance(1);
     expect(pings()).toBe(1); // on the beat, not 20 s after the welcome
@@ -302,9 +302,11 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     expect(pings()).toBe(1);
     await advance(1);
     expect(pings()).toBe(2);
-    await advance(10_000); // unanswered: dead, noticed on a beat as long as the slot period
-    expect(lost).toEqual([{ reason: { kind: "heartbeat_timeout", cause: "probe_unanswered" }, retry: { kind: "after", delay_ms: 0 }, established: true }]);
-    await advance(1); // the timer of a zero delay
+    await advance(10_000); // unanswered: dead at 46 750, a silent loss 250 ms before the slot
+    expect(lost).toEqual([{ reason: { kind: "heartbeat_timeout", cause: "probe_unanswered" }, retry: { kind: "after", delay_ms: 250 }, established: true }]);
+    await advance(249);
+    expect(FakeSocket.all).toHaveLength(1);
+    await advance(1); // the slot
     expect(FakeSocket.all).toHaveLength(2);
     c.close();
   });

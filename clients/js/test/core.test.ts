@@ -101,52 +101,65 @@ describe("helpers", () => {
 // The Rust core's heartbeat/beat.rs tests, through the heartbeat that keeps the beat.
 describe("the fleet's beat", () => {
   const S = 1000; // µs per ms
-  const beatOf = (periodMs: number, phaseMs: number, originMs: number | undefined, intervalMs: number, anchorMs: number) => {
-    const hb = new Heartbeat(anchorMs * S, intervalMs * S, 25_000 * S);
+  const beatOf = (periodMs: number, phaseMs: number, originMs: number | undefined, intervalMs: number, anchorMs: number, timeoutMs = 25_000) => {
+    const hb = new Heartbeat(anchorMs * S, intervalMs * S, timeoutMs * S);
     hb._setBeat(new PacingSlots(periodMs, phaseMs, anchorMs * S), originMs);
     return hb;
   };
-  /** The last beat instant at or before `tMs` (a probe due then if the last frame was one interval earlier). */
-  const lastAtOrBefore = (hb: Heartbeat, tMs: number) => {
-    hb._lastReceivedAt = tMs * S - hb._interval;
-    return hb._probeDueAt() / S;
-  };
-
   it("no origin, no beat: probes one interval after the last frame", () => {
     const hb = beatOf(20_000, 5_000, undefined, 10_000, 0);
     expect(hb._beatEvery).toBeUndefined();
     expect(hb._probeDueAt()).toBe(10_000 * S);
   });
 
-  it("the place in the plan becomes the place on the beat", () => {
-    // Plan origin 3 000 ms before the welcome at 50 000: offset (5 000 + 3 000) mod 20 000 = 8 000,
-    // a place of 0.4: beats at 47 000 + 4 000 + k x 10 000, i.e. 1 000 after the anchor.
-    const hb = beatOf(20_000, 5_000, 3_000, 10_000, 50_000);
-    expect(hb._beatAt! / S - 50_000).toBe(1_000);
-    expect(hb._probeDueAt() / S).toBe(51_000); // idle after the welcome: the last beat by 60 000
-    expect(lastAtOrBefore(hb, 64_000)).toBe(61_000);
-    expect(lastAtOrBefore(hb, 61_000)).toBe(61_000);
+  /** The first beat instant after `tMs` (a probe due then if the last frame, the answer to a probe, was then). */
+  const nextAfter = (hb: Heartbeat, tMs: number) => {
+    hb._lastReceivedAt = tMs * S;
+    return hb._probeDueAt() / S;
+  };
+
+  it("a short beat is set on the slots and never drifts", () => {
+    // Slots at 50 000 + 7 000 + k x 20 000; a 7 s interval gives ceil(20 / 7) = 3 beats per
+    // period, ceil(j x 20 000 000 / 3) µs into it, the first 4 750 + 250 ms before a slot:
+    // 52 s, 58.666667 s, 65.333334 s, 72 s, ...
+    const hb = beatOf(20_000, 7_000, 3_000, 7_000, 50_000, 4_750);
+    expect(hb._probeDueAt() / S).toBe(52_000); // idle after the welcome: the first beat after it
+    expect(nextAfter(hb, 52_000)).toBe(58_666.667);
+    expect(nextAfter(hb, 58_666.666)).toBe(58_666.667);
+    expect(nextAfter(hb, 58_666.667)).toBe(65_333.334);
+    expect(nextAfter(hb, 65_333.334)).toBe(72_000);
+    const later = 72_000 + 20_000 * 1_000_000;
+    expect(nextAfter(hb, later - 1)).toBe(later);
+    expect(nextAfter(hb, later - 6_667)).toBe(later - 6_666.666);
+  });
+
+  it("a beat longer than the period falls on every f-th slot; as long as it, on every slot", () => {
+    const long = beatOf(20_000, 7_000, 3_000, 45_000, 50_000, 4_750); // every 2 periods: 52 000 + k x 40 000
+    expect(long._probeDueAt() / S).toBe(52_000);
+    expect(nextAfter(long, 52_000)).toBe(92_000);
+    const one = beatOf(20_000, 7_000, 3_000, 20_000, 50_000, 4_750); // 52 000 + k x 20 000
+    expect(nextAfter(one, 52_000)).toBe(72_000);
+    expect(nextAfter(one, 71_999)).toBe(72_000);
   });
 
   it("clients of one plan share the beat whenever they connected", () => {
+    // The same slot (phase 8 000 after a welcome at 0, 5 000 after one at 123 000).
     const early = beatOf(20_000, 8_000, 0, 10_000, 0);
     const late = beatOf(20_000, 5_000, 123_000, 10_000, 123_000);
-    for (const t of [200_000, 345_678, 999_999]) expect(lastAtOrBefore(early, t)).toBe(lastAtOrBefore(late, t));
-    expect(lastAtOrBefore(early, 200_000)).toBe(194_000);
+    for (const t of [200_000, 345_678, 999_999]) expect(nextAfter(early, t)).toBe(nextAfter(late, t));
+    expect(nextAfter(early, 200_000)).toBe(202_750); // 8 000 - 25 250 + k x 10 000
   });
 
-  it("only an idle connection follows the beat; a probe on it is noticed on it", () => {
-    const hb = beatOf(20_000, 5_000, 3_000, 10_000, 50_000);
+  it("only an idle connection follows the beat; our own probe on it is a plain silent loss", () => {
+    const hb = beatOf(20_000, 7_000, 3_000, 10_000, 50_000, 5_000); // beats at 51 750 + k x 10 000
     hb._handleFrame(52_000 * S); // data: busy
     expect(hb._probeDueAt() / S).toBe(62_000);
     expect(hb._handleTimeout(62_000 * S)).toBe("probe");
-    expect(hb._noticedOnBeat(87_000 * S)).toBe(0); // sent off the beat
     hb._handleFrame(63_000 * S, "pong"); // the pong: idle again
-    expect(hb._probeDueAt() / S).toBe(71_000);
-    expect(hb._handleTimeout(71_000 * S)).toBe("probe");
-    expect(hb._noticedOnBeat(95_999 * S)).toBe(0); // not expired yet
-    expect(hb._handleTimeout(96_000 * S)).toBe("probe_unanswered");
-    expect(hb._noticedOnBeat(96_000 * S)).toBe(10_000 * S);
+    expect(hb._probeDueAt() / S).toBe(71_750);
+    expect(hb._handleTimeout(71_750 * S)).toBe("probe");
+    expect(hb._handleTimeout(76_750 * S)).toBe("probe_unanswered");
+    expect(hb._noticedOnBeat(76_750 * S)).toBe(0);
   });
 
   it("a zero interval has no beat", () => {

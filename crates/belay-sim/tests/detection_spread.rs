@@ -8,7 +8,7 @@ use belay_sim::policy::{select_cases, PolicyCase};
 use belay_sim::scenario::outage::OutageSpec;
 use belay_sim::scenario::spread::{run_spread, SpreadRow};
 
-/// Death phases per window: fewer than `belay sim spread`'s 16, to keep
+/// Death phases per window: fewer than `belay sim spread`'s 32, to keep
 /// the suite short; the phases are the first 8 of the same sequence.
 const PHASES: usize = 8;
 
@@ -55,16 +55,15 @@ fn a_beat_longer_than_the_fleet_takes_keeps_the_default_within_ten_percent() {
 }
 
 #[test]
-fn between_the_outage_and_the_time_the_fleet_takes_the_time_is_not_at_the_bound() {
-    // 12-19 s: notices faster than the server admits, so clients wait for
-    // their slot, and where the death falls decides how many find their
-    // slot already passed: up to 1.34 x the bound over 128 phases
-    // (docs/SIMULATION.md). The peak and the attempts stay at the bound.
-    let row = &rows("belay-default", &[15])[0];
-    assert!(row.peak_ratio() <= 1.0, "{}", row.peak_ratio());
-    assert!(row.attempts_ratio() <= 1.01, "{}", row.attempts_ratio());
-    let time = row.time_ratio().expect("everyone back within the horizon");
-    assert!((1.1..=1.3).contains(&time), "{time}");
+fn between_the_outage_and_the_time_the_fleet_takes_a_beat_on_the_slots_keeps_the_default_within_ten_percent(
+) {
+    // 12-19 s: the fleet notices after the return and faster than the server
+    // admits. A probe interval under 0.95 of the period sets the beat on
+    // each client's slots, so no client finds its slot already passed when
+    // it notices, wherever the death fell (before: up to 1.34 x on time).
+    for row in rows("belay-default", &[12, 15, 19]) {
+        within_ten_percent(&row);
+    }
 }
 
 #[test]

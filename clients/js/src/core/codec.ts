@@ -66,6 +66,12 @@ function read(o: Obj, spec: string, into: Obj): Obj {
  */
 export const frameLen = (text: string): number => (text.length * 3 > MAX_FRAME_LEN ? new TextEncoder().encode(text).length : text.length);
 
+/** `too_large` if `text` is a frame longer than `MAX_FRAME_LEN`, else undefined. */
+export function tooLarge(text: string): { error: "too_large"; len: number; max: number } | undefined {
+  const len = frameLen(text);
+  return len > MAX_FRAME_LEN ? { error: "too_large", len, max: MAX_FRAME_LEN } : undefined;
+}
+
 /**
  * Decode one frame from the server: a text frame, or the object another
  * codec read from a frame (`@belay/client/binary`): no JSON parse, the same
@@ -76,8 +82,8 @@ export const frameLen = (text: string): number => (text.length * 3 > MAX_FRAME_L
 export function decodeServer(text: string | object): ServerMessage | DecodeError {
   let o: unknown = text;
   if (typeof text == "string") {
-    const len = frameLen(text);
-    if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
+    const big = tooLarge(text);
+    if (big) return big;
     try {
       o = JSON.parse(text);
     } catch (e) {

@@ -6,18 +6,20 @@
  * judged by its own send time; the session's time never goes backwards, so
  * no difference needs saturating), with the probe due on the beat.
  *
- * The fleet's beat (`heartbeat/beat.rs`): a `welcome` whose pacing carries
- * the plan's origin (`origin_ms`) gives this client its place on a beat
- * shared by the whole fleet, `anchor + phase + k × interval`. An idle
+ * The fleet's beat (`heartbeat/beat.rs`, `Beat::for_probes`): with a
+ * `welcome` whose pacing carries the plan's origin (`origin_ms`), an idle
  * connection (its last frame the answer to our probe, or the `welcome`)
- * probes at the last beat instant no later than `interval` after its last
- * frame, so never later than without a beat; after any other frame, at
- * `interval` after it. A probe sent on the beat that goes unanswered is a
- * loss noticed on the beat (`Loss::Beat`), spread evenly over the fleet.
- * A server that pings and gives its plan's origin pings idle connections on
- * the beat (every its ping interval): if its ping was the last frame when
- * the heartbeat closes (the probe unanswered or the watchdog expired), that
- * loss too is noticed on the beat, with the server's ping interval.
+ * probes on a beat set on this client's slots: one beat `timeout + 250 ms`
+ * before a slot, and `m = ⌈period / interval⌉` evenly spaced beats per
+ * period (or one every `⌊interval / period⌋` periods), so beats are at most
+ * `interval` apart. It probes at the first beat after its last frame; after
+ * any other frame, at `interval` after it. So a silent death is noticed
+ * before the client's next slot after it (a plain silent loss: the next
+ * slot is right after). A server that pings and gives its plan's origin
+ * pings idle connections on its own beat (every its ping interval): if its
+ * ping was the last frame when the heartbeat closes (the probe unanswered
+ * or the watchdog expired), that loss is noticed on the beat
+ * (`Loss::Beat`), with the server's ping interval.
  */
 import type { PacingSlots } from "./backoff/pacing.js";
 import { US } from "./time.js";
@@ -47,17 +49,21 @@ export class Heartbeat {
   /** Advertised server ping interval (µs; Infinity: the server does not ping); the watchdog fires at `last + 2 × it`. */
   _serverPing = Infinity;
   _probesSent = 0;
-  /** The beat (µs): one of its instants (below `interval` after the anchor), and its interval (whole ms); undefined without a beat. */
+  /**
+   * The beat (µs): one of its instants at the start of a period (at or
+   * before the anchor), the period, and the beats in each period (at
+   * `⌈j × period / m⌉` into it); undefined without a beat.
+   */
   _beatAt: number | undefined;
   _beatEvery: number | undefined;
+  _perPeriod = 1;
   /** The last frame was the answer to our probe (or the `welcome`): probes follow the beat. */
   _idle = true;
   /** The server pings idle connections on the fleet's beat, every `_serverPing` (`set_server_beat`). */
   _serverBeat?: boolean;
   /**
-   * The beat's interval if the last sign of life was on the beat (the
-   * outstanding probe sent on our beat, or the server's ping, the last
-   * frame, on its beat), else falsy (`pending_on_beat`, `last_was_ping`).
+   * The server's ping interval if its ping, on its beat, was the last frame
+   * (`last_was_ping` with the server's beat), else falsy.
    */
   _onBeat: number | false | undefined;
 
@@ -67,19 +73,20 @@ export class Heartbeat {
   }
 
   /**
-   * Follow the fleet's beat (`Beat::from_pacing`, in whole ms): the pacing
-   * `slots` of the `welcome` this heartbeat started at (the anchor), whose
-   * plan began `originMs` before it. The client's offset in the plan is
-   * `(phase + origin) mod period`, its place on the beat
-   * `floor(offset × interval / period)` after the origin. No beat without
-   * an origin, nor for an interval under 1 ms.
+   * Follow the fleet's beat (`Beat::for_probes`, in whole ms): the pacing
+   * `slots` of the `welcome` this heartbeat started at (the anchor). The
+   * beat's period is the slot period (`m` beats in it) or `f` slot periods
+   * (one beat); one beat is `timeout + 250 ms` before a slot. No beat
+   * without an origin, nor for an interval under 1 ms.
    */
   _setBeat(slots: PacingSlots | undefined, originMs: number | undefined): void {
     const i = Math.floor(this._interval / US);
     if (originMs! >= 0 && i) {
       const p = slots!._periodMs;
-      this._beatEvery = i * US;
-      this._beatAt = this._lastReceivedAt + ((Math.floor((((slots!._phaseMs + (originMs! % p)) % p) * i) / p) + i - (originMs! % i)) % i) * US;
+      const period = p * US;
+      const every = (this._beatEvery = period * Math.max(1, Math.floor(i / p)));
+      this._perPeriod = Math.ceil(p / i);
+      this._beatAt = this._lastReceivedAt + ((((slots!._phaseMs * US - this._timeout - 25e4) % period) + period) % period) - every;
     }
   }
 
@@ -97,25 +104,24 @@ export class Heartbeat {
   }
 
   /**
-   * When the next probe is due if nothing arrives: `t`, `interval` after the
-   * last frame, or, idle with a beat, the last beat instant at or before
-   * `t`. (That is after the beat's first instant and after the last frame:
-   * beats are at most `interval` apart and start below `interval` after the
-   * anchor, which is no later than the last frame. So plain `%` is exact,
-   * and the Rust core's `max` with the last frame changes nothing.)
+   * When the next probe is due if nothing arrives: `interval` after the
+   * last frame `t`, or, idle with a beat, the first beat instant after `t`:
+   * from the start `s` of the beat period holding `t`, the beat after the
+   * last of its `m` at or before `t`. (`t` is after the beat's stored
+   * instant, which is at or before the anchor, so plain `%` is exact.)
    */
   _probeDueAt(): number {
-    const t = this._lastReceivedAt + this._interval;
+    const t = this._lastReceivedAt;
     const every = this._beatEvery!;
-    return this._idle && every ? t - ((t - this._beatAt!) % every) : t;
+    const m = this._perPeriod;
+    const s = t - ((t - this._beatAt!) % every);
+    return this._idle && every ? s + Math.ceil(((Math.floor(((t - s) * m) / every) + 1) * every) / m) : t + this._interval;
   }
 
   /**
-   * If the heartbeat's close is due at `now` and the last sign of life was
-   * on the beat, the beat's interval, else 0: with the server's beat and its
-   * ping the last frame, the server's ping interval once the probe went
-   * unanswered or the watchdog expired; otherwise our own beat's interval
-   * once a probe sent on it went unanswered.
+   * If the heartbeat's close is due at `now` and the server's ping on its
+   * beat was the last frame, the server's ping interval (the probe went
+   * unanswered or the watchdog expired), else 0.
    */
   _noticedOnBeat(now: number): number {
     return ((now - this._pendingProbeAt! >= this._timeout || now >= this._lastReceivedAt + 2 * this._serverPing) && this._onBeat) || 0;
@@ -133,7 +139,6 @@ export class Heartbeat {
     if (now >= this._lastReceivedAt + 2 * this._serverPing) return "server_pings_missing";
     if (this._pendingProbeAt !== undefined) return "probe_unanswered";
     this._pendingProbeAt = now;
-    if (this._idle) this._onBeat = this._beatEvery;
     this._probesSent++;
     return "probe";
   }

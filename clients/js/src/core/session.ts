@@ -22,11 +22,11 @@
 import { Backoff } from "./backoff/state.js";
 import { PacingSlots, retryWindow } from "./backoff/pacing.js";
 import { CloseCode, closeHalt, closeInfo } from "./close.js";
-import { decodeServer, frameLen, isDecodeError, type DecodeError } from "./codec.js";
+import { decodeServer, isDecodeError, tooLarge, type DecodeError } from "./codec.js";
 import type { Config } from "./config.js";
 import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./events.js";
 import { Heartbeat } from "./heartbeat.js";
-import { MAX_FRAME_LEN, PROTOCOL_VERSION, type ClientMessage, type Json, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
+import { PROTOCOL_VERSION, type ClientMessage, type Json, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
 import type { ConnectionState } from "./phase.js";
 import { readinessOf, type Readiness } from "./readiness.js";
 import { RequestRegistry } from "./registry.js";
@@ -103,10 +103,10 @@ export class Session implements SubscriptionSink {
   private _hb: Heartbeat | undefined;
   private readonly _backoff: Backoff;
   private readonly _localBackoff: Backoff;
-  private _deployBackoff = false;
+  private _deployBackoff?: boolean;
   private _advice: ReconnectAdvice | undefined;
   /** Advised to leave the open transport: nothing new is sent on it; closed once idle. */
-  _leaving = false;
+  _leaving?: boolean;
   /** When to ask for a new token, and when the credentials expire (µs). */
   private _askAt: number | undefined;
   private _expiresAt: number | undefined;
@@ -157,9 +157,11 @@ export class Session implements SubscriptionSink {
     return this._outputs.shift();
   }
 
-  /** When `handleTimeout` next has work (ms), or undefined if nothing is scheduled. */
+  /**
+   * When `handleTimeout` next has work (ms), or undefined if nothing is
+   * scheduled (never once stopped: stopping drops every deadline).
+   */
   pollTimeout(): number | undefined {
-    if (this._state === "stopped") return undefined;
     const t = earliest([
       this._at,
       this._state === "open" ? this._hb!._pollTimeout() : undefined,
@@ -168,7 +170,7 @@ export class Session implements SubscriptionSink {
       this._cooldownDeadline(),
       this._askAt, // set only while open
     ]);
-    return t === undefined ? t : t / US;
+    return t && t / US;
   }
 
   // ----- commands -----
@@ -235,8 +237,8 @@ export class Session implements SubscriptionSink {
     const registry = this._registry;
     // Fields left undefined are not sent (JSON.stringify drops them).
     const message: ClientMessage = { type: "request", id: registry._lastId + 1, method: call.method, params: call.params ?? null, idem: call.idempotencyKey, timeout_ms: Math.floor(timeoutMs) };
-    const len = frameLen(JSON.stringify(message));
-    if (len > MAX_FRAME_LEN) return { error: "too_large", len, max: MAX_FRAME_LEN };
+    const big = tooLarge(JSON.stringify(message));
+    if (big) return big;
     this._send(this._id!, message);
     return registry._insert(now + Math.floor(timeoutMs * US));
   }
@@ -328,8 +330,7 @@ export class Session implements SubscriptionSink {
     this._leaveIfIdle(now);
     const s = this._state;
     const id = this._id!;
-    const due = this._at! <= now;
-    if (s === "stopped") return;
+    const due = this._at! <= now; // never once stopped: stopping drops every deadline
     if ((s === "connecting" || s === "handshaking") && due) {
       this._close(id, CloseCode.HANDSHAKE_TIMEOUT, "connect timeout");
       this._loseTransport(now, { kind: "connect_timeout" });
@@ -341,7 +342,7 @@ export class Session implements SubscriptionSink {
         this._loseTransport(now, { kind: "heartbeat_timeout", cause: r });
       }
     } else if (s === "waiting" && due) this._dial(now);
-    if (this._state === "open") this._subscriptions._handleTimeout(now);
+    this._subscriptions._handleTimeout(now); // online only while open
     if (this._askAt! <= now) {
       this._askAt = undefined;
       this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, this._expiresAt! - now)) });
@@ -540,9 +541,9 @@ export class Session implements SubscriptionSink {
     return this._readySince + this._config.resetAfterMs * US;
   }
 
-  /** Leave the advised transport once no request waits for its answer. */
+  /** Leave the advised transport once no request waits for its answer (`_leaving` is only ever set while open). */
   private _leaveIfIdle(now: number): void {
-    if (this._state !== "open" || !this._leaving || this._registry._entries.size > 0) return;
+    if (!this._leaving || this._registry._entries.size > 0) return;
     this._close(this._id!, CloseCode.NORMAL, "advised");
     this._loseTransport(now, { kind: "advised" });
   }
@@ -574,17 +575,16 @@ export class Session implements SubscriptionSink {
     const level =
       s === "open" && !this._leaving ? (this._subscriptions._allConfirmed() ? 3 : 2) : s === "handshaking" || s === "open" ? 1 : 0;
     if (level === this._level) return;
-    const wasReady = this._level > 2;
     this._level = level;
     const ready = level > 2;
-    if (!ready) this._readySince = undefined;
-    else if (!wasReady) this._readySince = now;
+    // Defined exactly while ready: kept while ready, set on becoming ready.
+    this._readySince = ready ? (this._readySince ?? now) : undefined;
     this._emit({ event: "readiness_changed", readiness: readinessOf(level), ready });
   }
 
-  /** @internal A subscription message, sent on the open transport. */
+  /** @internal A subscription message, sent on the open transport (the subscriptions are online only while open). */
   _subSend(message: ClientMessage): void {
-    if (this._state === "open") this._send(this._id!, message);
+    this._send(this._id!, message);
   }
 
   /** @internal */

@@ -58,7 +58,8 @@ export function compareNames(a: string, b: string): number {
 export class Subscriptions {
   private readonly _channels = new Map<string, Channel>();
   private readonly _confirmTimeout: number;
-  private _online = false;
+  /** The protocol is up. Only then is a channel pending, retrying or subscribed (going down idles them). */
+  private _online?: boolean;
   _duplicatesDropped = 0;
   _strayPublications = 0;
 
@@ -173,12 +174,12 @@ export class Subscriptions {
   }
 
   _handleTimeout(now: number): void {
-    if (this._online) for (const [name, c] of this._sorted()) if (c.s < St.Idle && c.t! <= now) this._subscribeNow(now, name, c, true);
+    for (const [name, c] of this._sorted()) if (c.s < St.Idle && c.t! <= now) this._subscribeNow(now, name, c, true);
   }
 
   _pollTimeout(): number | undefined {
     let min: number | undefined;
-    if (this._online) for (const c of this._channels.values()) if (c.s < St.Idle && !(c.t! >= min!)) min = c.t;
+    for (const c of this._channels.values()) if (c.s < St.Idle && !(c.t! >= min!)) min = c.t;
     return min;
   }
 }

@@ -25,9 +25,12 @@ pub enum Loss {
     /// client has already spent the heartbeat's timeout noticing, so the
     /// wait (at most one period) is a smaller share of its time away.
     Silent,
-    /// Silent, and noticed by a probe sent on the fleet's beat
-    /// ([`Beat`](crate::heartbeat::Beat)): a fleet that lost its server
-    /// this way notices it spread evenly over the beat's `interval`. When
+    /// Silent, and the last frame was the server's ping on the fleet's beat
+    /// ([`Beat::from_pacing`](crate::heartbeat::Beat::from_pacing)): a fleet
+    /// that lost its server this way notices it spread evenly over the
+    /// beat's `interval`, the server's ping interval. (A death our own
+    /// probes notice is [`Loss::Silent`]: their beat is set on the slots,
+    /// so the next slot comes right after the notice.) When
     /// that is at least 0.95 of the slot period, the notices
     /// themselves arrive no faster than the slots would bring the fleet
     /// back, so a server-paced policy attempts at once and, while that

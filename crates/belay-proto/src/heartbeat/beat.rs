@@ -12,28 +12,33 @@
 //! its notices of a silent death, are spread evenly over `interval`
 //! (docs/SIMULATION.md, "Detection spread").
 
-use std::num::NonZeroU64;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::time::Duration;
 
 use crate::backoff::MAX_PACING_PERIOD;
 use crate::message::Pacing;
 use crate::time::Instant;
 
-/// The instants `first + k × interval`, for every integer `k`.
+/// The instants `first + k × period + ⌈j × period / per_period⌉`, for every
+/// integer `k` and `j` in `[0, per_period)`: `per_period` beats in each
+/// period, as evenly spaced as whole microseconds allow and never drifting
+/// from the period's grid.
 ///
-/// Two words: a connection holds one (the server's connection futures are
+/// Three words: a connection holds one (the server's connection futures are
 /// kept inside an allocator size class, see belay-server's `task_size`).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Beat {
     first: Instant,
-    interval_us: NonZeroU64,
+    period_us: NonZeroU64,
+    per_period: NonZeroU32,
 }
 
 impl Beat {
     /// This client's beat for a probe `interval`, from the pacing of the
-    /// `welcome` received at `anchor`. `None` if the pacing carries no
-    /// origin (an older server) or the interval is under a millisecond.
+    /// `welcome` received at `anchor`: one beat per `interval`, at its place
+    /// in the plan. `None` if the pacing carries no origin (an older server)
+    /// or the interval is under a millisecond.
     ///
     /// In whole milliseconds: the period is clamped to `[1 ms, 300 s]` as
     /// for the slots; the client's offset in the plan is
@@ -46,24 +51,61 @@ impl Beat {
         if interval_ms == 0 {
             return None;
         }
-        let period = u128::from(pacing.period_ms).clamp(1, MAX_PACING_PERIOD.as_millis());
+        let period = clamped_period_ms(pacing);
         let offset = (u128::from(pacing.phase_ms) % period + origin % period) % period;
         let place = offset * interval_ms / period;
         let phase = (place + interval_ms - origin % interval_ms) % interval_ms;
-        let interval_us = u64::try_from(interval_ms * 1_000).unwrap_or(u64::MAX);
-        Some(Beat {
-            first: anchor.saturating_add(Duration::from_millis(u64::try_from(phase).unwrap_or(0))),
-            interval_us: NonZeroU64::new(interval_us)?,
-        })
+        Beat::new(
+            anchor.saturating_add(Duration::from_millis(u64::try_from(phase).unwrap_or(0))),
+            interval_ms * 1_000,
+            1,
+        )
     }
 
-    /// The beat with an instant `first` every `interval`; `None` for an
-    /// interval under a microsecond.
-    pub(super) fn at(first: Instant, interval: Duration) -> Option<Beat> {
-        let interval_us = u64::try_from(interval.as_micros()).unwrap_or(u64::MAX);
+    /// The beat a client that probes every `interval` and gives a probe
+    /// `timeout` follows while idle, **set on its slots**, from the pacing of
+    /// the `welcome` received at `anchor` (`None` as for
+    /// [`from_pacing`](Self::from_pacing)).
+    ///
+    /// One beat falls `timeout + 250 ms` before a slot of the client's, and the
+    /// others are spaced so that none is more than `interval` after the
+    /// last: `m = ⌈period / interval⌉` evenly spaced beats in each period
+    /// (`interval` under the period), or one every
+    /// `f = ⌊interval / period⌋` periods. An idle client probes on each.
+    /// So when the server dies silently the client notices at the latest
+    /// 250 ms before its first slot after the death, or (`f > 1`) 250 ms before
+    /// the slot it then attempts in: no client finds its slot in the
+    /// returning server's first period already passed when it notices,
+    /// wherever the death fell, and the fleet's notices are spread over the
+    /// beat in the order of its slots (docs/SIMULATION.md, "Detection
+    /// spread").
+    pub fn for_probes(
+        pacing: &Pacing,
+        interval: Duration,
+        timeout: Duration,
+        anchor: Instant,
+    ) -> Option<Beat> {
+        pacing.origin_ms?;
+        let interval_us = interval.as_millis() * 1_000;
+        if interval_us == 0 {
+            return None;
+        }
+        let slot_period_us = clamped_period_ms(pacing) * 1_000;
+        let lead_us = (timeout.as_micros() + SLOT_MARGIN.as_micros()) % slot_period_us;
+        let slot_us = u128::from(pacing.phase_ms) * 1_000 % slot_period_us;
+        let first_us = (slot_us + slot_period_us - lead_us) % slot_period_us;
+        Beat::new(
+            anchor.saturating_add(Duration::from_micros(u64::try_from(first_us).unwrap_or(0))),
+            slot_period_us * (interval_us / slot_period_us).max(1),
+            u32::try_from(slot_period_us.div_ceil(interval_us)).unwrap_or(u32::MAX),
+        )
+    }
+
+    fn new(first: Instant, period_us: u128, per_period: u32) -> Option<Beat> {
         Some(Beat {
             first,
-            interval_us: NonZeroU64::new(interval_us)?,
+            period_us: NonZeroU64::new(u64::try_from(period_us).unwrap_or(u64::MAX))?,
+            per_period: NonZeroU32::new(per_period)?,
         })
     }
 
@@ -72,25 +114,42 @@ impl Beat {
         self.first
     }
 
-    /// The time between beats.
+    /// The time between beats (the shortest, to the microsecond).
     pub fn interval(&self) -> Duration {
-        Duration::from_micros(self.interval_us.get())
+        Duration::from_micros(self.period_us.get() / u64::from(self.per_period.get()))
     }
 
     /// The latest beat instant at or before `t` (saturating at
     /// [`Instant::ZERO`]).
     pub fn last_at_or_before(&self, t: Instant) -> Instant {
-        let interval = u128::from(self.interval_us.get());
-        let first = u128::from(self.first.as_micros());
-        let t = u128::from(t.as_micros());
-        let at = if t >= first {
-            t - (t - first) % interval
-        } else {
-            let back = (first - t).div_ceil(interval) * interval;
-            first.saturating_sub(back)
-        };
-        Instant::from_micros(u64::try_from(at).unwrap_or(u64::MAX))
+        self.beat_after_index(t, 0)
     }
+
+    /// The earliest beat instant strictly after `t`.
+    pub fn next_after(&self, t: Instant) -> Instant {
+        self.beat_after_index(t, 1)
+    }
+
+    /// The beat `steps` after the last one at or before `t`.
+    fn beat_after_index(&self, t: Instant, steps: i128) -> Instant {
+        let period = i128::from(self.period_us.get());
+        let per_period = i128::from(self.per_period.get());
+        let t = i128::from(t.as_micros());
+        // The start of the period holding `t` (perhaps before zero), the
+        // index of the last beat in it at or before `t`, then `steps` on.
+        let start = t - (t - i128::from(self.first.as_micros())).rem_euclid(period);
+        let j = (t - start) * per_period / period + steps;
+        let at = start + (j * period + per_period - 1).div_euclid(per_period);
+        Instant::from_micros(u64::try_from(at.max(0)).unwrap_or(u64::MAX))
+    }
+}
+
+/// How long before its slot a client set on its slots notices a silent
+/// death at the latest: room for a driver's timer firing late.
+const SLOT_MARGIN: Duration = Duration::from_millis(250);
+
+fn clamped_period_ms(pacing: &Pacing) -> u128 {
+    u128::from(pacing.period_ms).clamp(1, MAX_PACING_PERIOD.as_millis())
 }
 
 #[cfg(test)]
@@ -164,5 +223,54 @@ mod tests {
         .unwrap();
         let _ = beat.last_at_or_before(Instant::ZERO);
         let _ = beat.last_at_or_before(Instant::MAX);
+    }
+    #[test]
+    fn a_beat_longer_than_the_period_falls_on_every_fth_slot() {
+        // Slots at 57 000 + k × 20 000; a 45 s interval and a 4 750 ms
+        // timeout: one beat every ⌊45 / 20⌋ = 2 periods, 4 750 + 250 ms
+        // before a slot: 52 000 + k × 40 000.
+        let pacing = pacing(20_000, 7_000, Some(3_000));
+        let timeout = Duration::from_millis(4_750);
+        let beat = Beat::for_probes(&pacing, secs(45), timeout, at(50_000)).unwrap();
+        assert_eq!(beat.interval(), secs(40));
+        assert_eq!(beat.last_at_or_before(at(91_999)), at(52_000));
+        assert_eq!(beat.last_at_or_before(at(92_000)), at(92_000));
+        assert_eq!(beat.next_after(at(52_000)), at(92_000));
+        // As long as the period: one beat per slot.
+        let beat = Beat::for_probes(&pacing, secs(20), timeout, at(50_000)).unwrap();
+        assert_eq!(beat.interval(), secs(20));
+        assert_eq!(beat.last_at_or_before(at(72_000)), at(72_000));
+        assert_eq!(beat.last_at_or_before(at(71_999)), at(52_000));
+        assert_eq!(beat.next_after(at(71_999)), at(72_000));
+    }
+
+    #[test]
+    fn a_short_beat_is_set_on_the_slots_and_never_drifts() {
+        // Slots at 57 000 + k × 20 000 ms; a 7 s interval gives
+        // ⌈20 / 7⌉ = 3 beats per period, ⌈j × 20 000 000 / 3⌉ µs into it,
+        // the first 4 750 + 250 ms before a slot: 52 s, 58.666667 s,
+        // 65.333334 s, 72 s, …
+        let us = Instant::from_micros;
+        let pacing = pacing(20_000, 7_000, Some(3_000));
+        let timeout = Duration::from_millis(4_750);
+        let beat = Beat::for_probes(&pacing, secs(7), timeout, at(50_000)).unwrap();
+        assert_eq!(beat.interval(), Duration::from_micros(6_666_666));
+        assert_eq!(beat.last_at_or_before(us(58_666_666)), at(52_000));
+        assert_eq!(beat.last_at_or_before(us(58_666_667)), us(58_666_667));
+        assert_eq!(beat.last_at_or_before(at(72_000)), at(72_000));
+        assert_eq!(beat.last_at_or_before(at(71_999)), us(65_333_334));
+        assert_eq!(beat.next_after(at(52_000)), us(58_666_667));
+        assert_eq!(beat.next_after(us(65_333_334)), at(72_000));
+        // A million periods later, still on the same grid.
+        let later = 72_000 + 20_000 * 1_000_000;
+        assert_eq!(beat.last_at_or_before(at(later)), at(later));
+        assert_eq!(
+            beat.last_at_or_before(at(later - 1)),
+            us((later - 20_000) * 1_000 + 13_333_334)
+        );
+        // Before the anchor, and before zero, the grid extends backwards.
+        assert_eq!(beat.last_at_or_before(at(50_000)), us(45_333_334));
+        assert_eq!(beat.last_at_or_before(at(0)), at(0));
+        assert_eq!(beat.next_after(at(0)), us(5_333_334));
     }
 }

@@ -18,8 +18,8 @@
 //! instead sees `2 × interval + timeout`; the pure function gives the same
 //! answers either way). An idle connection (its last frame the answer to our
 //! own probe, or the `welcome`) that knows the fleet's [`Beat`] probes on it:
-//! at the last beat instant no later than `interval` after the last frame,
-//! so never later than without one.
+//! at the first beat instant after the last frame, never later than without
+//! one (beats are at most `interval` apart).
 
 use std::time::Duration;
 
@@ -104,6 +104,10 @@ impl ServerPingWatchdog {
     }
 }
 
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Why a [`Heartbeat`] declared the connection dead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -122,24 +126,22 @@ pub enum LivenessFailure {
 /// class (its `task_size` test).
 #[derive(Debug, Clone)]
 pub struct Heartbeat {
-    interval: Duration,
-    timeout: Duration,
+    /// The probe interval in µs.
+    interval_us: u64,
+    /// The probe timeout in µs.
+    timeout_us: u64,
     last_received_at: Instant,
     /// When the outstanding probe was sent; meaningful while `pending`.
     pending_at: Instant,
     /// The server-ping watchdog's interval in µs; 0: none.
     watchdog_us: u64,
     probes_sent: u64,
-    /// A beat instant, at this heartbeat's interval; meaningful while
-    /// `has_beat`.
-    beat_at: Instant,
+    /// The fleet's beat, followed while idle.
+    beat: Option<Beat>,
     pending: bool,
-    has_beat: bool,
     /// The last frame was the answer to our probe (or the `welcome`): the
     /// connection is idle and probes on the beat, if it knows one.
     idle: bool,
-    /// The outstanding probe was sent on the beat.
-    pending_on_beat: bool,
     /// The server pings idle connections on the fleet's beat, at the
     /// watchdog's interval.
     server_beat: bool,
@@ -151,17 +153,15 @@ impl Heartbeat {
     /// Start watching a transport that opened (or last spoke) at `now`.
     pub fn new(now: Instant, interval: Duration, timeout: Duration) -> Self {
         Heartbeat {
-            interval,
-            timeout,
+            interval_us: micros(interval),
+            timeout_us: micros(timeout),
             last_received_at: now,
             pending_at: now,
             watchdog_us: 0,
             probes_sent: 0,
-            beat_at: now,
+            beat: None,
             pending: false,
-            has_beat: false,
             idle: true,
-            pending_on_beat: false,
             server_beat: false,
             last_was_ping: false,
         }
@@ -174,27 +174,30 @@ impl Heartbeat {
     }
 
     /// Probe on the fleet's beat while idle (or, with `None`, `interval`
-    /// after the last frame, always). The beat is taken at this heartbeat's
-    /// interval: build it with [`Beat::from_pacing`] for that interval.
+    /// after the last frame, always): at the first beat instant after the
+    /// last frame. Build it for this heartbeat's interval
+    /// ([`Beat::for_probes`], [`Beat::from_pacing`]), so that beats are at
+    /// most `interval` apart.
     pub fn set_beat(&mut self, beat: Option<Beat>) {
-        self.has_beat = beat.is_some();
-        if let Some(beat) = beat {
-            self.beat_at = beat.first();
-        }
+        self.beat = beat;
     }
 
     /// The beat this heartbeat follows while idle, if any.
     pub fn beat(&self) -> Option<Beat> {
-        self.has_beat
-            .then(|| Beat::at(self.beat_at, self.interval))
-            .flatten()
+        self.beat
+    }
+
+    fn interval(&self) -> Duration {
+        Duration::from_micros(self.interval_us)
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_micros(self.timeout_us)
     }
 
     /// Arm (or with `None`, disarm) the server-ping watchdog.
     pub fn set_server_ping_interval(&mut self, interval: Option<Duration>) {
-        self.watchdog_us = interval.map_or(0, |i| {
-            u64::try_from(i.as_micros()).unwrap_or(u64::MAX).max(1)
-        });
+        self.watchdog_us = interval.map_or(0, |i| micros(i).max(1));
     }
 
     fn watchdog(&self) -> Option<ServerPingWatchdog> {
@@ -206,7 +209,6 @@ impl Heartbeat {
     pub fn handle_frame(&mut self, now: Instant) {
         self.last_received_at = self.last_received_at.max(now);
         self.pending = false;
-        self.pending_on_beat = false;
         self.idle = false;
         self.last_was_ping = false;
     }
@@ -225,37 +227,30 @@ impl Heartbeat {
     }
 
     /// When the next probe is due if nothing arrives: `interval` after the
-    /// last frame, or, on an idle connection that knows its beat, the last
-    /// beat instant at or before that (after the last frame: beats are one
-    /// interval apart).
+    /// last frame, or, on an idle connection that knows its beat, the first
+    /// beat instant after the last frame (never later: beats are at most
+    /// `interval` apart), so an idle connection probes on every beat.
     pub fn probe_due_at(&self) -> Instant {
-        let quiet_enough = self.last_received_at.saturating_add(self.interval);
-        match (self.beat(), self.idle) {
-            (Some(beat), true) => beat
-                .last_at_or_before(quiet_enough)
-                .max(self.last_received_at),
-            _ => quiet_enough,
+        match (self.beat, self.idle) {
+            (Some(beat), true) => beat.next_after(self.last_received_at),
+            _ => self.last_received_at.saturating_add(self.interval()),
         }
     }
 
     /// If the connection was declared dead at `now` by the heartbeat and
-    /// its last sign of life was on the beat (our unanswered probe sent on
-    /// it, or the server's ping on the server's beat): the beat's interval,
-    /// over which a fleet that lost its server this way notices it, evenly
-    /// spread.
+    /// its last sign of life was the server's ping on the server's beat: the
+    /// server's ping interval, over which a fleet that lost its server this
+    /// way notices it, evenly spread. (A death noticed by our own probes on
+    /// a beat set on the slots is a plain silent loss: the next slot is
+    /// right after the notice.)
     pub fn noticed_on_beat(&self, now: Instant) -> Option<Duration> {
+        let watchdog = self.watchdog()?;
         let probe_expired = self
             .pending_probe_at()
-            .is_some_and(|sent| now.saturating_duration_since(sent) >= self.timeout);
-        let watchdog = self.watchdog();
-        let watchdog_expired = watchdog.is_some_and(|w| w.expired(self.last_received_at, now));
-        if let (true, true, Some(w)) = (self.server_beat, self.last_was_ping, watchdog) {
-            return (probe_expired || watchdog_expired).then_some(w.interval());
-        }
-        match (self.pending_on_beat, probe_expired, self.beat()) {
-            (true, true, Some(beat)) => Some(beat.interval()),
-            _ => None,
-        }
+            .is_some_and(|sent| now.saturating_duration_since(sent) >= self.timeout());
+        let watchdog_expired = watchdog.expired(self.last_received_at, now);
+        (self.server_beat && self.last_was_ping && (probe_expired || watchdog_expired))
+            .then_some(watchdog.interval())
     }
 
     /// When the last frame arrived.
@@ -288,8 +283,8 @@ impl Heartbeat {
                 self.last_received_at,
                 Some(sent),
                 now,
-                self.interval,
-                self.timeout,
+                self.interval(),
+                self.timeout(),
             ),
             None if now >= self.probe_due_at() => HeartbeatAction::Probe,
             None => HeartbeatAction::Wait,
@@ -299,7 +294,6 @@ impl Heartbeat {
             HeartbeatAction::Probe => {
                 self.pending = true;
                 self.pending_at = now;
-                self.pending_on_beat = self.has_beat && self.idle;
                 self.probes_sent = self.probes_sent.saturating_add(1);
                 Ok(HeartbeatAction::Probe)
             }
@@ -310,7 +304,7 @@ impl Heartbeat {
     /// The next instant at which [`Heartbeat::handle_timeout`] can change anything.
     pub fn poll_timeout(&self) -> Instant {
         let probe_or_close = match self.pending_probe_at() {
-            Some(sent_at) => sent_at.saturating_add(self.timeout),
+            Some(sent_at) => sent_at.saturating_add(self.timeout()),
             None => self.probe_due_at(),
         };
         match self.watchdog() {
@@ -492,28 +486,87 @@ mod tests {
     }
 
     #[test]
-    fn only_an_unanswered_probe_on_the_beat_is_noticed_on_it() {
+    fn only_the_servers_beat_ping_makes_a_loss_noticed_on_the_beat() {
+        // Our own probe on the beat, unanswered: a plain silent loss.
         let mut hb = on_a_beat_at_3s();
         assert_eq!(hb.handle_timeout(ms(3_000)), Ok(HeartbeatAction::Probe));
-        assert_eq!(hb.noticed_on_beat(ms(7_999)), None);
         assert_eq!(
             hb.handle_timeout(ms(8_000)),
             Err(LivenessFailure::ProbeUnanswered)
         );
-        assert_eq!(hb.noticed_on_beat(ms(8_000)), Some(I));
+        assert_eq!(hb.noticed_on_beat(ms(8_000)), None);
 
-        let mut busy = on_a_beat_at_3s();
-        busy.handle_frame(ms(2_000));
-        assert_eq!(busy.handle_timeout(ms(12_000)), Ok(HeartbeatAction::Probe));
+        // The server pings on its beat every 20 s: its ping the last frame.
+        let mut pinged = Heartbeat::new(ms(1_000), Duration::from_secs(30), T);
+        pinged.set_server_ping_interval(Some(Duration::from_secs(20)));
+        pinged.set_server_beat(true);
+        pinged.handle_ping(ms(8_000));
+        assert_eq!(pinged.noticed_on_beat(ms(47_999)), None);
         assert_eq!(
-            busy.handle_timeout(ms(17_000)),
-            Err(LivenessFailure::ProbeUnanswered)
+            pinged.handle_timeout(ms(48_000)),
+            Err(LivenessFailure::ServerPingsMissing)
         );
-        assert_eq!(busy.noticed_on_beat(ms(17_000)), None);
+        assert_eq!(
+            pinged.noticed_on_beat(ms(48_000)),
+            Some(Duration::from_secs(20))
+        );
     }
 
     #[test]
     fn the_heartbeat_is_no_larger_than_before_the_beat() {
         assert!(std::mem::size_of::<Heartbeat>() <= 80);
+    }
+
+    #[test]
+    fn whenever_the_death_falls_an_idle_client_on_its_beat_notices_before_its_slot() {
+        use crate::backoff::PacingSlots;
+        use crate::message::Pacing;
+        let timeout = Duration::from_secs(5);
+        let margin = Duration::from_millis(250);
+        let anchor = ms(50_000);
+        let cases = [
+            (20_000, 10),
+            (21_053, 15),
+            (21_053, 7),
+            (60_000, 25),
+            (20_000, 20),
+            (21_053, 25),
+            (20_000, 45),
+        ];
+        for (period_ms, interval_s) in cases {
+            let interval = Duration::from_secs(interval_s);
+            let pacing = Pacing {
+                period_ms,
+                phase_ms: 7_000,
+                origin_ms: Some(3_000),
+            };
+            let beat = Beat::for_probes(&pacing, interval, timeout, anchor);
+            let phase = Duration::from_millis(7_000);
+            let slots = PacingSlots::new(Duration::from_millis(period_ms), phase, anchor);
+            let mut death = 60_000_u64;
+            while death < 60_000 + 3 * period_ms {
+                // Idle: its last probe before the death was answered at once.
+                let mut hb = Heartbeat::new(anchor, interval, timeout);
+                hb.set_beat(beat);
+                hb.handle_pong(beat.unwrap().last_at_or_before(ms(death)));
+                let noticed = hb.probe_due_at().saturating_add(timeout);
+                let next = slots.next_slot_after(noticed);
+                let what = format!("P {period_ms}, I {interval_s} s, death {death}: {noticed:?}");
+                if interval_s * 1_000 < period_ms {
+                    // Before its first slot after the death, except those
+                    // under the margin after the earliest possible notice,
+                    // which no client can reach.
+                    assert_eq!(
+                        next,
+                        slots.next_slot_after(ms(death) + timeout + margin),
+                        "{what}"
+                    );
+                } else {
+                    // On a beat before one of its slots.
+                    assert_eq!(next, noticed + margin, "{what}");
+                }
+                death += 137;
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 /** One session's reconnect backoff (`backoff/state.rs`). */
 import type { RandomSource } from "../rng.js";
-import { US } from "../time.js";
+import { US, wholeMs } from "../time.js";
 import { drawJitterMs } from "./formula.js";
 import type { PacingSlots, RetryWindow } from "./pacing.js";
 import type { BackoffPolicy, PolicyState } from "./policy.js";
@@ -28,7 +28,7 @@ export class Backoff {
     let delay: number;
     if (window) {
       this._advice = undefined;
-      const ms = (t: number) => Math.floor(Math.max(t - nowUs, 0) / US); // whole ms from now
+      const ms = (t: number) => wholeMs(Math.max(t - nowUs, 0)); // whole ms from now
       delay = drawJitterMs(ms(window._earliestUs), ms(window._latestUs), rng) * US;
     } else {
       delay = policyDelayUs(this._state, this._policy, this._attempt, nowUs, this._slots, rng, loss);

@@ -174,11 +174,9 @@ impl Session {
         let origin = welcome.pacing.and_then(|p| p.origin_ms).is_some();
         match server_ping {
             Some(_) => heartbeat.set_server_beat(origin),
-            None => heartbeat.set_beat(
-                welcome
-                    .pacing
-                    .and_then(|p| Beat::from_pacing(&p, probe_interval, now)),
-            ),
+            None => heartbeat.set_beat(welcome.pacing.and_then(|p| {
+                Beat::for_probes(&p, probe_interval, self.config.probe_timeout(), now)
+            })),
         }
         self.phase = Phase::Open {
             id,
