@@ -1,16 +1,22 @@
-//! The fleet's beat: when an idle connection sends its probes.
+//! The fleet's beat: when an idle connection is probed.
 //!
 //! Left to itself, an idle client probes `interval` after its last frame,
 //! so a fleet's probes fall wherever its clients happened to connect, and
 //! after a silent server death its notices arrive however they fall: in
-//! bunches if many connected together. A server that sends its plan's
-//! origin (`pacing.origin_ms`) gives every client one reference instant, and
-//! each client already has its own place in the plan (its slot's offset,
-//! `g × period` with `g` in `[0, 1)`, spread evenly over the fleet). A
-//! client that probes at `origin + g × interval + k × interval` therefore
-//! probes at its own place in a fleet-wide beat: the fleet's probes, and
-//! its notices of a silent death, are spread evenly over `interval`
-//! (docs/SIMULATION.md, "Detection spread").
+//! bunches if many connected together, and with no regard for the slots
+//! the clients then wait for. A server that sends its plan's origin
+//! (`pacing.origin_ms`) gives every client one reference instant, and each
+//! client already has its slots in the plan, spread evenly over the fleet.
+//! Two beats follow from them:
+//!
+//! * [`Beat::for_probes`]: a client's own probes, **set on its slots**, one
+//!   beat just before each slot and none more than `interval` apart. A
+//!   silent death is then noticed before the client's first slot after it,
+//!   wherever it fell, so a fleet that waits for its slots is back within
+//!   one period of the return (docs/SIMULATION.md, "Detection spread").
+//! * [`Beat::from_pacing`]: a pinging server's pings, at the client's place
+//!   in the plan on a beat of the ping interval, so the last frames a silent
+//!   death leaves the fleet, and its notices, are spread evenly over it.
 
 use std::num::{NonZeroU32, NonZeroU64};
 use std::time::Duration;

@@ -23,8 +23,8 @@ export function checkPolicy(policy: BackoffPolicy): void {
 /**
  * The delay (µs) for attempt `n` of `policy`, updating `state`. `loss`: how
  * the connection was lost (`Loss`): undefined if noticed (a close, a
- * refusal), 0 if silent (the session's heartbeat found it dead), the beat's
- * interval (µs) if silent and noticed by a probe sent on the fleet's beat.
+ * refusal), 0 if silent (the session's heartbeat found it dead), the server's
+ * ping interval (µs) if silent and its ping on its beat was the last frame.
  *
  * `server_paced` with slots known: once a loss on a beat that spreads the
  * fleet (`interval ≥ 0.95 × period`) is remembered, one period (or one beat,
