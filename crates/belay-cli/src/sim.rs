@@ -99,6 +99,11 @@ struct MassArgs {
     /// uniformly over this window (0: every connection is reset at once).
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     detection_window: Duration,
+    /// The server pings every connection on its beat at this interval, as
+    /// belay-server does (25 s by default); the death is then silent and the
+    /// clients notice it by the missing pings.
+    #[arg(long, value_parser = parse_duration)]
+    server_ping: Option<Duration>,
     /// Plot attempts/s and connected clients per policy to this SVG file.
     #[arg(long)]
     svg: Option<PathBuf>,
@@ -186,6 +191,7 @@ fn run_mass(args: &MassArgs, planned: bool) -> Result<(), String> {
     spec.server.capacity = args.bucket_capacity;
     spec.server.headroom = args.headroom;
     spec.server.reject_cost = args.reject_cost;
+    spec.server.ping_interval = args.server_ping.filter(|i| !i.is_zero());
     spec.server.cost = args.cost.cost_model();
     spec.horizon = args.horizon;
     spec.seed = args.common.seed;

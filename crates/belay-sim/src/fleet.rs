@@ -29,7 +29,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use belay_proto::message::{ClientMessage, ServerMessage, Welcome, PROTOCOL_VERSION};
+use belay_proto::heartbeat::Beat;
+use belay_proto::message::{ClientMessage, Pacing, ServerMessage, Welcome, PROTOCOL_VERSION};
 use belay_proto::rng::SplitMix64;
 use belay_proto::{
     CloseCode, CloseInfo, Config, Failure, Input, Instant, Output, Session, TransportId,
@@ -98,6 +99,10 @@ pub fn client_seed(seed: u64, index: u64) -> u64 {
 pub(crate) struct Fleet<'p> {
     sessions: Vec<Session>,
     clients: Vec<Client>,
+    /// Each client's beat of the server's pings (a server that pings),
+    /// from its `welcome`; kept apart from [`Client`], which every event
+    /// touches.
+    ping_beats: Vec<Option<Beat>>,
     agenda: Agenda,
     server: ServerModel,
     world: WorldOptions,
@@ -136,6 +141,7 @@ impl<'p> Fleet<'p> {
             agenda: Agenda::default(),
             sessions,
             clients: vec![client; clients],
+            ping_beats: vec![None; clients],
             server,
             world,
             inbox: VecDeque::new(),
@@ -293,10 +299,24 @@ impl<'p> Fleet<'p> {
                     return; // the connection is gone: nobody reads this welcome
                 }
                 let pacing = self.server.pacing(now);
+                let ping = self.server.ping_interval();
+                if let Some(interval) = ping {
+                    // Pinged on the client's place in the plan (every
+                    // `interval` from the welcome without one), as
+                    // belay-server pings an idle connection.
+                    let beat = pacing
+                        .and_then(|p| Beat::from_pacing(&p, interval, now))
+                        .or_else(|| Beat::from_pacing(&no_plan(), interval, now));
+                    self.ping_beats[index] = beat;
+                    if let Some(beat) = beat {
+                        let at = beat.next_after(now);
+                        self.agenda.push(at, index as u32, id, Delivery::ServerPing);
+                    }
+                }
                 let welcome = Welcome {
                     session: "s".to_owned(),
                     protocol: PROTOCOL_VERSION,
-                    ping_interval_ms: None,
+                    ping_interval_ms: ping.map(|i| i.as_millis() as u64),
                     pacing,
                     expires_in_ms: None,
                 };
@@ -309,6 +329,19 @@ impl<'p> Fleet<'p> {
                 }
                 self.inbox
                     .push_back(Input::Message(id, ServerMessage::Pong));
+            }
+            Delivery::ServerPing => {
+                // A dead server, or a connection it forgot, pings no more.
+                let Some(beat) = self.ping_beats[index] else {
+                    return;
+                };
+                if self.clients[index].conn != Some(id) {
+                    return;
+                }
+                self.inbox
+                    .push_back(Input::Message(id, ServerMessage::Ping));
+                let at = beat.next_after(now);
+                self.agenda.push(at, index as u32, id, Delivery::ServerPing);
             }
             Delivery::DropAbnormal | Delivery::Flap => {
                 if entry.what == Delivery::DropAbnormal {
@@ -526,6 +559,16 @@ impl<'p> Fleet<'p> {
         self.world
             .offline
             .is_some_and(|(from, until)| from <= now && now < until)
+    }
+}
+
+/// A plan that begins at the `welcome`, at place 0: a beat every interval
+/// from the `welcome` on, for a server that pings without pacing.
+fn no_plan() -> Pacing {
+    Pacing {
+        period_ms: 1,
+        phase_ms: 0,
+        origin_ms: Some(0),
     }
 }
 

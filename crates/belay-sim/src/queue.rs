@@ -39,6 +39,9 @@ pub(crate) enum Delivery {
     Welcome,
     /// The server answers `ping` with `pong`.
     Pong,
+    /// The server pings an open connection on its beat (a server with a
+    /// ping interval), and schedules the next ping.
+    ServerPing,
     /// The connection dies without a close frame: `TransportClosed(abnormal)`.
     /// (The server forgets it if it still held it.)
     DropAbnormal,

@@ -82,6 +82,11 @@ pub struct ServerOptions {
     /// the moment of the death within the first plan's beat and slot grid,
     /// and nothing else.
     pub clock_offset: Duration,
+    /// The server pings every open connection on its beat at this interval
+    /// (`welcome.ping_interval_ms`), as belay-server does every 25 s by
+    /// default; `None` (the default): no pings, the clients' own probes
+    /// keep their connections alive.
+    pub ping_interval: Option<Duration>,
 }
 
 impl ServerOptions {
@@ -99,6 +104,7 @@ impl ServerOptions {
             headroom: None,
             answer_503: false,
             clock_offset: Duration::ZERO,
+            ping_interval: None,
         }
     }
 }
@@ -300,6 +306,11 @@ impl ServerModel {
     /// The work done so far, if work has a cost.
     pub(crate) fn work(&self) -> Option<WorkStats> {
         self.workers.as_ref().map(|_| self.work)
+    }
+
+    /// The interval at which the server pings, if it does.
+    pub(crate) fn ping_interval(&self) -> Option<Duration> {
+        self.options.ping_interval
     }
 
     /// The pacing for a `welcome` sent at `now`, if the server sends any.

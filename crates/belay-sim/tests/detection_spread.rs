@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use belay_sim::policy::{select_cases, PolicyCase};
-use belay_sim::scenario::outage::OutageSpec;
+use belay_sim::scenario::outage::{run_outage, OutageSpec};
 use belay_sim::scenario::spread::{run_spread, SpreadRow};
 
 /// Death phases per window: fewer than `belay sim spread`'s 32, to keep
@@ -82,4 +82,36 @@ fn the_seeds_best_client_only_policy_is_far_from_the_bound_at_every_spread() {
             row.attempts_ratio()
         );
     }
+}
+
+#[test]
+fn with_belay_servers_pings_the_fleet_is_let_in_as_it_notices() {
+    // belay-server pings every 25 s, on each client's place in the plan.
+    // A silent death leaves each client its last ping spread over the 25 s
+    // before it; it probes after 37.5 s of quiet and gives up 10 s later:
+    // notices over (22.5, 47.5] s, all after the 10 s outage and slower than
+    // the 500/s admission, so the bound is the last notice, 47.5 s, with
+    // 10,000 attempts over those 25 s (400/s).
+    let mut spec = OutageSpec::seed_scenario();
+    spec.server.ping_interval = Some(Duration::from_secs(25));
+    spec.horizon = Duration::from_secs(120);
+    let m = run_outage(&spec, &case("belay-default"), None).metrics;
+    let all = m
+        .to_100
+        .expect("everyone back within the horizon")
+        .as_secs_f64();
+    assert!(
+        (47.0..=47.5 * 1.1).contains(&all),
+        "all connected at {all} s"
+    );
+    assert!(
+        m.peak_after_return as f64 <= 400.0 * 1.1,
+        "peak {}",
+        m.peak_after_return
+    );
+    assert!(
+        m.attempts_per_client_after_return() <= 1.1,
+        "{}",
+        m.attempts_per_client_after_return()
+    );
 }

@@ -41,6 +41,12 @@ pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
             format_duration(spec.detection_window)
         ));
     }
+    if let Some(ping) = spec.server.ping_interval.filter(|_| !spec.planned) {
+        options.push(format!(
+            "the server pings on its beat every {}; a silent death the clients notice by the missing pings",
+            format_duration(ping)
+        ));
+    }
     if !spec.latency.is_zero() {
         options.push(format!("round trip {}", format_duration(spec.latency)));
     }

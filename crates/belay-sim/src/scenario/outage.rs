@@ -151,7 +151,10 @@ pub fn run_outage(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progre
 fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -> OutageRun {
     let mut options = spec.server.clone();
     options.pacing = case.pacing;
-    if !spec.planned && !spec.detection_window.is_zero() {
+    // With server pings the death is silent too: the pings stop, and each
+    // client's heartbeat notices.
+    let pinged = options.ping_interval.filter(|_| !spec.planned);
+    if !spec.planned && (!spec.detection_window.is_zero() || pinged.is_some()) {
         // The fleet connects over the window before the death, so the
         // server is told the fleet to expect (`--expected-clients`), as a
         // production server is; otherwise its first clients would get
@@ -167,7 +170,11 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
     };
     let heartbeat = !spec.planned && !spec.detection_window.is_zero();
     let mut config = case.config.clone();
-    let start = if heartbeat {
+    let start = if let Some(ping) = pinged {
+        // Each client connected at its own moment in `(−2I, −I]`, so the
+        // server has pinged it at least once, on its beat, before the death.
+        INCIDENT_AT.saturating_sub(ping * 2)
+    } else if heartbeat {
         // Clients notice the death only by their own heartbeat: each probes
         // after `W` of quiet and gives up at once when the probe goes
         // unanswered, and each connected at its own moment in `(−W, 0]`,
@@ -184,7 +191,10 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
     let mut rng = SplitMix64::new(spec.seed ^ 0x6F75_7461_6765);
     let window = spec.detection_window.as_micros() as f64;
     for client in 0..fleet.len() {
-        let at = if heartbeat {
+        let at = if let Some(ping) = pinged {
+            let offset = ((1.0 - rng.next_unit()) * ping.as_micros() as f64).ceil() as u64;
+            Instant::from_micros(INCIDENT_AT.as_micros() - ping.as_micros() as u64 - offset + 1)
+        } else if heartbeat {
             // Strictly after −W: a probe at exactly 0 would still be answered.
             let offset = ((1.0 - rng.next_unit()) * window).ceil().max(1.0) as u64;
             Instant::from_micros(INCIDENT_AT.as_micros() + 1 - offset)
@@ -201,7 +211,7 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
                 fleet.incident(INCIDENT_AT, client, id, Delivery::Restart);
             }
         }
-    } else if heartbeat {
+    } else if heartbeat || pinged.is_some() {
         // A silent death: nothing is delivered any more and nobody is told;
         // each client's heartbeat notices.
         fleet.server_dies(INCIDENT_AT);
