@@ -30,16 +30,18 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use belay_proto::heartbeat::Beat;
-use belay_proto::message::{ClientMessage, Pacing, ServerMessage, Welcome, PROTOCOL_VERSION};
+use belay_proto::message::{Pacing, ServerMessage, Welcome, PROTOCOL_VERSION};
 use belay_proto::rng::SplitMix64;
-use belay_proto::{
-    CloseCode, CloseInfo, Config, Failure, Input, Instant, Output, Session, TransportId,
-};
+use belay_proto::{CloseCode, CloseInfo, Config, Failure, Input, Instant, Session, TransportId};
 
 use crate::progress::Progress;
 use crate::queue::{Agenda, Delivery, Entry};
 use crate::record::Recorder;
-use crate::server::{Answer, ServerModel, Verdict, WorkStats};
+use crate::server::{Answer, ServerModel, WorkStats};
+
+mod answer;
+
+use answer::{refused, unreachable};
 
 /// "No transport": the id the core never hands out.
 const NO_TRANSPORT: TransportId = TransportId(0);
@@ -474,92 +476,6 @@ impl<'p> Fleet<'p> {
             }
         }
     }
-
-    /// The world's answer to one session output.
-    fn answer(&mut self, index: usize, now: Instant, output: Output) {
-        let latency = self.world.latency;
-        match output {
-            Output::OpenTransport { id, .. } => {
-                let at = now.saturating_add(latency / 2);
-                let answer = if self.offline(now) {
-                    None
-                } else {
-                    Some(self.server.attempt(at))
-                };
-                if let Some(answer) = answer.filter(|a| !matches!(a, Answer::Now(_))) {
-                    // Answered after the server's work (or dropped): the
-                    // failure, if any, is counted when it is known.
-                    self.record.attempt(now, false);
-                    let client = &mut self.clients[index];
-                    client.syn_tries = 0;
-                    client.dialed_at = now;
-                    self.route(index, id, now, answer);
-                    return;
-                }
-                let delivery = if self.offline(now) {
-                    Delivery::Unreachable
-                } else {
-                    let Some(Answer::Now(verdict)) = answer else {
-                        return;
-                    };
-                    match verdict {
-                        Verdict::Admit => {
-                            self.clients[index].conn = Some(id);
-                            self.server.opened();
-                            Delivery::Opened
-                        }
-                        Verdict::Refuse => Delivery::Refused,
-                    }
-                };
-                self.record.attempt(now, delivery != Delivery::Opened);
-                if latency.is_zero() || delivery == Delivery::Unreachable {
-                    self.inbox.push_back(match delivery {
-                        Delivery::Opened => Input::TransportOpened(id),
-                        Delivery::Refused => refused(id),
-                        _ => unreachable(id),
-                    });
-                } else {
-                    self.agenda
-                        .push(now.saturating_add(latency), index as u32, id, delivery);
-                }
-            }
-            Output::Transmit { id, message } => {
-                if self.clients[index].conn != Some(id) {
-                    return; // sent into a dead connection
-                }
-                match message {
-                    // Answered in a later step, so that the server's
-                    // connection count includes every connection opened at
-                    // this instant (the setup connects the whole fleet at once).
-                    ClientMessage::Connect(_) => self.agenda.push(
-                        now.saturating_add(latency),
-                        index as u32,
-                        id,
-                        Delivery::Welcome,
-                    ),
-                    ClientMessage::Ping if latency.is_zero() => {
-                        self.inbox
-                            .push_back(Input::Message(id, ServerMessage::Pong));
-                    }
-                    ClientMessage::Ping => self.agenda.push(
-                        now.saturating_add(latency),
-                        index as u32,
-                        id,
-                        Delivery::Pong,
-                    ),
-                    _ => {}
-                }
-            }
-            Output::CloseTransport { id, .. } => self.forget(index, id),
-            _ => {}
-        }
-    }
-
-    fn offline(&self, now: Instant) -> bool {
-        self.world
-            .offline
-            .is_some_and(|(from, until)| from <= now && now < until)
-    }
 }
 
 /// A plan that begins at the `welcome`, at place 0: a beat every interval
@@ -570,12 +486,4 @@ fn no_plan() -> Pacing {
         phase_ms: 0,
         origin_ms: Some(0),
     }
-}
-
-fn refused(id: TransportId) -> Input {
-    Input::TransportFailed(id, Failure::network("refused"))
-}
-
-fn unreachable(id: TransportId) -> Input {
-    Input::TransportFailed(id, Failure::unreachable("network down"))
 }
