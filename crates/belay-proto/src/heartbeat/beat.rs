@@ -79,8 +79,9 @@ impl Beat {
     /// (`interval` under the period), or one every
     /// `f = ⌊interval / period⌋` periods. An idle client probes on each.
     /// So when the server dies silently the client notices at the latest
-    /// 250 ms before its first slot after the death, or (`f > 1`) 250 ms before
-    /// the slot it then attempts in: no client finds its slot in the
+    /// 250 ms before its first slot after the death (`interval` under the
+    /// period), or 250 ms before the slot it then attempts in (`interval`
+    /// at least the period): no client finds its slot in the
     /// returning server's first period already passed when it notices,
     /// wherever the death fell, and the fleet's notices are spread over the
     /// beat in the order of its slots (docs/SIMULATION.md, "Detection
