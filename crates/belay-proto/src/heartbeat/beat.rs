@@ -21,7 +21,7 @@
 use std::num::{NonZeroU32, NonZeroU64};
 use std::time::Duration;
 
-use crate::backoff::MAX_PACING_PERIOD;
+use crate::backoff::{PacingSlots, MAX_PACING_PERIOD};
 use crate::message::Pacing;
 use crate::time::Instant;
 
@@ -69,42 +69,37 @@ impl Beat {
     }
 
     /// The beat a client that probes every `interval` and gives a probe
-    /// `timeout` follows while idle, **set on its slots**, from the pacing of
-    /// the `welcome` received at `anchor` (`None` as for
-    /// [`from_pacing`](Self::from_pacing)).
+    /// `timeout` follows while idle, **set on its reconnect `slots`** (from
+    /// a `welcome` whose pacing carries the plan's origin). `None` for an
+    /// interval under a millisecond.
     ///
-    /// One beat falls `timeout + 250 ms` before a slot of the client's, and the
-    /// others are spaced so that none is more than `interval` after the
-    /// last: `m = ⌈period / interval⌉` evenly spaced beats in each period
-    /// (`interval` under the period), or one every
-    /// `f = ⌊interval / period⌋` periods. An idle client probes on each.
-    /// So when the server dies silently the client notices at the latest
-    /// 250 ms before its first slot after the death (`interval` under the
-    /// period), or 250 ms before the slot it then attempts in (`interval`
-    /// at least the period): no client finds its slot in the
-    /// returning server's first period already passed when it notices,
-    /// wherever the death fell, and the fleet's notices are spread over the
-    /// beat in the order of its slots (docs/SIMULATION.md, "Detection
-    /// spread").
-    pub fn for_probes(
-        pacing: &Pacing,
-        interval: Duration,
-        timeout: Duration,
-        anchor: Instant,
-    ) -> Option<Beat> {
-        pacing.origin_ms?;
+    /// One beat falls `timeout + 250 ms` before a slot, and the others are
+    /// spaced so that none is more than `interval` after the last:
+    /// `m = ⌈period / interval⌉` evenly spaced beats in each period
+    /// (`interval` under the period), or one every `f = ⌊interval / period⌋`
+    /// periods. An idle client probes on each. So when the server dies
+    /// silently the client notices at the latest 250 ms before its first
+    /// slot after the death (`interval` under the period), or 250 ms before
+    /// the slot it then attempts in (`interval` at least the period): no
+    /// client finds its slot in the returning server's first period already
+    /// passed when it notices, wherever the death fell, and the fleet's
+    /// notices are spread over the beat in the order of its slots
+    /// (docs/SIMULATION.md, "Detection spread").
+    pub fn for_probes(slots: &PacingSlots, interval: Duration, timeout: Duration) -> Option<Beat> {
         let interval_us = interval.as_millis() * 1_000;
         if interval_us == 0 {
             return None;
         }
-        let slot_period_us = clamped_period_ms(pacing) * 1_000;
-        let lead_us = (timeout.as_micros() + SLOT_MARGIN.as_micros()) % slot_period_us;
-        let slot_us = u128::from(pacing.phase_ms) * 1_000 % slot_period_us;
-        let first_us = (slot_us + slot_period_us - lead_us) % slot_period_us;
+        // The slots' period is already clamped and whole milliseconds.
+        let period_us = slots.period().as_micros();
+        let lead_us = (timeout.as_micros() + SLOT_MARGIN.as_micros()) % period_us;
+        let first_us = (slots.phase().as_micros() + period_us - lead_us) % period_us;
         Beat::new(
-            anchor.saturating_add(Duration::from_micros(u64::try_from(first_us).unwrap_or(0))),
-            slot_period_us * (interval_us / slot_period_us).max(1),
-            u32::try_from(slot_period_us.div_ceil(interval_us)).unwrap_or(u32::MAX),
+            slots
+                .anchor()
+                .saturating_add(Duration::from_micros(u64::try_from(first_us).unwrap_or(0))),
+            period_us * (interval_us / period_us).max(1),
+            u32::try_from(period_us.div_ceil(interval_us)).unwrap_or(u32::MAX),
         )
     }
 
@@ -236,15 +231,16 @@ mod tests {
         // Slots at 57 000 + k × 20 000; a 45 s interval and a 4 750 ms
         // timeout: one beat every ⌊45 / 20⌋ = 2 periods, 4 750 + 250 ms
         // before a slot: 52 000 + k × 40 000.
-        let pacing = pacing(20_000, 7_000, Some(3_000));
+        // Slots at 50 000 + 7 000 + k × 20 000.
+        let slots = PacingSlots::new(secs(20), Duration::from_millis(7_000), at(50_000));
         let timeout = Duration::from_millis(4_750);
-        let beat = Beat::for_probes(&pacing, secs(45), timeout, at(50_000)).unwrap();
+        let beat = Beat::for_probes(&slots, secs(45), timeout).unwrap();
         assert_eq!(beat.interval(), secs(40));
         assert_eq!(beat.last_at_or_before(at(91_999)), at(52_000));
         assert_eq!(beat.last_at_or_before(at(92_000)), at(92_000));
         assert_eq!(beat.next_after(at(52_000)), at(92_000));
         // As long as the period: one beat per slot.
-        let beat = Beat::for_probes(&pacing, secs(20), timeout, at(50_000)).unwrap();
+        let beat = Beat::for_probes(&slots, secs(20), timeout).unwrap();
         assert_eq!(beat.interval(), secs(20));
         assert_eq!(beat.last_at_or_before(at(72_000)), at(72_000));
         assert_eq!(beat.last_at_or_before(at(71_999)), at(52_000));
@@ -258,9 +254,10 @@ mod tests {
         // the first 4 750 + 250 ms before a slot: 52 s, 58.666667 s,
         // 65.333334 s, 72 s, …
         let us = Instant::from_micros;
-        let pacing = pacing(20_000, 7_000, Some(3_000));
+        // Slots at 50 000 + 7 000 + k × 20 000.
+        let slots = PacingSlots::new(secs(20), Duration::from_millis(7_000), at(50_000));
         let timeout = Duration::from_millis(4_750);
-        let beat = Beat::for_probes(&pacing, secs(7), timeout, at(50_000)).unwrap();
+        let beat = Beat::for_probes(&slots, secs(7), timeout).unwrap();
         assert_eq!(beat.interval(), Duration::from_micros(6_666_666));
         assert_eq!(beat.last_at_or_before(us(58_666_666)), at(52_000));
         assert_eq!(beat.last_at_or_before(us(58_666_667)), us(58_666_667));

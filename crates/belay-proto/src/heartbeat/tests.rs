@@ -204,7 +204,6 @@ fn the_heartbeat_is_no_larger_than_before_the_beat() {
 #[test]
 fn whenever_the_death_falls_an_idle_client_on_its_beat_notices_before_its_slot() {
     use crate::backoff::PacingSlots;
-    use crate::message::Pacing;
     let timeout = Duration::from_secs(5);
     let margin = Duration::from_millis(250);
     let anchor = ms(50_000);
@@ -219,14 +218,9 @@ fn whenever_the_death_falls_an_idle_client_on_its_beat_notices_before_its_slot()
     ];
     for (period_ms, interval_s) in cases {
         let interval = Duration::from_secs(interval_s);
-        let pacing = Pacing {
-            period_ms,
-            phase_ms: 7_000,
-            origin_ms: Some(3_000),
-        };
-        let beat = Beat::for_probes(&pacing, interval, timeout, anchor);
         let phase = Duration::from_millis(7_000);
         let slots = PacingSlots::new(Duration::from_millis(period_ms), phase, anchor);
+        let beat = Beat::for_probes(&slots, interval, timeout);
         let mut death = 60_000_u64;
         while death < 60_000 + 3 * period_ms {
             // Idle: its last probe before the death was answered at once.

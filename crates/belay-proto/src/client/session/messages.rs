@@ -166,30 +166,35 @@ impl Session {
             Some(ping) => self.config.probe_interval().max(ping.saturating_mul(3) / 2),
             None => self.config.probe_interval(),
         };
+        let slots = welcome.pacing.map(|p| {
+            PacingSlots::new(
+                Duration::from_millis(p.period_ms),
+                Duration::from_millis(p.phase_ms),
+                now,
+            )
+        });
         let mut heartbeat = Heartbeat::new(now, probe_interval, self.config.probe_timeout());
         heartbeat.set_server_ping_interval(server_ping);
-        // With its plan's origin the server says where the fleet's beat is:
-        // a server that pings pings idle connections on it; otherwise our
-        // own probes keep the connection alive, on the beat while idle.
+        // With its plan's origin the server says it runs a plan: a server
+        // that pings pings idle connections on their beat; otherwise our own
+        // probes keep the connection alive, on a beat set on our slots while
+        // idle.
         let origin = welcome.pacing.and_then(|p| p.origin_ms).is_some();
-        match server_ping {
-            Some(_) => heartbeat.set_server_beat(origin),
-            None => heartbeat.set_beat(welcome.pacing.and_then(|p| {
-                Beat::for_probes(&p, probe_interval, self.config.probe_timeout(), now)
-            })),
+        match (server_ping, slots.filter(|_| origin)) {
+            (Some(_), _) => heartbeat.set_server_beat(origin),
+            (None, Some(slots)) => heartbeat.set_beat(Beat::for_probes(
+                &slots,
+                probe_interval,
+                self.config.probe_timeout(),
+            )),
+            (None, None) => {}
         }
         self.phase = Phase::Open {
             id,
             heartbeat,
             check: None,
         };
-        self.backoff.set_slots(welcome.pacing.map(|p| {
-            PacingSlots::new(
-                Duration::from_millis(p.period_ms),
-                Duration::from_millis(p.phase_ms),
-                now,
-            )
-        }));
+        self.backoff.set_slots(slots);
         self.session_id = Some(welcome.session.clone());
         self.credentials_expire_in(now, welcome.expires_in_ms);
         self.emit(Event::Connected {
