@@ -26,14 +26,15 @@ import { decodeServer, isDecodeError, tooLarge, type DecodeError } from "./codec
 import type { Config } from "./config.js";
 import type { DisconnectReason, Event, HaltReason, RetryPlan } from "./events.js";
 import { Heartbeat } from "./heartbeat.js";
-import { PROTOCOL_VERSION, type ClientMessage, type Json, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
+import { PROTOCOL_VERSION, type ClientMessage, type ReconnectAdvice, type ServerMessage, type Welcome } from "./messages.js";
 import type { ConnectionState } from "./phase.js";
 import { readinessOf, type Readiness } from "./readiness.js";
 import { RequestRegistry } from "./registry.js";
 import { SplitMix64 } from "./rng.js";
 import { Subscriptions, type SubscriptionSink } from "./subscriptions.js";
 import { fromMs, US, wholeMs } from "./time.js";
-import type { Failure, TransportId } from "./transport.js";
+import type { TransportId } from "./transport.js";
+import type { Call, Input, Output, RequestError, SessionStats, SubscribeError } from "./io.js";
 
 /** Shortest server ping interval honoured (ms); 0 means "the server does not ping". */
 const MIN_SERVER_PING_MS = 1000;
@@ -42,50 +43,7 @@ const MAX_SERVER_PING_MS = 120_000;
 /** Longest wait of a liveness check (ms); a shorter probe timeout wins. */
 export const LIVENESS_CHECK_TIMEOUT_MS = 2000;
 
-export type Input =
-  | { kind: "opened"; id: TransportId }
-  | { kind: "failed"; id: TransportId; failure: Failure }
-  /** `code` null/absent when no close frame arrived (what browsers report as 1006). */
-  | { kind: "closed"; id: TransportId; code?: number | null; reason?: string }
-  /**
-   * A frame: its text, or the message object a codec of the driver's made of
-   * it (`@belay/client/binary`), checked field by field all the same; that
-   * codec's `DecodeError` is answered as the JSON one for the same fault.
-   */
-  | { kind: "frame"; id: TransportId; text: string | object }
-  | { kind: "message"; id: TransportId; message: ServerMessage }
-  | { kind: "network"; online: boolean };
-
-export type Output =
-  | { output: "open_transport"; id: TransportId; attempt: number }
-  | { output: "transmit"; id: TransportId; message: ClientMessage }
-  | { output: "close_transport"; id: TransportId; code: number; reason: string }
-  | ({ output: "event" } & Event);
-
-export interface Call {
-  method: string;
-  params?: Json;
-  /** This call's deadline in ms; the config's request timeout if absent. */
-  timeoutMs?: number | undefined;
-  idempotencyKey?: string | undefined;
-}
-
-/** A request refused unsent: the protocol level is down, the session stopped, or its frame is over `MAX_FRAME_LEN`. */
-export type RequestError = "not_ready" | "stopped" | TooLarge;
-/** The frame's length and the limit, in UTF-8 bytes. */
-export interface TooLarge {
-  error: "too_large";
-  len: number;
-  max: number;
-}
-export type SubscribeError = "already_subscribed" | "not_subscribed" | "stopped";
-
-export interface SessionStats {
-  transportsOpened: number;
-  staleInputs: number;
-  unknownFrames: number;
-  probesSent: number;
-}
+export type { Call, Input, Output, RequestError, SessionStats, SubscribeError, TooLarge } from "./io.js";
 
 /** The smallest defined value, if any. */
 const earliest = (ts: (number | undefined)[]): number | undefined => {
