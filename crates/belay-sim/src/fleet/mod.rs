@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use belay_proto::heartbeat::Beat;
-use belay_proto::message::{Pacing, ServerMessage, Welcome, PROTOCOL_VERSION};
+use belay_proto::message::{ServerMessage, Welcome, PROTOCOL_VERSION};
 use belay_proto::rng::SplitMix64;
 use belay_proto::{CloseCode, CloseInfo, Config, Failure, Input, Instant, Session, TransportId};
 
@@ -302,18 +302,12 @@ impl<'p> Fleet<'p> {
                 }
                 let pacing = self.server.pacing(now);
                 let ping = self.server.ping_interval();
-                if let Some(interval) = ping {
-                    // Pinged on the client's place in the plan (every
-                    // `interval` from the welcome without one), as
-                    // belay-server pings an idle connection.
-                    let beat = pacing
-                        .and_then(|p| Beat::from_pacing(&p, interval, now))
-                        .or_else(|| Beat::from_pacing(&no_plan(), interval, now));
-                    self.ping_beats[index] = beat;
-                    if let Some(beat) = beat {
-                        let at = beat.next_after(now);
-                        self.agenda.push(at, index as u32, id, Delivery::ServerPing);
-                    }
+                // Pinged on its beat at its place in the plan, as
+                // belay-server pings an idle connection.
+                self.ping_beats[index] =
+                    ping.and_then(|i| pacing.and_then(|p| Beat::from_pacing(&p, i, now)));
+                if let Some(at) = self.next_ping(index, now) {
+                    self.agenda.push(at, index as u32, id, Delivery::ServerPing);
                 }
                 let welcome = Welcome {
                     session: "s".to_owned(),
@@ -333,17 +327,14 @@ impl<'p> Fleet<'p> {
                     .push_back(Input::Message(id, ServerMessage::Pong));
             }
             Delivery::ServerPing => {
-                // A dead server, or a connection it forgot, pings no more.
-                let Some(beat) = self.ping_beats[index] else {
-                    return;
-                };
                 if self.clients[index].conn != Some(id) {
-                    return;
+                    return; // a dead server, or a connection it forgot, pings no more
                 }
                 self.inbox
                     .push_back(Input::Message(id, ServerMessage::Ping));
-                let at = beat.next_after(now);
-                self.agenda.push(at, index as u32, id, Delivery::ServerPing);
+                if let Some(at) = self.next_ping(index, now) {
+                    self.agenda.push(at, index as u32, id, Delivery::ServerPing);
+                }
             }
             Delivery::DropAbnormal | Delivery::Flap => {
                 if entry.what == Delivery::DropAbnormal {
@@ -382,6 +373,17 @@ impl<'p> Fleet<'p> {
         }
         self.stats.session_steps += 1;
         self.pump(index, now);
+    }
+
+    /// When the server pings `index` next after `now`, if it pings: on its
+    /// beat, or (without pacing) one interval on, as belay-server pings a
+    /// connection whose last frame was the answer to its ping.
+    fn next_ping(&self, index: usize, now: Instant) -> Option<Instant> {
+        let interval = self.server.ping_interval()?;
+        Some(match self.ping_beats[index] {
+            Some(beat) => beat.next_after(now),
+            None => now.saturating_add(interval),
+        })
     }
 
     fn done_incident(&mut self) {
@@ -475,15 +477,5 @@ impl<'p> Fleet<'p> {
                     .push(now.saturating_add(after), index as u32, id, Delivery::Flap);
             }
         }
-    }
-}
-
-/// A plan that begins at the `welcome`, at place 0: a beat every interval
-/// from the `welcome` on, for a server that pings without pacing.
-fn no_plan() -> Pacing {
-    Pacing {
-        period_ms: 1,
-        phase_ms: 0,
-        origin_ms: Some(0),
     }
 }
