@@ -11,7 +11,8 @@
 //! |---|---|---|
 //! | 401 | `unauthorized` | no API key, or another one (`Authorization: Bearer KEY` or `X-API-Key: KEY`) |
 //! | 400 | `bad_request` | not JSON, an unknown or missing field or query parameter (named in the message), a field of the wrong type or out of range (named), a bad channel name or pattern, data nested too deep |
-//! | 404 | `not_found` | `/api/presence` for a channel whose namespace does not track presence |
+//! | 404 | `not_found` | `/api/presence` for a channel whose namespace does not track presence; a path under `/api/` that is no route |
+//! | 405 | `method_not_allowed` | a method the route does not take |
 //! | 413 | `too_large` | a body over the limit, or a publication over `max_publication_len` |
 //! | 409 | `idempotency_conflict` | an idempotency key reused with another body |
 //! | 409 | `in_flight` | the same key is being published now: retry |
@@ -43,7 +44,7 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use belay_proto::server::IdempotencyCache;
 use belay_server::Server;
@@ -106,6 +107,12 @@ pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<Clust
         .route("/api/history", post(history::history))
         .route("/api/channels", get(channels::channels))
         .route("/api/stats", get(stats::stats))
+        // So that every answer under /api/ is JSON (axum's own 404 and 405
+        // have empty bodies); behind the key check like the routes.
+        // (`{*rest}` does not match an empty rest: `/api/` apart.)
+        .route("/api/", any(no_route))
+        .route("/api/{*rest}", any(no_route))
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(api.clone(), check_key))
         .with_state(api)
 }
@@ -118,6 +125,22 @@ pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) 
         Json(json!({"error": {"code": code, "message": message}})),
     )
         .into_response()
+}
+
+async fn no_route() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route (spec/http-api.yaml lists them)",
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take this method (spec/http-api.yaml)",
+    )
 }
 
 async fn check_key(
