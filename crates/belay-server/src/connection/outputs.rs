@@ -206,30 +206,6 @@ impl Driver {
         self.core.handle_auth(now, ticket, verdict);
     }
 
-    /// The verdict on a `refresh`'s credentials: they must be good and
-    /// name the same user; the principal then takes their expiry (and
-    /// channel grant).
-    fn reauthenticated(&mut self, ticket: Ticket, verdict: Result<Principal, AuthError>) {
-        let now = self.now();
-        let verdict = match verdict {
-            Ok(principal) if principal.user != self.principal.user => AuthVerdict::RefusedFor {
-                reason: "the refreshed token names another user".into(),
-            },
-            Ok(principal) => {
-                let expires_at = principal
-                    .expires_at
-                    .map(|at| self.shared.clock.core_instant(at));
-                *self.principal = principal;
-                AuthVerdict::Accepted {
-                    expires_at,
-                    pacing: None,
-                }
-            }
-            Err(error) => core_refusal(error),
-        };
-        self.core.handle_refresh(now, ticket, verdict);
-    }
-
     /// Ask the broker for a subscription: its answer, or `None` when it
     /// comes later through the inbox (kept under `ticket` until then).
     fn join(
@@ -369,7 +345,7 @@ fn join_answer(
 }
 
 /// The core's form of a refused credential.
-fn core_refusal(error: AuthError) -> AuthVerdict {
+pub(super) fn core_refusal(error: AuthError) -> AuthVerdict {
     match error {
         AuthError::Unavailable(reason) => AuthVerdict::Unavailable { reason },
         AuthError::Unauthorized(reason) | AuthError::Forbidden(reason) => {

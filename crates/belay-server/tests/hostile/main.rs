@@ -6,6 +6,7 @@
 mod common;
 
 mod admin;
+mod admin_behind_proxy;
 mod budgets;
 mod channels;
 mod frames;

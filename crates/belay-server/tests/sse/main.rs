@@ -5,6 +5,7 @@
 mod common;
 
 mod bad_sends;
+mod close_code_labels;
 mod heartbeat;
 mod opening;
 mod relayed;

@@ -42,6 +42,13 @@ impl Subscriptions {
         self.held.len()
     }
 
+    /// Every confirmed subscription: its channel and the broker's id.
+    pub(super) fn held(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.held
+            .iter()
+            .map(|(channel, held)| (&**channel, held.subscription))
+    }
+
     /// Every confirmed subscription, removed.
     pub(super) fn take_all(&mut self) -> Vec<(Arc<str>, u64)> {
         let all = self
