@@ -12,6 +12,7 @@ mod frames;
 mod handshake;
 mod idempotency;
 mod in_flight;
+mod lingering_close;
 mod publish;
 mod sources;
 mod work_share;
