@@ -172,9 +172,16 @@ impl<F> Connection<F> {
     }
 
     /// The broker's answer for [`Output::Join`]. Joined: `subscribed`, the
-    /// replay, and from then on live frames. A join the connection no
-    /// longer wants (replaced, ended, closed) is left again at once.
-    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>) {
+    /// replay, and from then on live frames. A replay larger than
+    /// [`replay_fits`] allows is not sent: `subscribed` says
+    /// `recovered: false` at the replay's top instead (spec/PROTOCOL.md
+    /// §5.7), so a resume is never answered by a slow-consumer close. A
+    /// join the connection no longer wants (replaced, ended, closed) is
+    /// left again at once.
+    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>)
+    where
+        F: AsRef<[u8]>,
+    {
         let _ = now;
         let subscriptions = &mut self.activity().subscriptions;
         let pending = match subscriptions.pending(ticket) {
@@ -197,10 +204,17 @@ impl<F> Connection<F> {
         };
         match answer {
             JoinAnswer::Joined {
-                subscribed,
+                mut subscribed,
                 subscription,
-                replay,
+                mut replay,
             } => {
+                if !replay_fits(&self.limits, &replay) {
+                    if let Some((top, _)) = replay.last() {
+                        subscribed.offset = *top;
+                    }
+                    subscribed.recovered = false;
+                    replay = Vec::new();
+                }
                 if pending.since.is_some() {
                     self.event(Event::Resumed {
                         recovered: subscribed.recovered,
@@ -304,6 +318,22 @@ impl<F> Connection<F> {
             self.send(unsubscribed(channel, &error.code, &error.message));
         }
     }
+}
+
+/// Whether a replay may go out whole: at most half the connection's
+/// outbound queue, in frames and in bytes (`Limits::outbound_queue`,
+/// `Limits::outbound_bytes`). The replay is handed to the driver at once,
+/// and a queue past its bound is a slow consumer (4009): with half, the
+/// replay fits beside what a reading client already has queued and the
+/// live frames that arrive while it drains. Past it the resume is answered
+/// `recovered: false`, as a history that no longer reaches back is; the
+/// client carries on from the top instead of retrying a resume that could
+/// never fit.
+fn replay_fits<F: AsRef<[u8]>>(limits: &super::super::Limits, replay: &[(u64, F)]) -> bool {
+    let bytes = replay.iter().fold(0usize, |sum, (_, frame)| {
+        sum.saturating_add(frame.as_ref().len())
+    });
+    replay.len() <= limits.outbound_queue() / 2 && bytes <= limits.outbound_bytes() / 2
 }
 
 /// The longest prefix of `name` of at most `max` bytes on a char boundary.
