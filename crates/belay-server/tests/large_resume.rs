@@ -79,3 +79,70 @@ async fn a_resume_past_the_outbound_budget_is_answered_the_same_each_time() {
     let (mut second, _) = Raw::connected(addr, None).await;
     assert_eq!(resume(&mut second, since).await, answered);
 }
+
+/// Three resumes sent at once, each within half the outbound budget alone
+/// (8 × 60 kB) but not all three together: each is answered whole or
+/// `recovered: false`, and the connection is not closed.
+#[tokio::test]
+async fn resumes_sent_at_once_share_the_outbound_budget_without_a_close() {
+    const EACH: u64 = 8;
+    let server = Server::builder().build();
+    let addr = start(&server).await;
+    let data = "x".repeat(60_000);
+    let channels: Vec<String> = (0..12).map(|n| format!("big.{n}")).collect();
+    let mut epochs = Vec::new();
+    for channel in &channels {
+        for _ in 0..EACH {
+            let publication = server
+                .publish(channel, json!(data))
+                .await
+                .expect("published");
+            if publication.offset == EACH {
+                epochs.push(publication.epoch);
+            }
+        }
+    }
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    for (channel, epoch) in channels.iter().zip(&epochs) {
+        raw.send(&ClientMessage::Subscribe(Subscribe {
+            channel: channel.clone(),
+            since: Some(StreamPosition {
+                epoch: epoch.clone(),
+                offset: 0,
+            }),
+            token: None,
+        }))
+        .await;
+    }
+    raw.send(&ClientMessage::Ping).await;
+    let mut answers = std::collections::BTreeMap::new();
+    let mut replayed: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    loop {
+        match raw.next_within(SOON).await {
+            Next::Message(ServerMessage::Subscribed(s)) => {
+                answers.insert(s.channel.clone(), (s.recovered, s.offset));
+            }
+            Next::Message(ServerMessage::Publication(p)) => {
+                assert!(answers.contains_key(&p.channel), "subscribed comes first");
+                replayed.entry(p.channel).or_default().push(p.offset);
+            }
+            Next::Message(ServerMessage::Pong) => break,
+            Next::Message(ServerMessage::Ping) => raw.send(&ClientMessage::Pong).await,
+            other => panic!("expected subscribed, publications, pong; got {other:?}"),
+        }
+    }
+    assert_eq!(answers.len(), channels.len(), "{answers:?}");
+    for channel in &channels {
+        let offsets = replayed.remove(channel).unwrap_or_default();
+        match answers[channel.as_str()] {
+            (true, offset) => {
+                assert_eq!(offset, 0);
+                assert_eq!(offsets, (1..=EACH).collect::<Vec<_>>(), "{channel}");
+            }
+            (false, offset) => {
+                assert_eq!(offset, EACH, "{channel}");
+                assert!(offsets.is_empty(), "{channel}: {offsets:?}");
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ use crate::message::{ErrorBody, ServerMessage, StreamPosition, Subscribe};
 use crate::time::Instant;
 
 use super::super::{Violation, ViolationResponse};
-use super::{unsubscribed, Connection, Event, JoinAnswer, Output, Ticket};
+use super::{unsubscribed, Connection, Event, JoinAnswer, OutboundRoom, Output, Ticket};
 
 /// One confirmed subscription.
 #[derive(Debug, Clone, Copy)]
@@ -171,15 +171,32 @@ impl<F> Connection<F> {
         });
     }
 
-    /// The broker's answer for [`Output::Join`]. Joined: `subscribed`, the
-    /// replay, and from then on live frames. A replay larger than
-    /// [`replay_fits`] allows is not sent: `subscribed` says
+    /// The broker's answer for [`Output::Join`], with the outbound queue
+    /// empty ([`OutboundRoom::whole`]): see
+    /// [`handle_joined_within`](Self::handle_joined_within).
+    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>)
+    where
+        F: AsRef<[u8]>,
+    {
+        let room = OutboundRoom::whole(&self.limits);
+        self.handle_joined_within(now, ticket, answer, room);
+    }
+
+    /// The broker's answer for [`Output::Join`], while the driver's
+    /// outbound queue has `room`. Joined: `subscribed`, the replay, and
+    /// from then on live frames. A replay the room does not take
+    /// ([`OutboundRoom::takes_replay`]) is not sent: `subscribed` says
     /// `recovered: false` at the replay's top instead (spec/PROTOCOL.md
     /// §5.7), so a resume is never answered by a slow-consumer close. A
     /// join the connection no longer wants (replaced, ended, closed) is
     /// left again at once.
-    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>)
-    where
+    pub fn handle_joined_within(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        answer: JoinAnswer<F>,
+        room: OutboundRoom,
+    ) where
         F: AsRef<[u8]>,
     {
         let _ = now;
@@ -208,7 +225,7 @@ impl<F> Connection<F> {
                 subscription,
                 mut replay,
             } => {
-                if !replay_fits(&self.limits, &replay) {
+                if !room.takes_replay(&replay) {
                     if let Some((top, _)) = replay.last() {
                         subscribed.offset = *top;
                     }
@@ -318,22 +335,6 @@ impl<F> Connection<F> {
             self.send(unsubscribed(channel, &error.code, &error.message));
         }
     }
-}
-
-/// Whether a replay may go out whole: at most half the connection's
-/// outbound queue, in frames and in bytes (`Limits::outbound_queue`,
-/// `Limits::outbound_bytes`). The replay is handed to the driver at once,
-/// and a queue past its bound is a slow consumer (4009): with half, the
-/// replay fits beside what a reading client already has queued and the
-/// live frames that arrive while it drains. Past it the resume is answered
-/// `recovered: false`, as a history that no longer reaches back is; the
-/// client carries on from the top instead of retrying a resume that could
-/// never fit.
-fn replay_fits<F: AsRef<[u8]>>(limits: &super::super::Limits, replay: &[(u64, F)]) -> bool {
-    let bytes = replay.iter().fold(0usize, |sum, (_, frame)| {
-        sum.saturating_add(frame.as_ref().len())
-    });
-    replay.len() <= limits.outbound_queue() / 2 && bytes <= limits.outbound_bytes() / 2
 }
 
 /// The longest prefix of `name` of at most `max` bytes on a char boundary.
