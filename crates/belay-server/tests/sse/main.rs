@@ -7,6 +7,7 @@ mod common;
 mod bad_sends;
 mod heartbeat;
 mod opening;
+mod oversized_send;
 mod relayed;
 mod session;
 mod slow_reader;
