@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use belay_proto::message::{encode_server_binary, Codec, ErrorBody};
-use belay_proto::server::{AuthVerdict, Event, JoinAnswer, Output, Ticket};
+use belay_proto::server::{AuthVerdict, Event, JoinAnswer, OutboundRoom, Output, Ticket};
 use belay_proto::Instant;
 use bytes::Bytes;
 
@@ -87,7 +87,9 @@ impl Driver {
                     since,
                 } => {
                     if let Some(answer) = self.join(ticket, &channel, since.as_ref()) {
-                        self.core.handle_joined(self.now(), ticket, answer);
+                        let room = self.outbound_room();
+                        self.core
+                            .handle_joined_within(self.now(), ticket, answer, room);
                     }
                 }
                 Output::Leave {
@@ -260,9 +262,17 @@ impl Driver {
             self.presence_joined(&channel, subscriber);
             self.hosts_joined(&channel);
         }
-        let (now, codec) = (self.now(), self.core.codec());
-        self.core
-            .handle_joined(now, ticket, join_answer(subscriber, answer, codec));
+        let (now, codec, room) = (self.now(), self.core.codec(), self.outbound_room());
+        let answer = join_answer(subscriber, answer, codec);
+        self.core.handle_joined_within(now, ticket, answer, room);
+    }
+
+    /// What the outbound queue can still take, for the core's measure of a
+    /// replay.
+    fn outbound_room(&self) -> OutboundRoom {
+        let shared = &self.shared;
+        self.out
+            .room(&shared.limits, shared.config.max_outbound_bytes)
     }
 
     /// Start a request the core called: a stored outcome (or a refusal of

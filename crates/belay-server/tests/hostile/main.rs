@@ -13,8 +13,10 @@ mod frames;
 mod handshake;
 mod idempotency;
 mod in_flight;
+mod lingering_close;
 mod publish;
 mod sources;
+mod unparsable_params;
 mod work_share;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};

@@ -8,6 +8,7 @@ mod bad_sends;
 mod close_code_labels;
 mod heartbeat;
 mod opening;
+mod oversized_send;
 mod relayed;
 mod session;
 mod slow_reader;

@@ -254,13 +254,13 @@ pub(crate) const KEYS: &[Key] = &[
         "limits.outbound_queue",
         COUNT,
         "1024",
-        "Frames queued for one connection (full: 4009 slow consumer).",
+        "Frames queued for one connection (full: 4009 slow consumer); a resume replays at most half.",
     ),
     key(
         "limits.outbound_bytes",
         COUNT,
         "1048576",
-        "Bytes queued for one connection (over: 4009).",
+        "Bytes queued for one connection (over: 4009); a resume replays at most half.",
     ),
     key(
         "limits.max_outbound_bytes",

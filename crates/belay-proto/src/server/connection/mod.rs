@@ -17,12 +17,14 @@ use super::{Limits, RateLimiter, Violation, ViolationResponse};
 mod frames;
 mod handshake;
 mod io;
+mod outbound_room;
 mod outputs;
 mod refresh;
 mod requests;
 mod subscriptions;
 
 pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
+pub use outbound_room::OutboundRoom;
 
 use outputs::Outputs;
 use requests::Requests;
