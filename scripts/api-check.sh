@@ -38,7 +38,7 @@ listen = "127.0.0.1:$port"
 messages_per_sec = 100000.0
 burst = 100000
 TOML
-key=api-check-key
+key=api-check-key-0123456789
 BELAY_API_KEY=$key "$bin" serve --config "$out/belay.toml" >"$out/server.out" 2>"$out/server.err" &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT

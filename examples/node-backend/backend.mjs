@@ -42,7 +42,9 @@ const b64url = (data) => Buffer.from(data).toString("base64url");
 /** An HS256 JWT for `user`, valid `lifetimeS` seconds. */
 function token(user, lifetimeS = 60) {
   const header = b64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
-  const claims = b64url(JSON.stringify({ sub: user, exp: Math.floor(Date.now() / 1000) + lifetimeS }));
+  // `channels`: what the user may subscribe to (without it: nothing, by default).
+  const exp = Math.floor(Date.now() / 1000) + lifetimeS;
+  const claims = b64url(JSON.stringify({ sub: user, exp, channels: ['orders'] }));
   const signature = createHmac("sha256", SECRET).update(`${header}.${claims}`).digest("base64url");
   return `${header}.${claims}.${signature}`;
 }

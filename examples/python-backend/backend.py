@@ -41,7 +41,9 @@ def b64url(data: bytes) -> str:
 
 def token(user: str, lifetime_s: int = 60) -> str:
     header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    claims = b64url(json.dumps({"sub": user, "exp": int(time.time()) + lifetime_s}).encode())
+    # `channels`: what the user may subscribe to (without it: nothing, by default).
+    claims = {"sub": user, "exp": int(time.time()) + lifetime_s, "channels": ["orders"]}
+    claims = b64url(json.dumps(claims).encode())
     signing_input = f"{header}.{claims}".encode()
     signature = b64url(hmac.new(SECRET, signing_input, hashlib.sha256).digest())
     return f"{header}.{claims}.{signature}"

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { belayBin, launch } from "./harness.js";
 
 const SECRET = "e2e-secret-of-some-length";
-const API_KEY = "e2e-api-key";
+const API_KEY = "e2e-api-key-0123456789";
 const env = { ...process.env, BELAY_AUTH_JWT_SECRET: SECRET, BELAY_API_KEY: API_KEY };
 
 /** A loopback port nothing listens on now. */

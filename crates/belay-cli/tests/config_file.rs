@@ -248,7 +248,10 @@ async fn a_session_refreshes_its_token_over_several_expiries_without_reconnectin
     let (_server, addr) = serve_demo(&file).await;
     // Tokens live 3 s (whole seconds: 2–3 s left when issued), leeway 0.
     let client = Client::builder(format!("ws://{addr}/ws"))
-        .token_provider(|| Some(token(json!({"sub": "alice", "exp": now() + 3}), SECRET)))
+        .token_provider(|| {
+            let claims = json!({"sub": "alice", "exp": now() + 3, "channels": ["feed"]});
+            Some(token(claims, SECRET))
+        })
         .connect();
     let mut events = client.events();
     let mut feed = client.subscribe("feed").await.expect("subscribe");

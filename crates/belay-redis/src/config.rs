@@ -5,8 +5,9 @@ use std::time::Duration;
 use belay_proto::server::Namespaces;
 
 /// How a [`RedisBroker`](crate::RedisBroker) reaches Redis and bounds what
-/// it keeps there. `Default` plus setters.
-#[derive(Debug, Clone)]
+/// it keeps there. `Default` plus setters. Its `Debug` never shows the
+/// password of the URL (docs/SECURITY.md).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RedisConfig {
     /// `redis://[user[:password]@]host:port[/db]` (an ACL user and its
@@ -200,5 +201,53 @@ impl RedisConfig {
     pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.tls_ca_pem = Some(pem.into());
         self
+    }
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redacted_url(&self.url))
+            .field("prefix", &self.prefix)
+            .field("node_id", &self.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `url` with the password of its user info (`redis://user:PASSWORD@host`)
+/// replaced by `***`, so logs and panics never carry it.
+pub(crate) fn redacted_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The user info ends at the last `@` before the path.
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_password() {
+        let config = RedisConfig::new("redis://belay:hunter2@127.0.0.1:6379/0");
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            shown.contains("redis://belay:***@127.0.0.1:6379/0"),
+            "{shown}"
+        );
+        assert_eq!(
+            redacted_url("rediss://:p@ss@host:1"),
+            "rediss://:***@host:1"
+        );
+        assert_eq!(redacted_url("redis://host:1/2"), "redis://host:1/2");
     }
 }

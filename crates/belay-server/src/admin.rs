@@ -8,6 +8,7 @@
 //! |---|---|
 //! | an `Origin` header that is not the request's own origin (a page on another site) | 403 `cross-origin admin request` |
 //! | a token is configured (`ServerConfig::admin_token`) and `Authorization: Bearer` does not carry it | 401 with `WWW-Authenticate: Bearer` |
+//! | no token is configured, and the request was forwarded (the peer is a trusted proxy, or it carries `X-Forwarded-For`, `Forwarded` or `X-Real-IP`) and the client the trusted proxy names is not a loopback address that is no proxy itself | 403 `a forwarded admin request needs the admin token` |
 //! | no token is configured, and the peer is not a loopback address or the `Host` is not a loopback name (`localhost`, `127.0.0.0/8`, `::1`) | 403 `admin routes answer loopback only` |
 //! | anything else | the route |
 //!
@@ -15,7 +16,11 @@
 //! the admin API (browsers send `Origin` with every cross-origin request,
 //! including the "simple" `text/plain` POST that needs no preflight); the
 //! loopback `Host` rule stops DNS rebinding, where such a page's own name
-//! resolves to 127.0.0.1 and its requests look same-origin.
+//! resolves to 127.0.0.1 and its requests look same-origin. The forwarding
+//! rule stops a reverse proxy on the same host (nginx, HAProxy: the
+//! documented deployment) from lending its loopback address to the whole
+//! internet: without a token, only a request that is provably local passes,
+//! and one a proxy forwarded is judged by the client it names.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -24,6 +29,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+
+use belay_proto::server::TrustedProxies;
 
 use crate::Server;
 
@@ -42,6 +49,7 @@ async fn check(State(server): State<Server>, request: Request, next: Next) -> Re
         .map(|ConnectInfo(addr)| addr.ip());
     match verdict(
         server.shared.config.admin_token.as_deref(),
+        &server.shared.config.trusted_proxies,
         peer,
         request.headers(),
     ) {
@@ -56,6 +64,7 @@ enum Refusal {
     CrossOrigin,
     TokenRequired,
     LoopbackOnly,
+    Forwarded,
 }
 
 impl IntoResponse for Refusal {
@@ -73,12 +82,22 @@ impl IntoResponse for Refusal {
             Refusal::LoopbackOnly => {
                 (StatusCode::FORBIDDEN, "admin routes answer loopback only").into_response()
             }
+            Refusal::Forwarded => (
+                StatusCode::FORBIDDEN,
+                "a forwarded admin request needs the admin token",
+            )
+                .into_response(),
         }
     }
 }
 
 /// Whether a request from `peer` with `headers` may reach an admin route.
-fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Result<(), Refusal> {
+fn verdict(
+    token: Option<&str>,
+    proxies: &TrustedProxies,
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let host = text(header::HOST);
     if let Some(origin) = text(header::ORIGIN) {
@@ -102,12 +121,58 @@ fn verdict(token: Option<&str>, peer: Option<IpAddr>, headers: &HeaderMap) -> Re
         }
         None => {
             let local = peer.is_some_and(|ip| ip.is_loopback()) && host.is_some_and(loopback_host);
-            if local {
-                Ok(())
-            } else {
-                Err(Refusal::LoopbackOnly)
+            if !local {
+                return Err(Refusal::LoopbackOnly);
+            }
+            match forwarded_client(proxies, peer, headers) {
+                Forwarding::Direct => Ok(()),
+                Forwarding::For(client) if client.is_loopback() && !proxies.trusts(client) => {
+                    Ok(())
+                }
+                Forwarding::For(_) | Forwarding::Unknown => Err(Refusal::Forwarded),
             }
         }
+    }
+}
+
+/// Who a request came from, as far as forwarding tells.
+enum Forwarding {
+    /// Straight from its TCP peer: no proxy, no forwarding header.
+    Direct,
+    /// Through a trusted proxy, which names this client.
+    For(IpAddr),
+    /// Forwarded by someone the server does not trust (forwarding headers
+    /// from a peer that is no trusted proxy): the client is unknown.
+    Unknown,
+}
+
+fn forwarded_client(
+    proxies: &TrustedProxies,
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+) -> Forwarding {
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    };
+    let (xff, forwarded) = (values("x-forwarded-for"), values("forwarded"));
+    let headers_say = !xff.is_empty() || !forwarded.is_empty() || headers.contains_key("x-real-ip");
+    match peer {
+        Some(peer) if proxies.trusts(peer) => {
+            let client = proxies.client(peer, &xff, &forwarded);
+            // A trusted proxy that names nobody (or only itself) hides the
+            // client: not provably local.
+            if client == peer {
+                Forwarding::Unknown
+            } else {
+                Forwarding::For(client)
+            }
+        }
+        _ if headers_say => Forwarding::Unknown,
+        _ => Forwarding::Direct,
     }
 }
 
@@ -140,14 +205,16 @@ mod tests {
     }
 
     const LOOPBACK: Option<IpAddr> = Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    static NO_PROXIES: std::sync::LazyLock<TrustedProxies> =
+        std::sync::LazyLock::new(TrustedProxies::default);
 
     #[test]
     fn loopback_without_a_token_passes_and_a_remote_peer_does_not() {
         let h = headers(&[(header::HOST, "127.0.0.1:8080")]);
-        assert!(verdict(None, LOOPBACK, &h).is_ok());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h).is_ok());
         let remote = Some("192.0.2.1".parse().unwrap());
-        assert!(verdict(None, remote, &h).is_err());
-        assert!(verdict(None, None, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, remote, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, None, &h).is_err());
     }
 
     #[test]
@@ -156,12 +223,12 @@ mod tests {
             (header::HOST, "127.0.0.1:8080"),
             (header::ORIGIN, "https://evil.example"),
         ]);
-        assert!(verdict(None, LOOPBACK, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h).is_err());
         let same = headers(&[
             (header::HOST, "127.0.0.1:8080"),
             (header::ORIGIN, "http://127.0.0.1:8080"),
         ]);
-        assert!(verdict(None, LOOPBACK, &same).is_ok());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &same).is_ok());
     }
 
     #[test]
@@ -170,7 +237,7 @@ mod tests {
             (header::HOST, "evil.example:8080"),
             (header::ORIGIN, "http://evil.example:8080"),
         ]);
-        assert!(verdict(None, LOOPBACK, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h).is_err());
         assert!(
             loopback_host("localhost:1") && loopback_host("[::1]:80") && loopback_host("127.3.4.5")
         );
@@ -179,13 +246,19 @@ mod tests {
     #[test]
     fn a_configured_token_is_required_from_anywhere() {
         let without = headers(&[(header::HOST, "127.0.0.1")]);
-        assert!(verdict(Some("s3cret"), LOOPBACK, &without).is_err());
+        assert!(verdict(Some("s3cret"), &NO_PROXIES, LOOPBACK, &without).is_err());
         let with = headers(&[
             (header::HOST, "admin.example"),
             (header::AUTHORIZATION, "Bearer s3cret"),
         ]);
-        assert!(verdict(Some("s3cret"), Some("192.0.2.1".parse().unwrap()), &with).is_ok());
+        assert!(verdict(
+            Some("s3cret"),
+            &NO_PROXIES,
+            Some("192.0.2.1".parse().unwrap()),
+            &with
+        )
+        .is_ok());
         let wrong = headers(&[(header::AUTHORIZATION, "Bearer s3creT")]);
-        assert!(verdict(Some("s3cret"), LOOPBACK, &wrong).is_err());
+        assert!(verdict(Some("s3cret"), &NO_PROXIES, LOOPBACK, &wrong).is_err());
     }
 }

@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use belay_proto::message::{Payload, RawJson};
 use belay_proto::server::ChannelPattern;
@@ -18,6 +18,12 @@ use belay_proto::server::ChannelPattern;
 /// The prefix of user channels: `#USER` carries what is published to one
 /// user (every connection of theirs); only that user may subscribe.
 pub const USER_CHANNEL_PREFIX: char = '#';
+
+/// The longest lifetime a credential is given, whatever a token or a
+/// backend says (about 10 years): [`Principal::expiring_in`] cuts longer
+/// ones to it, so an `exp` of `2^64-1` neither overflows the server's
+/// clock nor means "forever".
+pub const MAX_CREDENTIAL_LIFETIME: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// Who is on the other end of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +80,17 @@ impl Principal {
     pub fn expiring_at(mut self, at: Instant) -> Self {
         self.expires_at = Some(at);
         self
+    }
+
+    /// The same principal, expiring `left` from now (at most
+    /// [`MAX_CREDENTIAL_LIFETIME`]: a value from a token or a backend is
+    /// saturated, never trusted to fit).
+    pub fn expiring_in(self, left: Duration) -> Self {
+        let now = Instant::now();
+        let at = now
+            .checked_add(left.min(MAX_CREDENTIAL_LIFETIME))
+            .unwrap_or(now);
+        self.expiring_at(at)
     }
 
     /// The same principal, allowed to subscribe only to channels that

@@ -9,6 +9,18 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// The close codes counted under their own label (spec/PROTOCOL.md §7,
+/// and 1005, a close frame without a code).
+const DOCUMENTED_CLOSE_CODES: [u16; 17] = [
+    1000, 1001, 1002, 1005, 1006, 1007, 1008, 1009, 1011, 1012, 1013, 4000, 4001, 4003, 4008, 4009,
+    4029,
+];
+
+/// The key under which [`Metrics::closes_by_code`] counts every close code
+/// outside the documented ones (label `code="other"` in `/metrics`); no
+/// close frame carries 0, so it never stands for a real code.
+pub const OTHER_CLOSE_CODES: u16 = 0;
+
 /// Counters and gauges of one server.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -93,7 +105,10 @@ impl Metrics {
         self.paced_frames.load(Ordering::Relaxed)
     }
 
-    /// Closes the server observed or sent, by code.
+    /// Closes the server observed or sent, by code: the codes
+    /// spec/PROTOCOL.md documents, and [`OTHER_CLOSE_CODES`] for every
+    /// other one (a peer chooses its close code: its choices must not
+    /// grow the label set).
     pub fn closes_by_code(&self) -> BTreeMap<u16, u64> {
         lock(&self.closes_by_code).clone()
     }
@@ -104,7 +119,12 @@ impl Metrics {
     }
 
     pub(crate) fn count_close(&self, code: u16) {
-        *lock(&self.closes_by_code).entry(code).or_default() += 1;
+        let label = if DOCUMENTED_CLOSE_CODES.contains(&code) {
+            code
+        } else {
+            OTHER_CLOSE_CODES
+        };
+        *lock(&self.closes_by_code).entry(label).or_default() += 1;
     }
 
     /// Violations answered, by name (`belay_proto::server::Violation::name`).
@@ -213,7 +233,11 @@ impl Metrics {
             "# HELP belay_closes_total Connection closes by close code.\n# TYPE belay_closes_total counter"
         );
         for (code, n) in self.closes_by_code() {
-            let _ = writeln!(out, "belay_closes_total{{code=\"{code}\"}} {n}");
+            if code == OTHER_CLOSE_CODES {
+                let _ = writeln!(out, "belay_closes_total{{code=\"other\"}} {n}");
+            } else {
+                let _ = writeln!(out, "belay_closes_total{{code=\"{code}\"}} {n}");
+            }
         }
         let _ = writeln!(
             out,

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use belay_proto::server::Limits;
+use belay_proto::server::{Limits, OutboundRoom};
 use bytes::Bytes;
 
 /// Bytes a connection may always queue, whatever the server-wide total.
@@ -71,6 +71,20 @@ impl Outbound {
         self.total.fetch_add(len, Ordering::Relaxed);
         self.frames.push_back(frame);
         Ok(())
+    }
+
+    /// What [`try_send`](Self::try_send) would still take under `limits`
+    /// and the server-wide `budget`, in frames and bytes (what a resume's
+    /// replay is measured against).
+    pub(crate) fn room(&self, limits: &Limits, budget: usize) -> OutboundRoom {
+        let frames = limits.outbound_queue().saturating_sub(self.frames.len());
+        let own = limits.outbound_bytes().saturating_sub(self.bytes);
+        // Past the budget only the fair share is left; within it, the rest
+        // of the budget (whichever is more).
+        let server_wide = FAIR_SHARE
+            .saturating_sub(self.bytes)
+            .max(budget.saturating_sub(self.total.load(Ordering::Relaxed)));
+        OutboundRoom::new(frames, own.min(server_wide))
     }
 
     /// Whether nothing is queued.

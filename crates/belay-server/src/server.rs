@@ -277,20 +277,40 @@ impl Server {
         crate::drain::start(Arc::clone(&self.shared));
     }
 
-    /// The public HTTP routes: `/ws`, the SSE fallback's `/sse`, `/sse/send`
-    /// and `/sse/close`, `/metrics`, `/healthz`, `/readyz`, and the
-    /// resident hosts' `POST /hosts/heartbeat` (docs/HOSTS.md).
-    /// The admin routes are apart ([`Server::admin_router`]).
+    /// The public HTTP routes: [`Server::client_router`]'s and `/metrics`.
+    /// The admin routes are apart ([`Server::admin_router`]); to keep
+    /// `/metrics` off the clients' port, serve [`Server::client_router`]
+    /// there and [`Server::internal_router`] on a listener of its own.
     pub fn router(&self) -> Router {
+        self.client_router().merge(self.metrics_router())
+    }
+
+    /// The routes clients use: `/ws`, the SSE fallback's `/sse`,
+    /// `/sse/send` and `/sse/close`, `/healthz`, `/readyz`, and the
+    /// resident hosts' `POST /hosts/heartbeat` (docs/HOSTS.md).
+    pub fn client_router(&self) -> Router {
         Router::new()
             .route("/ws", any(crate::upgrade::handle))
             .route("/sse", post(crate::sse::open))
             .route("/sse/send", post(crate::sse::send))
             .route("/sse/close", post(crate::sse::close))
-            .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(readyz))
             .route("/hosts/heartbeat", post(crate::hosts::heartbeat))
+            .with_state(self.clone())
+    }
+
+    /// The operators' routes, for a listener apart from the clients'
+    /// (`belay serve`'s `server.internal_listen`): `/metrics`, open to
+    /// whoever reaches the listener, and [`Server::admin_router`]'s, behind
+    /// the admin guard.
+    pub fn internal_router(&self) -> Router {
+        self.metrics_router().merge(self.admin_router())
+    }
+
+    fn metrics_router(&self) -> Router {
+        Router::new()
+            .route("/metrics", get(metrics))
             .with_state(self.clone())
     }
 

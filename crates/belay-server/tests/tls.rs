@@ -237,3 +237,45 @@ fn load_pem_reports_what_is_wrong() {
     assert!(matches!(err, TlsError::Rustls(_)), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Security review of the TLS listener (docs/SECURITY.md): a TLS handshake
+/// that never completes holds its pending-upgrade slot only until the
+/// handshake timeout, then the connection is dropped, so stalled peers
+/// cannot keep a wss client out.
+#[tokio::test]
+async fn stalled_tls_handshakes_end_at_the_timeout_and_free_their_slots() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let cert = self_signed();
+    let dir = temp_dir("stalled");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, &cert.cert_pem).unwrap();
+    std::fs::write(&key_path, &cert.key_pem).unwrap();
+    let config = tls::load_pem(&cert_path, &key_path).expect("the PEM files load");
+    std::fs::remove_dir_all(&dir).ok();
+    let server_config = ServerConfig::default()
+        .with_pending_upgrades(4, 4)
+        .with_upgrade_timeout(Duration::from_millis(500));
+    let server = Server::builder().config(server_config).build();
+    let (addr, _task) = start_tls(&server, config).await;
+    // As many stalled handshakes as there are pending slots: the first
+    // bytes of a ClientHello record, then nothing.
+    let mut stalled = Vec::new();
+    for _ in 0..4 {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+            .await
+            .unwrap();
+        stalled.push(tcp);
+    }
+    for tcp in &mut stalled {
+        let mut buf = [0u8; 64];
+        let ended = tokio::time::timeout(SOON, tcp.read(&mut buf))
+            .await
+            .expect("the server drops a stalled handshake within the bound");
+        assert!(matches!(ended, Ok(0) | Err(_)), "{ended:?}");
+    }
+    let connector = connector(&cert.cert);
+    let mut ws = connect_wss(addr, "localhost", &connector).await;
+    let welcome = belay_handshake(&mut ws).await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+}

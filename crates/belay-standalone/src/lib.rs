@@ -38,6 +38,6 @@ pub mod auth;
 pub mod config;
 pub mod proxy;
 
-pub use auth::{JwtAuthenticator, JwtError};
+pub use auth::{JwtAuthenticator, JwtError, MissingChannels};
 pub use config::{defaults_file, BrokerPlan, ConfigError, LoadError, Plan, PlanError, Settings};
 pub use proxy::{Backend, BackendAuth, ProxyError, RpcProxy};

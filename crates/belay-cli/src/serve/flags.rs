@@ -157,10 +157,12 @@ pub(crate) struct LimitArgs {
     /// Work units one IP may take at once before its frames are paced.
     #[arg(long, default_value_t = 500)]
     pub(crate) work_burst_per_ip: u32,
-    /// Frames queued for one connection (full: 4009 slow consumer).
+    /// Frames queued for one connection (full: 4009 slow consumer); a
+    /// resume replays at most half of what is free (more: recovered false).
     #[arg(long, default_value_t = 1_024)]
     pub(crate) outbound_queue: usize,
-    /// Bytes queued for one connection (over: 4009 slow consumer).
+    /// Bytes queued for one connection (over: 4009 slow consumer); a
+    /// resume replays at most half of what is free (more: recovered false).
     #[arg(long, default_value_t = 1 << 20)]
     pub(crate) outbound_bytes: usize,
     /// Bytes queued over all connections (over, beyond 64 KiB: 4009).

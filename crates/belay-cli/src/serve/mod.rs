@@ -60,6 +60,7 @@ async fn serve(args: &Args) -> Result<(), String> {
     };
     let Setup {
         listen,
+        internal_listen,
         config,
         tls,
         broker,
@@ -104,6 +105,9 @@ async fn serve(args: &Args) -> Result<(), String> {
             belay_demo::spawn_feed(&server, Duration::from_millis(args.feed_every_ms.max(1)));
             demo.router(&server)
         }
+        // With an internal listener, /metrics and the admin routes are
+        // there only, off the clients' port.
+        None if internal_listen.is_some() => server.client_router(),
         None => server.router().merge(server.admin_router()),
     };
     // With an API key: the HTTP server API under /api/.
@@ -118,13 +122,35 @@ async fn serve(args: &Args) -> Result<(), String> {
         }
         None => router,
     };
-    // On Redis: `GET /admin/cluster`, and this node's answer to it.
-    let router = match &redis {
-        Some(redis) => router.merge(redis.cluster_router(&server)),
-        None => router,
+    // On Redis: `GET /admin/cluster`, and this node's answer to it (with
+    // the other admin routes: on the internal listener when there is one).
+    let cluster = redis.as_ref().map(|redis| redis.cluster_router(&server));
+    let (router, cluster) = match (cluster, internal_listen) {
+        (Some(cluster), None) => (router.merge(cluster), None),
+        (cluster, _) => (router, cluster),
     };
     // Last, so that it covers every route: the injected CPU costs.
     let router = args.bench.cost().layer(router);
+    if let Some(internal) = internal_listen {
+        let listener = tokio::net::TcpListener::bind(internal)
+            .await
+            .map_err(|e| format!("cannot listen on {internal} (server.internal_listen): {e}"))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| format!("no local address: {e}"))?;
+        // Said before the clients' address, which tests and scripts wait for.
+        eprintln!("belay internal routes (/metrics, /admin/*) on http://{local}/");
+        let internal_server = server.clone();
+        let routes = match cluster {
+            Some(cluster) => server.internal_router().merge(cluster),
+            None => server.internal_router(),
+        };
+        tokio::spawn(async move {
+            if let Err(e) = internal_server.serve(listener, routes).await {
+                tracing::error!("the internal listener failed: {e}");
+            }
+        });
+    }
     let (http, ws) = if tls.is_some() {
         ("https", "wss")
     } else {

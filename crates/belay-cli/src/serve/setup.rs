@@ -18,6 +18,9 @@ use super::flags::Args;
 /// A server to start.
 pub(crate) struct Setup {
     pub(crate) listen: SocketAddr,
+    /// Where `/metrics` and the admin routes are served apart from the
+    /// clients; `None`: on `listen`.
+    pub(crate) internal_listen: Option<SocketAddr>,
     pub(crate) config: ServerConfig,
     pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     pub(crate) broker: Arc<dyn Broker>,
@@ -70,6 +73,7 @@ impl Setup {
         let (broker, redis) = connect(&broker, &config.history, &config.namespaces).await?;
         Ok(Setup {
             listen: args.listen,
+            internal_listen: None,
             config,
             tls,
             broker,
@@ -97,6 +101,7 @@ impl Setup {
             connect(&plan.broker, &plan.server.history, &plan.server.namespaces).await?;
         Ok(Setup {
             listen: plan.listen,
+            internal_listen: plan.internal_listen,
             config: plan.server,
             tls,
             broker,

@@ -283,7 +283,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for CountTypes<A> {
 }
 
 /// An object key, borrowed from the frame unless it has escapes.
-struct Key<'de>(Cow<'de, str>);
+pub(super) struct Key<'de>(pub(super) Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -19,6 +19,7 @@ mod codec;
 mod decode;
 mod kind;
 mod raw_json;
+mod request_id;
 mod server;
 mod subprotocol;
 
@@ -34,6 +35,7 @@ pub use codec::{
 };
 pub use kind::MessageKind;
 pub use raw_json::RawJson;
+pub use request_id::peek_json_request_id;
 pub use server::{
     ErrorBody, Pacing, Publication, ReconnectAdvice, Refreshed, Reply, Response, ServerMessage,
     Subscribed, Unsubscribed, Welcome,

@@ -51,8 +51,8 @@ pub use channel::{
 };
 pub use channel_pattern::ChannelPattern;
 pub use connection::{
-    AuthVerdict, Connection, Event, Frame, JoinAnswer, Output, Phase, Ticket, TransportError,
-    MAX_BEFORE_WELCOME,
+    AuthVerdict, Connection, Event, Frame, JoinAnswer, OutboundRoom, Output, Phase, Ticket,
+    TransportError, MAX_BEFORE_WELCOME,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
 pub use fleet::FleetPacing;

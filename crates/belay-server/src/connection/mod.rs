@@ -38,6 +38,7 @@ use crate::ws::{Event, Message, WsError, HIGH_WATER};
 mod hosts;
 mod outputs;
 mod presence;
+mod refresh;
 mod transport;
 
 pub(crate) use transport::Transport;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use belay_proto::message::{encode_server_binary, Codec, ErrorBody};
-use belay_proto::server::{AuthVerdict, Event, JoinAnswer, Output, Ticket};
+use belay_proto::server::{AuthVerdict, Event, JoinAnswer, OutboundRoom, Output, Ticket};
 use belay_proto::Instant;
 use bytes::Bytes;
 
@@ -87,7 +87,9 @@ impl Driver {
                     since,
                 } => {
                     if let Some(answer) = self.join(ticket, &channel, since.as_ref()) {
-                        self.core.handle_joined(self.now(), ticket, answer);
+                        let room = self.outbound_room();
+                        self.core
+                            .handle_joined_within(self.now(), ticket, answer, room);
                     }
                 }
                 Output::Leave {
@@ -206,30 +208,6 @@ impl Driver {
         self.core.handle_auth(now, ticket, verdict);
     }
 
-    /// The verdict on a `refresh`'s credentials: they must be good and
-    /// name the same user; the principal then takes their expiry (and
-    /// channel grant).
-    fn reauthenticated(&mut self, ticket: Ticket, verdict: Result<Principal, AuthError>) {
-        let now = self.now();
-        let verdict = match verdict {
-            Ok(principal) if principal.user != self.principal.user => AuthVerdict::RefusedFor {
-                reason: "the refreshed token names another user".into(),
-            },
-            Ok(principal) => {
-                let expires_at = principal
-                    .expires_at
-                    .map(|at| self.shared.clock.core_instant(at));
-                *self.principal = principal;
-                AuthVerdict::Accepted {
-                    expires_at,
-                    pacing: None,
-                }
-            }
-            Err(error) => core_refusal(error),
-        };
-        self.core.handle_refresh(now, ticket, verdict);
-    }
-
     /// Ask the broker for a subscription: its answer, or `None` when it
     /// comes later through the inbox (kept under `ticket` until then).
     fn join(
@@ -284,9 +262,17 @@ impl Driver {
             self.presence_joined(&channel, subscriber);
             self.hosts_joined(&channel);
         }
-        let (now, codec) = (self.now(), self.core.codec());
-        self.core
-            .handle_joined(now, ticket, join_answer(subscriber, answer, codec));
+        let (now, codec, room) = (self.now(), self.core.codec(), self.outbound_room());
+        let answer = join_answer(subscriber, answer, codec);
+        self.core.handle_joined_within(now, ticket, answer, room);
+    }
+
+    /// What the outbound queue can still take, for the core's measure of a
+    /// replay.
+    fn outbound_room(&self) -> OutboundRoom {
+        let shared = &self.shared;
+        self.out
+            .room(&shared.limits, shared.config.max_outbound_bytes)
     }
 
     /// Start a request the core called: a stored outcome (or a refusal of
@@ -369,7 +355,7 @@ fn join_answer(
 }
 
 /// The core's form of a refused credential.
-fn core_refusal(error: AuthError) -> AuthVerdict {
+pub(super) fn core_refusal(error: AuthError) -> AuthVerdict {
     match error {
         AuthError::Unavailable(reason) => AuthVerdict::Unavailable { reason },
         AuthError::Unauthorized(reason) | AuthError::Forbidden(reason) => {

@@ -19,7 +19,7 @@
 //! | send: no or malformed `Belay-Seq` | 400 |
 //! | send: a number already taken | 204 (body ignored) |
 //! | send: a number past the next | 409, stream closed 1002 `protocol error` |
-//! | send: body over `max_frame_len` / not UTF-8 | 413 / 400, stream closed 1009 / 1007 |
+//! | send: body over `max_frame_len` / not UTF-8 | 413 (once the rest is read and dropped, bounded) / 400, stream closed 1009 / 1007 |
 //! | send: not read within 10 s | 503 + `Retry-After: 1`, stream ended (1006 for the client) |
 //! | send | 204 once every message of it was read |
 //! | close | 204, the connection handles it as a close frame |
@@ -329,11 +329,48 @@ impl BadBody {
 }
 
 /// The whole body, at most `limit` bytes of UTF-8. A body that fails to
-/// arrive counts as too large (its sender is gone or sent more).
-async fn read_body(body: Body, limit: usize) -> Result<Bytes, BadBody> {
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| BadBody::TooLarge)?;
+/// arrive counts as too large (its sender is gone or sent more). Past the
+/// limit, the rest is read and dropped ([`drain`]) before the answer.
+async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, BadBody> {
+    use http_body_util::BodyExt;
+    let mut collected = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| BadBody::TooLarge)?.into_data() else {
+            // Trailers: nothing to keep.
+            continue;
+        };
+        if collected.len().saturating_add(data.len()) > limit {
+            drain(body).await;
+            return Err(BadBody::TooLarge);
+        }
+        collected.extend_from_slice(&data);
+    }
+    let bytes = collected.freeze();
     std::str::from_utf8(&bytes).map_err(|_| BadBody::NotUtf8)?;
     Ok(bytes)
+}
+
+/// How long the rest of a refused body may take to be read and dropped.
+const DRAIN_LINGER: Duration = Duration::from_secs(2);
+
+/// Read and drop the rest of a refused body, at most
+/// [`ws::LINGER_BYTES`](crate::ws::LINGER_BYTES) within [`DRAIN_LINGER`]
+/// (the WebSocket's lingering close, for a POST): a client that writes its
+/// whole body before it reads would otherwise have the unread bytes turn
+/// the connection's end into a reset, failing its write before it reads
+/// the 413. Past either bound, the connection ends as hyper ends it.
+async fn drain(mut body: Body) {
+    use http_body_util::BodyExt;
+    let mut read = 0usize;
+    let _ = tokio::time::timeout(DRAIN_LINGER, async {
+        while read < crate::ws::LINGER_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    read = read.saturating_add(frame.data_ref().map_or(0, Bytes::len));
+                }
+                _ => return,
+            }
+        }
+    })
+    .await;
 }

@@ -6,14 +6,17 @@
 mod common;
 
 mod admin;
+mod admin_behind_proxy;
 mod budgets;
 mod channels;
 mod frames;
 mod handshake;
 mod idempotency;
 mod in_flight;
+mod lingering_close;
 mod publish;
 mod sources;
+mod unparsable_params;
 mod work_share;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, Subscribe};

@@ -5,8 +5,10 @@
 mod common;
 
 mod bad_sends;
+mod close_code_labels;
 mod heartbeat;
 mod opening;
+mod oversized_send;
 mod relayed;
 mod session;
 mod slow_reader;

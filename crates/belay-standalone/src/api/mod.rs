@@ -148,7 +148,11 @@ async fn check_key(
     request: Request,
     next: Next,
 ) -> Response {
-    if !presented(request.headers()).is_some_and(|k| same(k.as_bytes(), api.key.as_bytes())) {
+    // An empty configured key opens nothing: `config check` refuses it,
+    // and an embedder that passes one anyway gets a closed API.
+    let accepted = !api.key.is_empty()
+        && presented(request.headers()).is_some_and(|k| same(k.as_bytes(), api.key.as_bytes()));
+    if !accepted {
         return error(
             StatusCode::UNAUTHORIZED,
             "unauthorized",

@@ -2,10 +2,11 @@
 //! application's backend.
 //!
 //! Claims read: `sub` (the user, required), `exp` (required; the server
-//! closes the connection with 4001 when it passes), optional `aud` and
-//! `iss` (checked when configured), `nbf`, and `channels`: a list of
-//! channel patterns (`news`, `chat:*`) the user may subscribe to (absent:
-//! any channel), `publish`: patterns the user may publish to from the
+//! closes the connection with 4001 when it passes, by a timer), `aud` and
+//! `iss` (required and checked when configured), `nbf` (checked when
+//! present, with the leeway), and `channels`: a list of channel patterns
+//! (`news`, `chat:*`) the user may subscribe to (absent: as
+//! [`MissingChannels`] says, by default none), `publish`: patterns the user may publish to from the
 //! client with `$publish` (absent: none), and `info`: any JSON value other
 //! clients are told about the user (presence entries, join/leave), and
 //! `host`: the id of the resident host the token belongs to (docs/HOSTS.md;
@@ -15,13 +16,20 @@
 //!
 //! A subscription token (for namespaces with `subscribe = "token"`) is a JWT
 //! with the same key, `sub`, `exp` and `channel`: the one channel it opens.
+//! The `channel` claim is what tells the two kinds apart, both ways: a
+//! token that carries it never opens a connection (nor refreshes one), and
+//! a token without it never opens a channel, so neither can stand in for
+//! the other.
+//!
+//! A lifetime longer than [`MAX_CREDENTIAL_LIFETIME`](belay_server::auth::MAX_CREDENTIAL_LIFETIME) (an `exp` of `2^64-1`, say) is
+//! cut to it: values from a token are saturated, never trusted to fit.
 //!
 //! Every failure is `unauthorized` (close 4001) with a reason a developer
 //! can act on (`token expired`, `bad signature`, `wrong audience`, …); a
 //! reason never contains key material or the token.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use belay_proto::message::RawJson;
 use belay_server::auth::{AuthError, Authenticator, Principal, Verdict};
@@ -47,17 +55,31 @@ pub enum JwtError {
     },
 }
 
+/// What a connection token without a `channels` claim may subscribe to
+/// in `subscribe = "grant"` namespaces (`auth.jwt_missing_channels`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MissingChannels {
+    /// Nothing: a grant must be written in the token (the default).
+    #[default]
+    None,
+    /// Every channel, as if the claim were `["*"]`.
+    Any,
+}
+
 /// Checks connection tokens as JWTs.
 #[derive(Clone)]
 pub struct JwtAuthenticator {
     key: Arc<DecodingKey>,
     validation: Arc<Validation>,
+    missing_channels: MissingChannels,
 }
 
 impl std::fmt::Debug for JwtAuthenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JwtAuthenticator")
             .field("algorithms", &self.validation.algorithms)
+            .field("missing_channels", &self.missing_channels)
             .finish_non_exhaustive()
     }
 }
@@ -78,6 +100,9 @@ struct Claims {
     /// The resident host the token belongs to.
     #[serde(default)]
     host: Option<String>,
+    /// Present only in subscription tokens: such a token is refused here.
+    #[serde(default)]
+    channel: Option<serde::de::IgnoredAny>,
 }
 
 /// The claims of a subscription token.
@@ -119,23 +144,36 @@ impl JwtAuthenticator {
         validation.set_required_spec_claims(&["exp", "sub"]);
         validation.leeway = 0;
         validation.validate_aud = false;
+        // `nbf` is checked whenever a token carries it (with the leeway).
+        validation.validate_nbf = true;
         JwtAuthenticator {
             key: Arc::new(key),
             validation: Arc::new(validation),
+            missing_channels: MissingChannels::default(),
         }
     }
 
-    /// Require `aud` to name `audience`.
+    /// Require `aud` to name `audience`: a token without `aud` is refused
+    /// too (configured means required).
     pub fn audience(mut self, audience: &str) -> Self {
         let validation = Arc::make_mut(&mut self.validation);
         validation.set_audience(&[audience]);
         validation.validate_aud = true;
+        validation.required_spec_claims.insert("aud".into());
         self
     }
 
-    /// Require `iss` to be `issuer`.
+    /// Require `iss` to be `issuer`: a token without `iss` is refused too.
     pub fn issuer(mut self, issuer: &str) -> Self {
-        Arc::make_mut(&mut self.validation).set_issuer(&[issuer]);
+        let validation = Arc::make_mut(&mut self.validation);
+        validation.set_issuer(&[issuer]);
+        validation.required_spec_claims.insert("iss".into());
+        self
+    }
+
+    /// What a token without a `channels` claim may subscribe to.
+    pub fn missing_channels(mut self, missing: MissingChannels) -> Self {
+        self.missing_channels = missing;
         self
     }
 
@@ -161,7 +199,12 @@ impl JwtAuthenticator {
         let claims = jsonwebtoken::decode::<SubscriptionClaims>(token, &self.key, &self.validation)
             .map_err(|e| AuthError::Unauthorized(format!("subscription {}", refusal(e.kind()))))?
             .claims;
-        if claims.channel.as_deref() != Some(channel) {
+        let Some(named) = claims.channel.as_deref() else {
+            return Err(AuthError::Unauthorized(
+                "a connection token is not a subscription token (no claim `channel`)".into(),
+            ));
+        };
+        if named != channel {
             return Err(AuthError::Forbidden(format!(
                 "the subscription token is not for {channel:?}"
             )));
@@ -222,6 +265,11 @@ impl Authenticator for JwtAuthenticator {
         let data = jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
             .map_err(|e| AuthError::Unauthorized(refusal(e.kind())))?;
         let claims = data.claims;
+        if claims.channel.is_some() {
+            return Err(AuthError::Unauthorized(
+                "a subscription token cannot open or refresh a connection (claim `channel`)".into(),
+            ));
+        }
         if claims.sub.is_empty() {
             return Err(AuthError::Unauthorized("empty `sub`".into()));
         }
@@ -233,10 +281,11 @@ impl Authenticator for JwtAuthenticator {
             .exp
             .saturating_add(self.validation.leeway)
             .saturating_sub(now_unix);
-        let mut principal =
-            Principal::user(claims.sub).expiring_at(Instant::now() + Duration::from_secs(left));
-        if let Some(channels) = claims.channels {
-            principal = principal.subscribing_to(channels);
+        let mut principal = Principal::user(claims.sub).expiring_in(Duration::from_secs(left));
+        match (claims.channels, self.missing_channels) {
+            (Some(channels), _) => principal = principal.subscribing_to(channels),
+            (None, MissingChannels::None) => principal = principal.subscribing_to(Vec::new()),
+            (None, MissingChannels::Any) => {}
         }
         if let Some(publish) = claims.publish {
             principal = principal.publishing_to(publish);

@@ -2,4 +2,4 @@
 
 mod jwt;
 
-pub use jwt::{JwtAuthenticator, JwtError};
+pub use jwt::{JwtAuthenticator, JwtError, MissingChannels};

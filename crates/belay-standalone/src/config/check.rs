@@ -389,6 +389,19 @@ impl Checker<'_> {
 
     /// The checks beyond the TOML type.
     fn refine(&self, key: &Key, value: Value) -> Result<Value, String> {
+        if let (true, Value::Str(secret)) = (key.secret, &value) {
+            let least = schema::least_secret_len(key.path);
+            if secret.chars().count() < least {
+                return Err(if secret.is_empty() {
+                    "a secret cannot be empty (leave the setting out instead)".to_owned()
+                } else {
+                    format!(
+                        "too short: at least {least} characters (found {}); use a long random value",
+                        secret.chars().count()
+                    )
+                });
+            }
+        }
         match (key.kind, value) {
             (Kind::Choice(choices), Value::Str(s)) => {
                 if choices.contains(&s.as_str()) {

@@ -10,7 +10,7 @@ use belay_proto::server::{IpRange, TrustedProxies};
 use belay_server::ServerConfig;
 
 use super::Settings;
-use crate::auth::{JwtAuthenticator, JwtError};
+use crate::auth::{JwtAuthenticator, JwtError, MissingChannels};
 use crate::proxy::{Backend, BackendAuth, ProxyError, RpcProxy};
 
 /// Where the server's channels live.
@@ -39,6 +39,9 @@ pub enum BrokerPlan {
 pub struct Plan {
     /// Where to listen.
     pub listen: SocketAddr,
+    /// Where to serve `/metrics` and the admin routes apart from the
+    /// clients (`server.internal_listen`); `None`: on `listen`.
+    pub internal_listen: Option<SocketAddr>,
     /// Every server option.
     pub server: ServerConfig,
     /// PEM certificate chain and key, for wss://.
@@ -90,6 +93,9 @@ impl Plan {
         let backend = backend(s, auth.clone())?;
         Ok(Plan {
             listen,
+            internal_listen: s
+                .text("server.internal_listen")
+                .and_then(|a| a.parse().ok()),
             server: server_config(s),
             tls: match (s.text("tls.cert"), s.text("tls.key")) {
                 (Some(cert), Some(key)) => Some((cert.into(), key.into())),
@@ -259,6 +265,9 @@ fn jwt(s: &Settings) -> Result<Option<JwtAuthenticator>, PlanError> {
     }
     if let Some(issuer) = s.text("auth.jwt_issuer") {
         auth = auth.issuer(issuer);
+    }
+    if s.text("auth.jwt_missing_channels") == Some("any") {
+        auth = auth.missing_channels(MissingChannels::Any);
     }
     Ok(Some(auth.leeway(Duration::from_secs(
         s.uint("auth.jwt_leeway_secs"),

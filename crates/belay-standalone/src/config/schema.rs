@@ -98,6 +98,16 @@ const fn secret(path: &'static str, doc: &'static str) -> Key {
     }
 }
 
+/// The fewest characters a secret setting may have: the keys that open
+/// the HTTP API and the admin routes must be guessable by nobody; any
+/// other secret (the JWT secret) at least must not be empty.
+pub(crate) fn least_secret_len(path: &str) -> usize {
+    match path {
+        "api.key" | "server.admin_token" => 16,
+        _ => 1,
+    }
+}
+
 /// Every setting, in the order of the defaults file.
 pub(crate) const KEYS: &[Key] = &[
     key(
@@ -105,6 +115,11 @@ pub(crate) const KEYS: &[Key] = &[
         Kind::Addr,
         "\"127.0.0.1:8080\"",
         "Address to listen on.",
+    ),
+    optional(
+        "server.internal_listen",
+        Kind::Addr,
+        "Where to serve the operators' routes (/metrics, /admin/*) apart from the clients' port, e.g. \"127.0.0.1:9090\"; unset: /metrics and the admin routes are on server.listen (the admin routes behind their guard).",
     ),
     key(
         "server.accept_rate",
@@ -125,7 +140,7 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     secret(
         "server.admin_token",
-        "The credential of the admin routes (`Authorization: Bearer …`); unset, they answer loopback only.",
+        "The credential of the admin routes (`Authorization: Bearer …`; at least 16 characters); unset, they answer requests that are provably local only (loopback, not forwarded by a proxy).",
     ),
     optional(
         "tls.cert",
@@ -239,13 +254,13 @@ pub(crate) const KEYS: &[Key] = &[
         "limits.outbound_queue",
         COUNT,
         "1024",
-        "Frames queued for one connection (full: 4009 slow consumer).",
+        "Frames queued for one connection (full: 4009 slow consumer); a resume replays at most half.",
     ),
     key(
         "limits.outbound_bytes",
         COUNT,
         "1048576",
-        "Bytes queued for one connection (over: 4009).",
+        "Bytes queued for one connection (over: 4009); a resume replays at most half.",
     ),
     key(
         "limits.max_outbound_bytes",
@@ -402,12 +417,18 @@ pub(crate) const KEYS: &[Key] = &[
     optional(
         "auth.jwt_audience",
         Kind::Str,
-        "The `aud` tokens must name (unset: `aud` is not checked).",
+        "The `aud` tokens must name; a token without `aud` is refused (unset: `aud` is not checked).",
     ),
     optional(
         "auth.jwt_issuer",
         Kind::Str,
-        "The `iss` tokens must name (unset: not checked).",
+        "The `iss` tokens must name; a token without `iss` is refused (unset: not checked).",
+    ),
+    key(
+        "auth.jwt_missing_channels",
+        Kind::Choice(&["none", "any"]),
+        "\"none\"",
+        "What a connection token without a `channels` claim may subscribe to in `subscribe = \"grant\"` namespaces: \"none\" (a grant must be in the token) or \"any\" (every channel, as `[\"*\"]`).",
     ),
     key(
         "auth.jwt_leeway_secs",
@@ -417,7 +438,7 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     secret(
         "api.key",
-        "The HTTP server API's key (`Authorization: Bearer KEY` or `X-API-Key`); unset: no API (best given as BELAY_API_KEY).",
+        "The HTTP server API's key (`Authorization: Bearer KEY` or `X-API-Key`; at least 16 characters, never empty); unset: no API (best given as BELAY_API_KEY).",
     ),
     key(
         "api.max_body_bytes",

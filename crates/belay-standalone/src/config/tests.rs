@@ -158,10 +158,13 @@ fn a_plan_carries_the_settings_into_the_server_config() {
 
 #[test]
 fn the_api_key_comes_from_the_environment() {
-    let env = |var: &str| (var == "BELAY_API_KEY").then(|| "k1".to_owned());
+    let env = |var: &str| (var == "BELAY_API_KEY").then(|| "k1-of-some-length-0123".to_owned());
     let settings = Settings::parse("", None, env).expect("valid");
     let plan = Plan::from_settings(&settings).expect("a plan");
-    assert_eq!(plan.api, Some(("k1".to_owned(), 1_048_576)));
+    assert_eq!(
+        plan.api,
+        Some(("k1-of-some-length-0123".to_owned(), 1_048_576))
+    );
 }
 
 #[test]

@@ -19,7 +19,7 @@
 //! failure the client would not retry.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use belay_proto::message::{Payload, RawJson};
 use belay_server::auth::{AllowAll, AuthError, Authenticator, Principal, Verdict};
@@ -153,7 +153,7 @@ fn principal(result: Value) -> Result<Principal, AuthError> {
     }
     let mut principal = Principal::user(identity.user);
     if let Some(secs) = identity.expires_in_secs {
-        principal = principal.expiring_at(Instant::now() + Duration::from_secs(secs));
+        principal = principal.expiring_in(Duration::from_secs(secs));
     }
     if let Some(channels) = identity.channels {
         principal = principal.subscribing_to(channels);

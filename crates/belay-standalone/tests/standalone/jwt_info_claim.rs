@@ -72,10 +72,14 @@ async fn the_info_claim_is_the_users_presence_entry() {
     let addr = node().await;
     let _alice = join(
         addr,
-        json!({"sub": "alice", "exp": exp(), "info": {"name": "Alice", "color": "teal"}}),
+        json!({"sub": "alice", "exp": exp(), "channels": ["room:*"], "info": {"name": "Alice", "color": "teal"}}),
     )
     .await;
-    let _bob = join(addr, json!({"sub": "bob", "exp": exp()})).await;
+    let _bob = join(
+        addr,
+        json!({"sub": "bob", "exp": exp(), "channels": ["room:*"]}),
+    )
+    .await;
     let answer = http_call_with(
         addr,
         "POST",

@@ -52,7 +52,7 @@ async fn only_a_good_token_for_this_user_and_channel_subscribes() {
     );
     let auth = JwtAuthenticator::hs256(SECRET).expect("key");
     let addr = node(auth, namespaces).await;
-    let connection = jwt(json!({"sub": "alice", "exp": now() + 600}));
+    let connection = jwt(json!({"sub": "alice", "exp": now() + 600, "channels": ["news"]}));
     let (mut alice, _) = Raw::connected(addr, Some(&connection)).await;
     let token = |sub: &str, channel: &str, exp: u64| {
         Some(jwt(json!({"sub": sub, "channel": channel, "exp": exp})))
@@ -118,7 +118,7 @@ async fn only_a_good_token_for_this_user_and_channel_subscribes() {
         ))
         .await;
     assert_eq!(answer(&mut alice).await, Ok(()));
-    // Channels of other namespaces need none.
+    // Channels of other namespaces need none (the grant opens `news`).
     alice.send(&subscribe("news", None)).await;
     assert_eq!(answer(&mut alice).await, Ok(()));
 }

@@ -4,8 +4,8 @@
 //! documented answer to bad input.
 
 use crate::message::{
-    decode_client, decode_client_binary, peek_request_id, ClientMessage, Codec, DecodeError,
-    ErrorBody, MessageKind, Reply, Response, ServerMessage,
+    decode_client, decode_client_binary, peek_json_request_id, peek_request_id, ClientMessage,
+    Codec, DecodeError, ErrorBody, MessageKind, Reply, Response, ServerMessage,
 };
 use std::time::Duration;
 
@@ -196,12 +196,15 @@ impl<F> Connection<F> {
     fn on_undecodable(&mut self, now: Instant, raw: Raw<'_>, error: &DecodeError) {
         self.event(Event::BadFrame);
         // A request whose id can be read still gets its one response
-        // (spec/PROTOCOL.md §8.2).
+        // (spec/PROTOCOL.md §8.2). Not JSON counts too: params past the
+        // scanner's reach (nesting, say) make the whole frame fail as JSON,
+        // and the id written before them can still be read.
         let id = match error {
             DecodeError::Invalid {
                 kind: MessageKind::Request,
                 ..
-            } => raw.request_id(),
+            }
+            | DecodeError::NotJson { .. } => raw.request_id(),
             _ => None,
         };
         if let Budget::Spent = self.take_token(now, id) {
@@ -278,7 +281,6 @@ impl<F> Connection<F> {
     }
 }
 
-/// The `id` of a `request` frame that failed to decode, if it can be read.
 /// A data frame as it came, for what can be read of one that does not decode.
 #[derive(Clone, Copy)]
 enum Raw<'a> {
@@ -290,10 +292,9 @@ impl Raw<'_> {
     /// The id of the request it carries, if that much can be read.
     fn request_id(self) -> Option<u64> {
         match self {
-            Raw::Text(text) => {
-                let value: serde_json::Value = serde_json::from_str(text).ok()?;
-                value.get("id")?.as_u64()
-            }
+            // Only `type` and `id`: the params that made the frame fail
+            // are not parsed again.
+            Raw::Text(text) => peek_json_request_id(text),
             Raw::Binary(bytes) => peek_request_id(bytes),
         }
     }

@@ -17,12 +17,14 @@ use super::{Limits, RateLimiter, Violation, ViolationResponse};
 mod frames;
 mod handshake;
 mod io;
+mod outbound_room;
 mod outputs;
 mod refresh;
 mod requests;
 mod subscriptions;
 
 pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
+pub use outbound_room::OutboundRoom;
 
 use outputs::Outputs;
 use requests::Requests;
@@ -92,6 +94,21 @@ struct Open {
     heartbeat: Heartbeat,
     /// The `refresh` whose credential is being checked.
     refreshing: Option<Ticket>,
+}
+
+impl Open {
+    /// Whether the credential has expired at `now`.
+    fn expired(&self, now: Instant) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
+    }
+
+    /// The next instant something is due: the heartbeat, or the
+    /// credential's expiry, which closes 4001 on time whatever the peer
+    /// sends or does not send (a timer, not a check on its next message).
+    fn next_deadline(&self) -> Instant {
+        let beat = self.heartbeat.poll_timeout();
+        self.expires_at.map_or(beat, |at| at.min(beat))
+    }
 }
 
 /// Every decision about one server-side connection, sans-IO.
@@ -217,6 +234,21 @@ impl<F> Connection<F> {
         self.activity.as_ref().map_or(0, |a| a.subscriptions.len())
     }
 
+    /// The confirmed subscriptions: each channel with the broker's id of
+    /// its subscription (what [`handle_subscription_ended`](Self::handle_subscription_ended)
+    /// takes), in no particular order.
+    pub fn subscriptions(&self) -> Vec<(String, u64)> {
+        self.activity
+            .as_ref()
+            .map(|a| {
+                a.subscriptions
+                    .held()
+                    .map(|(channel, id)| (channel.to_owned(), id))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The codec its frames are in: what it decodes, and what the driver
     /// encodes [`Output::Send`] in.
     pub fn codec(&self) -> Codec {
@@ -242,16 +274,17 @@ impl<F> Connection<F> {
             Stage::Handshake { deadline, .. } | Stage::Authenticating { deadline, .. } => {
                 Some(*deadline)
             }
-            Stage::Open(open) => Some(open.heartbeat.poll_timeout()),
-            Stage::Draining { open, until } => Some((*until).min(open.heartbeat.poll_timeout())),
+            Stage::Open(open) => Some(open.next_deadline()),
+            Stage::Draining { open, until } => Some((*until).min(open.next_deadline())),
             Stage::Closed => None,
         }
     }
 
     // ----- inputs -----
 
-    /// Time passed: the handshake deadline, the heartbeat (probe, then reap
-    /// with 4000), the end of a drain's wait.
+    /// Time passed: the handshake deadline, the credential's expiry (4001
+    /// `credentials expired`), the heartbeat (probe, then reap with 4000),
+    /// the end of a drain's wait.
     pub fn handle_timeout(&mut self, now: Instant) {
         match &mut self.stage {
             Stage::Handshake { deadline, .. } | Stage::Authenticating { deadline, .. } => {
@@ -260,6 +293,9 @@ impl<F> Connection<F> {
                 }
             }
             Stage::Open(open) => {
+                if open.expired(now) {
+                    return self.close_with(CloseCode::UNAUTHORIZED, "credentials expired");
+                }
                 let beat = open.heartbeat.handle_timeout(now);
                 self.on_heartbeat(beat);
             }
@@ -267,6 +303,9 @@ impl<F> Connection<F> {
                 if now >= *until {
                     self.finish_drain();
                     return;
+                }
+                if open.expired(now) {
+                    return self.close_with(CloseCode::UNAUTHORIZED, "credentials expired");
                 }
                 let beat = open.heartbeat.handle_timeout(now);
                 self.on_heartbeat(beat);

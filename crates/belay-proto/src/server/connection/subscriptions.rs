@@ -9,7 +9,7 @@ use crate::message::{ErrorBody, ServerMessage, StreamPosition, Subscribe};
 use crate::time::Instant;
 
 use super::super::{Violation, ViolationResponse};
-use super::{unsubscribed, Connection, Event, JoinAnswer, Output, Ticket};
+use super::{unsubscribed, Connection, Event, JoinAnswer, OutboundRoom, Output, Ticket};
 
 /// One confirmed subscription.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +40,13 @@ pub(super) struct Subscriptions {
 impl Subscriptions {
     pub(super) fn len(&self) -> usize {
         self.held.len()
+    }
+
+    /// Every confirmed subscription: its channel and the broker's id.
+    pub(super) fn held(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.held
+            .iter()
+            .map(|(channel, held)| (&**channel, held.subscription))
     }
 
     /// Every confirmed subscription, removed.
@@ -171,10 +178,34 @@ impl<F> Connection<F> {
         });
     }
 
-    /// The broker's answer for [`Output::Join`]. Joined: `subscribed`, the
-    /// replay, and from then on live frames. A join the connection no
-    /// longer wants (replaced, ended, closed) is left again at once.
-    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>) {
+    /// The broker's answer for [`Output::Join`], with the outbound queue
+    /// empty ([`OutboundRoom::whole`]): see
+    /// [`handle_joined_within`](Self::handle_joined_within).
+    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>)
+    where
+        F: AsRef<[u8]>,
+    {
+        let room = OutboundRoom::whole(&self.limits);
+        self.handle_joined_within(now, ticket, answer, room);
+    }
+
+    /// The broker's answer for [`Output::Join`], while the driver's
+    /// outbound queue has `room`. Joined: `subscribed`, the replay, and
+    /// from then on live frames. A replay the room does not take
+    /// ([`OutboundRoom::takes_replay`]) is not sent: `subscribed` says
+    /// `recovered: false` at the replay's top instead (spec/PROTOCOL.md
+    /// §5.7), so a resume is never answered by a slow-consumer close. A
+    /// join the connection no longer wants (replaced, ended, closed) is
+    /// left again at once.
+    pub fn handle_joined_within(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        answer: JoinAnswer<F>,
+        room: OutboundRoom,
+    ) where
+        F: AsRef<[u8]>,
+    {
         let _ = now;
         let subscriptions = &mut self.activity().subscriptions;
         let pending = match subscriptions.pending(ticket) {
@@ -197,10 +228,17 @@ impl<F> Connection<F> {
         };
         match answer {
             JoinAnswer::Joined {
-                subscribed,
+                mut subscribed,
                 subscription,
-                replay,
+                mut replay,
             } => {
+                if !room.takes_replay(&replay) {
+                    if let Some((top, _)) = replay.last() {
+                        subscribed.offset = *top;
+                    }
+                    subscribed.recovered = false;
+                    replay = Vec::new();
+                }
                 if pending.since.is_some() {
                     self.event(Event::Resumed {
                         recovered: subscribed.recovered,

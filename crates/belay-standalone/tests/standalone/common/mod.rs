@@ -98,3 +98,50 @@ pub(crate) async fn subscribed(raw: &mut Raw, channel: &str) {
         "{answer:?}"
     );
 }
+
+/// The HS256 secret of the JWT tests.
+pub(crate) const SECRET: &[u8] = b"a-test-secret-of-some-length";
+
+/// A JWT with `claims`, signed with [`SECRET`].
+pub(crate) fn jwt(claims: Value) -> String {
+    let key = jsonwebtoken::EncodingKey::from_secret(SECRET).expect("key");
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).expect("token")
+}
+
+/// Now, in seconds since the Unix epoch (the clock JWTs are read on).
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+}
+
+/// How a `connect` with `token` ends: the welcome, or the close.
+pub(crate) async fn connect_with(
+    addr: SocketAddr,
+    token: &str,
+) -> Result<(Raw, ServerMessage), belay_test_support::sockets::Closed> {
+    let mut raw = Raw::open(addr).await;
+    raw.send(&ClientMessage::Connect(belay_proto::message::Connect {
+        protocol: 1,
+        token: Some(token.to_owned()),
+        session: None,
+    }))
+    .await;
+    match raw.next_within(SOON).await {
+        belay_test_support::sockets::Next::Message(welcome @ ServerMessage::Welcome(_)) => {
+            Ok((raw, welcome))
+        }
+        belay_test_support::sockets::Next::Closed(closed) => Err(closed),
+        other => panic!("a welcome or a close expected: {other:?}"),
+    }
+}
+
+/// The reason a `connect` with `token` is refused for (it must close 4001).
+pub(crate) async fn refused(addr: SocketAddr, token: &str) -> String {
+    match connect_with(addr, token).await {
+        Err(belay_test_support::sockets::Closed::Frame(4001, reason)) => reason,
+        Err(other) => panic!("a 4001 close expected: {other:?}"),
+        Ok((_, welcome)) => panic!("refusal expected, got {welcome:?}"),
+    }
+}

@@ -173,6 +173,31 @@ fn a_credential_that_expires_closes_4001_at_the_next_message() {
 }
 
 #[test]
+fn a_credential_that_expires_closes_4001_on_time_without_any_message() {
+    let mut conn = Conn::new(Limits::default(), T0, 1);
+    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
+    let ticket = ticket_of(&drain(&mut conn));
+    let verdict = AuthVerdict::Accepted {
+        expires_at: Some(at(1_000)),
+        pacing: None,
+    };
+    conn.handle_auth(T0, ticket, verdict);
+    drain(&mut conn);
+    assert_eq!(
+        conn.poll_timeout(),
+        Some(at(1_000)),
+        "the expiry is a timer"
+    );
+    conn.handle_timeout(at(999));
+    assert_eq!(closed_with(&drain(&mut conn)), None);
+    conn.handle_timeout(at(1_000));
+    assert_eq!(
+        closed_with(&drain(&mut conn)),
+        Some((4001, "credentials expired".into()))
+    );
+}
+
+#[test]
 fn messages_pipelined_after_connect_run_after_welcome() {
     let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
