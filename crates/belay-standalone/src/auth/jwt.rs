@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use belay_proto::message::RawJson;
+use belay_proto::server::{payload_depth, MAX_PAYLOAD_DEPTH};
 use belay_server::auth::{AuthError, Authenticator, Principal, Verdict};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -291,6 +292,18 @@ impl Authenticator for JwtAuthenticator {
             principal = principal.publishing_to(publish);
         }
         if let Some(info) = claims.info {
+            // Other clients are sent `info` (presence entries, join/leave):
+            // nested deeper than a publication's data may be, it would be a
+            // frame their parsers cannot take (serde_json stops at 128), as
+            // `Server::publish` refuses for data. Past 128 it does not even
+            // parse as a `Value` here.
+            let too_deep = serde_json::from_str::<serde_json::Value>(info.get())
+                .map_or(true, |value| payload_depth(&value) > MAX_PAYLOAD_DEPTH);
+            if too_deep {
+                return Err(AuthError::Unauthorized(format!(
+                    "claim `info` nests deeper than {MAX_PAYLOAD_DEPTH} levels"
+                )));
+            }
             let info = RawJson::from_json(info.get().to_owned())
                 .map_err(|_| AuthError::Unauthorized("claim `info` is not JSON".into()))?;
             principal = principal.with_info(info);

@@ -113,3 +113,31 @@ async fn the_info_claim_is_the_users_presence_entry() {
         ]
     );
 }
+
+/// `[[…[0]…]]` `depth` deep.
+fn nested(depth: usize) -> Value {
+    (0..depth).fold(json!(0), |inner, _| json!([inner]))
+}
+
+/// `info` is sent to other clients, so it may nest as deep as a
+/// publication's data (`MAX_PAYLOAD_DEPTH`) and no deeper: found by the
+/// `jwt_claims` fuzz target (a 200-deep `info` was accepted).
+#[test]
+fn an_info_claim_nested_deeper_than_a_publication_is_refused() {
+    use belay_proto::server::MAX_PAYLOAD_DEPTH;
+    use belay_server::auth::{AuthError, Authenticator};
+
+    let jwt = JwtAuthenticator::hs256(SECRET).expect("key");
+    let with_info = |depth| {
+        jwt.authenticate(Some(&token(
+            json!({"sub": "alice", "exp": exp(), "info": nested(depth)}),
+        )))
+    };
+    assert!(with_info(MAX_PAYLOAD_DEPTH).is_ok());
+    for depth in [MAX_PAYLOAD_DEPTH + 1, 200] {
+        match with_info(depth) {
+            Err(AuthError::Unauthorized(reason)) => assert!(reason.contains("`info`"), "{reason}"),
+            other => panic!("info {depth} deep: {other:?}"),
+        }
+    }
+}
