@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz belay-server and the client core: run each cargo-fuzz target in
+# Fuzz belay-server, belay-standalone and the client core: run each cargo-fuzz target in
 # fuzz/ for SECONDS on the committed corpora (fuzz/corpus/<target>,
 # fuzz/seeds/<target>) plus a scratch corpus outside git
 # (fuzz/work/<target>), then print, per target, executions, exec/s,
@@ -32,7 +32,7 @@ if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
 fi
 seconds=$1
 shift
-all_targets=(ws_frames client_decode connection client_session server_connection)
+all_targets=(ws_frames client_decode connection client_session server_connection jwt_claims http_api)
 targets=("${@:-${all_targets[@]}}")
 sanitizer=${FUZZ_SANITIZER:-none}
 max_len=${FUZZ_MAX_LEN:-8192}

@@ -36,6 +36,9 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod proxy;
 
 pub use auth::{JwtAuthenticator, JwtError, MissingChannels};
