@@ -17,7 +17,7 @@
 //! user; **3** and no `channel` claim (that is a subscription token; `null` is
 //! none);
 //! **4** an accepted token's `exp` (+ leeway) is not past, and the
-//! principal expires no later than [`MAX_CREDENTIAL_LIFETIME`] from now;
+//! principal expires no later than [`MAX_CREDENTIAL_LIFETIME`](belay_server::auth::MAX_CREDENTIAL_LIFETIME) from now;
 //! **5** a configured audience / issuer is in the token's `aud` / `iss`;
 //! **6** `nbf`, if any, is not later than now + leeway; **7** the grant
 //! ([`Principal::subscribe`]) is the `channels` claim, or none-at-all
@@ -27,31 +27,19 @@
 //! principal's user in `sub`; **10** nothing not signed with the harness's
 //! key and HS256 is accepted; **11** an accepted `info` (sent to other
 //! clients) nests no deeper than a publication's data may
-//! ([`MAX_PAYLOAD_DEPTH`]). A panic in the authenticator is a crash too.
+//! ([`MAX_PAYLOAD_DEPTH`](belay_proto::server::MAX_PAYLOAD_DEPTH)). A panic in the authenticator is a crash too.
 
+mod checks;
 mod token;
 
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use belay_proto::server::{payload_depth, MAX_PAYLOAD_DEPTH};
-
-use belay_server::auth::{AuthError, Authenticator, Principal, Verdict, MAX_CREDENTIAL_LIFETIME};
-use serde_json::value::RawValue;
-use serde_json::Value;
+use belay_server::auth::{Authenticator, Principal, Verdict};
 
 use crate::auth::{JwtAuthenticator, MissingChannels};
 use crate::fuzzing::choices::Choices;
+use checks::{check_connection, check_refusal, check_subscription};
 use token::{Mode, AUDIENCE, ISSUER, SECRET};
-
-/// The claims the invariants look at (`info` apart).
-const READ_CLAIMS: [&str; 9] = [
-    "sub", "exp", "nbf", "aud", "iss", "channels", "publish", "host", "channel",
-];
-
-/// Clock steps the harness tolerates between its reading of the time and
-/// the authenticator's (whole seconds of Unix time can tick in between).
-const CLOCK_SLACK_SECS: u64 = 2;
 
 /// The channels a subscription check may ask for: plain, a pattern's
 /// match, empty, a user's, a host's calls, presence, a 300-byte name.
@@ -154,180 +142,4 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn check_refusal(refusal: &AuthError, token: &str) {
-    // `AuthError` is non-exhaustive: a kind added later is checked on its
-    // whole text.
-    let reason = match refusal {
-        AuthError::Unauthorized(r) | AuthError::Forbidden(r) | AuthError::Unavailable(r) => {
-            r.clone()
-        }
-        other => other.to_string(),
-    };
-    assert!(
-        !reason.trim().is_empty(),
-        "jwt_claims: invariant 1 (a refusal has a reason): {refusal:?}"
-    );
-    let secret = String::from_utf8_lossy(SECRET);
-    assert!(
-        !reason.contains(secret.as_ref()),
-        "jwt_claims: invariant 1 (a reason never contains the secret): {reason:?}"
-    );
-    // A short token could appear in a reason by chance ("a", "token").
-    if token.len() >= 16 {
-        assert!(
-            !reason.contains(token),
-            "jwt_claims: invariant 1 (a reason never contains the token): {reason:?}"
-        );
-    }
-}
-
-/// The claims the authenticator reads, of a token it accepted, each parsed
-/// apart (another claim may nest deeper than a `Value` can hold: the
-/// authenticator never parses it); invariant 11 for `info`.
-fn accepted_claims(token: &str, kind: &str) -> serde_json::Map<String, Value> {
-    let raw = jsonwebtoken::dangerous::insecure_decode_claims::<BTreeMap<String, Box<RawValue>>>(token)
-        .unwrap_or_else(|e| panic!("jwt_claims: invariant 10 (an accepted {kind} token has a JSON object of claims): {e:?}"));
-    let mut claims = serde_json::Map::new();
-    for (name, value) in raw {
-        if name == "info" {
-            let depth = serde_json::from_str::<Value>(value.get()).map(|v| payload_depth(&v));
-            assert!(
-                depth.as_ref().is_ok_and(|d| *d <= MAX_PAYLOAD_DEPTH),
-                "jwt_claims: invariant 11 (an accepted `info` nests no deeper than a publication): {depth:?}"
-            );
-        } else if READ_CLAIMS.contains(&name.as_str()) {
-            let parsed = serde_json::from_str(value.get()).unwrap_or_else(|e| {
-                panic!("jwt_claims: invariant 10 (an accepted claim `{name}` parses): {e}")
-            });
-            claims.insert(name, parsed);
-        }
-    }
-    claims
-}
-
-/// Invariants 4, 5, 6 and 10, shared by both kinds of token.
-fn check_common(
-    config: &Config,
-    mode: Mode,
-    token: &str,
-    claims: &serde_json::Map<String, Value>,
-    now: u64,
-) {
-    let header = jsonwebtoken::decode_header(token).map(|h| h.alg);
-    assert!(
-        mode.signed_by_harness() && header == Ok(jsonwebtoken::Algorithm::HS256),
-        "jwt_claims: invariant 10 (only HS256 tokens signed with the harness's key are accepted): mode {mode:?}, alg {header:?}"
-    );
-    // Compared as floats: a time claim may be a JSON float, and whole
-    // seconds far from now do not need an exact comparison.
-    let (now_f, leeway_f, slack_f) = (
-        now as f64,
-        config.leeway_secs as f64,
-        CLOCK_SLACK_SECS as f64,
-    );
-    let exp = claims.get("exp").and_then(Value::as_f64);
-    assert!(
-        exp.is_some_and(|exp| exp + leeway_f + slack_f >= now_f),
-        "jwt_claims: invariant 4 (an accepted token has an `exp` not past): exp {:?}, now {now}, leeway {}",
-        claims.get("exp"),
-        config.leeway_secs
-    );
-    if let Some(nbf) = claims.get("nbf") {
-        let nbf = nbf.as_f64();
-        assert!(
-            nbf.is_some_and(|nbf| nbf <= now_f + leeway_f + slack_f),
-            "jwt_claims: invariant 6 (`nbf` is not in the future): nbf {nbf:?}, now {now}, leeway {}",
-            config.leeway_secs
-        );
-    }
-    if config.audience {
-        let aud = claims.get("aud");
-        let named = match aud {
-            Some(Value::String(a)) => a == AUDIENCE,
-            Some(Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(AUDIENCE)),
-            _ => false,
-        };
-        assert!(
-            named,
-            "jwt_claims: invariant 5 (the configured audience is in `aud`): {aud:?}"
-        );
-    }
-    if config.issuer {
-        let iss = claims.get("iss");
-        assert!(
-            iss.and_then(Value::as_str) == Some(ISSUER),
-            "jwt_claims: invariant 5 (`iss` is the configured issuer): {iss:?}"
-        );
-    }
-}
-
-fn check_connection(config: &Config, mode: Mode, token: &str, principal: &Principal, now: u64) {
-    let claims = accepted_claims(token, "connection");
-    check_common(config, mode, token, &claims, now);
-    let sub = claims.get("sub").and_then(Value::as_str);
-    assert!(
-        sub.is_some_and(|s| !s.is_empty()) && sub == Some(principal.user.as_str()),
-        "jwt_claims: invariant 2 (a non-empty `sub` is the principal's user): sub {:?}, user {:?}",
-        claims.get("sub"),
-        principal.user
-    );
-    // A `null` claim is no claim (serde reads it as absent).
-    assert!(
-        claims.get("channel").is_none_or(Value::is_null),
-        "jwt_claims: invariant 3 (a subscription token is no connection token): channel {:?}",
-        claims.get("channel")
-    );
-    let latest = Instant::now() + MAX_CREDENTIAL_LIFETIME;
-    assert!(
-        principal.expires_at.is_some_and(|at| at <= latest),
-        "jwt_claims: invariant 4 (the principal expires within MAX_CREDENTIAL_LIFETIME): {:?}",
-        principal
-            .expires_at
-            .map(|at| at.saturating_duration_since(Instant::now()))
-    );
-    let channels: Option<Vec<String>> = claims.get("channels").map(|c| {
-        serde_json::from_value(c.clone()).expect("an accepted `channels` is a list of strings")
-    });
-    let grant = principal.subscribe.as_deref();
-    let expected_grant_ok = match (&channels, config.missing) {
-        (Some(list), _) => grant == Some(list.as_slice()),
-        (None, MissingChannels::Any) => grant.is_none(),
-        (None, _) => grant == Some(&[][..]),
-    };
-    assert!(
-        expected_grant_ok,
-        "jwt_claims: invariant 7 (the grant is the `channels` claim, or none without one unless MissingChannels::Any): channels {channels:?}, grant {grant:?}"
-    );
-    let host = claims.get("host");
-    if let Some(host) = host {
-        let id = host.as_str();
-        assert!(
-            id.is_some_and(belay_proto::host::valid_host_id) && principal.host.as_deref() == id,
-            "jwt_claims: invariant 8 (`host` is a valid host id, the principal's): {host:?}, principal {:?}",
-            principal.host
-        );
-    } else {
-        assert!(
-            principal.host.is_none(),
-            "jwt_claims: invariant 8 (no `host` claim, no host): {:?}",
-            principal.host
-        );
-    }
-}
-
-fn check_subscription(config: &Config, mode: Mode, token: &str, principal: &Principal, now: u64) {
-    let claims = accepted_claims(token, "subscription");
-    check_common(config, mode, token, &claims, now);
-    let channel = claims.get("channel").and_then(Value::as_str);
-    let sub = claims.get("sub").and_then(Value::as_str);
-    assert!(
-        channel == Some(config.channel) && sub == Some(principal.user.as_str()),
-        "jwt_claims: invariant 9 (a subscription token names the channel asked and the principal's user): channel {:?} for {:?}, sub {:?} for {:?}",
-        claims.get("channel"),
-        config.channel,
-        claims.get("sub"),
-        principal.user
-    );
 }
