@@ -108,12 +108,17 @@ pub fn router(server: &Server, key: &str, max_body: usize, cluster: Option<Clust
         .route("/api/channels", get(channels::channels))
         .route("/api/stats", get(stats::stats))
         // So that every answer under /api/ is JSON (axum's own 404 and 405
-        // have empty bodies); behind the key check like the routes.
-        // (`{*rest}` does not match an empty rest: `/api/` apart.)
+        // have empty bodies); an unknown path behind the key check like the
+        // routes. (`{*rest}` does not match an empty rest: `/api/` apart.)
         .route("/api/", any(no_route))
         .route("/api/{*rest}", any(no_route))
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(api.clone(), check_key))
+        // `route_layer`, not `layer`: a layer also wraps the router's
+        // fallback, which merging makes every other router's, so a path
+        // outside /api/ that no route serves (`/favicon.ico`) was answered
+        // 401 "an API key is required" instead of 404 (found by the
+        // http_api fuzz target). A route's 405 is still behind the key.
+        .route_layer(middleware::from_fn_with_state(api.clone(), check_key))
         .with_state(api)
 }
 

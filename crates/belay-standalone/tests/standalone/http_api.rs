@@ -164,3 +164,29 @@ async fn bad_requests_get_their_documented_errors() {
     let info: Value = serde_json::from_str(&info.body).expect("JSON");
     assert_eq!(info["lifecycle"], "serving");
 }
+
+/// Every answer under /api/ is JSON, an unknown route and method too; and
+/// the key check stays under /api/: another path no route serves is a
+/// plain 404, not 401 (both found by the http_api fuzz target).
+#[tokio::test]
+async fn unknown_routes_and_methods_get_json_errors_and_other_paths_404() {
+    let (_server, addr) = start().await;
+    let (status, answer) = post(addr, "/api/nope", &[AUTH], "{}").await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (404, &json!("not_found"))
+    );
+    let put = http_call_with(addr, "PUT", "/api/publish", &[AUTH], Some("{}")).await;
+    let answer: Value = serde_json::from_str(&put.body).expect("JSON");
+    assert_eq!(
+        (put.status, &answer["error"]["code"]),
+        (405, &json!("method_not_allowed"))
+    );
+    let (status, answer) = post(addr, "/api/nope", &[], "{}").await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (401, &json!("unauthorized"))
+    );
+    let elsewhere = http_call_with(addr, "GET", "/favicon.ico", &[], None).await;
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.body);
+}
