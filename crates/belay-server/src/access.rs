@@ -61,9 +61,18 @@ pub(crate) fn publish(
     data: &Payload,
 ) -> Verdict<()> {
     let auth = &shared.auth;
-    if channel.starts_with(USER_CHANNEL_PREFIX) {
-        return Verdict::Now(auth.authorize_publish(principal, channel));
-    }
+    let namespaces = &shared.config.namespaces;
+    let access = if channel.starts_with(USER_CHANNEL_PREFIX) {
+        // A user channel is the server's (and the HTTP API's) to write: a
+        // client publish needs a rule that covers it and allows it, so a
+        // wide publish grant (`*`) never writes into another user's
+        // channel by default, and a rule's `nobody` holds whatever the grant.
+        namespaces
+            .rule_for(channel)
+            .map_or(Access::Nobody, |o| o.publish)
+    } else {
+        namespaces.options_for(channel).publish
+    };
     if is_host_channel(channel) {
         return Verdict::Now(match HostChannel::parse(channel) {
             Some(HostChannel::Data(host)) if principal.is_host(host) => Ok(()),
@@ -72,7 +81,7 @@ pub(crate) fn publish(
             ))),
         });
     }
-    match shared.config.namespaces.options_for(channel).publish {
+    match access {
         Access::Anyone => Verdict::Now(Ok(())),
         Access::Nobody | Access::Token => Verdict::Now(Err(AuthError::Forbidden(format!(
             "no client may publish to {channel:?}"

@@ -19,4 +19,5 @@ mod rpc_proxy;
 mod stats_api;
 mod subscribe_proxy;
 mod subscription_tokens;
+mod user_channel_publish;
 mod user_publish;
