@@ -8,7 +8,7 @@
 
 use belay_proto::host::{is_host_channel, HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::Payload;
-use belay_proto::server::Access;
+use belay_proto::server::{is_reserved_channel, Access};
 
 use crate::auth::{AuthError, Principal, Verdict, USER_CHANNEL_PREFIX};
 use crate::shared::Shared;
@@ -80,6 +80,13 @@ pub(crate) fn publish(
                 "only its host publishes to {channel:?}"
             ))),
         });
+    }
+    // Every other `$` channel is the server's (presence, and whatever it
+    // adds later): no grant, rule or backend may open it to clients.
+    if is_reserved_channel(channel) {
+        return Verdict::Now(Err(AuthError::Forbidden(format!(
+            "{channel:?} is a server channel: only the server publishes to it"
+        ))));
     }
     match access {
         Access::Anyone => Verdict::Now(Ok(())),

@@ -15,6 +15,7 @@ mod http_api;
 mod jwt_info_claim;
 mod presence_api;
 mod publish_proxy;
+mod reserved_channels;
 mod rpc_proxy;
 mod stats_api;
 mod subscribe_proxy;
