@@ -6,6 +6,7 @@
 
 mod check;
 mod defaults;
+mod namespace_order;
 mod namespaces;
 mod plan;
 mod schema;
