@@ -448,6 +448,21 @@ impl Checker<'_> {
                     ))
                 }
             }
+            (Kind::BackendUrl, Value::Str(s)) => {
+                // What the proxy's client accepts (hyper's URI parser), so
+                // a URL that checks clean is one `belay serve` can use.
+                let uri = s.parse::<hyper::Uri>().ok();
+                let scheme = uri.as_ref().and_then(|u| u.scheme_str());
+                if matches!(scheme, Some("http" | "https"))
+                    && uri.as_ref().and_then(hyper::Uri::host).is_some()
+                {
+                    Ok(Value::Str(s))
+                } else {
+                    Err(format!(
+                        "expected an http:// or https:// URL (http://HOST:PORT/PATH), found \"{s}\""
+                    ))
+                }
+            }
             (Kind::Ranges, Value::List(list)) => {
                 for item in &list {
                     item.parse::<belay_proto::server::IpRange>()

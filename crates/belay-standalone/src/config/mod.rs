@@ -9,6 +9,8 @@ mod defaults;
 mod namespace_order;
 mod namespaces;
 mod plan;
+#[cfg(test)]
+mod proxy_urls;
 mod schema;
 mod suggest;
 

@@ -12,6 +12,7 @@ mod disconnect;
 mod history_api;
 mod history_refusals;
 mod http_api;
+mod https_backend;
 mod jwt_info_claim;
 mod presence_api;
 mod publish_proxy;
