@@ -26,8 +26,8 @@ use crate::common::{next, node, subscribe, BACKEND_TIMEOUT, SOON};
 /// A self-signed certificate for 127.0.0.1: (its PEM, a TLS server
 /// configuration serving it).
 fn certificate() -> (String, Arc<rustls::ServerConfig>) {
-    let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()])
-        .expect("a certificate");
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("a certificate");
     let cert: CertificateDer<'static> = certified.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
         certified.signing_key.serialize_der(),
@@ -95,7 +95,11 @@ async fn the_connect_proxy_reaches_an_https_backend_whose_ca_it_trusts() {
     let (url, _backend) = tls_backend(tls, Arc::clone(&calls)).await;
     let trust = BackendTls::from_ca_pem(pem.as_bytes()).expect("the CA");
     let backend = Backend::with_tls(&url, BACKEND_TIMEOUT, 64, &trust).expect("url");
-    let addr = node(BackendAuth::default().connect_through(backend), Namespaces::new()).await;
+    let addr = node(
+        BackendAuth::default().connect_through(backend),
+        Namespaces::new(),
+    )
+    .await;
     let (mut alice, welcome) = Raw::connected(addr, Some("alice")).await;
     assert!(matches!(welcome, ServerMessage::Welcome(_)), "{welcome:?}");
     // The backend named her: her user channel is hers.
@@ -112,7 +116,11 @@ async fn an_https_backend_with_an_untrusted_certificate_is_never_called() {
     let (url, _backend) = tls_backend(tls, Arc::clone(&calls)).await;
     // The Mozilla roots: the self-signed certificate chains to none.
     let backend = Backend::new(&url, BACKEND_TIMEOUT, 64).expect("url");
-    let addr = node(BackendAuth::default().connect_through(backend), Namespaces::new()).await;
+    let addr = node(
+        BackendAuth::default().connect_through(backend),
+        Namespaces::new(),
+    )
+    .await;
     let mut raw = Raw::open(addr).await;
     raw.send_text(r#"{"type":"connect","protocol":1,"token":"alice"}"#)
         .await;
