@@ -11,6 +11,7 @@ mod budgets;
 mod channels;
 mod frames;
 mod handshake;
+mod host_calls;
 mod idempotency;
 mod in_flight;
 mod lingering_close;

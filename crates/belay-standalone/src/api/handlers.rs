@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use belay_proto::message::{Publication, Reply};
-use belay_proto::server::{params_digest, Begin};
+use belay_proto::server::{is_reserved_channel, params_digest, Begin};
 use belay_proto::Instant;
 use belay_server::broker::PublishError;
 use belay_server::Lifecycle;
@@ -78,6 +78,20 @@ pub(crate) fn bad_channel(name: &str) -> Option<Response> {
     }
 }
 
+/// A 403 `reserved_channel` when `name` is one of the server's own
+/// channels (`$…`: host calls, host states, presence, a host's data):
+/// the server alone writes them, so a backend cannot forge a host call,
+/// a host's state or a join.
+pub(crate) fn reserved_channel(name: &str) -> Option<Response> {
+    is_reserved_channel(name).then(|| {
+        error(
+            StatusCode::FORBIDDEN,
+            "reserved_channel",
+            format!("{name:?} is a server channel (`$…`): only the server publishes to it"),
+        )
+    })
+}
+
 fn published(p: &Publication) -> Value {
     json!({"channel": p.channel, "epoch": p.epoch, "offset": p.offset})
 }
@@ -112,7 +126,9 @@ pub(crate) async fn publish(State(api): State<Api>, request: Request) -> Respons
 
 /// Publish `publish.data` to `publish.channel`, once per idempotency key.
 pub(crate) async fn publish_once(api: &Api, publish: PublishBody) -> Response {
-    if let Some(response) = bad_channel(&publish.channel) {
+    if let Some(response) =
+        bad_channel(&publish.channel).or_else(|| reserved_channel(&publish.channel))
+    {
         return response;
     }
     let Some(key) = publish.idempotency_key.clone() else {
@@ -188,7 +204,13 @@ pub(crate) async fn broadcast(State(api): State<Api>, request: Request) -> Respo
             format!("channels: 1 to {MAX_BROADCAST} names"),
         );
     }
-    if let Some(response) = broadcast.channels.iter().find_map(|c| bad_channel(c)) {
+    // Every name is checked before anything is published: a refused
+    // broadcast publishes nothing.
+    if let Some(response) = broadcast
+        .channels
+        .iter()
+        .find_map(|c| bad_channel(c).or_else(|| reserved_channel(c)))
+    {
         return response;
     }
     let mut results = Vec::with_capacity(broadcast.channels.len());

@@ -11,7 +11,7 @@ use belay_server::ServerConfig;
 
 use super::Settings;
 use crate::auth::{JwtAuthenticator, JwtError, MissingChannels};
-use crate::proxy::{Backend, BackendAuth, ProxyError, RpcProxy};
+use crate::proxy::{Backend, BackendAuth, BackendTls, ProxyError, RpcProxy};
 
 /// Where the server's channels live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +90,8 @@ impl Plan {
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
         let auth = jwt(s)?;
-        let backend = backend(s, auth.clone())?;
+        let tls = backend_tls(s)?;
+        let backend = backend(s, auth.clone(), &tls)?;
         Ok(Plan {
             listen,
             internal_listen: s
@@ -108,10 +109,11 @@ impl Plan {
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
             proxy: match s.text("proxy.rpc_url") {
-                Some(url) => Some(RpcProxy::new(
+                Some(url) => Some(RpcProxy::with_tls(
                     url,
                     millis(s, "proxy.timeout_ms"),
                     s.size("proxy.max_in_flight"),
+                    &tls,
                 )?),
                 None => None,
             },
@@ -211,15 +213,31 @@ fn broker(s: &Settings) -> BrokerPlan {
     }
 }
 
+/// How the proxies check an `https://` backend: `proxy.ca`'s
+/// certificates, else the Mozilla roots.
+fn backend_tls(s: &Settings) -> Result<BackendTls, PlanError> {
+    let Some(path) = s.text("proxy.ca") else {
+        return Ok(BackendTls::default());
+    };
+    let path = PathBuf::from(path);
+    let pem = std::fs::read(&path).map_err(|source| PlanError::Read { path, source })?;
+    Ok(BackendTls::from_ca_pem(&pem)?)
+}
+
 /// The backend's say, if a connect, subscribe or publish URL is set.
-fn backend(s: &Settings, jwt: Option<JwtAuthenticator>) -> Result<Option<BackendAuth>, PlanError> {
+fn backend(
+    s: &Settings,
+    jwt: Option<JwtAuthenticator>,
+    tls: &BackendTls,
+) -> Result<Option<BackendAuth>, PlanError> {
     let url = |path| {
         s.text(path)
             .map(|url| {
-                Backend::new(
+                Backend::with_tls(
                     url,
                     millis(s, "proxy.timeout_ms"),
                     s.size("proxy.max_in_flight"),
+                    tls,
                 )
             })
             .transpose()

@@ -27,6 +27,8 @@ pub(crate) enum Kind {
     Ranges,
     /// `memory`, `redis://…` or `rediss://…`.
     BrokerUrl,
+    /// A backend's `http://HOST…` or `https://HOST…` URL.
+    BackendUrl,
 }
 
 /// One setting.
@@ -448,23 +450,28 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     optional(
         "proxy.connect_url",
-        Kind::Str,
-        "With auth.mode = \"proxy\": POST every connect and refresh token here (http://HOST:PORT/PATH); the backend answers who it is.",
+        Kind::BackendUrl,
+        "With auth.mode = \"proxy\": POST every connect and refresh token here (http://HOST:PORT/PATH, or https://); the backend answers who it is.",
     ),
     optional(
         "proxy.subscribe_url",
-        Kind::Str,
+        Kind::BackendUrl,
         "POST subscribes to channels of namespaces with subscribe = \"backend\" here, for approval.",
     ),
     optional(
         "proxy.publish_url",
-        Kind::Str,
+        Kind::BackendUrl,
         "POST client publishes to channels of namespaces with publish = \"backend\" here, for approval.",
     ),
     optional(
         "proxy.rpc_url",
-        Kind::Str,
-        "Forward every client request to this backend URL (http://HOST:PORT/PATH) as a POST; unset: no methods.",
+        Kind::BackendUrl,
+        "Forward every client request to this backend URL (http://HOST:PORT/PATH, or https://) as a POST; unset: no methods.",
+    ),
+    optional(
+        "proxy.ca",
+        Kind::File,
+        "With https:// backend URLs: the PEM CA certificates the backend's certificate must chain to, and only those (a private CA, or a self-signed backend); unset: the Mozilla roots.",
     ),
     key(
         "proxy.timeout_ms",

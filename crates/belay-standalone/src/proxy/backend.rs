@@ -1,6 +1,7 @@
-//! [`Backend`]: JSON POSTs to one backend URL on pooled keep-alive
-//! connections, each bounded in time, a bounded number at once, every
-//! failure classified by whether the backend may have acted on it.
+//! [`Backend`]: JSON POSTs to one backend URL (`http://` or `https://`)
+//! on pooled keep-alive connections, each bounded in time, a bounded
+//! number at once, every failure classified by whether the backend may
+//! have acted on it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use super::tls::{BackendConnector, BackendTls};
 use super::ProxyError;
 
 /// Why a call to the backend has no answer.
@@ -33,7 +35,7 @@ pub enum Failure {
 /// One backend URL.
 #[derive(Clone)]
 pub struct Backend {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<BackendConnector, Full<Bytes>>,
     url: Uri,
     timeout: Duration,
     in_flight: Arc<Semaphore>,
@@ -49,19 +51,31 @@ impl std::fmt::Debug for Backend {
 }
 
 impl Backend {
-    /// POSTs to `url` (`http://…`), each answered within `timeout`, at most
+    /// POSTs to `url` (`http://…`, or `https://…` whose certificate chains
+    /// to the Mozilla roots), each answered within `timeout`, at most
     /// `max_in_flight` at once.
     pub fn new(url: &str, timeout: Duration, max_in_flight: usize) -> Result<Backend, ProxyError> {
+        Backend::with_tls(url, timeout, max_in_flight, &BackendTls::default())
+    }
+
+    /// As [`Backend::new`], an `https://` backend's certificate checked as
+    /// `tls` says.
+    pub fn with_tls(
+        url: &str,
+        timeout: Duration,
+        max_in_flight: usize,
+        tls: &BackendTls,
+    ) -> Result<Backend, ProxyError> {
         let uri: Uri = url.parse().map_err(|_| ProxyError::Url(url.to_owned()))?;
-        if uri.scheme_str() != Some("http") || uri.host().is_none() {
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(ProxyError::Url(url.to_owned()));
         }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(timeout));
+        let mut tcp = HttpConnector::new();
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(timeout));
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+            .build(BackendConnector::new(tcp, tls)?);
         Ok(Backend {
             client,
             url: uri,

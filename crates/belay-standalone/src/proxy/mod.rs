@@ -22,16 +22,21 @@
 mod auth;
 mod backend;
 mod rpc;
+mod tls;
 
 pub use auth::BackendAuth;
 pub use backend::{Backend, Failure};
 pub use rpc::RpcProxy;
+pub use tls::BackendTls;
 
 /// Why a proxy could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProxyError {
-    /// The URL is not an `http://` URL.
-    #[error("proxy URL {0:?}: expected http://HOST:PORT/PATH")]
+    /// The URL is not an `http://` or `https://` URL.
+    #[error("proxy URL {0:?}: expected http://HOST:PORT/PATH or https://HOST:PORT/PATH")]
     Url(String),
+    /// The CA file for `https://` backends is not usable.
+    #[error("proxy CA: {0}")]
+    Ca(String),
 }

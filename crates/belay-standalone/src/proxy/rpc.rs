@@ -15,7 +15,7 @@ use belay_server::rpc::{CallContext, Methods, RpcError};
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
-use super::{Backend, Failure, ProxyError};
+use super::{Backend, BackendTls, Failure, ProxyError};
 
 /// Forwards requests to the backend.
 #[derive(Clone, Debug)]
@@ -24,11 +24,22 @@ pub struct RpcProxy {
 }
 
 impl RpcProxy {
-    /// A proxy to `url` (`http://…`), each call answered within `timeout`,
-    /// at most `max_in_flight` at once.
+    /// A proxy to `url` (`http://…` or `https://…`), each call answered
+    /// within `timeout`, at most `max_in_flight` at once.
     pub fn new(url: &str, timeout: Duration, max_in_flight: usize) -> Result<RpcProxy, ProxyError> {
+        RpcProxy::with_tls(url, timeout, max_in_flight, &BackendTls::default())
+    }
+
+    /// As [`RpcProxy::new`], an `https://` backend's certificate checked as
+    /// `tls` says.
+    pub fn with_tls(
+        url: &str,
+        timeout: Duration,
+        max_in_flight: usize,
+        tls: &BackendTls,
+    ) -> Result<RpcProxy, ProxyError> {
         Ok(RpcProxy {
-            backend: Backend::new(url, timeout, max_in_flight)?,
+            backend: Backend::with_tls(url, timeout, max_in_flight, tls)?,
         })
     }
 
