@@ -102,11 +102,14 @@ impl Plan {
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
             proxy: match s.text("proxy.rpc_url") {
-                Some(url) => Some(RpcProxy::new(
-                    url,
-                    millis(s, "proxy.timeout_ms"),
-                    s.size("proxy.max_in_flight"),
-                )?),
+                Some(url) => Some(
+                    RpcProxy::new(
+                        url,
+                        millis(s, "proxy.timeout_ms"),
+                        s.size("proxy.max_in_flight"),
+                    )?
+                    .with_max_response_bytes(s.size("proxy.max_response_bytes")),
+                ),
                 None => None,
             },
         })
@@ -215,6 +218,7 @@ fn backend(s: &Settings, jwt: Option<JwtAuthenticator>) -> Result<Option<Backend
                     millis(s, "proxy.timeout_ms"),
                     s.size("proxy.max_in_flight"),
                 )
+                .map(|b| b.with_max_response_bytes(s.size("proxy.max_response_bytes")))
             })
             .transpose()
     };

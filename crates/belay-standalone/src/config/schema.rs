@@ -452,6 +452,12 @@ pub(crate) const KEYS: &[Key] = &[
         "How long the backend has to answer each proxy call (a request then fails `timeout`: it may have run; a connect closes 1013; a subscribe or publish fails `unavailable`).",
     ),
     key(
+        "proxy.max_response_bytes",
+        int(1_024, 64 << 20),
+        "1048576",
+        "Longest backend answer read, per call; it is cut as it streams (a request fails `too_large`: it ran; a connect closes 1013; a subscribe or publish fails `unavailable`).",
+    ),
+    key(
         "proxy.max_in_flight",
         int(1, 1 << 20),
         "256",

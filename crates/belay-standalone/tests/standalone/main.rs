@@ -16,6 +16,7 @@ mod jwt_info_claim;
 mod presence_api;
 mod publish_proxy;
 mod rpc_proxy;
+mod rpc_proxy_large_answers;
 mod stats_api;
 mod subscribe_proxy;
 mod subscription_tokens;
