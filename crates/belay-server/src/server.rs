@@ -215,6 +215,13 @@ impl Server {
         Ok(data)
     }
 
+    /// The time a POST body has to arrive in full
+    /// ([`ServerConfig::body_timeout`]): routes merged into
+    /// [`Server::router`] that read bodies hold them to it.
+    pub fn body_timeout(&self) -> std::time::Duration {
+        self.shared.config.body_timeout
+    }
+
     /// The server's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics

@@ -10,6 +10,7 @@ mod opening;
 mod relayed;
 mod session;
 mod slow_reader;
+mod stalled_bodies;
 mod through_nginx;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};

@@ -160,6 +160,7 @@ fn server_config(s: &Settings) -> ServerConfig {
     let mut config = config
         .with_history(history)
         .with_upgrade_timeout(millis(s, "limits.upgrade_timeout_ms"))
+        .with_body_timeout(millis(s, "limits.body_timeout_ms"))
         .with_pending_upgrades(
             u32::try_from(s.int("limits.max_pending_upgrades")).unwrap_or(2_048),
             u32::try_from(s.int("limits.max_pending_upgrades_per_ip")).unwrap_or(64),

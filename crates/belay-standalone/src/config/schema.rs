@@ -206,6 +206,12 @@ pub(crate) const KEYS: &[Key] = &[
         "A new TCP connection's time for its PROXY header, TLS and request headers.",
     ),
     key(
+        "limits.body_timeout_ms",
+        MILLIS,
+        "5000",
+        "A POST body's time to arrive in full once its headers have (SSE open, send and close; the HTTP API): 408 and the connection closed after it; until then it counts as a pending upgrade.",
+    ),
+    key(
         "limits.max_connections_per_ip",
         int(1, 1 << 31),
         "1000",

@@ -2,6 +2,7 @@
 //! (and a real `redis-server` for the cluster modules): one test binary, so
 //! it links once; one behaviour per module.
 
+mod api_body_deadline;
 mod channels_api;
 mod cluster;
 mod cluster_channels;
