@@ -10,6 +10,7 @@ mod budgets;
 mod channels;
 mod frames;
 mod handshake;
+mod history_bytes;
 mod idempotency;
 mod in_flight;
 mod publish;

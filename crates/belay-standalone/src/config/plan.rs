@@ -152,6 +152,8 @@ fn server_config(s: &Settings) -> ServerConfig {
     history.max_len = s.size("history.max_len");
     history.max_age = Duration::from_secs(s.uint("history.max_age_secs"));
     history.max_channels = s.size("history.max_channels");
+    history.max_bytes_per_channel = s.size("history.max_bytes_per_channel");
+    history.max_bytes = s.size("history.max_bytes");
     let ranges: Vec<IpRange> = s
         .list("network.trusted_proxies")
         .iter()

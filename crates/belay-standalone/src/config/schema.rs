@@ -344,6 +344,18 @@ pub(crate) const KEYS: &[Key] = &[
         "How long a publication stays recoverable.",
     ),
     key(
+        "history.max_bytes_per_channel",
+        int(1_024, 1 << 40),
+        "4194304",
+        "Bytes of history one channel keeps (data plus ~40 B per publication); the oldest go first, and a resume past them is not recovered. Memory broker only (docs/CLUSTER.md for Redis).",
+    ),
+    key(
+        "history.max_bytes",
+        int(1 << 16, 1 << 40),
+        "268435456",
+        "Bytes of history all channels keep together (~90 B per publication beyond its data); the oldest go first, whichever channel. Memory broker only.",
+    ),
+    key(
         "history.max_channels",
         COUNT,
         "100000",
