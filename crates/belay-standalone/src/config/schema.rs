@@ -347,13 +347,13 @@ pub(crate) const KEYS: &[Key] = &[
         "history.max_bytes_per_channel",
         int(1_024, 1 << 40),
         "4194304",
-        "Bytes of history one channel keeps (data plus ~40 B per publication); the oldest go first, and a resume past them is not recovered. Memory broker only (docs/CLUSTER.md for Redis).",
+        "Bytes of history one channel keeps (data plus ~40 B per publication); the oldest go first, and a resume past them is not recovered. With Redis: bytes of data in the channel's Stream.",
     ),
     key(
         "history.max_bytes",
         int(1 << 16, 1 << 40),
         "268435456",
-        "Bytes of history all channels keep together (~90 B per publication beyond its data); the oldest go first, whichever channel. Memory broker only.",
+        "Bytes of history all channels keep together (~90 B per publication beyond its data); the oldest go first, whichever channel. Memory broker only (with Redis, Redis's maxmemory: docs/CLUSTER.md).",
     ),
     key(
         "history.max_channels",
