@@ -3,6 +3,7 @@
 //! it links once; one behaviour per module.
 
 mod api_body_deadline;
+mod backend_large_answers;
 mod channels_api;
 mod cluster;
 mod cluster_channels;
@@ -17,7 +18,6 @@ mod jwt_info_claim;
 mod presence_api;
 mod publish_proxy;
 mod rpc_proxy;
-mod rpc_proxy_large_answers;
 mod stats_api;
 mod subscribe_proxy;
 mod subscription_tokens;

@@ -1,8 +1,9 @@
 //! Backend answers that are too large: one over `max_response_bytes` is
 //! cut while it streams (the proxy stops reading and drops the backend's
-//! connection) and the request is answered `too_large`; a result the
-//! proxy took but whose `response` frame would pass `MAX_FRAME_LEN` is
-//! answered `too_large` too, never sent as an oversized frame.
+//! connection): a request is answered `too_large`, a connect closes 1013
+//! `unavailable`. A result the proxy took but whose `response` frame would
+//! pass `MAX_FRAME_LEN` is answered `too_large` too, never sent as an
+//! oversized frame.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage, MAX_FRAME_LEN};
-use belay_server::Server;
-use belay_standalone::RpcProxy;
-use belay_test_support::sockets::Raw;
+use belay_server::{Namespaces, Server};
+use belay_standalone::{Backend, BackendAuth, RpcProxy};
+use belay_test_support::sockets::{Closed, Raw};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -174,6 +175,28 @@ async fn an_endless_backend_answer_is_cut_at_the_limit() {
     assert_eq!(code(&reply), "too_large", "{reply:?}");
     // The proxy stopped reading at 1 MiB: what the backend got out is that
     // plus the sockets' buffers, nowhere near its 256 MiB.
+    let sent = written.load(Ordering::Relaxed);
+    assert!(sent < 32 << 20, "the backend wrote {sent} bytes");
+}
+
+#[tokio::test]
+async fn an_endless_connect_answer_is_cut_at_the_limit_and_closes_1013() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/connect", listener.local_addr().expect("addr"));
+    let written = Arc::new(AtomicUsize::new(0));
+    let _backend = backend(listener, Answer::Endless, Arc::clone(&written));
+    // The default bound (1 MiB); a timeout far past the test's wait.
+    let connect = Backend::new(&url, Duration::from_secs(60), 64).expect("url");
+    let auth = BackendAuth::default().connect_through(connect);
+    let addr = crate::common::node(auth, Namespaces::new()).await;
+    let mut raw = Raw::open(addr).await;
+    raw.send_text(r#"{"type":"connect","protocol":1,"token":"alice"}"#)
+        .await;
+    let Closed::Frame(code, reason) = raw.closed_within(SOON).await else {
+        panic!("a close frame expected")
+    };
+    assert_eq!(code, 1013, "{reason}");
+    assert!(reason.starts_with("unavailable: "), "{reason}");
     let sent = written.load(Ordering::Relaxed);
     assert!(sent < 32 << 20, "the backend wrote {sent} bytes");
 }
