@@ -208,6 +208,9 @@ impl MemoryBroker {
             let Some(c) = shard.get_mut(&*name) else {
                 continue;
             };
+            // A channel freed and made again may hold this offset anew (in
+            // a new epoch): it loses that entry early, which bounds memory
+            // and stays exact (what is held still ends at the top).
             let forget = self.tracked(c, |c| {
                 c.log.evict_through(offset);
                 c.forgettable(now)
