@@ -33,7 +33,10 @@ pub(super) struct HistoryBudget {
     ///
     /// [`ChannelLog::bytes`]: belay_proto::server::ChannelLog::bytes
     held: AtomicUsize,
-    /// Publications kept, oldest first: their channel and offset.
+    /// Publications kept, oldest first: their channel and offset. One
+    /// lock for all shards (the order is global), held only for one push
+    /// or one pop and never while taking a shard's lock, so a shard's lock
+    /// may be held while taking it and no cycle can form.
     order: Mutex<VecDeque<(Arc<str>, u64)>>,
 }
 
