@@ -411,6 +411,12 @@ impl Server {
                 "# HELP belay_channels Channels the broker holds.\n# TYPE belay_channels gauge\nbelay_channels {channels}"
             );
         }
+        if let Some(bytes) = shared.broker.history_bytes() {
+            let _ = writeln!(
+                out,
+                "# HELP belay_history_bytes Bytes of history the broker holds in this process (as history.max_bytes counts them).\n# TYPE belay_history_bytes gauge\nbelay_history_bytes {bytes}"
+            );
+        }
         out
     }
 }

@@ -93,6 +93,8 @@ async fn over_the_server_wide_bytes_the_oldest_publications_go_first() {
             .expect("published")
             .epoch;
     }
+    let held = crate::gauge(&server, "belay_history_bytes");
+    assert!(held > 0.0 && held <= 300_000.0, "{held} bytes held");
     let (mut raw, _) = Raw::connected(addr, None).await;
     assert_eq!(
         resume(&mut raw, "c0", &epoch, 0, 1).await,

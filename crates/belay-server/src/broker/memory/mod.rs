@@ -447,6 +447,10 @@ impl Broker for MemoryBroker {
         Some(self.channel_count())
     }
 
+    fn history_bytes(&self) -> Option<usize> {
+        Some(self.budget.held())
+    }
+
     fn history(&self, channel: &str, query: HistoryQuery) -> HistoryFuture {
         Box::pin(std::future::ready(self.history_now(channel, &query)))
     }
