@@ -73,7 +73,7 @@ pub(crate) async fn open(
     request: Request,
 ) -> Response {
     let shared = Arc::clone(&server.shared);
-    let admitted = match upgrade::admit(&shared, &request, peer) {
+    let mut admitted = match upgrade::admit(&shared, &request, peer) {
         Ok(admitted) => admitted,
         Err(refused) => return upgrade::answer(refused),
     };
@@ -97,7 +97,6 @@ pub(crate) async fn open(
         Ok(body) => body,
         Err(refused) => return refused.response(),
     };
-    let mut admitted = admitted;
     admitted.upgraded();
     let (id, inbound, guard) = shared.sse.open(shared.node_id());
     if let Some(entry) = shared.sse.get(&id) {
