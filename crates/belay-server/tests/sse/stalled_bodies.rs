@@ -105,6 +105,10 @@ async fn a_stalled_send_is_answered_408_and_ends_its_stream() {
     let answer = exchange(&mut tcp, b"").await.expect("an answer");
     assert_eq!(answer.status, 408, "{answer:?}");
     // Its messages are lost in order: the stream cannot go on past them.
-    let _ = sse.closed_within(SOON).await;
+    assert_eq!(
+        sse.closed_within(SOON).await,
+        None,
+        "ended without close: 1006"
+    );
     gauge_until(&server, "belay_sse_streams", |n| n == 0.0).await;
 }
