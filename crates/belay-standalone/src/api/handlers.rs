@@ -43,10 +43,26 @@ pub(crate) struct BroadcastBody {
     data: Value,
 }
 
-/// The body, within the limit, parsed as `T`.
+/// The body, within the limit and the server's `body_timeout`, parsed as
+/// `T`.
 pub(crate) async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T, Response> {
-    let bytes = axum::body::to_bytes(body, api.max_body)
+    let timeout = api.server.body_timeout();
+    let bytes = tokio::time::timeout(timeout, axum::body::to_bytes(body, api.max_body))
         .await
+        .map_err(|_| {
+            let mut answer = error(
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                format!("the body did not arrive within {} ms", timeout.as_millis()),
+            );
+            // The rest of the body may still come: the connection cannot
+            // carry another request, so it closes.
+            answer.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            answer
+        })?
         .map_err(|_| {
             error(
                 StatusCode::PAYLOAD_TOO_LARGE,

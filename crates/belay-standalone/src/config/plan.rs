@@ -109,12 +109,15 @@ impl Plan {
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
             proxy: match s.text("proxy.rpc_url") {
-                Some(url) => Some(RpcProxy::with_tls(
-                    url,
-                    millis(s, "proxy.timeout_ms"),
-                    s.size("proxy.max_in_flight"),
-                    &tls,
-                )?),
+                Some(url) => Some(
+                    RpcProxy::with_tls(
+                        url,
+                        millis(s, "proxy.timeout_ms"),
+                        s.size("proxy.max_in_flight"),
+                        &tls,
+                    )?
+                    .with_max_response_bytes(s.size("proxy.max_response_bytes")),
+                ),
                 None => None,
             },
         })
@@ -157,6 +160,8 @@ fn server_config(s: &Settings) -> ServerConfig {
     history.max_len = s.size("history.max_len");
     history.max_age = Duration::from_secs(s.uint("history.max_age_secs"));
     history.max_channels = s.size("history.max_channels");
+    history.max_bytes_per_channel = s.size("history.max_bytes_per_channel");
+    history.max_bytes = s.size("history.max_bytes");
     let ranges: Vec<IpRange> = s
         .list("network.trusted_proxies")
         .iter()
@@ -165,6 +170,7 @@ fn server_config(s: &Settings) -> ServerConfig {
     let mut config = config
         .with_history(history)
         .with_upgrade_timeout(millis(s, "limits.upgrade_timeout_ms"))
+        .with_body_timeout(millis(s, "limits.body_timeout_ms"))
         .with_pending_upgrades(
             u32::try_from(s.int("limits.max_pending_upgrades")).unwrap_or(2_048),
             u32::try_from(s.int("limits.max_pending_upgrades_per_ip")).unwrap_or(64),
@@ -239,6 +245,7 @@ fn backend(
                     s.size("proxy.max_in_flight"),
                     tls,
                 )
+                .map(|b| b.with_max_response_bytes(s.size("proxy.max_response_bytes")))
             })
             .transpose()
     };

@@ -43,6 +43,15 @@ impl RpcProxy {
         })
     }
 
+    /// Read the backend's answers up to `max` bytes (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](super::DEFAULT_MAX_RESPONSE_BYTES)):
+    /// a longer one is cut as it streams and the request fails
+    /// `too_large` (the backend ran it).
+    pub fn with_max_response_bytes(mut self, max: usize) -> Self {
+        self.backend = self.backend.with_max_response_bytes(max);
+        self
+    }
+
     /// Methods that forward every call (of any name) to the backend.
     pub fn methods(&self) -> Methods {
         let proxy = self.clone();
@@ -72,6 +81,10 @@ impl RpcProxy {
             Ok((status, bytes)) => answer(status, &bytes),
             Err(Failure::NotSent) => Err(RpcError::unavailable(
                 "the backend is unreachable or busy (not executed)",
+            )),
+            Err(Failure::TooLarge) => Err(RpcError::new(
+                "too_large",
+                "the backend's answer is over the proxy's max_response_bytes (it ran)",
             )),
             Err(Failure::Timeout) => Err(RpcError::new(
                 "timeout",

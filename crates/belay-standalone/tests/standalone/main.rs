@@ -2,6 +2,8 @@
 //! (and a real `redis-server` for the cluster modules): one test binary, so
 //! it links once; one behaviour per module.
 
+mod api_body_deadline;
+mod backend_large_answers;
 mod channels_api;
 mod cluster;
 mod cluster_channels;
