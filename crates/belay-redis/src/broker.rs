@@ -224,7 +224,8 @@ impl Inner {
             .arg(history_len)
             .arg(history_age.as_secs().max(1))
             .arg(self.config.meta_ttl.as_secs().max(1))
-            .arg(new_epoch());
+            .arg(new_epoch())
+            .arg(self.config.history_max_bytes);
         // A publication whose answer is lost may or may not have been
         // appended: the caller is told it failed, and a retry publishes it
         // again (the application's own idempotency decides).

@@ -21,11 +21,17 @@ pub struct RedisConfig {
     /// Prefix of every key and PUB/SUB channel, so several Belay clusters
     /// can share one Redis.
     pub prefix: String,
-    /// Publications kept per channel (the Stream's `MAXLEN`).
+    /// Publications kept per channel (the publish script trims the Stream
+    /// to it).
     pub history_len: usize,
     /// How long a publication stays resumable. The Stream key also expires
     /// this long after its last publication.
     pub history_age: Duration,
+    /// Bytes of data one channel's Stream holds at most (counted by the
+    /// publish script): the oldest entries go first; one publication
+    /// larger than this alone empties the Stream (what is held must end
+    /// at the top), so a resume past it is not recovered.
+    pub history_max_bytes: usize,
     /// Per-namespace history bounds, capped by `history_len` and
     /// `history_age` (every node on one Redis should have the same).
     pub namespaces: Namespaces,
@@ -87,6 +93,7 @@ impl Default for RedisConfig {
             prefix: "belay".into(),
             history_len: 1_000,
             history_age: Duration::from_secs(300),
+            history_max_bytes: 4 << 20,
             namespaces: Namespaces::default(),
             meta_ttl: Duration::from_secs(24 * 3_600),
             command_timeout: Duration::from_secs(2),
@@ -122,6 +129,12 @@ impl RedisConfig {
     /// Set [`history_len`](Self::history_len).
     pub fn history_len(mut self, len: usize) -> Self {
         self.history_len = len;
+        self
+    }
+
+    /// Set [`history_max_bytes`](Self::history_max_bytes).
+    pub fn history_max_bytes(mut self, bytes: usize) -> Self {
+        self.history_max_bytes = bytes;
         self
     }
 

@@ -23,18 +23,46 @@ end
 
 /// Publish. KEYS: meta, history. ARGV: live channel, data, history length
 /// (0: none kept), history TTL s, meta TTL s, an epoch to start if there
-/// is none. Returns `{offset, epoch}`.
+/// is none, the most bytes of data the history holds. Returns `{offset,
+/// epoch}`.
 ///
-/// A missing meta hash starts a new epoch ([`CURRENT_EPOCH`]).
+/// A missing meta hash starts a new epoch ([`CURRENT_EPOCH`]). The meta
+/// hash's `b` counts the bytes of data in the Stream (a Stream that
+/// expired took them along); the oldest entries are deleted one by one
+/// until the new one fits in both the length and the bytes, so what is
+/// held stays consecutive up to the top. A publication larger than the
+/// byte bound alone empties the Stream.
 const PUBLISH: &str = r"
 local epoch = current_epoch(ARGV[6])
 local offset = redis.call('HINCRBY', KEYS[1], 's', 1)
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 if ARGV[3] ~= '0' then
-  local now = redis.call('TIME')
-  local ms = now[1] * 1000 + math.floor(now[2] / 1000)
-  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', ms)
-  redis.call('EXPIRE', KEYS[2], ARGV[4])
+  local max_len = tonumber(ARGV[3])
+  local max_bytes = tonumber(ARGV[7])
+  local size = string.len(ARGV[2])
+  local held = 0
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    held = tonumber(redis.call('HGET', KEYS[1], 'b') or '0')
+  end
+  if size > max_bytes then
+    redis.call('DEL', KEYS[2])
+    held = 0
+  else
+    local len = redis.call('XLEN', KEYS[2])
+    while len > 0 and (len >= max_len or held + size > max_bytes) do
+      local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+      -- fields: d, DATA, t, MS
+      held = held - string.len(oldest[2][2])
+      redis.call('XDEL', KEYS[2], oldest[1])
+      len = len - 1
+    end
+    local now = redis.call('TIME')
+    local ms = now[1] * 1000 + math.floor(now[2] / 1000)
+    redis.call('XADD', KEYS[2], offset .. '-0', 'd', ARGV[2], 't', ms)
+    redis.call('EXPIRE', KEYS[2], ARGV[4])
+    held = held + size
+  end
+  redis.call('HSET', KEYS[1], 'b', math.max(held, 0))
 end
 redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
 return {offset, epoch}

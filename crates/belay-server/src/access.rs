@@ -8,7 +8,7 @@
 
 use belay_proto::host::{is_host_channel, HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::Payload;
-use belay_proto::server::Access;
+use belay_proto::server::{is_reserved_channel, Access};
 
 use crate::auth::{AuthError, Principal, Verdict, USER_CHANNEL_PREFIX};
 use crate::shared::Shared;
@@ -61,9 +61,18 @@ pub(crate) fn publish(
     data: &Payload,
 ) -> Verdict<()> {
     let auth = &shared.auth;
-    if channel.starts_with(USER_CHANNEL_PREFIX) {
-        return Verdict::Now(auth.authorize_publish(principal, channel));
-    }
+    let namespaces = &shared.config.namespaces;
+    let access = if channel.starts_with(USER_CHANNEL_PREFIX) {
+        // A user channel is the server's (and the HTTP API's) to write: a
+        // client publish needs a rule that covers it and allows it, so a
+        // wide publish grant (`*`) never writes into another user's
+        // channel by default, and a rule's `nobody` holds whatever the grant.
+        namespaces
+            .rule_for(channel)
+            .map_or(Access::Nobody, |o| o.publish)
+    } else {
+        namespaces.options_for(channel).publish
+    };
     if is_host_channel(channel) {
         return Verdict::Now(match HostChannel::parse(channel) {
             Some(HostChannel::Data(host)) if principal.is_host(host) => Ok(()),
@@ -72,7 +81,14 @@ pub(crate) fn publish(
             ))),
         });
     }
-    match shared.config.namespaces.options_for(channel).publish {
+    // Every other `$` channel is the server's (presence, and whatever it
+    // adds later): no grant, rule or backend may open it to clients.
+    if is_reserved_channel(channel) {
+        return Verdict::Now(Err(AuthError::Forbidden(format!(
+            "{channel:?} is a server channel: only the server publishes to it"
+        ))));
+    }
+    match access {
         Access::Anyone => Verdict::Now(Ok(())),
         Access::Nobody | Access::Token => Verdict::Now(Err(AuthError::Forbidden(format!(
             "no client may publish to {channel:?}"

@@ -47,6 +47,12 @@ pub struct ServerConfig {
     /// Time a new TCP connection has to deliver its PROXY header (if
     /// expected) and its request headers; slower ones are closed.
     pub upgrade_timeout: Duration,
+    /// Time a POST body (the SSE fallback's open, send and close; the
+    /// standalone HTTP API's bodies) has to arrive in full once its
+    /// request's headers have: past it the request is answered 408 and its
+    /// connection closed. Until then the connection counts as not yet
+    /// upgraded.
+    pub body_timeout: Duration,
     /// Peers whose word about the client's address is believed: the PROXY
     /// protocol header (with `proxy_protocol`) or `X-Forwarded-For` /
     /// `Forwarded`. Empty by default: the TCP peer is the client.
@@ -107,6 +113,7 @@ impl Default for ServerConfig {
             work_rate_per_ip: 8_000.0,
             work_burst_per_ip: 500,
             upgrade_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
             trusted_proxies: TrustedProxies::default(),
             proxy_protocol: false,
             max_outbound_bytes: 256 << 20,
@@ -191,6 +198,12 @@ impl ServerConfig {
     /// Set the time a new connection has to deliver its request headers.
     pub fn with_upgrade_timeout(mut self, timeout: Duration) -> Self {
         self.upgrade_timeout = timeout;
+        self
+    }
+
+    /// Set the time a POST body has to arrive in full (408 after it).
+    pub fn with_body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
         self
     }
 

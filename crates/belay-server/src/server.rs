@@ -215,6 +215,13 @@ impl Server {
         Ok(data)
     }
 
+    /// The time a POST body has to arrive in full
+    /// ([`ServerConfig::body_timeout`]): routes merged into
+    /// [`Server::router`] that read bodies hold them to it.
+    pub fn body_timeout(&self) -> std::time::Duration {
+        self.shared.config.body_timeout
+    }
+
     /// The server's metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
@@ -422,6 +429,12 @@ impl Server {
             let _ = writeln!(
                 out,
                 "# HELP belay_channels Channels the broker holds.\n# TYPE belay_channels gauge\nbelay_channels {channels}"
+            );
+        }
+        if let Some(bytes) = shared.broker.history_bytes() {
+            let _ = writeln!(
+                out,
+                "# HELP belay_history_bytes Bytes of history the broker holds in this process (as history.max_bytes counts them).\n# TYPE belay_history_bytes gauge\nbelay_history_bytes {bytes}"
             );
         }
         out

@@ -53,10 +53,11 @@ pub(crate) async fn handle(
         Ok(handshake) => handshake,
         Err(refused) => return refused.into_response(),
     };
-    let admitted = match admit(&shared, &request, peer) {
+    let mut admitted = match admit(&shared, &request, peer) {
         Ok(admitted) => admitted,
         Err(refused) => return answer(refused),
     };
+    admitted.upgraded();
     let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
     let max_frame_len = shared.config.limits.max_frame_len();
     let codec = handshake.codec.unwrap_or_default();
@@ -68,7 +69,8 @@ pub(crate) async fn handle(
 }
 
 /// A session the checks let in: how it was admitted, its source's slot
-/// (marked upgraded) and the `Authorization: Bearer` token, if any.
+/// (still pending until [`Admitted::upgraded`]) and the
+/// `Authorization: Bearer` token, if any.
 pub(crate) struct Admitted {
     pub(crate) admission: Admission,
     slot: PeerSlot,
@@ -76,6 +78,12 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
+    /// The session exists (upgraded, or its stream's first body read): its
+    /// connection no longer counts as pending.
+    pub(crate) fn upgraded(&mut self) {
+        self.slot.upgraded();
+    }
+
     /// What the connection's driver is given.
     pub(crate) fn into_meta(self, peer: SocketAddr, codec: Codec) -> ConnectionMeta {
         ConnectionMeta {
@@ -103,7 +111,7 @@ pub(crate) fn admit(
     let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
     let draining = *shared.lifecycle.borrow() != Lifecycle::Serving;
     let decision = UpgradeDecision::new(limits, origin, draining)?;
-    let (decision, mut slot) = decision.source_counted(source_slot(shared, request, peer))?;
+    let (decision, slot) = decision.source_counted(source_slot(shared, request, peer))?;
     let now = shared.clock.now();
     let source_share = match slot.key() {
         Some(key) => lock(&shared.sources).admit(now, key),
@@ -119,7 +127,6 @@ pub(crate) fn admit(
         UpgradeVerdict::UpgradeThenRefuse { retry_after } => Admission::Refused { retry_after },
         refused => return Err(refused),
     };
-    slot.upgraded();
     Ok(Admitted {
         admission,
         slot,

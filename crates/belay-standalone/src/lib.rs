@@ -43,4 +43,4 @@ pub mod proxy;
 
 pub use auth::{JwtAuthenticator, JwtError, MissingChannels};
 pub use config::{defaults_file, BrokerPlan, ConfigError, LoadError, Plan, PlanError, Settings};
-pub use proxy::{Backend, BackendAuth, ProxyError, RpcProxy};
+pub use proxy::{Backend, BackendAuth, BackendTls, ProxyError, RpcProxy};

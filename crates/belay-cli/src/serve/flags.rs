@@ -137,6 +137,10 @@ pub(crate) struct LimitArgs {
     /// request headers.
     #[arg(long, default_value_t = 5_000)]
     pub(crate) upgrade_timeout_ms: u64,
+    /// Milliseconds a POST body (SSE open, send, close; the HTTP API) has to
+    /// arrive in full (408 and the connection closed after it).
+    #[arg(long, default_value_t = 5_000)]
+    pub(crate) body_timeout_ms: u64,
     /// Connections (upgraded or not) from one IP (an IPv6 /64): 429 above it.
     #[arg(long, default_value_t = 1_000)]
     pub(crate) max_connections_per_ip: u32,
@@ -189,6 +193,14 @@ pub(crate) struct LimitArgs {
     /// Channels the embedded broker holds (over: unsubscribed unavailable).
     #[arg(long, default_value_t = 100_000)]
     pub(crate) max_channels: usize,
+    /// Bytes of history one channel keeps (the oldest go first; with Redis,
+    /// bytes of data in its Stream).
+    #[arg(long, default_value_t = 4 << 20)]
+    pub(crate) history_max_bytes_per_channel: usize,
+    /// Bytes of history the embedded broker keeps over all channels (the
+    /// oldest go first, whichever channel).
+    #[arg(long, default_value_t = 256 << 20)]
+    pub(crate) history_max_bytes: usize,
     /// Longest publication frame in bytes (longer: refused at publish time).
     #[arg(long, default_value_t = 64 * 1024)]
     pub(crate) max_publication_len: usize,
@@ -227,9 +239,12 @@ impl LimitArgs {
             .set_max_channel_len(self.max_channel_len);
         let mut history = config.history;
         history.max_channels = self.max_channels;
+        history.max_bytes_per_channel = self.history_max_bytes_per_channel;
+        history.max_bytes = self.history_max_bytes;
         let mut config = config
             .with_history(history)
             .with_upgrade_timeout(Duration::from_millis(self.upgrade_timeout_ms))
+            .with_body_timeout(Duration::from_millis(self.body_timeout_ms))
             .with_pending_upgrades(self.max_pending_upgrades, self.max_pending_upgrades_per_ip)
             .with_work_share_per_ip(self.work_rate_per_ip, self.work_burst_per_ip)
             .with_max_outbound_bytes(self.max_outbound_bytes)
@@ -311,6 +326,12 @@ mod tests {
         assert_eq!(config.limits, default.limits);
         assert_eq!(config.history.max_channels, default.history.max_channels);
         assert_eq!(config.upgrade_timeout, default.upgrade_timeout);
+        assert_eq!(config.body_timeout, default.body_timeout);
+        assert_eq!(
+            config.history.max_bytes_per_channel,
+            default.history.max_bytes_per_channel
+        );
+        assert_eq!(config.history.max_bytes, default.history.max_bytes);
         assert_eq!(config.max_pending_upgrades, default.max_pending_upgrades);
         assert_eq!(
             config.max_pending_upgrades_per_ip,

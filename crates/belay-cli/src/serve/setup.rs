@@ -134,6 +134,7 @@ async fn connect(
         .prefix(prefix.clone())
         .history_len(history.max_len)
         .history_age(history.max_age)
+        .history_max_bytes(history.max_bytes_per_channel)
         .namespaces(namespaces.clone());
     redis.max_channels = history.max_channels;
     if let Some(ttl) = presence_ttl {

@@ -88,6 +88,10 @@ impl Broker for ServiceBroker {
         self.inner.channels()
     }
 
+    fn history_bytes(&self) -> Option<usize> {
+        self.inner.history_bytes()
+    }
+
     fn outcomes(&self) -> Option<Arc<dyn OutcomeStore>> {
         self.inner.outcomes()
     }

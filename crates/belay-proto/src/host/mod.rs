@@ -54,6 +54,24 @@ pub const STATE_CHANNEL_PREFIX: &str = "$host-state:";
 /// The longest host id, in bytes.
 pub const MAX_HOST_ID_LEN: usize = 128;
 
+/// The most calls one caller (one connection) may hold on one host at
+/// once: a quarter of the host's `max_calls` (rounded up, at least one).
+/// A fixed share, not a dynamic one, because a slot cannot be taken back
+/// from a call already waiting: whatever one caller does, at least four
+/// callers are served at once, and a caller refused its share retries
+/// (`rate_limited`) while its own calls end.
+///
+/// ```
+/// use belay_proto::host::max_calls_per_caller;
+///
+/// assert_eq!(max_calls_per_caller(64), 16);
+/// assert_eq!(max_calls_per_caller(3), 1);
+/// assert_eq!(max_calls_per_caller(0), 1);
+/// ```
+pub fn max_calls_per_caller(max_calls: usize) -> usize {
+    max_calls.div_ceil(4).max(1)
+}
+
 /// Which of the three host channels `channel` is, and the host's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

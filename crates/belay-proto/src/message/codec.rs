@@ -54,6 +54,17 @@ pub fn encode_client(message: &ClientMessage) -> String {
 /// The length in bytes of [`encode_client`]'s frame, counted without
 /// building it.
 pub fn encoded_len(message: &ClientMessage) -> usize {
+    counted(message)
+}
+
+/// The length in bytes of [`encode_server`]'s frame, counted without
+/// building it.
+pub fn encoded_server_len(message: &ServerMessage) -> usize {
+    counted(message)
+}
+
+/// The bytes serde_json writes for `message`, counted, not kept.
+fn counted<T: Serialize>(message: &T) -> usize {
     /// Counts what serde_json writes.
     struct Counter(usize);
     impl std::io::Write for Counter {
@@ -66,7 +77,7 @@ pub fn encoded_len(message: &ClientMessage) -> usize {
         }
     }
     let mut counter = Counter(0);
-    // Writing to a counter cannot fail, and client messages always serialize.
+    // Writing to a counter cannot fail, and messages always serialize.
     let _ = serde_json::to_writer(&mut counter, message);
     counter.0
 }

@@ -30,8 +30,8 @@ pub use binary::{
 pub use client::{ClientMessage, Connect, Refresh, Request, Subscribe, Unsubscribe};
 pub(crate) use codec::encoded_len_bound;
 pub use codec::{
-    decode_client, decode_server, encode_client, encode_server, encoded_len, DecodeError,
-    MAX_FRAME_LEN,
+    decode_client, decode_server, encode_client, encode_server, encoded_len, encoded_server_len,
+    DecodeError, MAX_FRAME_LEN,
 };
 pub use kind::MessageKind;
 pub use raw_json::RawJson;

@@ -16,6 +16,25 @@ pub const DEFAULT_MAX_CHANNEL_LEN: usize = 255;
 /// Deepest nesting of arrays and objects a published payload may have.
 pub const MAX_PAYLOAD_DEPTH: usize = 64;
 
+/// The first character of the server's own channels (`$presence:…`,
+/// `$host:…`, `$host-calls:…`, `$host-state:…`, and any it adds): the
+/// server alone writes them (a host writes its own `$host:ID`), never an
+/// application through the HTTP API nor a client's publish grant.
+pub const RESERVED_CHANNEL_PREFIX: char = '$';
+
+/// Whether `name` is one of the server's own channels
+/// ([`RESERVED_CHANNEL_PREFIX`]).
+///
+/// ```
+/// use belay_proto::server::is_reserved_channel;
+///
+/// assert!(is_reserved_channel("$host-calls:pc-1"));
+/// assert!(!is_reserved_channel("news$"));
+/// ```
+pub fn is_reserved_channel(name: &str) -> bool {
+    name.starts_with(RESERVED_CHANNEL_PREFIX)
+}
+
 /// Why a channel name is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]

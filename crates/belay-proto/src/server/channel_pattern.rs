@@ -24,6 +24,17 @@ impl ChannelPattern {
         }
     }
 
+    /// Whether every channel `other` covers, this pattern covers too: a
+    /// name is covered by what matches it, a prefix (`chat:admin:*`) only
+    /// by a prefix it starts with (`chat:*`, `*`).
+    pub fn covers(&self, other: &ChannelPattern) -> bool {
+        match (self.0.strip_suffix('*'), other.0.strip_suffix('*')) {
+            (Some(prefix), Some(narrower)) => narrower.starts_with(prefix),
+            (None, Some(_)) => false,
+            (_, None) => self.matches(&other.0),
+        }
+    }
+
     /// Whether any of `patterns` covers `channel`.
     pub fn any_matches<'a>(patterns: impl IntoIterator<Item = &'a str>, channel: &str) -> bool {
         patterns

@@ -32,13 +32,24 @@ struct Entry {
     data: RawJson,
 }
 
+impl Entry {
+    /// Bytes it holds, as the byte bounds count them: its data and the
+    /// entry itself.
+    fn size(data: &RawJson) -> usize {
+        data.get()
+            .len()
+            .saturating_add(std::mem::size_of::<Entry>())
+    }
+}
+
 /// One channel's stream: epoch, offsets and a bounded history.
 ///
 /// A channel's publications live in an **epoch** (one incarnation of its
 /// history) and carry offsets `1, 2, 3, …` with no gaps; offset 0 means
 /// "before the first publication" (spec/PROTOCOL.md §5.1). The log keeps the
-/// most recent publications, at most `max_len` of them and none older than
-/// `max_age`, so a client that reconnects can resume where it left off.
+/// most recent publications, at most `max_len` of them, at most `max_bytes`
+/// of them ([`ChannelLog::with_max_bytes`]) and none older than `max_age`,
+/// so a client that reconnects can resume where it left off.
 ///
 /// ```text
 ///  offsets   1 2 3 4 5 6 7 8 9        top = 9
@@ -65,6 +76,10 @@ pub struct ChannelLog {
     epoch: Arc<str>,
     max_len: usize,
     max_age: Duration,
+    /// Bytes the held entries may take ([`Entry::size`] each).
+    max_bytes: usize,
+    /// Bytes the held entries take.
+    bytes: usize,
     top: u64,
     /// Held publications, oldest first, consecutive offsets ending at `top`.
     entries: VecDeque<Entry>,
@@ -92,17 +107,28 @@ impl ChannelLog {
             epoch: epoch.into(),
             max_len,
             max_age,
+            max_bytes: usize::MAX,
+            bytes: 0,
             top: 0,
             entries: VecDeque::new(),
             latest: Instant::ZERO,
         }
     }
 
+    /// The same log, holding at most `max_bytes` of publications (each
+    /// counted as its data plus its entry's own size): the oldest go to
+    /// make room for a new one; one larger than `max_bytes` alone empties
+    /// the history (it must end at the top, so nothing older can stay).
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
     /// Append `data` at `now` and return the publication to fan out, with
     /// offset `top + 1`.
     ///
-    /// The oldest publications are dropped to stay within `max_len` and
-    /// `max_age`. After [`MAX_OFFSET`] the log starts a new epoch
+    /// The oldest publications are dropped to stay within `max_len`,
+    /// `max_bytes` and `max_age`. After [`MAX_OFFSET`] the log starts a new epoch
     /// (`"{epoch}+"`), drops its history and restarts at offset 1, so offsets
     /// stay exact in every client; subscribers see an epoch change and
     /// resubscribe, exactly as after a lost history.
@@ -111,13 +137,21 @@ impl ChannelLog {
         if self.top >= MAX_OFFSET {
             self.epoch = format!("{}+", self.epoch).into();
             self.top = 0;
-            self.entries.clear();
+            self.clear();
         }
         self.top += 1;
-        if self.max_len > 0 {
-            if self.entries.len() >= self.max_len {
-                self.entries.pop_front();
+        let size = Entry::size(&data);
+        if self.max_len > 0 && size > self.max_bytes {
+            // Held entries must end at the top: with this one left out,
+            // none can stay (a resume past it is not recovered).
+            self.clear();
+        } else if self.max_len > 0 {
+            while self.entries.len() >= self.max_len
+                || (!self.entries.is_empty() && self.bytes.saturating_add(size) > self.max_bytes)
+            {
+                self.pop_oldest();
             }
+            self.bytes = self.bytes.saturating_add(size);
             self.entries.push_back(Entry {
                 offset: self.top,
                 published_at: now,
@@ -178,11 +212,36 @@ impl ChannelLog {
         let now = self.advance(now);
         while let Some(oldest) = self.entries.front() {
             if now.saturating_duration_since(oldest.published_at) >= self.max_age {
-                self.entries.pop_front();
+                self.pop_oldest();
             } else {
                 break;
             }
         }
+    }
+
+    /// Drop the held publications up to and including `offset` (a
+    /// server-wide byte bound taking the oldest first). What stays still
+    /// ends at the top, so resumes stay exact.
+    pub fn evict_through(&mut self, offset: u64) {
+        while self.entries.front().is_some_and(|e| e.offset <= offset) {
+            self.pop_oldest();
+        }
+    }
+
+    /// Bytes the held publications take, as the byte bounds count them.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn pop_oldest(&mut self) {
+        if let Some(entry) = self.entries.pop_front() {
+            self.bytes = self.bytes.saturating_sub(Entry::size(&entry.data));
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
     }
 
     /// When the oldest held publication ages out, if any is held: the next
@@ -195,6 +254,12 @@ impl ChannelLog {
 
     /// The channel name.
     pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The channel name as the log shares it (a broker's map key and
+    /// eviction order hold the same allocation).
+    pub fn channel_name(&self) -> &Arc<str> {
         &self.channel
     }
 
@@ -315,6 +380,28 @@ mod tests {
         assert_eq!(newest, Some((5, "2".to_owned())));
         assert_eq!(log.held(ms(150)).count(), 0, "aged out");
         assert_eq!(log.top(), 5);
+    }
+
+    #[test]
+    fn the_byte_bound_drops_the_oldest_and_a_resume_past_them_is_not_recovered() {
+        // Each entry: 5 bytes of data ("abc" quoted) and the entry itself.
+        let size = 5 + std::mem::size_of::<Entry>();
+        let mut log = log(100, Duration::MAX).with_max_bytes(3 * size);
+        for _ in 0..5 {
+            log.publish(ms(0), json!("abc").into());
+        }
+        assert_eq!((log.len(), log.bytes()), (3, 3 * size));
+        assert!(!log.recover(ms(0), Some(&at("e1", 1))).subscribed.recovered);
+        assert_eq!(
+            offsets(&log.recover(ms(0), Some(&at("e1", 2)))),
+            vec![3, 4, 5]
+        );
+        // One publication over the bound alone: nothing older can stay.
+        log.publish(ms(0), json!("x".repeat(4 * size)).into());
+        assert_eq!((log.len(), log.bytes()), (0, 0));
+        assert!(log.recover(ms(0), Some(&at("e1", 6))).subscribed.recovered);
+        log.evict_through(6);
+        assert_eq!(log.top(), 6);
     }
 
     #[test]

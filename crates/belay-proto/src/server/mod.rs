@@ -47,7 +47,8 @@ mod work_share;
 
 pub use admission::TokenBucket;
 pub use channel::{
-    check_channel_name, payload_depth, ChannelNameError, DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH,
+    check_channel_name, is_reserved_channel, payload_depth, ChannelNameError,
+    DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH, RESERVED_CHANNEL_PREFIX,
 };
 pub use channel_pattern::ChannelPattern;
 pub use connection::{

@@ -28,8 +28,9 @@ pub struct ChannelOptions {
 }
 
 /// Who may do something on a channel: subscribe to it, or publish to it
-/// from the client. A user channel (`#USER`) stays its user's whatever
-/// the rule.
+/// from the client. A user channel (`#USER`) stays its user's to
+/// subscribe to whatever the rule, and takes client publishes only from a
+/// rule that covers it ([`Namespaces::rule_for`]; no rule: nobody).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Access {
@@ -130,10 +131,18 @@ impl Namespaces {
 
     /// The options of `channel`.
     pub fn options_for(&self, channel: &str) -> &ChannelOptions {
+        self.rule_for(channel).unwrap_or(&self.defaults)
+    }
+
+    /// The options of the first rule whose pattern covers `channel`;
+    /// `None` when no rule does (the channel has the defaults). The
+    /// server's user channels (`#USER`) take client publishes only from a
+    /// rule that names them: the defaults never open them.
+    pub fn rule_for(&self, channel: &str) -> Option<&ChannelOptions> {
         self.rules
             .iter()
             .find(|(pattern, _)| pattern.matches(channel))
-            .map_or(&self.defaults, |(_, options)| options)
+            .map(|(_, options)| options)
     }
 
     /// Whether no rule is set (every channel has the defaults).

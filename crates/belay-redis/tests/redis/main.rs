@@ -7,6 +7,7 @@ mod auth;
 mod channel_list;
 mod common;
 mod control_plane;
+mod history_bytes;
 mod history_read;
 mod idempotency_across_nodes;
 mod namespace_history;

@@ -1,4 +1,4 @@
-//! Per-namespace history on Redis (the publish script's MAXLEN): a `chat:*` namespace that
+//! Per-namespace history on Redis (the publish script's length bound): a `chat:*` namespace that
 //! keeps 3 publications keeps 3, another channel keeps the broker's
 //! default, seen by resuming over a real socket.
 

@@ -196,6 +196,12 @@ pub trait Broker: Send + Sync + 'static {
         None
     }
 
+    /// Bytes of history held in this process now, if the broker knows (for
+    /// `/metrics`). A broker that wraps another must forward this.
+    fn history_bytes(&self) -> Option<usize> {
+        None
+    }
+
     /// Read `channel`'s retained history as `query` says, with its position
     /// now (a channel with no history: no publication, top offset 0); the
     /// default answers [`HistoryError::Unsupported`]. A broker that wraps

@@ -60,7 +60,7 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
         return refused(e.code(), e.to_string(), None);
     }
     let timing = &shared.config.host_timing;
-    let ticket = match shared.hosts.start_call(shared, &params.host) {
+    let ticket = match shared.hosts.start_call(shared, &params.host, &ctx.session) {
         Ok(ticket) => ticket,
         Err(refusal) => return refusal_reply(&refusal, &params.host, timing),
     };
@@ -68,6 +68,7 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
         shared: Arc::clone(shared),
         host: params.host.clone(),
         call: ticket.id,
+        caller: Arc::clone(&ctx.session),
     };
     let started = Instant::now();
     // Wait for the host to hold its calls channel, up to the wake bound.
@@ -125,13 +126,14 @@ struct Ending {
     shared: Arc<Shared>,
     host: String,
     call: u64,
+    caller: Arc<str>,
 }
 
 impl Drop for Ending {
     fn drop(&mut self) {
         self.shared
             .hosts
-            .end_call(&self.shared, &self.host, self.call);
+            .end_call(&self.shared, &self.host, self.call, &self.caller);
     }
 }
 
@@ -153,6 +155,11 @@ fn refusal_reply(refusal: &CallRefusal, host: &str, timing: &HostTiming) -> Repl
         CallRefusal::Busy => refused(
             "rate_limited",
             format!("host {host:?} has as many calls as it may"),
+            Some(Duration::from_secs(1)),
+        ),
+        CallRefusal::CallerBusy => refused(
+            "rate_limited",
+            format!("this connection holds its share of host {host:?}'s calls"),
             Some(Duration::from_secs(1)),
         ),
     }

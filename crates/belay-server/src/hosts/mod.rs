@@ -13,13 +13,14 @@
 //! Everything here is bounded: [`ServerConfig::max_hosts`](crate::ServerConfig::max_hosts)
 //! records of at most a few hundred bytes each, and
 //! [`ServerConfig::max_calls_per_host`](crate::ServerConfig::max_calls_per_host)
-//! calls per host.
+//! calls per host, of which one connection holds at most its share
+//! ([`max_calls_per_caller`]), so one caller cannot starve the others.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use belay_proto::host::{HostRecord, HostState, STATE_CHANNEL_PREFIX};
+use belay_proto::host::{max_calls_per_caller, HostRecord, HostState, STATE_CHANNEL_PREFIX};
 use belay_proto::message::{ErrorBody, Reply};
 use tokio::sync::{oneshot, Notify};
 
@@ -57,6 +58,9 @@ struct Entry {
     ready: Arc<Notify>,
     /// Calls published to the host and waiting for its answer.
     delivered: Vec<(u64, oneshot::Sender<Reply>)>,
+    /// The calls each caller (session id) holds, for its share; only
+    /// callers holding one, so at most `max_calls_per_host` entries.
+    callers: HashMap<Arc<str>, usize>,
 }
 
 /// Why the registry refused to register a host.
@@ -72,6 +76,8 @@ pub(crate) enum CallRefusal {
     Offline,
     /// It has as many calls as it may.
     Busy,
+    /// This caller holds its share of the host's calls.
+    CallerBusy,
 }
 
 /// A call that started: its id, and what wakes its wait.
@@ -190,11 +196,12 @@ impl HostRegistry {
         announce(shared, note);
     }
 
-    /// Start a call to `host`.
+    /// Start a call to `host` for `caller` (its session id).
     pub(crate) fn start_call(
         &self,
         shared: &Arc<Shared>,
         host: &str,
+        caller: &Arc<str>,
     ) -> Result<CallTicket, CallRefusal> {
         let now = shared.clock.now();
         let timing = &shared.config.host_timing;
@@ -207,9 +214,15 @@ impl HostRegistry {
                 announce(shared, note);
                 return Err(CallRefusal::Offline);
             }
-            if entry.record.calls() as usize >= shared.config.max_calls_per_host {
+            let max_calls = shared.config.max_calls_per_host;
+            if entry.record.calls() as usize >= max_calls {
                 return Err(CallRefusal::Busy);
             }
+            let held = entry.callers.get(caller).copied().unwrap_or(0);
+            if held >= max_calls_per_caller(max_calls) {
+                return Err(CallRefusal::CallerBusy);
+            }
+            entry.callers.insert(Arc::clone(caller), held + 1);
             entry.record.handle_call_started();
             let ticket = CallTicket {
                 id: self.next_call.fetch_add(1, Ordering::Relaxed),
@@ -257,8 +270,9 @@ impl HostRegistry {
         waiting.send(reply).is_ok()
     }
 
-    /// `call` to `host` ended (answered, refused, or its caller left).
-    pub(crate) fn end_call(&self, shared: &Arc<Shared>, host: &str, call: u64) {
+    /// `call` of `caller` to `host` ended (answered, refused, or its
+    /// caller left).
+    pub(crate) fn end_call(&self, shared: &Arc<Shared>, host: &str, call: u64, caller: &str) {
         let now = shared.clock.now();
         let note = {
             let mut inner = lock(&self.inner);
@@ -266,6 +280,12 @@ impl HostRegistry {
                 return;
             };
             entry.delivered.retain(|(id, _)| *id != call);
+            if let Some(held) = entry.callers.get_mut(caller) {
+                *held = held.saturating_sub(1);
+                if *held == 0 {
+                    entry.callers.remove(caller);
+                }
+            }
             entry.record.handle_call_ended(now);
             entry.note(host, shared)
         };
@@ -319,6 +339,7 @@ impl Inner {
                 record,
                 ready: Arc::default(),
                 delivered: Vec::new(),
+                callers: HashMap::new(),
             };
             return Ok(self.hosts.entry(Arc::from(host)).or_insert(entry));
         }

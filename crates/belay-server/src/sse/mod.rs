@@ -21,6 +21,7 @@
 //! | send: a number past the next | 409, stream closed 1002 `protocol error` |
 //! | send: body over `max_frame_len` / not UTF-8 | 413 (once the rest is read and dropped, bounded) / 400, stream closed 1009 / 1007 |
 //! | send: not read within 10 s | 503 + `Retry-After: 1`, stream ended (1006 for the client) |
+//! | open, send or close: body not in full within `body_timeout` (5 s) | 408, connection closed; a send's stream ended (1006) |
 //! | send | 204 once every message of it was read |
 //! | close | 204, the connection handles it as a close frame |
 
@@ -72,7 +73,7 @@ pub(crate) async fn open(
     request: Request,
 ) -> Response {
     let shared = Arc::clone(&server.shared);
-    let admitted = match upgrade::admit(&shared, &request, peer) {
+    let mut admitted = match upgrade::admit(&shared, &request, peer) {
         Ok(admitted) => admitted,
         Err(refused) => return upgrade::answer(refused),
     };
@@ -90,10 +91,13 @@ pub(crate) async fn open(
     }
     let connection = request.extensions().get::<SlotCell>().cloned();
     let limit = shared.config.limits.max_frame_len();
-    let body = match read_body(request.into_body(), limit).await {
+    // Still pending while its body arrives: a stalled one holds a pending
+    // slot, bounded in number, and for `body_timeout` at most.
+    let body = match read_body(request.into_body(), limit, shared.config.body_timeout).await {
         Ok(body) => body,
         Err(refused) => return refused.response(),
     };
+    admitted.upgraded();
     let (id, inbound, guard) = shared.sse.open(shared.node_id());
     if let Some(entry) = shared.sse.get(&id) {
         // The channel is new: it has room for this first body (number 0).
@@ -137,7 +141,7 @@ pub(crate) async fn send(State(server): State<Server>, request: Request) -> Resp
     };
     let slot = request.extensions().get::<SlotCell>().cloned();
     let limit = shared.config.limits.max_frame_len();
-    let body = read_body(request.into_body(), limit);
+    let body = read_body(request.into_body(), limit, shared.config.body_timeout);
     let answer = match shared.sse.get(&id) {
         Some(entry) => take_send(&entry, seq, body).await,
         None => match relay::route(shared, &id) {
@@ -208,7 +212,13 @@ pub(crate) async fn close(State(server): State<Server>, request: Request) -> Res
     let Some(id) = stream_of(request.headers()).map(str::to_owned) else {
         return Answer::UnknownStream.into_response();
     };
-    let code = match read_body(request.into_body(), MAX_CLOSE_BODY).await {
+    let code = match read_body(
+        request.into_body(),
+        MAX_CLOSE_BODY,
+        shared.config.body_timeout,
+    )
+    .await
+    {
         Ok(body) => close_code(&body),
         Err(refused) => return Answer::BadBody(refused).into_response(),
     };
@@ -255,7 +265,7 @@ pub(crate) enum Answer {
     BadSeq,
     /// 409, the stream closed 1002.
     OutOfOrder,
-    /// 413 or 400, the stream closed 1009 or 1007.
+    /// 413 or 400, the stream closed 1009 or 1007; 408, the stream ended.
     BadBody(BadBody),
     /// 503 + `Retry-After: 1`, the stream ended.
     NotReadInTime,
@@ -310,6 +320,8 @@ fn insert_header(response: &mut Response, name: header::HeaderName, value: &str)
 pub(crate) enum BadBody {
     TooLarge,
     NotUtf8,
+    /// Not in full within `body_timeout`.
+    TimedOut,
 }
 
 impl BadBody {
@@ -317,6 +329,14 @@ impl BadBody {
         match self {
             BadBody::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "message too big").into_response(),
             BadBody::NotUtf8 => (StatusCode::BAD_REQUEST, "invalid utf-8").into_response(),
+            // The rest of the body may still come: the connection cannot
+            // carry another request, so it closes.
+            BadBody::TimedOut => (
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                "body not received in time",
+            )
+                .into_response(),
         }
     }
 
@@ -324,34 +344,62 @@ impl BadBody {
         match self {
             BadBody::TooLarge => WsError::TooBig,
             BadBody::NotUtf8 => WsError::InvalidUtf8,
+            BadBody::TimedOut => WsError::Io(std::io::ErrorKind::TimedOut.into()),
         }
     }
 }
 
-/// The whole body, at most `limit` bytes of UTF-8. A body that fails to
-/// arrive counts as too large (its sender is gone or sent more). Past the
-/// limit, the rest is read and dropped ([`drain`]) before the answer.
-async fn read_body(mut body: Body, limit: usize) -> Result<Bytes, BadBody> {
-    use http_body_util::BodyExt;
-    let mut collected = bytes::BytesMut::new();
-    while let Some(frame) = body.frame().await {
-        let Ok(data) = frame.map_err(|_| BadBody::TooLarge)?.into_data() else {
-            // Trailers: nothing to keep.
-            continue;
-        };
-        if collected.len().saturating_add(data.len()) > limit {
-            drain(body).await;
+/// The whole body, at most `limit` bytes of UTF-8, in full within
+/// `timeout`. A body that fails to arrive counts as too large (its sender
+/// is gone or sent more). Past the limit, the rest is read and dropped
+/// ([`drain`], with bounds of its own, after the deadline's wait) before
+/// the answer.
+async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes, BadBody> {
+    let bytes = match tokio::time::timeout(timeout, collect(body, limit)).await {
+        Err(_) => return Err(BadBody::TimedOut),
+        Ok(Collected::Whole(bytes)) => bytes,
+        Ok(Collected::Broken) => return Err(BadBody::TooLarge),
+        Ok(Collected::Over(rest)) => {
+            drain(rest).await;
             return Err(BadBody::TooLarge);
         }
-        collected.extend_from_slice(&data);
-    }
-    let bytes = collected.freeze();
+    };
     std::str::from_utf8(&bytes).map_err(|_| BadBody::NotUtf8)?;
     Ok(bytes)
 }
 
 /// How long the rest of a refused body may take to be read and dropped.
 const DRAIN_LINGER: Duration = Duration::from_secs(2);
+
+/// How reading a body ended.
+enum Collected {
+    /// All of it, within the limit.
+    Whole(Bytes),
+    /// It broke off (its sender is gone).
+    Broken,
+    /// Past the limit: the rest, still to be drained.
+    Over(Body),
+}
+
+/// Read `body` while it stays within `limit` bytes.
+async fn collect(mut body: Body, limit: usize) -> Collected {
+    use http_body_util::BodyExt;
+    let mut collected = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return Collected::Broken;
+        };
+        let Ok(data) = frame.into_data() else {
+            // Trailers: nothing to keep.
+            continue;
+        };
+        if collected.len().saturating_add(data.len()) > limit {
+            return Collected::Over(body);
+        }
+        collected.extend_from_slice(&data);
+    }
+    Collected::Whole(collected.freeze())
+}
 
 /// Read and drop the rest of a refused body, at most
 /// [`ws::LINGER_BYTES`](crate::ws::LINGER_BYTES) within [`DRAIN_LINGER`]

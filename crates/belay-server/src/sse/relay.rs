@@ -40,7 +40,8 @@ pub struct RelayedSend {
     seq: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     body: Option<String>,
-    /// Why the body was refused where it arrived (`too_large`, `not_utf8`).
+    /// Why the body was refused where it arrived (`too_large`, `not_utf8`,
+    /// `timed_out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     refused: Option<String>,
     /// A close's code.
@@ -61,6 +62,7 @@ impl RelayedSend {
             Ok(body) => (Some(String::from_utf8_lossy(&body).into_owned()), None),
             Err(BadBody::TooLarge) => (None, Some("too_large".into())),
             Err(BadBody::NotUtf8) => (None, Some("not_utf8".into())),
+            Err(BadBody::TimedOut) => (None, Some("timed_out".into())),
         };
         RelayedSend {
             stream: stream.to_owned(),
@@ -82,13 +84,14 @@ impl RelayedSend {
     }
 }
 
-const ANSWERS: [(Answer, &str); 9] = [
+const ANSWERS: [(Answer, &str); 10] = [
     (Answer::Taken, "taken"),
     (Answer::UnknownStream, "unknown_stream"),
     (Answer::BadSeq, "bad_seq"),
     (Answer::OutOfOrder, "out_of_order"),
     (Answer::BadBody(BadBody::TooLarge), "too_large"),
     (Answer::BadBody(BadBody::NotUtf8), "not_utf8"),
+    (Answer::BadBody(BadBody::TimedOut), "timed_out"),
     (Answer::NotReadInTime, "not_read_in_time"),
     (Answer::OwnerUnreachable, "owner_unreachable"),
     (Answer::OwnerUnreachable, "unreachable"),
@@ -142,6 +145,7 @@ impl Server {
             Some(seq) => {
                 let body = match (relayed.body, relayed.refused.as_deref()) {
                     (_, Some("too_large")) => Err(BadBody::TooLarge),
+                    (_, Some("timed_out")) => Err(BadBody::TimedOut),
                     (_, Some(_)) => Err(BadBody::NotUtf8),
                     (Some(body), None) => Ok(Bytes::from(body)),
                     (None, None) => Ok(Bytes::new()),

@@ -515,23 +515,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
 
     /// Read what the socket has into `self.read`, through the scratch buffer.
     fn poll_read_some(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let io = &mut self.io;
         let read = &mut self.read;
-        SCRATCH_BUF.with(|scratch| {
-            let mut fallback;
-            let mut borrowed = scratch.try_borrow_mut();
-            let buf: &mut [u8] = match borrowed.as_mut() {
-                Ok(scratch) => &mut scratch[..],
-                Err(_) => {
-                    fallback = vec![0; SCRATCH];
-                    &mut fallback[..]
-                }
-            };
-            let mut buf = ReadBuf::new(buf);
-            ready!(Pin::new(io).poll_read(cx, &mut buf))?;
-            read.extend_from_slice(buf.filled());
-            Poll::Ready(Ok(buf.filled().len()))
-        })
+        poll_read_scratch(&mut self.io, cx, |bytes| read.extend_from_slice(bytes))
     }
 
     /// Take one complete frame off `self.read`, if there is one.
@@ -765,6 +750,20 @@ fn poll_read_discarding<S>(io: &mut S, cx: &mut Context<'_>) -> Poll<io::Result<
 where
     S: AsyncRead + Unpin,
 {
+    poll_read_scratch(io, cx, |_| {})
+}
+
+/// Read what the socket has into the per-thread scratch buffer (a buffer
+/// of its own if that one is in use) and hand the bytes to `take`; how
+/// many there were (0: end of stream).
+fn poll_read_scratch<S>(
+    io: &mut S,
+    cx: &mut Context<'_>,
+    take: impl FnOnce(&[u8]),
+) -> Poll<io::Result<usize>>
+where
+    S: AsyncRead + Unpin,
+{
     SCRATCH_BUF.with(|scratch| {
         let mut fallback;
         let mut borrowed = scratch.try_borrow_mut();
@@ -777,6 +776,7 @@ where
         };
         let mut buf = ReadBuf::new(buf);
         ready!(Pin::new(io).poll_read(cx, &mut buf))?;
+        take(buf.filled());
         Poll::Ready(Ok(buf.filled().len()))
     })
 }

@@ -11,6 +11,8 @@ mod budgets;
 mod channels;
 mod frames;
 mod handshake;
+mod history_bytes;
+mod host_calls;
 mod idempotency;
 mod in_flight;
 mod lingering_close;

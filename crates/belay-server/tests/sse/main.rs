@@ -12,6 +12,7 @@ mod oversized_send;
 mod relayed;
 mod session;
 mod slow_reader;
+mod stalled_bodies;
 mod through_nginx;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use belay_proto::message::{Publication, Reply};
-use belay_proto::server::{params_digest, Begin};
+use belay_proto::server::{is_reserved_channel, params_digest, Begin};
 use belay_proto::Instant;
 use belay_server::broker::PublishError;
 use belay_server::Lifecycle;
@@ -43,10 +43,26 @@ pub(crate) struct BroadcastBody {
     data: Value,
 }
 
-/// The body, within the limit, parsed as `T`.
+/// The body, within the limit and the server's `body_timeout`, parsed as
+/// `T`.
 pub(crate) async fn body<T: DeserializeOwned>(api: &Api, body: Body) -> Result<T, Response> {
-    let bytes = axum::body::to_bytes(body, api.max_body)
+    let timeout = api.server.body_timeout();
+    let bytes = tokio::time::timeout(timeout, axum::body::to_bytes(body, api.max_body))
         .await
+        .map_err(|_| {
+            let mut answer = error(
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                format!("the body did not arrive within {} ms", timeout.as_millis()),
+            );
+            // The rest of the body may still come: the connection cannot
+            // carry another request, so it closes.
+            answer.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            answer
+        })?
         .map_err(|_| {
             error(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -76,6 +92,20 @@ pub(crate) fn bad_channel(name: &str) -> Option<Response> {
             "channel: 1 to 255 printable ASCII characters, no spaces",
         ))
     }
+}
+
+/// A 403 `reserved_channel` when `name` is one of the server's own
+/// channels (`$…`: host calls, host states, presence, a host's data):
+/// the server alone writes them, so a backend cannot forge a host call,
+/// a host's state or a join.
+pub(crate) fn reserved_channel(name: &str) -> Option<Response> {
+    is_reserved_channel(name).then(|| {
+        error(
+            StatusCode::FORBIDDEN,
+            "reserved_channel",
+            format!("{name:?} is a server channel (`$…`): only the server publishes to it"),
+        )
+    })
 }
 
 fn published(p: &Publication) -> Value {
@@ -112,7 +142,9 @@ pub(crate) async fn publish(State(api): State<Api>, request: Request) -> Respons
 
 /// Publish `publish.data` to `publish.channel`, once per idempotency key.
 pub(crate) async fn publish_once(api: &Api, publish: PublishBody) -> Response {
-    if let Some(response) = bad_channel(&publish.channel) {
+    if let Some(response) =
+        bad_channel(&publish.channel).or_else(|| reserved_channel(&publish.channel))
+    {
         return response;
     }
     let Some(key) = publish.idempotency_key.clone() else {
@@ -188,7 +220,13 @@ pub(crate) async fn broadcast(State(api): State<Api>, request: Request) -> Respo
             format!("channels: 1 to {MAX_BROADCAST} names"),
         );
     }
-    if let Some(response) = broadcast.channels.iter().find_map(|c| bad_channel(c)) {
+    // Every name is checked before anything is published: a refused
+    // broadcast publishes nothing.
+    if let Some(response) = broadcast
+        .channels
+        .iter()
+        .find_map(|c| bad_channel(c).or_else(|| reserved_channel(c)))
+    {
         return response;
     }
     let mut results = Vec::with_capacity(broadcast.channels.len());

@@ -11,8 +11,10 @@
 //! |---|---|---|
 //! | 401 | `unauthorized` | no API key, or another one (`Authorization: Bearer KEY` or `X-API-Key: KEY`) |
 //! | 400 | `bad_request` | not JSON, an unknown or missing field or query parameter (named in the message), a field of the wrong type or out of range (named), a bad channel name or pattern, data nested too deep |
+//! | 403 | `reserved_channel` | `/api/publish` or `/api/broadcast` naming one of the server's own channels (`$…`: `$host-calls:`, `$host-state:`, `$host:`, `$presence:`); nothing is published |
 //! | 404 | `not_found` | `/api/presence` for a channel whose namespace does not track presence; a path under `/api/` that is no route |
 //! | 405 | `method_not_allowed` | a method the route does not take |
+//! | 408 | `timeout` | a body not in full within the server's `body_timeout` (`limits.body_timeout_ms`); the connection closes |
 //! | 413 | `too_large` | a body over the limit, or a publication over `max_publication_len` |
 //! | 409 | `idempotency_conflict` | an idempotency key reused with another body |
 //! | 409 | `in_flight` | the same key is being published now: retry |

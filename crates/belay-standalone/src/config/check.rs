@@ -10,7 +10,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::schema::{self, Key, Kind};
-use super::{namespaces, ConfigError, Settings, Value};
+use super::{namespace_order, namespaces, ConfigError, Settings, Value};
 
 /// Check `text` (the file at `base`, whose directory relative paths start
 /// from) with environment variables from `env`.
@@ -109,6 +109,8 @@ impl Checker<'_> {
             self.error_at(at, "`namespace` must be tables ([[namespace]])".into());
             return;
         };
+        // Each table's pattern and where it is written, for the order check.
+        let mut patterns: Vec<(String, Range<usize>)> = Vec::new();
         for table in tables.iter() {
             let Some(entries) = table.get_ref().as_table() else {
                 self.error_at(
@@ -137,6 +139,9 @@ impl Checker<'_> {
                         if v == Value::Str("token".into()) {
                             self.backend_rules.push((value.span(), "namespace.token"));
                         }
+                        if let (Value::Str(pattern), "namespace.pattern") = (&v, found.path) {
+                            patterns.push((pattern.clone(), value.span()));
+                        }
                         checked.insert(found.path, v);
                     }
                     Err(message) => {
@@ -148,6 +153,25 @@ impl Checker<'_> {
                 self.error_at(table.span(), "a [[namespace]] needs a `pattern`".into());
             }
             self.namespaces.push(checked);
+        }
+        self.dead_namespaces(&patterns);
+    }
+
+    /// A table an earlier one covers entirely can never match: an error at
+    /// its pattern, naming the earlier one and its line.
+    fn dead_namespaces(&mut self, patterns: &[(String, Range<usize>)]) {
+        let names: Vec<&str> = patterns.iter().map(|(p, _)| p.as_str()).collect();
+        for (later, earlier) in namespace_order::shadowed(&names) {
+            let (earlier_pattern, earlier_at) = &patterns[earlier];
+            let earlier_line = self.text[..earlier_at.start.min(self.text.len())]
+                .matches('\n')
+                .count()
+                + 1;
+            let message = format!(
+                "[[namespace]] pattern {:?} can never match: the [[namespace]] {earlier_pattern:?} (line {earlier_line}) comes first and covers every channel it does (a channel takes the first table that covers it: list the narrower pattern first)",
+                patterns[later].0
+            );
+            self.error_at(patterns[later].1.clone(), message);
         }
     }
 
@@ -434,6 +458,21 @@ impl Checker<'_> {
                 } else {
                     Err(format!(
                         "expected \"memory\" or a redis:// (rediss://) URL, found \"{s}\""
+                    ))
+                }
+            }
+            (Kind::BackendUrl, Value::Str(s)) => {
+                // What the proxy's client accepts (hyper's URI parser), so
+                // a URL that checks clean is one `belay serve` can use.
+                let uri = s.parse::<hyper::Uri>().ok();
+                let scheme = uri.as_ref().and_then(|u| u.scheme_str());
+                if matches!(scheme, Some("http" | "https"))
+                    && uri.as_ref().and_then(hyper::Uri::host).is_some()
+                {
+                    Ok(Value::Str(s))
+                } else {
+                    Err(format!(
+                        "expected an http:// or https:// URL (http://HOST:PORT/PATH), found \"{s}\""
                     ))
                 }
             }

@@ -6,8 +6,11 @@
 
 mod check;
 mod defaults;
+mod namespace_order;
 mod namespaces;
 mod plan;
+#[cfg(test)]
+mod proxy_urls;
 mod schema;
 mod suggest;
 

@@ -11,7 +11,7 @@ use belay_server::ServerConfig;
 
 use super::Settings;
 use crate::auth::{JwtAuthenticator, JwtError, MissingChannels};
-use crate::proxy::{Backend, BackendAuth, ProxyError, RpcProxy};
+use crate::proxy::{Backend, BackendAuth, BackendTls, ProxyError, RpcProxy};
 
 /// Where the server's channels live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +90,8 @@ impl Plan {
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
         let auth = jwt(s)?;
-        let backend = backend(s, auth.clone())?;
+        let tls = backend_tls(s)?;
+        let backend = backend(s, auth.clone(), &tls)?;
         Ok(Plan {
             listen,
             internal_listen: s
@@ -108,11 +109,15 @@ impl Plan {
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
             proxy: match s.text("proxy.rpc_url") {
-                Some(url) => Some(RpcProxy::new(
-                    url,
-                    millis(s, "proxy.timeout_ms"),
-                    s.size("proxy.max_in_flight"),
-                )?),
+                Some(url) => Some(
+                    RpcProxy::with_tls(
+                        url,
+                        millis(s, "proxy.timeout_ms"),
+                        s.size("proxy.max_in_flight"),
+                        &tls,
+                    )?
+                    .with_max_response_bytes(s.size("proxy.max_response_bytes")),
+                ),
                 None => None,
             },
         })
@@ -155,6 +160,8 @@ fn server_config(s: &Settings) -> ServerConfig {
     history.max_len = s.size("history.max_len");
     history.max_age = Duration::from_secs(s.uint("history.max_age_secs"));
     history.max_channels = s.size("history.max_channels");
+    history.max_bytes_per_channel = s.size("history.max_bytes_per_channel");
+    history.max_bytes = s.size("history.max_bytes");
     let ranges: Vec<IpRange> = s
         .list("network.trusted_proxies")
         .iter()
@@ -163,6 +170,7 @@ fn server_config(s: &Settings) -> ServerConfig {
     let mut config = config
         .with_history(history)
         .with_upgrade_timeout(millis(s, "limits.upgrade_timeout_ms"))
+        .with_body_timeout(millis(s, "limits.body_timeout_ms"))
         .with_pending_upgrades(
             u32::try_from(s.int("limits.max_pending_upgrades")).unwrap_or(2_048),
             u32::try_from(s.int("limits.max_pending_upgrades_per_ip")).unwrap_or(64),
@@ -211,16 +219,33 @@ fn broker(s: &Settings) -> BrokerPlan {
     }
 }
 
+/// How the proxies check an `https://` backend: `proxy.ca`'s
+/// certificates, else the Mozilla roots.
+fn backend_tls(s: &Settings) -> Result<BackendTls, PlanError> {
+    let Some(path) = s.text("proxy.ca") else {
+        return Ok(BackendTls::default());
+    };
+    let path = PathBuf::from(path);
+    let pem = std::fs::read(&path).map_err(|source| PlanError::Read { path, source })?;
+    Ok(BackendTls::from_ca_pem(&pem)?)
+}
+
 /// The backend's say, if a connect, subscribe or publish URL is set.
-fn backend(s: &Settings, jwt: Option<JwtAuthenticator>) -> Result<Option<BackendAuth>, PlanError> {
+fn backend(
+    s: &Settings,
+    jwt: Option<JwtAuthenticator>,
+    tls: &BackendTls,
+) -> Result<Option<BackendAuth>, PlanError> {
     let url = |path| {
         s.text(path)
             .map(|url| {
-                Backend::new(
+                Backend::with_tls(
                     url,
                     millis(s, "proxy.timeout_ms"),
                     s.size("proxy.max_in_flight"),
+                    tls,
                 )
+                .map(|b| b.with_max_response_bytes(s.size("proxy.max_response_bytes")))
             })
             .transpose()
     };

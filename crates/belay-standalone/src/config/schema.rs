@@ -27,6 +27,8 @@ pub(crate) enum Kind {
     Ranges,
     /// `memory`, `redis://…` or `rediss://…`.
     BrokerUrl,
+    /// A backend's `http://HOST…` or `https://HOST…` URL.
+    BackendUrl,
 }
 
 /// One setting.
@@ -221,6 +223,12 @@ pub(crate) const KEYS: &[Key] = &[
         "A new TCP connection's time for its PROXY header, TLS and request headers.",
     ),
     key(
+        "limits.body_timeout_ms",
+        MILLIS,
+        "5000",
+        "A POST body's time to arrive in full once its headers have (SSE open, send and close; the HTTP API): 408 and the connection closed after it; until then it counts as a pending upgrade.",
+    ),
+    key(
         "limits.max_connections_per_ip",
         int(1, 1 << 31),
         "1000",
@@ -353,6 +361,18 @@ pub(crate) const KEYS: &[Key] = &[
         "How long a publication stays recoverable.",
     ),
     key(
+        "history.max_bytes_per_channel",
+        int(1_024, 1 << 40),
+        "4194304",
+        "Bytes of history one channel keeps (data plus ~40 B per publication); the oldest go first, and a resume past them is not recovered. With Redis: bytes of data in the channel's Stream.",
+    ),
+    key(
+        "history.max_bytes",
+        int(1 << 16, 1 << 40),
+        "268435456",
+        "Bytes of history all channels keep together (~90 B per publication beyond its data); the oldest go first, whichever channel. Memory broker only (with Redis, Redis's maxmemory: docs/CLUSTER.md).",
+    ),
+    key(
         "history.max_channels",
         COUNT,
         "100000",
@@ -448,29 +468,40 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     optional(
         "proxy.connect_url",
-        Kind::Str,
-        "With auth.mode = \"proxy\": POST every connect and refresh token here (http://HOST:PORT/PATH); the backend answers who it is.",
+        Kind::BackendUrl,
+        "With auth.mode = \"proxy\": POST every connect and refresh token here (http://HOST:PORT/PATH, or https://); the backend answers who it is.",
     ),
     optional(
         "proxy.subscribe_url",
-        Kind::Str,
+        Kind::BackendUrl,
         "POST subscribes to channels of namespaces with subscribe = \"backend\" here, for approval.",
     ),
     optional(
         "proxy.publish_url",
-        Kind::Str,
+        Kind::BackendUrl,
         "POST client publishes to channels of namespaces with publish = \"backend\" here, for approval.",
     ),
     optional(
         "proxy.rpc_url",
-        Kind::Str,
-        "Forward every client request to this backend URL (http://HOST:PORT/PATH) as a POST; unset: no methods.",
+        Kind::BackendUrl,
+        "Forward every client request to this backend URL (http://HOST:PORT/PATH, or https://) as a POST; unset: no methods.",
+    ),
+    optional(
+        "proxy.ca",
+        Kind::File,
+        "With https:// backend URLs: the PEM CA certificates the backend's certificate must chain to, and only those (a private CA, or a self-signed backend); unset: the Mozilla roots.",
     ),
     key(
         "proxy.timeout_ms",
         MILLIS,
         "5000",
         "How long the backend has to answer each proxy call (a request then fails `timeout`: it may have run; a connect closes 1013; a subscribe or publish fails `unavailable`).",
+    ),
+    key(
+        "proxy.max_response_bytes",
+        int(1_024, 64 << 20),
+        "1048576",
+        "Longest backend answer read, per call; it is cut as it streams (a request fails `too_large`: it ran; a connect closes 1013; a subscribe or publish fails `unavailable`).",
     ),
     key(
         "proxy.max_in_flight",

@@ -110,6 +110,7 @@ async fn ask(
             match failure {
                 Failure::NotSent => "the backend is unreachable or busy",
                 Failure::Timeout => "the backend did not answer in time",
+                Failure::TooLarge => "the backend's answer is over the proxy's max_response_bytes",
                 _ => "the connection to the backend broke",
             }
             .into(),

@@ -15,7 +15,7 @@ use belay_server::rpc::{CallContext, Methods, RpcError};
 use hyper::StatusCode;
 use serde_json::{json, Value};
 
-use super::{Backend, Failure, ProxyError};
+use super::{Backend, BackendTls, Failure, ProxyError};
 
 /// Forwards requests to the backend.
 #[derive(Clone, Debug)]
@@ -24,12 +24,32 @@ pub struct RpcProxy {
 }
 
 impl RpcProxy {
-    /// A proxy to `url` (`http://…`), each call answered within `timeout`,
-    /// at most `max_in_flight` at once.
+    /// A proxy to `url` (`http://…` or `https://…`), each call answered
+    /// within `timeout`, at most `max_in_flight` at once.
     pub fn new(url: &str, timeout: Duration, max_in_flight: usize) -> Result<RpcProxy, ProxyError> {
+        RpcProxy::with_tls(url, timeout, max_in_flight, &BackendTls::default())
+    }
+
+    /// As [`RpcProxy::new`], an `https://` backend's certificate checked as
+    /// `tls` says.
+    pub fn with_tls(
+        url: &str,
+        timeout: Duration,
+        max_in_flight: usize,
+        tls: &BackendTls,
+    ) -> Result<RpcProxy, ProxyError> {
         Ok(RpcProxy {
-            backend: Backend::new(url, timeout, max_in_flight)?,
+            backend: Backend::with_tls(url, timeout, max_in_flight, tls)?,
         })
+    }
+
+    /// Read the backend's answers up to `max` bytes (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](super::DEFAULT_MAX_RESPONSE_BYTES)):
+    /// a longer one is cut as it streams and the request fails
+    /// `too_large` (the backend ran it).
+    pub fn with_max_response_bytes(mut self, max: usize) -> Self {
+        self.backend = self.backend.with_max_response_bytes(max);
+        self
     }
 
     /// Methods that forward every call (of any name) to the backend.
@@ -61,6 +81,10 @@ impl RpcProxy {
             Ok((status, bytes)) => answer(status, &bytes),
             Err(Failure::NotSent) => Err(RpcError::unavailable(
                 "the backend is unreachable or busy (not executed)",
+            )),
+            Err(Failure::TooLarge) => Err(RpcError::new(
+                "too_large",
+                "the backend's answer is over the proxy's max_response_bytes (it ran)",
             )),
             Err(Failure::Timeout) => Err(RpcError::new(
                 "timeout",

@@ -18,37 +18,34 @@ fn refresh(token: String) -> ClientMessage {
     ClientMessage::Refresh(Refresh { token })
 }
 
-#[tokio::test]
-async fn a_refresh_cannot_make_a_host_another_host() {
+/// How host `pc-1`'s session, holding its calls channel, ends when it
+/// refreshes with `claims`.
+async fn host_refreshing_with(claims: serde_json::Value) -> Closed {
     let addr = node(auth(), Namespaces::new()).await;
     let first = jwt(json!({"sub": "pc", "host": "pc-1", "exp": unix_now() + 600}));
     let (mut host, _) = connect_with(addr, &first).await.expect("welcome");
     subscribed(&mut host, "$host-calls:pc-1").await;
-    let other = jwt(json!({"sub": "pc", "host": "pc-2", "exp": unix_now() + 600}));
-    host.send(&refresh(other)).await;
-    assert_eq!(
-        host.closed_within(SOON).await,
-        Closed::Frame(
-            4001,
-            "unauthorized: the refreshed token names another host".into()
-        )
-    );
+    host.send(&refresh(jwt(claims))).await;
+    host.closed_within(SOON).await
+}
+
+fn another_host() -> Closed {
+    Closed::Frame(
+        4001,
+        "unauthorized: the refreshed token names another host".into(),
+    )
+}
+
+#[tokio::test]
+async fn a_refresh_cannot_make_a_host_another_host() {
+    let other = json!({"sub": "pc", "host": "pc-2", "exp": unix_now() + 600});
+    assert_eq!(host_refreshing_with(other).await, another_host());
 }
 
 #[tokio::test]
 async fn a_refresh_cannot_drop_the_host_claim() {
-    let addr = node(auth(), Namespaces::new()).await;
-    let first = jwt(json!({"sub": "pc", "host": "pc-1", "exp": unix_now() + 600}));
-    let (mut host, _) = connect_with(addr, &first).await.expect("welcome");
-    let plain = jwt(json!({"sub": "pc", "exp": unix_now() + 600, "channels": ["*"]}));
-    host.send(&refresh(plain)).await;
-    assert_eq!(
-        host.closed_within(SOON).await,
-        Closed::Frame(
-            4001,
-            "unauthorized: the refreshed token names another host".into()
-        )
-    );
+    let plain = json!({"sub": "pc", "exp": unix_now() + 600, "channels": ["*"]});
+    assert_eq!(host_refreshing_with(plain).await, another_host());
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! Requests: authorization, the in-flight bound, and exactly one `response`
 //! per request.
 
-use crate::message::{ErrorBody, Reply, Request};
+use crate::message::{
+    encoded_server_len, ErrorBody, Reply, Request, Response, ServerMessage, MAX_FRAME_LEN,
+};
 use crate::time::Instant;
 
 use super::{Connection, Event, Output, Stage, Ticket};
@@ -73,7 +75,8 @@ impl<F> Connection<F> {
         self.out.push_back(Output::Call { ticket, request });
     }
 
-    /// A called request's outcome ([`Output::Call`]): its one `response`.
+    /// A called request's outcome ([`Output::Call`]): its one `response`
+    /// (`too_large` instead, if that frame would pass [`MAX_FRAME_LEN`]).
     /// A second answer for the same ticket, or one after the connection
     /// closed, is ignored. A drain waiting for this answer closes 1012 once
     /// it was the last.
@@ -82,7 +85,11 @@ impl<F> Connection<F> {
         let Some(id) = take(&mut self.activity().requests.running, ticket) else {
             return;
         };
-        self.respond(id, reply);
+        let message = ServerMessage::Response(Response { id, reply });
+        match oversized(&message) {
+            Some(len) => self.respond(id, too_large(len)),
+            None => self.send(message),
+        }
         self.settle_drain();
     }
 
@@ -101,4 +108,48 @@ impl<F> Connection<F> {
             .as_ref()
             .is_some_and(|a| a.requests.running.iter().any(|(t, _)| *t == ticket))
     }
+}
+
+/// Bytes of a `response` frame beyond its result or its error's strings
+/// (type, id up to 20 digits, field names), with room to spare.
+const RESPONSE_ENVELOPE: usize = 128;
+
+/// The length of `message`'s frame if it would pass [`MAX_FRAME_LEN`]
+/// (no peer may be sent such a frame, spec/PROTOCOL.md §1.4). Measured in
+/// JSON text, which bounds the binary form too. The frame is only counted
+/// when a cheap bound says it might be too long.
+fn oversized(message: &ServerMessage) -> Option<usize> {
+    let bound = match message {
+        ServerMessage::Response(Response {
+            reply: Reply::Result(raw),
+            ..
+        }) => raw.get().len(),
+        // Every byte of a string may become a 6-byte escape.
+        ServerMessage::Response(Response {
+            reply: Reply::Error(e),
+            ..
+        }) => e
+            .code
+            .len()
+            .saturating_add(e.message.len())
+            .saturating_mul(6),
+        _ => 0,
+    }
+    .saturating_add(RESPONSE_ENVELOPE);
+    if bound <= MAX_FRAME_LEN {
+        return None;
+    }
+    let len = encoded_server_len(message);
+    (len > MAX_FRAME_LEN).then_some(len)
+}
+
+/// What a request whose answer would take a frame of `len` bytes gets
+/// instead: it ran, but its outcome cannot be sent.
+fn too_large(len: usize) -> Reply {
+    Reply::Error(ErrorBody::new(
+        "too_large",
+        format!(
+            "the answer's frame of {len} bytes is over the {MAX_FRAME_LEN}-byte frame limit (the method ran)"
+        ),
+    ))
 }

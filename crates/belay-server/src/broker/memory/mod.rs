@@ -7,6 +7,11 @@
 //! [`LiveSender`]s of its subscribers; publishing encodes the frame once and
 //! hands it to each sender under the shard lock, so every subscriber sees a
 //! channel's publications in offset order.
+//!
+//! History is bounded per channel (length, age, `max_bytes_per_channel`)
+//! and over all channels ([`HistoryBudget`](budget::HistoryBudget),
+//! `max_bytes`): when full, the oldest publications go, and a resume past
+//! them is answered `recovered: false`.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -26,6 +31,10 @@ use super::{
 };
 use crate::clock::Clock;
 use crate::metrics::lock;
+
+mod budget;
+
+use budget::HistoryBudget;
 
 /// How often a full broker looks for channels to free, at most.
 const SWEEP_EVERY_MS: u64 = 100;
@@ -53,6 +62,13 @@ pub struct HistoryLimits {
     /// Channels the broker holds at most (counting those with history or
     /// subscribers); a `subscribe` that would create one more is refused.
     pub max_channels: usize,
+    /// Bytes of history one channel holds at most (each publication
+    /// counted as its data plus about 40 bytes): the oldest go first.
+    pub max_bytes_per_channel: usize,
+    /// Bytes of history all channels hold at most (each publication also
+    /// counted with its place in the eviction order, about 50 bytes): the
+    /// oldest go first, whichever channel they are on.
+    pub max_bytes: usize,
 }
 
 impl Default for HistoryLimits {
@@ -63,6 +79,8 @@ impl Default for HistoryLimits {
             live_buffer: 1_024,
             live_buffer_bytes: 1 << 20,
             max_channels: 100_000,
+            max_bytes_per_channel: 4 << 20,
+            max_bytes: 256 << 20,
         }
     }
 }
@@ -73,6 +91,11 @@ struct Channel {
 }
 
 impl Channel {
+    /// The channel's name, as its log holds it (shared, not copied).
+    fn log_name(&self) -> &Arc<str> {
+        self.log.channel_name()
+    }
+
     /// Nothing would be lost by freeing it: nobody listens and no history
     /// is held (a later incarnation gets a new epoch if this one had
     /// publications, so old positions never resume against new offsets).
@@ -106,6 +129,8 @@ pub struct MemoryBroker {
     /// channel gets a new epoch while this is non-zero.
     freed_published: AtomicU64,
     limits: HistoryLimits,
+    /// The server-wide byte bound on history.
+    budget: HistoryBudget,
     /// Per-namespace history bounds (capped by `limits`).
     namespaces: Arc<Namespaces>,
     /// This process's epoch, shared by every channel created before the
@@ -140,6 +165,7 @@ impl MemoryBroker {
             sweep_from: AtomicUsize::new(0),
             freed_published: AtomicU64::new(0),
             limits,
+            budget: HistoryBudget::new(limits.max_bytes),
             namespaces: Arc::new(Namespaces::default()),
             epoch: format!("{:x}", nanos & 0xffff_ffff_ffff).into(),
             clock: Clock::new(),
@@ -156,6 +182,43 @@ impl MemoryBroker {
     /// Channels held now.
     pub fn channel_count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of history held now, over all channels (as `max_bytes`
+    /// counts them).
+    pub fn history_bytes(&self) -> usize {
+        self.budget.held()
+    }
+
+    /// Run `f` on `c`, keeping the server-wide count of history bytes in
+    /// step with whatever it does to the log (publish, prune, recover).
+    fn tracked<R>(&self, c: &mut Channel, f: impl FnOnce(&mut Channel) -> R) -> R {
+        let before = c.log.bytes();
+        let result = f(c);
+        self.budget.changed(before, c.log.bytes());
+        result
+    }
+
+    /// Evict the oldest publications, over all channels, until the history
+    /// is within `max_bytes`. Called with no shard locked: it locks the
+    /// shards of the channels it evicts from, one at a time.
+    fn within_budget(&self, now: Instant) {
+        while let Some((name, offset)) = self.budget.over() {
+            let mut shard = lock(self.shard(&name));
+            let Some(c) = shard.get_mut(&*name) else {
+                continue;
+            };
+            // A channel freed and made again may hold this offset anew (in
+            // a new epoch): it loses that entry early, which bounds memory
+            // and stays exact (what is held still ends at the top).
+            let forget = self.tracked(c, |c| {
+                c.log.evict_through(offset);
+                c.forgettable(now)
+            });
+            if forget {
+                self.free(&mut shard, &name);
+            }
+        }
     }
 
     fn shard(&self, channel: &str) -> &Mutex<Shard> {
@@ -179,7 +242,8 @@ impl MemoryBroker {
             self.namespaces
                 .history_bounds(&name, self.limits.max_len, self.limits.max_age);
         Channel {
-            log: ChannelLog::new(name, epoch, max_len, max_age),
+            log: ChannelLog::new(name, epoch, max_len, max_age)
+                .with_max_bytes(self.limits.max_bytes_per_channel),
             subscribers: Vec::new(),
         }
     }
@@ -189,6 +253,7 @@ impl MemoryBroker {
     fn free(&self, shard: &mut Shard, channel: &str) {
         if let Some(c) = shard.remove(channel) {
             self.count.fetch_sub(1, Ordering::Relaxed);
+            self.budget.changed(c.log.bytes(), 0);
             if c.log.top() > 0 {
                 self.freed_published.fetch_add(1, Ordering::Relaxed);
             }
@@ -232,7 +297,10 @@ impl MemoryBroker {
             examined += shard.len();
             let forgettable: Vec<Arc<str>> = shard
                 .iter_mut()
-                .filter_map(|(name, c)| c.forgettable(now).then(|| Arc::clone(name)))
+                .filter_map(|(name, c)| {
+                    self.tracked(c, |c| c.forgettable(now))
+                        .then(|| Arc::clone(name))
+                })
                 .collect();
             for name in forgettable {
                 self.free(&mut shard, &name);
@@ -257,7 +325,11 @@ impl MemoryBroker {
                 shard.entry(name).or_insert(created)
             }
         };
-        let publication = c.log.publish(now, data);
+        let publication = self.tracked(c, |c| c.log.publish(now, data));
+        if !c.log.is_empty() {
+            // The publication just kept is the newest held.
+            self.budget.kept(c.log_name(), publication.offset);
+        }
         if !c.subscribers.is_empty() {
             let delivery = Delivery::encode(&publication);
             c.subscribers
@@ -267,6 +339,8 @@ impl MemoryBroker {
             // No history kept (max_len 0) and nobody listening.
             self.free(&mut shard, channel);
         }
+        drop(shard);
+        self.within_budget(now);
         Ok(publication)
     }
 
@@ -295,7 +369,7 @@ impl MemoryBroker {
                 shard.entry(name).or_insert(created)
             }
         };
-        let recovery = c.log.recover(now, since);
+        let recovery = self.tracked(c, |c| c.log.recover(now, since));
         // Subscribers whose connection is gone are swept when the list
         // would grow (and at every publish): sweeping at every subscribe
         // made a channel's n subscribes cost n² under its shard's lock.
@@ -327,9 +401,9 @@ impl MemoryBroker {
         let now = self.clock.now();
         let mut shard = lock(self.shard(channel));
         if let Some(c) = shard.get_mut(channel) {
-            if !c.forgettable(now) {
+            if !self.tracked(c, |c| c.forgettable(now)) {
                 let position = c.log.position();
-                return query.select(channel, position, c.log.held(now));
+                return self.tracked(c, |c| query.select(channel, position, c.log.held(now)));
             }
             self.free(&mut shard, channel);
         }
@@ -373,6 +447,10 @@ impl Broker for MemoryBroker {
         Some(self.channel_count())
     }
 
+    fn history_bytes(&self) -> Option<usize> {
+        Some(self.budget.held())
+    }
+
     fn history(&self, channel: &str, query: HistoryQuery) -> HistoryFuture {
         Box::pin(std::future::ready(self.history_now(channel, &query)))
     }
@@ -400,7 +478,7 @@ impl Broker for MemoryBroker {
         if c.subscribers.capacity() > 4 {
             c.subscribers = Vec::new();
         }
-        if c.forgettable(now) {
+        if self.tracked(c, |c| c.forgettable(now)) {
             self.free(&mut shard, channel);
         }
     }

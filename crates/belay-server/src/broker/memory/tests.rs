@@ -231,3 +231,27 @@ fn a_freed_published_channel_comes_back_in_a_new_epoch() {
     assert_ne!(again.epoch, first.epoch);
     assert_eq!(again.offset, 1);
 }
+
+#[test]
+fn history_over_max_bytes_gives_back_the_oldest_channels_and_their_bytes() {
+    let b = MemoryBroker::new(HistoryLimits {
+        max_bytes: 10_000,
+        ..HistoryLimits::default()
+    });
+    for n in 0..100 {
+        let data = serde_json::json!("x".repeat(500)).into();
+        b.publish_now(&format!("c{n}"), data).unwrap();
+        assert!(b.history_bytes() <= 10_000, "{} bytes", b.history_bytes());
+    }
+    // About 17 publications of ~600 bytes fit: the first channels, with
+    // nothing left to hold, were freed.
+    assert!(
+        (10..30).contains(&b.channel_count()),
+        "{}",
+        b.channel_count()
+    );
+    let gone = b.history_now("c0", &HistoryQuery::new(10)).unwrap();
+    assert!(gone.publications.is_empty());
+    let kept = b.history_now("c99", &HistoryQuery::new(10)).unwrap();
+    assert_eq!(offsets(&kept), [1]);
+}

@@ -150,17 +150,23 @@ fn a_credential_nobody_could_judge_closes_1013_so_the_client_retries() {
     );
 }
 
-#[test]
-fn a_credential_that_expires_closes_4001_at_the_next_message() {
+/// An open connection whose credential expires at `expiry`.
+fn open_expiring_at(expiry: Instant) -> Conn {
     let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let ticket = ticket_of(&drain(&mut conn));
     let verdict = AuthVerdict::Accepted {
-        expires_at: Some(at(1_000)),
+        expires_at: Some(expiry),
         pacing: None,
     };
     conn.handle_auth(T0, ticket, verdict);
     drain(&mut conn);
+    conn
+}
+
+#[test]
+fn a_credential_that_expires_closes_4001_at_the_next_message() {
+    let mut conn = open_expiring_at(at(1_000));
     text(
         &mut conn,
         at(1_000),
@@ -174,15 +180,7 @@ fn a_credential_that_expires_closes_4001_at_the_next_message() {
 
 #[test]
 fn a_credential_that_expires_closes_4001_on_time_without_any_message() {
-    let mut conn = Conn::new(Limits::default(), T0, 1);
-    text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
-    let ticket = ticket_of(&drain(&mut conn));
-    let verdict = AuthVerdict::Accepted {
-        expires_at: Some(at(1_000)),
-        pacing: None,
-    };
-    conn.handle_auth(T0, ticket, verdict);
-    drain(&mut conn);
+    let mut conn = open_expiring_at(at(1_000));
     assert_eq!(
         conn.poll_timeout(),
         Some(at(1_000)),
