@@ -77,7 +77,7 @@ fn jwt_claims_corpus_replays() {
 #[test]
 fn http_api_corpus_replays() {
     let statuses: BTreeSet<u16> = replay("http_api", http_api).into_iter().flatten().collect();
-    for status in [200, 400, 401, 404, 405, 409, 413] {
+    for status in [200, 400, 401, 403, 404, 405, 409, 413] {
         assert!(
             statuses.contains(&status),
             "no committed input is answered {status}: {statuses:?}"

@@ -19,37 +19,37 @@ pub(crate) const ROUTES: [Route; 9] = [
     Route {
         path: "/api/publish",
         method: Method::POST,
-        statuses: &[200, 400, 401, 409, 413, 429, 503],
+        statuses: &[200, 400, 401, 403, 408, 409, 413, 429, 503],
         publishes: true,
     },
     Route {
         path: "/api/user_publish",
         method: Method::POST,
-        statuses: &[200, 400, 401, 409, 413, 429, 503],
+        statuses: &[200, 400, 401, 408, 409, 413, 429, 503],
         publishes: true,
     },
     Route {
         path: "/api/broadcast",
         method: Method::POST,
-        statuses: &[200, 400, 401, 413],
+        statuses: &[200, 400, 401, 403, 408, 413],
         publishes: true,
     },
     Route {
         path: "/api/disconnect",
         method: Method::POST,
-        statuses: &[200, 400, 401, 413, 503],
+        statuses: &[200, 400, 401, 408, 413, 503],
         publishes: false,
     },
     Route {
         path: "/api/presence",
         method: Method::POST,
-        statuses: &[200, 400, 401, 404, 413, 503],
+        statuses: &[200, 400, 401, 404, 408, 413, 503],
         publishes: false,
     },
     Route {
         path: "/api/history",
         method: Method::POST,
-        statuses: &[200, 400, 401, 409, 413, 501, 503],
+        statuses: &[200, 400, 401, 408, 409, 413, 501, 503],
         publishes: false,
     },
     Route {
@@ -78,8 +78,10 @@ pub(crate) fn codes(status: u16) -> &'static [&'static str] {
     match status {
         400 => &["bad_request"],
         401 => &["unauthorized"],
+        403 => &["reserved_channel"],
         404 => &["not_found"],
         405 => &["method_not_allowed"],
+        408 => &["timeout"],
         409 => &[
             "idempotency_conflict",
             "in_flight",
