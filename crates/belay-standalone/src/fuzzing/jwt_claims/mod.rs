@@ -3,9 +3,10 @@
 //! ([`Authenticator::check_subscription_token`]).
 //!
 //! Input: byte 0 picks the [`Mode`] that turns the rest into a token (raw
-//! text; any payload bytes signed with the harness's key; claims built from
-//! the bytes, signed with the harness's key, another key or another
-//! algorithm; a mangled header; a flipped byte), byte 1 the configuration
+//! text, and no token at all for empty text; any payload bytes signed
+//! with the harness's key; claims built from the bytes, signed with the
+//! harness's key, another key or another algorithm; a mangled header; a
+//! flipped byte), byte 1 the configuration
 //! (bit 0: an audience required, bit 1: an issuer, bits 2–3: a leeway of
 //! 0, 5, 60 or 3,600 s, bit 4: a token without `channels` may subscribe to
 //! any channel ([`MissingChannels::Any`]) or none, bits 5–7: the channel the
@@ -112,8 +113,10 @@ pub fn jwt_claims(data: &[u8]) -> JwtOutcome {
     let now = unix_now();
     let token = token::token(mode, choices.rest(), now, config.channel);
     let mut outcome = JwtOutcome::default();
+    // Empty raw text stands for no token at all (a connect without one).
+    let presented = (mode != Mode::RawText || !token.is_empty()).then_some(token.as_str());
 
-    let principal = match jwt.authenticate(Some(&token)) {
+    let principal = match jwt.authenticate(presented) {
         Ok(principal) => {
             check_connection(&config, mode, &token, &principal, now);
             outcome.connection_accepted = true;
@@ -124,7 +127,7 @@ pub fn jwt_claims(data: &[u8]) -> JwtOutcome {
             Principal::user("alice")
         }
     };
-    let verdict = jwt.check_subscription_token(&principal, config.channel, Some(&token));
+    let verdict = jwt.check_subscription_token(&principal, config.channel, presented);
     let Verdict::Now(decision) = verdict else {
         panic!("jwt_claims: invariant 9 (a JWT is checked at once): Verdict::Later");
     };
