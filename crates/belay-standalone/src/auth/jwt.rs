@@ -6,13 +6,14 @@
 //! `iss` (required and checked when configured), `nbf` (checked when
 //! present, with the leeway), and `channels`: a list of channel patterns
 //! (`news`, `chat:*`) the user may subscribe to (absent: as
-//! [`MissingChannels`] says, by default none), `publish`: patterns the user may publish to from the
-//! client with `$publish` (absent: none), and `info`: any JSON value other
-//! clients are told about the user (presence entries, join/leave), and
-//! `host`: the id of the resident host the token belongs to (docs/HOSTS.md;
-//! a host can only ever act as the id its token names). One algorithm is accepted (HS256, RS256 or ES256); a
-//! token signed with another is refused, so an HMAC secret can never be
-//! confused with a public key.
+//! [`MissingChannels`] says, by default none), `publish`: patterns the user
+//! may publish to from the client with `$publish` (absent: none), and
+//! `info`: any JSON value other clients are told about the user (presence
+//! entries, join/leave), and `host`: the id of the resident host the token
+//! belongs to (docs/HOSTS.md; a host can only ever act as the id its token
+//! names). One algorithm is accepted (HS256, RS256 or ES256); a token
+//! signed with another is refused, so an HMAC secret can never be confused
+//! with a public key.
 //!
 //! A subscription token (for namespaces with `subscribe = "token"`) is a JWT
 //! with the same key, `sub`, `exp` and `channel`: the one channel it opens.
@@ -21,8 +22,10 @@
 //! a token without it never opens a channel, so neither can stand in for
 //! the other.
 //!
-//! A lifetime longer than [`MAX_CREDENTIAL_LIFETIME`](belay_server::auth::MAX_CREDENTIAL_LIFETIME) (an `exp` of `2^64-1`, say) is
-//! cut to it: values from a token are saturated, never trusted to fit.
+//! A lifetime longer than
+//! [`MAX_CREDENTIAL_LIFETIME`](belay_server::auth::MAX_CREDENTIAL_LIFETIME)
+//! (an `exp` of `2^64-1`, say) is cut to it: values from a token are
+//! saturated, never trusted to fit.
 //!
 //! Every failure is `unauthorized` (close 4001) with a reason a developer
 //! can act on (`token expired`, `bad signature`, `wrong audience`, …); a
