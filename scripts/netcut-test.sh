@@ -197,10 +197,17 @@ fi
 t_cut=$(now_us)
 cut_link
 
-lost() { [ -n "$(first_after "$work/client.err" "$t_cut" 'status: not-ready')" ]; }
+# The status line coalesces changes that come together (the loss, and the
+# dial that fails at once as unreachable right after it), so the reason is
+# read from `belay connect`'s own line for each lost connection.
+lost() {
+  [ -n "$(first_after "$work/client.err" "$t_cut" 'status: not-ready')" ] &&
+    [ -n "$(first_after "$work/client.err" "$t_cut" ' disconnected: ')" ]
+}
 wait_until $((detect_bound / 1000 + 2)) "the client to report the loss" lost
 t_lost=$(first_after "$work/client.err" "$t_cut" 'status: not-ready')
-loss_line=$(awk -v t="$t_lost" '$1 == t' "$work/client.err" | head -n 1 | cut -d' ' -f2-)
+t_why=$(first_after "$work/client.err" "$t_cut" ' disconnected: ')
+loss_line=$(awk -v t="$t_why" '$1 == t && / disconnected: /' "$work/client.err" | head -n 1 | cut -d' ' -f2-)
 
 reaped_by=""
 reaped() {
@@ -238,7 +245,7 @@ printf '%-44s %7sms %7sms  %s\n' \
   "cut -> server reaps the connection" "$reap_ms" "$reap_bound" "$(verdict "$reap_ms" "$reap_bound")" \
   "restore -> client READY" "$ready_ms" "$recover_bound" "$(verdict "$ready_ms" "$recover_bound")" \
   "restore -> first publication after READY" "$pub_ms" "$recover_bound" "$(verdict "$pub_ms" "$recover_bound")"
-echo "client loss status: $loss_line"
+echo "client loss: $loss_line"
 echo "server reap seen as: $reaped_by; after recovery: belay_connections_open=$open_after belay_zombies_reaped_total=$zombies"
 
 ok=1

@@ -2,7 +2,10 @@
 //! `METHOD JSON` calls a method (`echo {"a":1}`; the JSON may be omitted),
 //! `sub CHANNEL` / `unsub CHANNEL` follow a channel. Responses and
 //! publications go to stdout as JSON lines; the connection's status goes to
-//! stderr, every change, whatever is pending.
+//! stderr, every change, whatever is pending, and so does each loss of an
+//! established connection (`disconnected: {"kind":…}`), one line per loss:
+//! the status coalesces changes that come together (a loss and the failed
+//! dial right after it), the loss lines never do.
 //!
 //! A request is handed to the client at once, like any caller's: while the
 //! session is not up it is answered `not_ready` at once (never sent), as the
@@ -26,8 +29,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use belay_client::belay_proto::{CloseCode, HaltReason};
-use belay_client::{Client, Item, RequestError, RequestOptions, Status, TlsSettings};
+use belay_client::belay_proto::{CloseCode, DisconnectReason, Event, HaltReason};
+use belay_client::{Client, ClientEvent, Item, RequestError, RequestOptions, Status, TlsSettings};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
@@ -155,6 +158,8 @@ async fn connect(args: &Args) -> Ending {
     let live = std::io::stderr().is_terminal();
 
     let mut status = client.status();
+    let mut events = client.events();
+    let mut events_open = true;
     let mut requests = JoinSet::new();
     let mut feeds = JoinSet::new();
     let mut channels: HashMap<String, AbortHandle> = HashMap::new();
@@ -184,6 +189,13 @@ async fn connect(args: &Args) -> Ending {
                     break Ending::Halted(halt);
                 }
             }
+            event = events.recv(), if events_open => match event {
+                Ok(ClientEvent::Session(Event::Disconnected { reason, .. })) => {
+                    show_loss(&reason, live);
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => events_open = false,
+            },
             Some(_) = requests.join_next(), if !requests.is_empty() => {}
         }
     };
@@ -309,6 +321,20 @@ fn error_json(error: &RequestError) -> Value {
         RequestError::ConnectionClosed => json!({"kind": "connection_closed"}),
         RequestError::TooLarge { len, max } => json!({"kind": "too_large", "len": len, "max": max}),
         other => json!({"kind": "closed", "message": other.to_string()}),
+    }
+}
+
+/// A lost connection on stderr, on a line of its own (above the live
+/// status line on a terminal).
+fn show_loss(reason: &DisconnectReason, live: bool) {
+    let line = format!(
+        "disconnected: {}",
+        serde_json::to_string(reason).unwrap_or_default()
+    );
+    if live {
+        eprintln!("\r\x1b[K{line}");
+    } else {
+        eprintln!("{line}");
     }
 }
 
