@@ -18,29 +18,9 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
 }
 
-/// Every committed input of `target`, sorted by path.
+/// Every committed input of `target` (seeds, corpus, findings), sorted.
 fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found = Vec::new();
-    for kind in ["seeds", "corpus", "artifacts-found"] {
-        let Ok(entries) = std::fs::read_dir(fuzz_dir().join(kind).join(target)) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.expect("a readable corpus directory").path();
-            if path.is_file() {
-                let bytes = std::fs::read(&path).expect("a readable corpus file");
-                found.push((path, bytes));
-            }
-        }
-    }
-    found.sort();
-    assert!(
-        found.len() >= 10,
-        "only {} committed inputs for {target} under {}",
-        found.len(),
-        fuzz_dir().display()
-    );
-    found
+    belay_test_support::fuzz_corpus::committed_inputs(&fuzz_dir(), target)
 }
 
 /// Run `f` on every committed input of `target`, naming the file that

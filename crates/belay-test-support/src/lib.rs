@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod broker;
+pub mod fuzz_corpus;
 mod link;
 mod pair;
 #[cfg(feature = "services")]

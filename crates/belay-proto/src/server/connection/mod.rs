@@ -5,10 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
-use crate::heartbeat::Heartbeat;
-use crate::message::{
-    ClientMessage, Codec, ErrorBody, ReconnectAdvice, ServerMessage, Unsubscribed,
-};
+use crate::message::{ClientMessage, Codec, ReconnectAdvice, ServerMessage, Unsubscribed};
 use crate::rng::SplitMix64;
 use crate::time::Instant;
 
@@ -17,6 +14,7 @@ use super::{Limits, RateLimiter, Violation, ViolationResponse};
 mod frames;
 mod handshake;
 mod io;
+mod open;
 mod outbound_room;
 mod outputs;
 mod refresh;
@@ -26,6 +24,7 @@ mod subscriptions;
 pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
 pub use outbound_room::OutboundRoom;
 
+use open::Open;
 use outputs::Outputs;
 use requests::Requests;
 use subscriptions::Subscriptions;
@@ -86,29 +85,6 @@ enum Pipelined {
         request: Option<u64>,
         retry_after: Duration,
     },
-}
-
-struct Open {
-    session: Arc<str>,
-    expires_at: Option<Instant>,
-    heartbeat: Heartbeat,
-    /// The `refresh` whose credential is being checked.
-    refreshing: Option<Ticket>,
-}
-
-impl Open {
-    /// Whether the credential has expired at `now`.
-    fn expired(&self, now: Instant) -> bool {
-        self.expires_at.is_some_and(|at| now >= at)
-    }
-
-    /// The next instant something is due: the heartbeat, or the
-    /// credential's expiry, which closes 4001 on time whatever the peer
-    /// sends or does not send (a timer, not a check on its next message).
-    fn next_deadline(&self) -> Instant {
-        let beat = self.heartbeat.poll_timeout();
-        self.expires_at.map_or(beat, |at| at.min(beat))
-    }
 }
 
 /// Every decision about one server-side connection, sans-IO.
@@ -419,23 +395,6 @@ impl<F> Connection<F> {
     pub fn handle_queue_full(&mut self) {
         if !self.is_closed() {
             self.violate(Violation::SlowConsumer);
-        }
-    }
-
-    /// Lose every subscription with `unsubscribed` carrying `error` (the
-    /// broker is down); the client resubscribes from its positions.
-    pub fn unsubscribe_all(&mut self, error: &ErrorBody) {
-        let held = self
-            .activity
-            .as_mut()
-            .map(|a| a.subscriptions.take_all())
-            .unwrap_or_default();
-        for (channel, subscription) in held {
-            self.out.push_back(Output::Leave {
-                channel: channel.to_string(),
-                subscription,
-            });
-            self.send(unsubscribed(&channel, &error.code, &error.message));
         }
     }
 

@@ -317,6 +317,23 @@ impl<F> Connection<F> {
         self.send(unsubscribed(channel, &error.code, &error.message));
     }
 
+    /// Lose every subscription with `unsubscribed` carrying `error` (the
+    /// broker is down); the client resubscribes from its positions.
+    pub fn unsubscribe_all(&mut self, error: &ErrorBody) {
+        let held = self
+            .activity
+            .as_mut()
+            .map(|a| a.subscriptions.take_all())
+            .unwrap_or_default();
+        for (channel, subscription) in held {
+            self.out.push_back(Output::Leave {
+                channel: channel.to_string(),
+                subscription,
+            });
+            self.send(unsubscribed(&channel, &error.code, &error.message));
+        }
+    }
+
     /// End this connection's subscription to `channel`, if any (no reply).
     /// Leave `channel` if it is held (and drop a subscribe for it still
     /// being set up); whether it was held.

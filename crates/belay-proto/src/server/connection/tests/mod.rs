@@ -6,7 +6,7 @@ pub(super) use serde_json::json;
 
 pub(super) use super::*;
 pub(super) use crate::message::RawJson;
-pub(super) use crate::message::{Payload, Reply, StreamPosition, Subscribed};
+pub(super) use crate::message::{ErrorBody, Payload, Reply, StreamPosition, Subscribed};
 
 pub(super) type Conn = Connection<&'static str>;
 
