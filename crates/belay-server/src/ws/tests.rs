@@ -1,5 +1,7 @@
 //! Tests of `ws`.
 
+use std::time::Duration;
+
 use super::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
