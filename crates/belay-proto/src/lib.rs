@@ -116,7 +116,7 @@ pub use readiness::Readiness;
 pub use registry::{RequestId, RequestOutcome};
 pub use session::{
     Call, ConnectionState, Input, Output, RequestError, Session, SessionStats, Stopped,
-    SubscribeError, MAX_SERVER_PING_MS, MIN_SERVER_PING_MS,
+    SubscribeError, TokenError, MAX_SERVER_PING_MS, MIN_SERVER_PING_MS,
 };
 pub use time::Instant;
 pub use transport::{Failure, TransportId};

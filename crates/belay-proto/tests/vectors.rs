@@ -15,7 +15,7 @@ use belay_proto::heartbeat::{decide, Heartbeat, HeartbeatAction};
 use belay_proto::rng::{RandomSource, RecordedDraws, SplitMix64};
 use belay_proto::{
     Call, CloseInfo, Config, Failure, Input, Instant, RequestError, Session, Stopped,
-    SubscribeError, TransportId,
+    SubscribeError, TokenError, TransportId,
 };
 use serde_json::{json, Map, Value};
 
@@ -450,15 +450,21 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
             "subscribe_timeout_ms" => config.set_subscribe_timeout(duration()?),
             "online_delay_ms" => config.set_online_delay(duration()?),
             "token" => config.set_token(value.as_str().map(str::to_owned)),
+            "token_provider" => config.set_token_provider(
+                value
+                    .as_bool()
+                    .ok_or("config \"token_provider\" must be a bool")?,
+            ),
             other => return Err(format!("unknown config field {other:?}")),
         };
     }
     Ok(config)
 }
 
-const ACTIONS: [&str; 10] = [
+const ACTIONS: [&str; 11] = [
     "start",
     "refresh_token",
+    "token_failed",
     "stop",
     "reconnect_now",
     "check_liveness",
@@ -619,6 +625,15 @@ fn perform(
         "refresh_token" => {
             let token = arg.as_str().ok_or("\"refresh_token\" takes a token")?;
             session.refresh_token(now, token.to_owned());
+            ok()
+        }
+        "token_failed" => {
+            let error = match arg.as_str() {
+                Some("unavailable") => TokenError::Unavailable,
+                Some("unauthorized") => TokenError::Unauthorized,
+                _ => return Err("\"token_failed\" takes \"unavailable\" or \"unauthorized\"".into()),
+            };
+            session.token_failed(now, error);
             ok()
         }
         other => return Err(format!("unknown action {other:?}")),

@@ -33,6 +33,7 @@ pub struct Config {
     online_delay: Duration,
     unreachable_retry: BackoffPolicy,
     token: Option<String>,
+    token_provider: bool,
 }
 
 impl Default for Config {
@@ -56,6 +57,7 @@ impl Default for Config {
                 Duration::from_secs(2),
             ),
             token: None,
+            token_provider: false,
         }
     }
 }
@@ -140,5 +142,14 @@ impl Config {
     setting!(
         /// Credentials sent in `connect`. Default: none.
         token, set_token, Option<String>
+    );
+    setting!(
+        /// The application answers [`Event::TokenWanted`](crate::Event::TokenWanted)
+        /// before a dial too (spec/PROTOCOL.md §2.8): with it, a dial asks
+        /// for a token first when there is none, the server refused the
+        /// last one, or it is near its expiry, and a refused token that did
+        /// not come fresh from the provider is replaced instead of halting.
+        /// Default: false (the token is the application's to set).
+        token_provider, set_token_provider, bool
     );
 }

@@ -87,11 +87,15 @@ pub enum Event {
     Publication(Publication),
     /// The server reported an error not tied to a request.
     ServerError(ErrorBody),
-    /// The session's credentials expire in `expires_in`: get a new token
-    /// and hand it to `Session::refresh_token` (it is sent in-band, no
-    /// reconnect). Without one, the server closes 4001 at the expiry.
+    /// A new token is wanted: ask the token provider and hand its answer
+    /// to `Session::refresh_token`, or its failure to
+    /// `Session::token_failed`. On the open session it comes ahead of the
+    /// expiry (the token is sent in-band, no reconnect; without one the
+    /// server closes 4001 at the expiry); before a dial (with
+    /// `Config::token_provider`) when the token is absent, was refused, or
+    /// is near its expiry: the dial follows the answer.
     TokenWanted {
-        /// Time left on the current credentials.
+        /// Time left on the current credentials (0 when unknown or expired).
         #[serde(rename = "expires_in_ms", serialize_with = "duration_ms")]
         expires_in: Duration,
     },
@@ -131,6 +135,13 @@ pub enum DisconnectReason {
     /// The server advised a reconnect (`reconnect`): the session closed
     /// the transport itself once no request was in flight.
     Advised,
+    /// The token provider could not give a token before a dial
+    /// (`TokenError::Unavailable`, or no answer within the connect
+    /// timeout): retried after the backoff.
+    TokenUnavailable,
+    /// The token provider said the user is not authorized
+    /// (`TokenError::Unauthorized`): the session halts.
+    Unauthorized,
     /// The driver moved the session to another transport
     /// ([`Session::replace_transport`](crate::Session::replace_transport)):
     /// closed 1000 and dialed again at once.

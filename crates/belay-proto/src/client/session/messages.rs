@@ -94,7 +94,7 @@ impl Session {
                 self.refresh_readiness(now);
             }
             ServerMessage::Refreshed(refreshed) => {
-                self.credentials_expire_in(now, refreshed.expires_in_ms);
+                self.credentials_accepted(now, refreshed.expires_in_ms);
             }
             ServerMessage::Reconnect(advice) => {
                 self.advice = Some(advice);
@@ -196,7 +196,7 @@ impl Session {
         };
         self.backoff.set_slots(slots);
         self.session_id = Some(welcome.session.clone());
-        self.credentials_expire_in(now, welcome.expires_in_ms);
+        self.credentials_accepted(now, welcome.expires_in_ms);
         self.emit(Event::Connected {
             session: welcome.session,
         });

@@ -29,13 +29,14 @@
 //! queue and readiness changes; `io` and `phase` the types.
 
 mod calls;
+mod credentials;
 mod io;
 mod messages;
 mod outputs;
 mod phase;
 mod reconnect;
-mod refresh;
 
+pub use credentials::TokenError;
 pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
 pub use phase::ConnectionState;
 
@@ -78,6 +79,7 @@ enum Due {
     Abandon(TransportId, CloseCode, DisconnectReason),
     Probe(TransportId),
     Dial,
+    TokenTimeout,
 }
 
 /// Counters a driver may export as metrics.
@@ -114,7 +116,7 @@ pub struct Session {
     /// itself) once no request is in flight.
     leaving: bool,
     /// When to ask for a new token and when the current one expires.
-    credentials: refresh::Credentials,
+    credentials: credentials::Credentials,
     /// The earliest dial the server's advice allows, until the next dial.
     not_before: Option<Instant>,
     online: bool,
@@ -136,6 +138,7 @@ impl Session {
         Session {
             backoff: Backoff::new(config.backoff()),
             local_backoff: Backoff::new(config.unreachable_retry()),
+            credentials: credentials::Credentials::new(Backoff::new(config.backoff())),
             config,
             now,
             rng: SplitMix64::new(rng_seed),
@@ -143,7 +146,6 @@ impl Session {
             deploy_backoff: false,
             advice: None,
             leaving: false,
-            credentials: refresh::Credentials::default(),
             not_before: None,
             online: true,
             next_transport: 0,
@@ -276,7 +278,7 @@ impl Session {
         match self.phase {
             Phase::Waiting { .. } | Phase::Offline => {
                 let now = self.advance(now);
-                self.dial(now);
+                self.dial_or_ask(now);
                 Ok(())
             }
             _ => self.start(now),
@@ -462,6 +464,7 @@ impl Session {
                 ),
             },
             Phase::Waiting { until } if *until <= now => Due::Dial,
+            Phase::Authorizing { deadline } if *deadline <= now => Due::TokenTimeout,
             _ => Due::Nothing,
         };
         match due {
@@ -471,7 +474,8 @@ impl Session {
                 id,
                 message: ClientMessage::Ping,
             }),
-            Due::Dial => self.dial(now),
+            Due::Dial => self.dial_or_ask(now),
+            Due::TokenTimeout => self.token_ask_timed_out(now),
         }
 
         if matches!(self.phase, Phase::Open { .. }) {

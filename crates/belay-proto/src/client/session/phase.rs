@@ -13,7 +13,7 @@ use crate::time::Instant;
 pub enum ConnectionState {
     /// Created; `start()` not called yet.
     Idle,
-    /// Dialing a transport.
+    /// Dialing a transport (or getting a token for it from the provider).
     Connecting,
     /// The transport is open; waiting for `welcome`.
     Handshaking,
@@ -35,6 +35,10 @@ pub enum ConnectionState {
 #[derive(Debug, Clone)]
 pub(crate) enum Phase {
     Idle,
+    /// Waiting for the token provider's answer before a dial.
+    Authorizing {
+        deadline: Instant,
+    },
     Connecting {
         id: TransportId,
         deadline: Instant,
@@ -72,7 +76,7 @@ impl Phase {
     pub(crate) fn state(&self) -> ConnectionState {
         match self {
             Phase::Idle => ConnectionState::Idle,
-            Phase::Connecting { .. } => ConnectionState::Connecting,
+            Phase::Authorizing { .. } | Phase::Connecting { .. } => ConnectionState::Connecting,
             Phase::Handshaking { .. } => ConnectionState::Handshaking,
             Phase::Open { .. } => ConnectionState::Open,
             Phase::Waiting { .. } => ConnectionState::Waiting,
@@ -86,9 +90,9 @@ impl Phase {
     /// next heartbeat decision).
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         match self {
-            Phase::Connecting { deadline, .. } | Phase::Handshaking { deadline, .. } => {
-                Some(*deadline)
-            }
+            Phase::Authorizing { deadline }
+            | Phase::Connecting { deadline, .. }
+            | Phase::Handshaking { deadline, .. } => Some(*deadline),
             Phase::Open {
                 heartbeat, check, ..
             } => Some(check.map_or(heartbeat.poll_timeout(), |c| {

@@ -19,7 +19,6 @@
 
 use std::time::Duration;
 
-use super::refresh;
 use super::{Output, Phase, Session};
 use crate::backoff::{Loss, RetryWindow};
 use crate::client::event::{DisconnectReason, Event, HaltReason, RetryPlan};
@@ -60,7 +59,7 @@ impl Session {
             }),
             Failure::Rejected {
                 status: 401 | 403, ..
-            } => Some(HaltReason::AuthFailed),
+            } if !self.token_refused() => Some(HaltReason::AuthFailed),
             _ => None,
         };
         if let Failure::Rejected {
@@ -86,7 +85,7 @@ impl Session {
             CloseDisposition::Terminal => Some(HaltReason::ServerClosed {
                 close: close.clone(),
             }),
-            CloseDisposition::AuthFailed => Some(HaltReason::AuthFailed),
+            CloseDisposition::AuthFailed if !self.token_refused() => Some(HaltReason::AuthFailed),
             _ => None,
         };
         self.lose_transport(now, DisconnectReason::TransportClosed { close }, halt);
@@ -182,10 +181,12 @@ impl Session {
             }
         );
         let replaced = reason == DisconnectReason::Replaced && halt.is_none() && self.online;
+        // The server refused a token the provider can replace: ask at once.
+        let reauthorize = std::mem::take(&mut self.credentials.ask_now) && halt.is_none();
         let retry = if let Some(halt) = halt {
             self.phase = Phase::Halted;
             Err(halt)
-        } else if replaced {
+        } else if (replaced || reauthorize) && self.online {
             // Not a failure: no backoff, no advice to wait for.
             Ok(RetryPlan::After {
                 delay: Duration::ZERO,
@@ -222,6 +223,8 @@ impl Session {
         }
         if replaced {
             self.dial(now);
+        } else if reauthorize && self.online {
+            self.dial_or_ask(now);
         }
     }
 
@@ -298,7 +301,7 @@ impl Session {
     pub(super) fn resume(&mut self, now: Instant) {
         self.reset_backoff();
         self.subscriptions.retry_refused();
-        self.dial(now);
+        self.dial_or_ask(now);
     }
 
     pub(super) fn reset_backoff(&mut self) {
@@ -320,7 +323,7 @@ impl Session {
     /// confirmations. Positions and wanted channels stay.
     pub(super) fn drop_transport_state(&mut self, now: Instant) {
         self.leaving = false;
-        self.credentials = refresh::Credentials::default();
+        self.credentials.ask_at = None;
         self.refresh_readiness(now);
         let mut settled = Vec::new();
         self.registry.settle_all(&mut settled);
