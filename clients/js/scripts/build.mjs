@@ -3,7 +3,8 @@
 // dist/publish.js (client publish, `@belay/client/publish`), dist/presence.js
 // (`@belay/client/presence`), dist/fallback.js (the SSE + HTTP fallback,
 // `@belay/client/fallback`), dist/binary.js (the binary codec negotiated on
-// WebSocket, `@belay/client/binary`), dist/types/*.d.ts.
+// WebSocket, `@belay/client/binary`), dist/tokens.js (the whole client with
+// the token provider's lifecycle, `@belay/client/tokens`), dist/types/*.d.ts.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { BINARY_BUDGET_GZ, BUDGET_GZ, ROOT, bundle, gzSize } from "./bundle.mjs";
@@ -16,6 +17,7 @@ await bundle({ entry: "publish", outfile: ROOT + "dist/publish.js" });
 await bundle({ entry: "presence", outfile: ROOT + "dist/presence.js" });
 await bundle({ entry: "fallback", outfile: ROOT + "dist/fallback.js" });
 await bundle({ entry: "binary", outfile: ROOT + "dist/binary.js" });
+await bundle({ entry: "tokens", outfile: ROOT + "dist/tokens.js" });
 execFileSync(process.execPath, [ROOT + "node_modules/typescript/bin/tsc", "-p", ROOT + "tsconfig.build.json"], { stdio: "inherit" });
 const min = readFileSync(ROOT + "dist/belay.js");
 const gz = gzSize(min);
@@ -28,6 +30,8 @@ const pres = readFileSync(ROOT + "dist/presence.js");
 console.log(`dist/presence.js: ${pres.length} B minified, ${gzSize(pres)} B gzipped (opt-in)`);
 const fb = readFileSync(ROOT + "dist/fallback.js");
 console.log(`dist/fallback.js: ${fb.length} B minified, ${gzSize(fb)} B gzipped (opt-in)`);
+const tok = readFileSync(ROOT + "dist/tokens.js");
+console.log(`dist/tokens.js: ${tok.length} B minified, ${gzSize(tok)} B gzipped (opt-in: the whole client, with tokenProvider)`);
 const bin = readFileSync(ROOT + "dist/binary.js");
 const binGz = gzSize(bin);
 console.log(`dist/binary.js: ${bin.length} B minified, ${binGz} B gzipped (opt-in, ceiling ${BINARY_BUDGET_GZ} B)`);

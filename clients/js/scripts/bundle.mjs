@@ -31,13 +31,13 @@ export const BINARY_BUDGET_GZ = 3000;
  */
 const SESSION_ONLY = new RegExp(
   "^(_|(" +
-    ["pollOutput", "pollTimeout", "handleInput", "handleTimeout", "isReady", "refreshToken", "stop", "readiness", "attempt", "stats"].join("|") +
+    ["pollOutput", "pollTimeout", "handleInput", "handleTimeout", "isReady", "refreshToken", "tokenFailed", "stop", "readiness", "attempt", "stats"].join("|") +
     "|" +
     ["transportsOpened", "staleInputs", "unknownFrames", "probesSent", "output", "event", "outcome"].join("|") +
     ")$)",
 );
 
-/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "fallback" (`@belay/client/fallback`) or "binary" (`@belay/client/binary`). */
+/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "fallback" (`@belay/client/fallback`), "binary" (`@belay/client/binary`) or "tokens" (`@belay/client/tokens`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
   const result = await build({
     entryPoints: [ROOT + `src/${entry}.ts`],
@@ -50,10 +50,12 @@ export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
     // entry, so are the core session's driver-facing methods: the entry does
     // not export the `Session` (only its `BelayClient` calls them), and no
     // other entry, DOM interface or serde shape has a member of these names.
-    mangleProps: minify ? (entry === "index" ? SESSION_ONLY : /^_/) : undefined,
+    mangleProps: minify ? (entry === "index" || entry === "tokens" ? SESSION_ONLY : /^_/) : undefined,
     write: Boolean(outfile),
     outfile: outfile ?? "belay.js",
     metafile: false,
+    // The default entry leaves the token provider's lifecycle out (`BELAY_TOKENS` in src/core/session.ts).
+    define: entry === "index" ? { "globalThis.BELAY_TOKENS": "false" } : {},
     legalComments: "none",
     logLevel: "silent",
   });

@@ -23,9 +23,15 @@ import { Subscription, type ChannelItem } from "./subscription.js";
 export interface BelayOptions {
   token?: string;
   /**
-   * Called when the server says the credentials expire (at 75–90 % of their
-   * lifetime): the token it resolves to is sent in-band, without reconnecting.
-   * Without it (or if it rejects) the server closes 4001 at the expiry.
+   * Where tokens come from (PROTOCOL.md §2.8): asked before a dial when
+   * there is no token, the server refused the last one, or it is near its
+   * expiry, and on the open session at 75–90 % of the token's lifetime (the
+   * token is then sent in-band, without reconnecting). A rejection is
+   * retried with the backoff and never halts; reject with
+   * `UnauthorizedError` when the user is signed out: the client halts
+   * `auth_failed`. A token the provider just gave that the server refuses
+   * halts too. Needs the `@belay/client/tokens` entry (the default entry
+   * throws a TypeError for it).
    */
   tokenProvider?: () => Promise<string>;
   backoff?: BackoffPolicy;
@@ -79,6 +85,7 @@ export interface DisconnectInfo {
   established: boolean;
 }
 
+
 interface Pending {
   resolve(value: Json): void;
   reject(error: unknown): void;
@@ -112,6 +119,8 @@ export class BelayClient extends EventTarget {
     for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
     this._WS = options.WebSocket ?? globalThis.WebSocket;
     this._tokens = options.tokenProvider;
+    if (globalThis.BELAY_TOKENS === false && this._tokens) throw new TypeError("tokenProvider needs @belay/client/tokens");
+    if (globalThis.BELAY_TOKENS !== false) config.tokenProvider = !!this._tokens;
     this._clock = options.now ?? (() => performance.now());
     this._session = new Session(config, this._clock(), options.seed ?? globalThis.crypto.getRandomValues(new BigUint64Array(1))[0]!);
     this._lastStatus = this._statusKey();
@@ -338,12 +347,20 @@ export class BelayClient extends EventTarget {
       case "readiness_changed":
       case "stopped":
         return;
-      case "token_wanted":
-        this._tokens?.().then((token) => {
-          this._session.refreshToken(this._clock(), token);
-          this._pump();
-        }, () => {});
+      case "token_wanted": {
+        if (globalThis.BELAY_TOKENS !== false) {
+          const answer = (f: () => void) => {
+            f();
+            this._pump();
+          };
+          // An answer to an ask the session no longer waits for changes nothing.
+          this._tokens?.().then(
+            (token) => answer(() => this._session.refreshToken(this._clock(), token)),
+            (e) => answer(() => this._session.tokenFailed(this._clock(), e?.name === "UnauthorizedError" ? "unauthorized" : "unavailable")),
+          );
+        }
         return;
+      }
       case "connected":
         return this._fire("connected", e.session);
       case "disconnected":

@@ -54,4 +54,13 @@ export class ServerError extends BelayError {
   }
 }
 
+/**
+ * Thrown (or rejected with) by a `tokenProvider` when the backend says this
+ * user is not authorized: the client halts (`auth_failed`). Any other
+ * failure of the provider is retried with the backoff.
+ */
+export class UnauthorizedError extends BelayError {
+  override name = "UnauthorizedError";
+}
+
 export type { Json };

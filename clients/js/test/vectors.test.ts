@@ -144,6 +144,7 @@ const CONFIG_FIELDS: Record<string, keyof Config> = {
   online_delay_ms: "onlineDelayMs",
   unreachable_retry: "unreachableRetry",
   token: "token",
+  token_provider: "tokenProvider",
 };
 
 export function configFromJson(json: J): Config {
@@ -156,7 +157,7 @@ export function configFromJson(json: J): Config {
   return makeConfig(overrides as Partial<Config>);
 }
 
-const ACTIONS = ["start", "refresh_token", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input"];
+const ACTIONS = ["start", "refresh_token", "token_failed", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input"];
 const CHECKS = ["at", "expect", "result", "state", "ready", "readiness", "next_timeout_ms", "attempt"];
 
 function inputFromJson(a: J): Input {
@@ -205,6 +206,9 @@ function perform(s: Session, action: string, arg: J, now: number): J {
       return "ok";
     case "refresh_token":
       s.refreshToken(now, arg);
+      return "ok";
+    case "token_failed":
+      s.tokenFailed(now, arg);
       return "ok";
   }
   throw new Error(`unknown action ${action}`);

@@ -16,6 +16,8 @@ export interface Config {
   onlineDelayMs: number;
   unreachableRetry: BackoffPolicy;
   token: string | null;
+  /** The application answers `token_wanted` before a dial too (PROTOCOL.md §2.8). Default: false. */
+  tokenProvider?: boolean;
 }
 
 export function defaultConfig(): Config {

@@ -15,7 +15,11 @@ export type DisconnectReason =
   | { kind: "network_offline" }
   | { kind: "client_stopped" }
   /** The server advised a reconnect; the session closed the transport once idle. */
-  | { kind: "advised" };
+  | { kind: "advised" }
+  /** The token provider gave no token before a dial (failed, or no answer in the connect timeout): retried after the backoff. */
+  | { kind: "token_unavailable" }
+  /** The token provider said the user is not authorized: the session halts. */
+  | { kind: "unauthorized" };
 
 /** Whether (and when) the session will try again. */
 export type RetryPlan = { kind: "after"; delay_ms: number } | { kind: "when_online" } | { kind: "no" };

@@ -45,6 +45,9 @@ export interface TooLarge {
 }
 export type SubscribeError = "already_subscribed" | "not_subscribed" | "stopped";
 
+/** Why the token provider gave no token: `unavailable` is retried, `unauthorized` halts. */
+export type TokenError = "unavailable" | "unauthorized";
+
 export interface SessionStats {
   transportsOpened: number;
   staleInputs: number;

@@ -34,7 +34,20 @@ import { SplitMix64 } from "./rng.js";
 import { Subscriptions, type SubscriptionSink } from "./subscriptions.js";
 import { fromMs, US, wholeMs } from "./time.js";
 import type { TransportId } from "./transport.js";
-import type { Call, Input, Output, RequestError, SessionStats, SubscribeError } from "./io.js";
+import type { Call, Input, Output, RequestError, SessionStats, SubscribeError, TokenError } from "./io.js";
+
+/**
+ * `globalThis.BELAY_TOKENS !== false` guards the token provider's lifecycle
+ * (PROTOCOL.md §2.8: asking before a dial, in-band refresh, provider
+ * failures retried). `@belay/client/tokens` and the sources have it; the
+ * default entry's build (scripts/bundle.mjs) defines it `false`, and the
+ * minifier drops every branch it guards, so a client with a fixed token pays
+ * nothing for it. Written out at each use: only a literal test is folded.
+ */
+declare global {
+  // eslint-disable-next-line no-var
+  var BELAY_TOKENS: false | undefined;
+}
 
 /** Shortest server ping interval honoured (ms); 0 means "the server does not ping". */
 const MIN_SERVER_PING_MS = 1000;
@@ -43,7 +56,7 @@ const MAX_SERVER_PING_MS = 120_000;
 /** Longest wait of a liveness check (ms); a shorter probe timeout wins. */
 export const LIVENESS_CHECK_TIMEOUT_MS = 2000;
 
-export type { Call, Input, Output, RequestError, SessionStats, SubscribeError, TooLarge } from "./io.js";
+export type { Call, Input, Output, RequestError, SessionStats, SubscribeError, TokenError, TooLarge } from "./io.js";
 
 /** The smallest defined value, if any. */
 const earliest = (ts: (number | undefined)[]): number | undefined => {
@@ -65,9 +78,18 @@ export class Session implements SubscriptionSink {
   private _advice: ReconnectAdvice | undefined;
   /** Advised to leave the open transport: nothing new is sent on it; closed once idle. */
   _leaving?: boolean;
-  /** When to ask for a new token, and when the credentials expire (µs). */
+  /** The token lifecycle (PROTOCOL.md §2.8; `credentials.rs`), in µs: when to ask on the open session, when the token expires, from when a dial asks first. */
   private _askAt: number | undefined;
   private _expiresAt: number | undefined;
+  /** 0 once the server refused the token: a dial with a provider asks first. */
+  private _renewAt: number | undefined;
+  /** The token came from the provider and the server has not accepted it yet: a refusal halts. */
+  private _fresh?: boolean;
+  /** The refusal just handled: ask at once. */
+  private _askNow?: boolean;
+  /** Connecting without a transport: waiting for the provider's token. */
+  private _authorizing?: boolean;
+  private readonly _tokenRetries: Backoff | undefined;
   private _notBefore: number | undefined;
   private _online = true;
   private _nextTransport = 0;
@@ -85,6 +107,7 @@ export class Session implements SubscriptionSink {
     this._rng = new SplitMix64(seed);
     this._backoff = new Backoff(_config.backoff);
     this._localBackoff = new Backoff(_config.unreachableRetry);
+    if (globalThis.BELAY_TOKENS !== false) this._tokenRetries = new Backoff(_config.backoff);
     this._subscriptions = new Subscriptions(_config.subscribeTimeoutMs, _config.resubscribeBackoff, this);
   }
 
@@ -142,7 +165,7 @@ export class Session implements SubscriptionSink {
       // Leave idle/halted on the application's word: fresh backoff, refused channels retried.
       this._resetBackoff();
       this._subscriptions._idle(true);
-      this._dial(now);
+      this._dialOrAsk(now);
     }
     return undefined;
   }
@@ -150,7 +173,7 @@ export class Session implements SubscriptionSink {
   /** Cancel a pending wait and dial at once; never a second transport. */
   reconnectNow(nowMs: number): "stopped" | undefined {
     if (this._state !== "waiting" && this._state !== "offline") return this.start(nowMs);
-    this._dial(this._advance(nowMs));
+    this._dialOrAsk(this._advance(nowMs));
     return undefined;
   }
 
@@ -206,11 +229,41 @@ export class Session implements SubscriptionSink {
     this._config.token = token;
   }
 
-  /** Use `token` from now on: sent with `refresh` on the open session (no reconnect), and in every later `connect`. */
+  /**
+   * Use `token` from now on (the answer to `token_wanted`): sent with
+   * `refresh` on the open session (no reconnect), in every later `connect`;
+   * a session waiting for it before a dial dials now.
+   */
   refreshToken(nowMs: number, token: string): void {
-    this._advance(nowMs);
-    this._config.token = token;
-    if (this._state === "open") this._send(this._id!, { type: "refresh", token });
+    if (globalThis.BELAY_TOKENS !== false) {
+      const now = this._advance(nowMs);
+      this._config.token = token;
+      this._fresh = true;
+      this._renewAt = undefined;
+      if (this._state === "open") {
+        this._askAt = undefined;
+        this._send(this._id!, { type: "refresh", token });
+      } else if (this._authorizing) this._dial(now);
+    }
+  }
+
+  /**
+   * The token provider gave no token. `unavailable` is asked again after the
+   * backoff (before a dial the attempt fails `token_unavailable`); only
+   * `unauthorized` halts (`auth_failed`), closing an open transport with 1000.
+   */
+  tokenFailed(nowMs: number, error: TokenError): void {
+    if (globalThis.BELAY_TOKENS !== false) {
+      const now = this._advance(nowMs);
+      const open = this._state === "open";
+      const retry = error === "unavailable";
+      if (retry && open) this._askAt = now + this._tokenRetries!._nextDelay(now, this._rng);
+      // Otherwise the attempt fails, or the session halts (not an answer to an older ask: only while open or asked).
+      else if (open || this._authorizing) {
+        if (open) this._close(this._id!, CloseCode.NORMAL, error);
+        this._loseTransport(now, { kind: retry ? "token_unavailable" : error }, retry ? undefined : { kind: "auth_failed" });
+      }
+    }
   }
 
   /** Want `channel`; `token`: a subscription token sent with every subscribe of it. */
@@ -256,13 +309,14 @@ export class Session implements SubscriptionSink {
           now,
           { kind: "transport_failed", failure: f },
           f.kind === "invalid_config" ? f // { kind: "invalid_config", detail }, as the halt reason
-          : f.kind === "rejected" && (f.status === 401 || f.status === 403) ? { kind: "auth_failed" }
+          : f.kind === "rejected" && (f.status === 401 || f.status === 403) ? (globalThis.BELAY_TOKENS !== false ? this._tokenRefused() : { kind: "auth_failed" })
           : undefined,
         );
       }
       case "closed": {
         const close = closeInfo(input.code, input.reason);
-        return this._loseTransport(now, { kind: "transport_closed", close }, closeHalt(close));
+        const halt = closeHalt(close);
+        return this._loseTransport(now, { kind: "transport_closed", close }, globalThis.BELAY_TOKENS !== false && halt?.kind === "auth_failed" ? this._tokenRefused() : halt);
       }
       case "frame": {
         const m = decodeServer(input.text);
@@ -289,7 +343,8 @@ export class Session implements SubscriptionSink {
     const s = this._state;
     const id = this._id!;
     const due = this._at! <= now; // never once stopped: stopping drops every deadline
-    if ((s === "connecting" || s === "handshaking") && due) {
+    if (globalThis.BELAY_TOKENS !== false && this._authorizing && due) this.tokenFailed(nowMs, "unavailable"); // the provider did not answer in time
+    else if ((s === "connecting" || s === "handshaking") && due) {
       this._close(id, CloseCode.HANDSHAKE_TIMEOUT, "connect timeout");
       this._loseTransport(now, { kind: "connect_timeout" });
     } else if (s === "open") {
@@ -299,11 +354,11 @@ export class Session implements SubscriptionSink {
         this._close(id, CloseCode.HEARTBEAT_TIMEOUT, "heartbeat timeout");
         this._loseTransport(now, { kind: "heartbeat_timeout", cause: r });
       }
-    } else if (s === "waiting" && due) this._dial(now);
+    } else if (s === "waiting" && due) this._dialOrAsk(now);
     this._subscriptions._handleTimeout(now); // online only while open
-    if (this._askAt! <= now) {
+    if (globalThis.BELAY_TOKENS !== false && this._askAt! <= now && this._state === "open") {
       this._askAt = undefined;
-      this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, this._expiresAt! - now)) });
+      this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, (this._expiresAt ?? 0) - now)) });
     }
     if (this._cooldownDeadline()! <= now) this._resetBackoff();
   }
@@ -378,7 +433,7 @@ export class Session implements SubscriptionSink {
         subs._handlePublication(now, m);
         break;
       case "refreshed":
-        return this._expireIn(now, m.expires_in_ms);
+        return this._accepted(now, m.expires_in_ms);
       case "reconnect":
         this._advice = m;
         // The server will close this transport: send nothing new on it and
@@ -422,7 +477,7 @@ export class Session implements SubscriptionSink {
     if (ping) (hb._serverPing = ping * US), (hb._serverBeat = p?.origin_ms! >= 0);
     else hb._setBeat(slots, p?.origin_ms);
     this._sessionId = w.session;
-    this._expireIn(now, w.expires_in_ms);
+    this._accepted(now, w.expires_in_ms);
     this._emit({ event: "connected", session: w.session });
     this._subscriptions._handleProtocolUp(now);
     this._refreshReadiness(now);
@@ -444,8 +499,16 @@ export class Session implements SubscriptionSink {
     let retry: RetryPlan = { kind: "no" };
     const attempts = this._backoff._attempt;
     const max = this._config.maxAttempts;
+    // The server refused a token the provider can replace: ask at once.
+    let reauthorize: boolean | undefined;
+    if (globalThis.BELAY_TOKENS !== false) {
+      reauthorize = this._askNow && !halt && this._online;
+      this._askNow = undefined;
+    }
     if (halt) {
       // retry: no
+    } else if (globalThis.BELAY_TOKENS !== false && reauthorize) {
+      retry = { kind: "after", delay_ms: 0 };
     } else if (!this._online) {
       this._go("offline");
       retry = { kind: "when_online" };
@@ -472,12 +535,33 @@ export class Session implements SubscriptionSink {
     if (halt) this._go("halted");
     this._emit({ event: wasOpen ? "disconnected" : "connect_failed", reason, retry });
     if (halt) this._emit({ event: "halted", reason: halt });
+    if (globalThis.BELAY_TOKENS !== false && reauthorize) this._dialOrAsk(now);
   }
 
   /** Wait until `until`, or the server's "not before" if later; returns the end of the wait. */
   private _wait(until: number): number {
     this._go("waiting", undefined, Math.max(this._notBefore ?? 0, until));
     return this._at!;
+  }
+
+  /** A dial is due: with a provider and a token absent, refused or past its renewal point, ask first (the dial follows the answer). */
+  private _dialOrAsk(now: number): void {
+    const c = this._config;
+    if (!(globalThis.BELAY_TOKENS !== false && c.tokenProvider && (c.token === null || this._renewAt! <= now))) return this._dial(now);
+    this._notBefore = undefined;
+    this._go("connecting", undefined, now + c.connectTimeoutMs * US);
+    this._authorizing = true;
+    this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, (this._expiresAt ?? 0) - now)) });
+  }
+
+  /** The server refused the credentials: halt, unless the provider can replace a token it did not just give. */
+  private _tokenRefused(): HaltReason | undefined {
+    this._renewAt = 0;
+    if (globalThis.BELAY_TOKENS !== false && this._config.tokenProvider && !this._fresh) {
+      this._askNow = true;
+      return undefined;
+    }
+    return { kind: "auth_failed" };
   }
 
   private _dial(now: number): void {
@@ -506,15 +590,19 @@ export class Session implements SubscriptionSink {
     this._loseTransport(now, { kind: "advised" });
   }
 
-  /** The credentials expire `ms` from now: ask for a new token at 75–90 % of that (PROTOCOL.md §2.8). */
-  private _expireIn(now: number, ms: number | undefined): void {
-    this._askAt = ms === undefined ? ms : now + Math.floor(ms * (0.75 + 0.15 * this._rng.nextUnit())) * US;
-    this._expiresAt = ms === undefined ? ms : now + ms * US;
+  /** The server accepted the credentials, which expire `ms` from now: ask for a new token at 75–90 % of that (PROTOCOL.md §2.8), and renew before a dial from then on. */
+  private _accepted(now: number, ms: number | undefined): void {
+    if (globalThis.BELAY_TOKENS !== false) {
+      this._fresh = undefined;
+      this._tokenRetries!._reset();
+      this._askAt = this._renewAt = ms === undefined ? ms : now + Math.floor(ms * (0.75 + 0.15 * this._rng.nextUnit())) * US;
+      this._expiresAt = ms === undefined ? ms : now + ms * US;
+    }
   }
 
   private _dropTransportState(now: number): void {
     this._leaving = false;
-    this._askAt = this._expiresAt = undefined;
+    this._askAt = undefined;
     this._refreshReadiness(now);
     this._registry._settleAll();
     this._subscriptions._handleTransportDown();
@@ -523,6 +611,7 @@ export class Session implements SubscriptionSink {
   // ----- plumbing -----
 
   private _go(state: ConnectionState, id?: TransportId, at?: number): void {
+    if (globalThis.BELAY_TOKENS !== false) this._authorizing = undefined;
     this._state = state;
     this._id = id;
     this._at = at;
