@@ -151,7 +151,7 @@ async fn connect(args: &Args) -> Ending {
     };
     let mut builder = Client::builder(args.url.clone()).tls(tls);
     if let Some(token) = args.token.clone() {
-        builder = builder.token_provider(move || Some(token.clone()));
+        builder = builder.token(token);
     }
     let client = builder.connect();
     let options = RequestOptions::default().timeout(Duration::from_millis(args.timeout_ms));

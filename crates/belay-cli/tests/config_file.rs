@@ -248,9 +248,9 @@ async fn a_session_refreshes_its_token_over_several_expiries_without_reconnectin
     let (_server, addr) = serve_demo(&file).await;
     // Tokens live 3 s (whole seconds: 2–3 s left when issued), leeway 0.
     let client = Client::builder(format!("ws://{addr}/ws"))
-        .token_provider(|| {
+        .token_provider(|| async {
             let claims = json!({"sub": "alice", "exp": now() + 3, "channels": ["feed"]});
-            Some(token(claims, SECRET))
+            Ok(token(claims, SECRET))
         })
         .connect();
     let mut events = client.events();
@@ -337,5 +337,57 @@ async fn a_good_refresh_is_confirmed_with_its_expiry() {
     .expect("refreshed in time");
     let later = confirmed.expires_in_ms.expect("the new expiry");
     assert!((590_000..=600_000).contains(&later), "{later}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The token lifecycle against the real server (spec/PROTOCOL.md §2.8):
+/// an expired start token is replaced by the provider's instead of halting,
+/// and a provider that cannot answer for a while is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_replaces_an_expired_start_token_and_its_failures_are_retried() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    use belay_client::{Client, TokenError};
+    use belay_proto::backoff::BackoffPolicy;
+    let (dir, file) = jwt_file("lifecycle");
+    let (_server, addr) = serve_demo(&file).await;
+    let expired = token(
+        json!({"sub": "alice", "exp": now() - 60, "channels": ["feed"]}),
+        SECRET,
+    );
+    // The backend fails the first two calls (unreachable), then answers.
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&calls);
+    let client = Client::builder(format!("ws://{addr}/ws"))
+        .configure(|c| {
+            c.set_backoff(BackoffPolicy::fixed(Duration::from_millis(100)));
+        })
+        .token(expired)
+        .token_provider(move || {
+            let call = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if call < 2 {
+                    return Err(TokenError::Unavailable);
+                }
+                Ok(token(
+                    json!({"sub": "alice", "exp": now() + 60, "channels": ["feed"]}),
+                    SECRET,
+                ))
+            }
+        })
+        .connect();
+    let ready = tokio::time::timeout(Duration::from_secs(20), client.ready()).await;
+    assert!(
+        matches!(ready, Ok(Ok(()))),
+        "ready with the provider's token: {ready:?}, {:?}",
+        client.status().borrow().clone()
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "asked after the refusal, twice more after its failures"
+    );
+    client.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -117,7 +117,7 @@ async fn a_host_sleeps_wakes_for_a_call_within_the_bound_and_sleeps_again() {
     assert_eq!(asleep["host"], "pc-e2e");
 
     let client = Client::builder(url)
-        .token_provider(|| Some(token(json!({"sub": "alice", "channels": ["$host:*"]}))))
+        .token(token(json!({"sub": "alice", "channels": ["$host:*"]})))
         .host_timing(&timing())
         .connect();
     client.ready().await.expect("ready");

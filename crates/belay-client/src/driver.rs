@@ -28,7 +28,7 @@ use crate::fallback::Fallback;
 use crate::status::{ClientEvent, Disconnect, Status};
 use crate::subscription::{Item, Subscription};
 use crate::transport::{self, Fact, Outgoing, Target};
-use crate::TokenProvider;
+use crate::{TokenError, TokenProvider};
 
 /// How long `close()` lets transport tasks finish their closing handshake
 /// before aborting them.
@@ -71,6 +71,9 @@ pub(crate) struct Driver {
     /// so the core halts with `InvalidConfig`).
     target: Result<Arc<Target>, Failure>,
     token: Option<TokenProvider>,
+    /// Where the provider's answers come back (each call runs in a task).
+    tokens_tx: mpsc::UnboundedSender<Result<String, TokenError>>,
+    tokens_rx: mpsc::UnboundedReceiver<Result<String, TokenError>>,
     commands: mpsc::UnboundedReceiver<Command>,
     /// For the subscriptions' unsubscribe-on-drop; weak so that it does not
     /// keep the driver alive.
@@ -107,7 +110,10 @@ impl Driver {
         choice: Option<TransportChoice>,
     ) -> Self {
         let (facts_tx, facts_rx) = mpsc::unbounded_channel();
+        let (tokens_tx, tokens_rx) = mpsc::unbounded_channel();
         Driver {
+            tokens_tx,
+            tokens_rx,
             session,
             origin,
             target,
@@ -166,6 +172,13 @@ impl Driver {
                     None => self.closing = true,
                 },
                 Some((id, fact)) = self.facts_rx.recv() => self.on_fact(id, fact),
+                Some(answer) = self.tokens_rx.recv() => {
+                    let now = self.now();
+                    match answer {
+                        Ok(token) => self.session.refresh_token(now, token),
+                        Err(error) => self.session.token_failed(now, error),
+                    }
+                }
                 () = sleep_until(wake) => {
                     // tokio's cooperative budget can wake us late, and a
                     // timer may also fire a little early: ask the clock.
@@ -305,10 +318,6 @@ impl Driver {
             .outlets
             .events
             .send(ClientEvent::Connecting { attempt });
-        if let Some(token) = &self.token {
-            // The core sends the token in `connect` once this transport opens.
-            self.session.set_token(token());
-        }
         match &self.target {
             Ok(target) => {
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -363,11 +372,22 @@ impl Driver {
             }
             Event::Halted { reason } => self.halted = Some(reason.clone()),
             Event::Connected { .. } => self.halted = None,
-            // Ahead of the expiry: a new token, sent in-band (no reconnect).
+            // Before a dial, or ahead of the expiry on the open session:
+            // the provider's call runs in its own task, bounded by the
+            // connect timeout, and its answer comes back as an input.
             Event::TokenWanted { .. } => {
-                if let Some(token) = self.token.as_ref().and_then(|provider| provider()) {
-                    let now = self.now();
-                    self.session.refresh_token(now, token);
+                if let Some(provider) = &self.token {
+                    let call = provider();
+                    let (answers, limit) = (
+                        self.tokens_tx.clone(),
+                        self.session.config().connect_timeout(),
+                    );
+                    self.tasks.spawn(async move {
+                        let answer = tokio::time::timeout(limit, call)
+                            .await
+                            .unwrap_or(Err(TokenError::Unavailable));
+                        let _ = answers.send(answer);
+                    });
                 }
             }
             _ => {}

@@ -32,7 +32,7 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = Client::builder("ws://127.0.0.1:8080/ws")
-//!     .token_provider(|| Some("secret".to_owned()))
+//!     .token("secret")
 //!     .connect();
 //! let mut feed = client.subscribe("feed").await?;
 //! client.ready().await?;
@@ -65,7 +65,9 @@ mod transport;
 mod upgrade;
 
 use std::fmt;
+use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,6 +78,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 pub use belay_proto;
+pub use belay_proto::TokenError;
 pub use error::{Closed, RequestError, SubscribeError, TlsError};
 pub use presence::{PresenceError, PresenceMember};
 pub use status::{ClientEvent, Disconnect, Status};
@@ -84,8 +87,11 @@ pub use tls::TlsSettings;
 
 use driver::{Command, Driver, Outlets};
 
-/// Returns the credentials to send in `connect`; called before every dial.
-pub type TokenProvider = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+/// What a token provider's call returns: the token, or why there is none.
+pub type TokenFuture = Pin<Box<dyn Future<Output = Result<String, TokenError>> + Send>>;
+
+/// Where tokens come from ([`ClientBuilder::token_provider`]).
+pub type TokenProvider = Arc<dyn Fn() -> TokenFuture + Send + Sync>;
 
 /// How many lifecycle events a slow [`Client::events`] receiver may fall behind.
 const EVENT_CAPACITY: usize = 256;
@@ -97,7 +103,8 @@ const EVENT_CAPACITY: usize = 256;
 pub struct ClientBuilder {
     url: String,
     config: Config,
-    token: Option<TokenProvider>,
+    token: Option<String>,
+    token_provider: Option<TokenProvider>,
     tls: TlsSettings,
     seed: Option<u64>,
     fallback: Option<belay_proto::FallbackConfig>,
@@ -110,7 +117,11 @@ impl fmt::Debug for ClientBuilder {
         f.debug_struct("ClientBuilder")
             .field("url", &self.url)
             .field("config", &self.config)
-            .field("token", &self.token.as_ref().map(|_| "<provider>"))
+            .field("token", &self.token.as_ref().map(|_| "<token>"))
+            .field(
+                "token_provider",
+                &self.token_provider.as_ref().map(|_| "<provider>"),
+            )
             .field("tls", &self.tls)
             .finish()
     }
@@ -131,17 +142,55 @@ impl ClientBuilder {
         self
     }
 
-    /// Credentials for `connect`, asked for again before every dial (so a
-    /// refreshed token is used after an `AuthFailed` halt), and when the
-    /// server said the current ones expire, ahead of that (75–90 % of their
-    /// lifetime): the new token is sent in-band with `refresh`, without
-    /// reconnecting. A provider that answers `None` then leaves the session
-    /// to be closed 4001 at the expiry.
-    pub fn token_provider(
-        mut self,
-        provider: impl Fn() -> Option<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.token = Some(Arc::new(provider));
+    /// The token `connect` carries, for a client whose token does not
+    /// change (a server refusing it halts with `AuthFailed`). With a
+    /// [`token_provider`](Self::token_provider) too, it is the first
+    /// token, replaced by the provider's once it is refused or near its
+    /// expiry.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Where tokens come from (spec/PROTOCOL.md §2.8). The provider is
+    /// called, in a task of its own so that a fetch never holds up the
+    /// connection, before a dial when there is no token, the server
+    /// refused the last one, or it is near its expiry; and on the open
+    /// session at 75–90 % of the token's lifetime (the new token is sent
+    /// in-band with `refresh`, without reconnecting). A call that takes
+    /// longer than the config's `connect_timeout` counts as
+    /// [`TokenError::Unavailable`].
+    ///
+    /// [`TokenError::Unavailable`] (the backend is down, the device
+    /// offline) is retried with the backoff and never halts the client;
+    /// [`TokenError::Unauthorized`] halts it with `AuthFailed`, as does
+    /// the server refusing a token the provider has just given.
+    ///
+    /// ```no_run
+    /// use belay_client::{Client, TokenError};
+    ///
+    /// # async fn fetch_token() -> Result<Option<String>, std::io::Error> { Ok(Some("t".into())) }
+    /// # async fn run() {
+    /// let client = Client::builder("wss://example.com/ws")
+    ///     .token_provider(|| async {
+    ///         match fetch_token().await {
+    ///             Ok(Some(token)) => Ok(token),
+    ///             // The backend says this user is signed out: stop.
+    ///             Ok(None) => Err(TokenError::Unauthorized),
+    ///             // The backend is unreachable: asked again after the backoff.
+    ///             Err(_) => Err(TokenError::Unavailable),
+    ///         }
+    ///     })
+    ///     .connect();
+    /// # let _ = client;
+    /// # }
+    /// ```
+    pub fn token_provider<F, Fut>(mut self, provider: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, TokenError>> + Send + 'static,
+    {
+        self.token_provider = Some(Arc::new(move || -> TokenFuture { Box::pin(provider()) }));
         self
     }
 
@@ -199,7 +248,12 @@ impl ClientBuilder {
         let seed = self
             .seed
             .unwrap_or_else(|| RandomState::new().hash_one(origin));
-        let session = Session::new(self.config, belay_proto::Instant::ZERO, seed);
+        let mut config = self.config;
+        if let Some(token) = self.token {
+            config.set_token(Some(token));
+        }
+        config.set_token_provider(self.token_provider.is_some());
+        let session = Session::new(config, belay_proto::Instant::ZERO, seed);
         let target = self
             .tls
             .client_config()
@@ -216,7 +270,7 @@ impl ClientBuilder {
             session,
             origin,
             target,
-            self.token,
+            self.token_provider,
             commands_rx,
             commands_tx.downgrade(),
             Outlets {
@@ -282,6 +336,7 @@ impl Client {
             url: url.into(),
             config: Config::default(),
             token: None,
+            token_provider: None,
             tls: TlsSettings::default(),
             seed: None,
             fallback: Some(belay_proto::FallbackConfig::default()),

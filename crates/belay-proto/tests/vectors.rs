@@ -631,7 +631,9 @@ fn perform(
             let error = match arg.as_str() {
                 Some("unavailable") => TokenError::Unavailable,
                 Some("unauthorized") => TokenError::Unauthorized,
-                _ => return Err("\"token_failed\" takes \"unavailable\" or \"unauthorized\"".into()),
+                _ => {
+                    return Err("\"token_failed\" takes \"unavailable\" or \"unauthorized\"".into())
+                }
             };
             session.token_failed(now, error);
             ok()

@@ -181,10 +181,9 @@ impl HostBuilder {
     ///
     /// Outside a tokio runtime.
     pub fn start(self) -> Host {
-        let token = self.token.clone();
         let mut client = Client::builder(self.url.clone())
             .tls(self.tls.clone())
-            .token_provider(move || Some(token.clone()));
+            .token(self.token.clone());
         if let Some(change) = self.session {
             client = change(client);
         }

@@ -17,9 +17,7 @@ async fn the_heartbeat_needs_a_host_token() {
 #[tokio::test]
 async fn a_host_cannot_hold_another_hosts_calls_and_a_client_cannot_publish_as_a_host() {
     let (_server, url, _base) = relay().await;
-    let impostor = Client::builder(url.clone())
-        .token_provider(|| Some("host:pc-1".into()))
-        .connect();
+    let impostor = Client::builder(url.clone()).token("host:pc-1").connect();
     impostor.ready().await.expect("ready");
     let mut calls = impostor.subscribe("$host-calls:pc-2").await.expect("sent");
     let refused = calls.next().await;

@@ -1,10 +1,9 @@
 //! The fleet of a herd run: real [`belay_client::Client`]s, each running the
 //! core's `Session` with the run's configuration, and what they record.
 //!
-//! * Every dial is recorded where the client makes it: the client asks its
-//!   token provider for credentials once per dial, just before dialing
-//!   (`ClientBuilder::token_provider`), and the fleet's provider notes the
-//!   instant (and gives no token: the bench server has no authentication).
+//! * Every dial is recorded as the client makes it: the driver announces
+//!   each dial (`ClientEvent::Connecting`) just before it dials, and a small
+//!   task per client notes the instant.
 //! * Every change of a client's readiness (`Status::ready`: transport,
 //!   protocol and service up) is recorded by a small task per client
 //!   watching its status, which also keeps the counts the run waits on.
@@ -13,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use belay_client::Client;
+use belay_client::{Client, ClientEvent};
 use belay_proto::Config;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
 
 use super::figures::ReadyChange;
@@ -65,17 +64,23 @@ impl Fleet {
 
     /// Start one more client on `url` with `config` and core seed `seed`.
     pub fn add(&mut self, url: &str, config: &Config, seed: u64) {
-        let dials = Arc::clone(&self.log);
         let client = Client::builder(url)
             .config(config.clone())
             .seed(seed)
             // WebSocket only: the bench measures dials, not the fallback.
             .fallback(None)
-            .token_provider(move || {
-                lock(&dials.dials).push(Instant::now());
-                None
-            })
             .connect();
+        let mut events = client.events();
+        let dials = Arc::clone(&self.log);
+        self.watchers.spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(ClientEvent::Connecting { .. }) => lock(&dials.dials).push(Instant::now()),
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
         let mut status = client.status();
         let log = Arc::clone(&self.log);
         self.watchers.spawn(async move {

@@ -53,7 +53,7 @@ pub async fn run(pid: u32, relay: SocketAddr, hosts: usize) -> std::io::Result<M
         let id = format!("h{n}");
         let token = format!("host:{id}");
         let client = Client::builder(format!("ws://{relay}/ws"))
-            .token_provider(move || Some(token.clone()))
+            .token(token)
             .connect();
         calls.push(
             client
