@@ -28,7 +28,13 @@ use crate::fallback::Fallback;
 use crate::status::{ClientEvent, Disconnect, Status};
 use crate::subscription::{Item, Subscription};
 use crate::transport::{self, Fact, Outgoing, Target};
-use crate::{TokenError, TokenProvider};
+use crate::{SubscriptionTokenProvider, TokenError, TokenFuture, TokenProvider};
+
+/// The application's token providers.
+pub(crate) struct Providers {
+    pub(crate) token: Option<TokenProvider>,
+    pub(crate) subscription_token: Option<SubscriptionTokenProvider>,
+}
 
 /// How long `close()` lets transport tasks finish their closing handshake
 /// before aborting them.
@@ -70,10 +76,11 @@ pub(crate) struct Driver {
     /// The parsed URL, or why it cannot be dialed (reported on every dial,
     /// so the core halts with `InvalidConfig`).
     target: Result<Arc<Target>, Failure>,
-    token: Option<TokenProvider>,
-    /// Where the provider's answers come back (each call runs in a task).
-    tokens_tx: mpsc::UnboundedSender<Result<String, TokenError>>,
-    tokens_rx: mpsc::UnboundedReceiver<Result<String, TokenError>>,
+    providers: Providers,
+    /// Where the providers' answers come back (each call runs in a task):
+    /// `None` for the connection's token, else the channel's.
+    tokens_tx: mpsc::UnboundedSender<(Option<String>, Result<String, TokenError>)>,
+    tokens_rx: mpsc::UnboundedReceiver<(Option<String>, Result<String, TokenError>)>,
     commands: mpsc::UnboundedReceiver<Command>,
     /// For the subscriptions' unsubscribe-on-drop; weak so that it does not
     /// keep the driver alive.
@@ -103,7 +110,7 @@ impl Driver {
         session: Session,
         origin: tokio::time::Instant,
         target: Result<Arc<Target>, Failure>,
-        token: Option<TokenProvider>,
+        providers: Providers,
         commands: mpsc::UnboundedReceiver<Command>,
         weak_commands: mpsc::WeakUnboundedSender<Command>,
         outlets: Outlets,
@@ -117,7 +124,7 @@ impl Driver {
             session,
             origin,
             target,
-            token,
+            providers,
             commands,
             weak_commands,
             facts_tx,
@@ -172,11 +179,17 @@ impl Driver {
                     None => self.closing = true,
                 },
                 Some((id, fact)) = self.facts_rx.recv() => self.on_fact(id, fact),
-                Some(answer) = self.tokens_rx.recv() => {
+                Some((channel, answer)) = self.tokens_rx.recv() => {
                     let now = self.now();
-                    match answer {
-                        Ok(token) => self.session.refresh_token(now, token),
-                        Err(error) => self.session.token_failed(now, error),
+                    match (channel, answer) {
+                        (None, Ok(token)) => self.session.refresh_token(now, token),
+                        (None, Err(error)) => self.session.token_failed(now, error),
+                        (Some(channel), Ok(token)) => {
+                            // A channel left meanwhile needs no token.
+                            let _ = self.session.refresh_subscription_token(now, &channel, token);
+                        }
+                        // The token expires; the channel is subscribed again.
+                        (Some(_), Err(_)) => {}
                     }
                 }
                 () = sleep_until(wake) => {
@@ -376,24 +389,36 @@ impl Driver {
             // the provider's call runs in its own task, bounded by the
             // connect timeout, and its answer comes back as an input.
             Event::TokenWanted { .. } => {
-                if let Some(provider) = &self.token {
+                if let Some(provider) = &self.providers.token {
                     let call = provider();
-                    let (answers, limit) = (
-                        self.tokens_tx.clone(),
-                        self.session.config().connect_timeout(),
-                    );
-                    self.tasks.spawn(async move {
-                        let answer = tokio::time::timeout(limit, call)
-                            .await
-                            .unwrap_or(Err(TokenError::Unavailable));
-                        let _ = answers.send(answer);
-                    });
+                    self.ask(None, call);
+                }
+            }
+            Event::SubscriptionTokenWanted { channel, .. } => {
+                if let Some(provider) = &self.providers.subscription_token {
+                    let call = provider(channel.clone());
+                    self.ask(Some(channel.clone()), call);
                 }
             }
             _ => {}
         }
         // Nobody listening is fine.
         let _ = self.outlets.events.send(ClientEvent::Session(event));
+    }
+
+    /// Run a provider's `call` in a task of its own, bounded by the connect
+    /// timeout; its answer comes back as an input.
+    fn ask(&mut self, channel: Option<String>, call: TokenFuture) {
+        let (answers, limit) = (
+            self.tokens_tx.clone(),
+            self.session.config().connect_timeout(),
+        );
+        self.tasks.spawn(async move {
+            let answer = tokio::time::timeout(limit, call)
+                .await
+                .unwrap_or(Err(TokenError::Unavailable));
+            let _ = answers.send((channel, answer));
+        });
     }
 
     fn settle(&self, outcome: RequestOutcome) -> Result<RawJson, RequestError> {

@@ -93,6 +93,10 @@ pub type TokenFuture = Pin<Box<dyn Future<Output = Result<String, TokenError>> +
 /// Where tokens come from ([`ClientBuilder::token_provider`]).
 pub type TokenProvider = Arc<dyn Fn() -> TokenFuture + Send + Sync>;
 
+/// Where subscription tokens come from, by channel
+/// ([`ClientBuilder::subscription_token_provider`]).
+pub type SubscriptionTokenProvider = Arc<dyn Fn(String) -> TokenFuture + Send + Sync>;
+
 /// How many lifecycle events a slow [`Client::events`] receiver may fall behind.
 const EVENT_CAPACITY: usize = 256;
 
@@ -105,6 +109,7 @@ pub struct ClientBuilder {
     config: Config,
     token: Option<String>,
     token_provider: Option<TokenProvider>,
+    subscription_tokens: Option<SubscriptionTokenProvider>,
     tls: TlsSettings,
     seed: Option<u64>,
     fallback: Option<belay_proto::FallbackConfig>,
@@ -194,6 +199,42 @@ impl ClientBuilder {
         self
     }
 
+    /// Where new subscription tokens come from (spec/PROTOCOL.md §5.8):
+    /// when the server says a channel's subscription token expires
+    /// (`sub_expiring`), the provider is called with the channel's name at
+    /// 75–90 % of what is left, in a task of its own, and its token is sent
+    /// as `sub_refresh` without leaving the channel (and with every later
+    /// subscribe of it). A failure leaves the token to expire: the server
+    /// ends the subscription (`unsubscribed` `expired`) and the channel is
+    /// subscribed again with the token it has.
+    ///
+    /// ```no_run
+    /// use belay_client::{Client, TokenError};
+    ///
+    /// # async fn issue(channel: &str) -> Option<String> { Some(format!("token-for-{channel}")) }
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = Client::builder("wss://example.com/ws")
+    ///     .subscription_token_provider(|channel| async move {
+    ///         issue(&channel).await.ok_or(TokenError::Unauthorized)
+    ///     })
+    ///     .connect();
+    /// let first = issue("private:room").await.unwrap_or_default();
+    /// let room = client.subscribe_with_token("private:room", &first).await?;
+    /// # drop(room);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn subscription_token_provider<F, Fut>(mut self, provider: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, TokenError>> + Send + 'static,
+    {
+        self.subscription_tokens = Some(Arc::new(move |channel| -> TokenFuture {
+            Box::pin(provider(channel))
+        }));
+        self
+    }
+
     /// Which servers `wss://` trusts.
     pub fn tls(mut self, tls: TlsSettings) -> Self {
         self.tls = tls;
@@ -270,7 +311,10 @@ impl ClientBuilder {
             session,
             origin,
             target,
-            self.token_provider,
+            driver::Providers {
+                token: self.token_provider,
+                subscription_token: self.subscription_tokens,
+            },
             commands_rx,
             commands_tx.downgrade(),
             Outlets {
@@ -337,6 +381,7 @@ impl Client {
             config: Config::default(),
             token: None,
             token_provider: None,
+            subscription_tokens: None,
             tls: TlsSettings::default(),
             seed: None,
             fallback: Some(belay_proto::FallbackConfig::default()),

@@ -23,9 +23,9 @@ impl Authenticator for KeyedChannels {
         _principal: &Principal,
         channel: &str,
         token: Option<&str>,
-    ) -> Verdict<()> {
+    ) -> Verdict<Option<std::time::Duration>> {
         Verdict::Now(if token == Some(format!("key-for:{channel}").as_str()) {
-            Ok(())
+            Ok(None)
         } else {
             Err(AuthError::Forbidden("wrong key".into()))
         })

@@ -6,6 +6,8 @@
 //! `$host-calls:ID` and publishes to `$host:ID`; `$host-state:ID` is
 //! authorized as `$host:ID`, and published by the relay alone.
 
+use std::time::Duration;
+
 use belay_proto::host::{is_host_channel, HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::Payload;
 use belay_proto::server::{is_reserved_channel, Access};
@@ -21,18 +23,30 @@ pub(crate) fn subscribe(
     channel: &str,
     token: Option<&str>,
 ) -> Verdict<()> {
+    subscribe_for(shared, principal, channel, token).map(drop)
+}
+
+/// As [`subscribe`], and for how long: `Some(d)` for a subscription token
+/// that expires `d` from now (spec/PROTOCOL.md §5.8), `None` otherwise.
+pub(crate) fn subscribe_for(
+    shared: &Shared,
+    principal: &Principal,
+    channel: &str,
+    token: Option<&str>,
+) -> Verdict<Option<Duration>> {
     let auth = &shared.auth;
+    let now = |verdict: Result<(), AuthError>| Verdict::Now(verdict.map(|()| None));
     if channel.starts_with(USER_CHANNEL_PREFIX) {
-        return Verdict::Now(auth.authorize_subscribe(principal, channel));
+        return now(auth.authorize_subscribe(principal, channel));
     }
     if is_host_channel(channel) {
         match HostChannel::parse(channel) {
             Some(HostChannel::Calls(host)) if principal.is_host(host) => {
-                return Verdict::Now(Ok(()))
+                return Verdict::Now(Ok(None))
             }
             Some(HostChannel::State(host)) => {
                 let data = format!("{HOST_CHANNEL_PREFIX}{host}");
-                return subscribe(shared, principal, &data, token);
+                return subscribe_for(shared, principal, &data, token);
             }
             Some(HostChannel::Data(_)) => {}
             _ => {
@@ -43,13 +57,13 @@ pub(crate) fn subscribe(
         }
     }
     match shared.config.namespaces.options_for(channel).subscribe {
-        Access::Anyone => Verdict::Now(Ok(())),
+        Access::Anyone => Verdict::Now(Ok(None)),
         Access::Nobody => Verdict::Now(Err(AuthError::Forbidden(format!(
             "no client may subscribe to {channel:?}"
         )))),
-        Access::Backend => auth.check_subscribe(principal, channel),
+        Access::Backend => auth.check_subscribe(principal, channel).map(|()| None),
         Access::Token => auth.check_subscription_token(principal, channel, token),
-        _ => Verdict::Now(auth.authorize_subscribe(principal, channel)),
+        _ => now(auth.authorize_subscribe(principal, channel)),
     }
 }
 

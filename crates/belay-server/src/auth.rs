@@ -177,6 +177,17 @@ impl<T> Verdict<T> {
     pub fn later(decision: impl Future<Output = Result<T, AuthError>> + Send + 'static) -> Self {
         Verdict::Later(Box::pin(decision))
     }
+
+    /// The same verdict, its allowed value turned by `f`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Verdict<U>
+    where
+        T: 'static,
+    {
+        match self {
+            Verdict::Now(verdict) => Verdict::Now(verdict.map(f)),
+            Verdict::Later(decision) => Verdict::later(async move { decision.await.map(f) }),
+        }
+    }
 }
 
 impl<T> std::fmt::Debug for Verdict<T> {
@@ -278,14 +289,18 @@ pub trait Authenticator: Send + Sync + 'static {
 
     /// May `principal` subscribe to `channel` with the subscription
     /// `token` the client sent (`None`: it sent none), in a namespace whose
-    /// subscribers need one ([`crate::Access::Token`])? The default
-    /// refuses: this authenticator issues no subscription tokens.
+    /// subscribers need one ([`crate::Access::Token`]), and for how long:
+    /// `Some(d)`, the token expires `d` from now (the client is told with
+    /// `sub_expiring`, may send `sub_refresh` with a new one, checked here
+    /// too, and the subscription ends at the expiry otherwise:
+    /// spec/PROTOCOL.md §5.8); `None`, it does not. The default refuses:
+    /// this authenticator issues no subscription tokens.
     fn check_subscription_token(
         &self,
         principal: &Principal,
         channel: &str,
         token: Option<&str>,
-    ) -> Verdict<()> {
+    ) -> Verdict<Option<Duration>> {
         let _ = (principal, token);
         Verdict::Now(Err(AuthError::Forbidden(format!(
             "{channel:?} needs a subscription token and the server checks none"

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
@@ -44,8 +45,10 @@ pub(crate) enum Checked {
     Connect(Box<Result<Principal, AuthError>>),
     /// On the credentials of a `refresh`.
     Refresh(Box<Result<Principal, AuthError>>),
-    /// On a subscribe.
-    Subscribe(Result<(), AuthError>),
+    /// On a subscribe: allowed, and for how long.
+    Subscribe(Result<Option<Duration>, AuthError>),
+    /// On the token of a `sub_refresh`: good, and for how long.
+    SubRefresh(Result<Option<Duration>, AuthError>),
 }
 
 #[derive(Debug, Default)]

@@ -99,6 +99,19 @@ pub enum Event {
         #[serde(rename = "expires_in_ms", serialize_with = "duration_ms")]
         expires_in: Duration,
     },
+    /// The subscription token of `channel` expires in `expires_in` (the
+    /// server's `sub_expiring`): hand a new one to
+    /// `Session::refresh_subscription_token`, sent in-band without leaving
+    /// the channel. Without one the server ends the subscription at the
+    /// expiry (`unsubscribed` `expired`) and the channel is subscribed again
+    /// with the token it has.
+    SubscriptionTokenWanted {
+        /// The channel.
+        channel: String,
+        /// Time left on its subscription token.
+        #[serde(rename = "expires_in_ms", serialize_with = "duration_ms")]
+        expires_in: Duration,
+    },
 }
 
 /// Why a connection (or an attempt) ended.

@@ -24,6 +24,9 @@ pub enum ClientMessage {
     Subscribe(Subscribe),
     /// Leave a channel.
     Unsubscribe(Unsubscribe),
+    /// A new subscription token for a subscribed channel, before the
+    /// current one expires (spec/PROTOCOL.md §5.8).
+    SubRefresh(SubRefresh),
 }
 
 impl ClientMessage {
@@ -37,6 +40,7 @@ impl ClientMessage {
             ClientMessage::Request(_) => MessageKind::Request,
             ClientMessage::Subscribe(_) => MessageKind::Subscribe,
             ClientMessage::Unsubscribe(_) => MessageKind::Unsubscribe,
+            ClientMessage::SubRefresh(_) => MessageKind::SubRefresh,
         }
     }
 }
@@ -62,6 +66,17 @@ pub struct Connect {
 #[allow(clippy::exhaustive_structs)]
 pub struct Refresh {
     /// The new credentials, for the same user.
+    pub token: String,
+}
+
+/// `sub_refresh`: a new subscription token for a subscribed channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
+pub struct SubRefresh {
+    /// The subscribed channel.
+    pub channel: String,
+    /// The new subscription token, for the same channel and user.
     pub token: String,
 }
 

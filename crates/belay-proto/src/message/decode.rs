@@ -30,10 +30,11 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::client::{Connect, Refresh, Request, Subscribe, Unsubscribe};
+use super::client::{Connect, Refresh, Request, SubRefresh, Subscribe, Unsubscribe};
 use super::codec::DecodeError;
 use super::server::{
-    ErrorBody, Publication, ReconnectAdvice, Refreshed, Response, Subscribed, Unsubscribed,
+    ErrorBody, Publication, ReconnectAdvice, Refreshed, Response, SubExpiring, Subscribed,
+    Unsubscribed,
 };
 use super::{ClientMessage, MessageKind, ServerMessage, Welcome};
 
@@ -52,6 +53,9 @@ pub(super) fn server(text: &str) -> Result<ServerMessage, DecodeError> {
         }
         MessageKind::Publication => {
             message::<Publication>(text, kind).map(ServerMessage::Publication)
+        }
+        MessageKind::SubExpiring => {
+            message::<SubExpiring>(text, kind).map(ServerMessage::SubExpiring)
         }
         MessageKind::Reconnect => {
             message::<ReconnectAdvice>(text, kind).map(ServerMessage::Reconnect)
@@ -74,6 +78,7 @@ pub(super) fn client(text: &str) -> Result<ClientMessage, DecodeError> {
         MessageKind::Unsubscribe => {
             message::<Unsubscribe>(text, kind).map(ClientMessage::Unsubscribe)
         }
+        MessageKind::SubRefresh => message::<SubRefresh>(text, kind).map(ClientMessage::SubRefresh),
         _ => wrong_direction(text, kind, "server to client"),
     }
 }

@@ -37,6 +37,10 @@ pub enum MessageKind {
     Unsubscribed,
     /// Server → client: a message on a channel.
     Publication,
+    /// Client → server: a new subscription token for a subscribed channel.
+    SubRefresh,
+    /// Server → client: a channel's subscription token expires soon.
+    SubExpiring,
     /// Server → client: reconnect advice before a planned close.
     Reconnect,
     /// Server → client: a frame could not be processed.
@@ -45,7 +49,7 @@ pub enum MessageKind {
 
 impl MessageKind {
     /// Every kind, in code order.
-    pub const ALL: [MessageKind; 15] = [
+    pub const ALL: [MessageKind; 17] = [
         MessageKind::Connect,
         MessageKind::Welcome,
         MessageKind::Ping,
@@ -59,6 +63,8 @@ impl MessageKind {
         MessageKind::Unsubscribe,
         MessageKind::Unsubscribed,
         MessageKind::Publication,
+        MessageKind::SubRefresh,
+        MessageKind::SubExpiring,
         MessageKind::Reconnect,
         MessageKind::Error,
     ];
@@ -79,6 +85,8 @@ impl MessageKind {
             MessageKind::Unsubscribe => "unsubscribe",
             MessageKind::Unsubscribed => "unsubscribed",
             MessageKind::Publication => "publication",
+            MessageKind::SubRefresh => "sub_refresh",
+            MessageKind::SubExpiring => "sub_expiring",
             MessageKind::Reconnect => "reconnect",
             MessageKind::Error => "error",
         }
@@ -101,6 +109,8 @@ impl MessageKind {
             MessageKind::Unsubscribe => 0x0022,
             MessageKind::Unsubscribed => 0x0023,
             MessageKind::Publication => 0x0024,
+            MessageKind::SubRefresh => 0x0025,
+            MessageKind::SubExpiring => 0x0026,
             MessageKind::Reconnect => 0x0030,
             MessageKind::Error => 0x00FF,
         }

@@ -27,7 +27,7 @@ pub use binary::{
     decode_client_binary, decode_server_binary, encode_client_binary, encode_publication_binary,
     encode_server_binary, peek_request_id,
 };
-pub use client::{ClientMessage, Connect, Refresh, Request, Subscribe, Unsubscribe};
+pub use client::{ClientMessage, Connect, Refresh, Request, SubRefresh, Subscribe, Unsubscribe};
 pub(crate) use codec::encoded_len_bound;
 pub use codec::{
     decode_client, decode_server, encode_client, encode_server, encoded_len, encoded_server_len,
@@ -38,7 +38,7 @@ pub use raw_json::RawJson;
 pub use request_id::peek_json_request_id;
 pub use server::{
     ErrorBody, Pacing, Publication, ReconnectAdvice, Refreshed, Reply, Response, ServerMessage,
-    Subscribed, Unsubscribed, Welcome,
+    SubExpiring, Subscribed, Unsubscribed, Welcome,
 };
 pub use subprotocol::Codec;
 

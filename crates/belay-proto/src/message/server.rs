@@ -25,6 +25,8 @@ pub enum ServerMessage {
     Subscribed(Subscribed),
     /// A subscription is gone (refused, or lost by the service).
     Unsubscribed(Unsubscribed),
+    /// A channel's subscription token expires soon (spec/PROTOCOL.md §5.8).
+    SubExpiring(SubExpiring),
     /// A message on a subscribed channel.
     Publication(Publication),
     /// Advice to reconnect after a delay, sent before a planned close.
@@ -44,6 +46,7 @@ impl ServerMessage {
             ServerMessage::Response(_) => MessageKind::Response,
             ServerMessage::Subscribed(_) => MessageKind::Subscribed,
             ServerMessage::Unsubscribed(_) => MessageKind::Unsubscribed,
+            ServerMessage::SubExpiring(_) => MessageKind::SubExpiring,
             ServerMessage::Publication(_) => MessageKind::Publication,
             ServerMessage::Reconnect(_) => MessageKind::Reconnect,
             ServerMessage::Error(_) => MessageKind::Error,
@@ -205,6 +208,20 @@ pub struct Subscribed {
     /// `false` after a resume attempt means messages were lost: resync.
     #[serde(default)]
     pub recovered: bool,
+}
+
+/// `sub_expiring`: the subscription token of `channel` expires
+/// `expires_in_ms` after this message was sent; the client sends
+/// `sub_refresh` before then, or the subscription ends with `unsubscribed`
+/// `expired`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Wire data fixed by spec/PROTOCOL.md: the server, drivers and tests build it with a literal.
+#[allow(clippy::exhaustive_structs)]
+pub struct SubExpiring {
+    /// Channel name.
+    pub channel: String,
+    /// Time left on the channel's subscription token.
+    pub expires_in_ms: u64,
 }
 
 /// `unsubscribed`: the subscription is gone.

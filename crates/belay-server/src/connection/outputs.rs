@@ -2,6 +2,7 @@
 //! authenticator and the broker, starting requests, and counting events.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use belay_proto::message::{encode_server_binary, Codec, ErrorBody};
 use belay_proto::server::{AuthVerdict, Event, JoinAnswer, OutboundRoom, Output, Ticket};
@@ -70,7 +71,7 @@ impl Driver {
                 } => {
                     let channel = super::presence::authorized_as(&channel);
                     let shared = &self.shared;
-                    match crate::access::subscribe(
+                    match crate::access::subscribe_for(
                         shared,
                         &self.principal,
                         channel,
@@ -79,6 +80,28 @@ impl Driver {
                         Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),
                         Verdict::Later(decision) => self
                             .check_later(ticket, async move { Checked::Subscribe(decision.await) }),
+                    }
+                }
+                Output::CheckSubscriptionToken {
+                    ticket,
+                    channel,
+                    token,
+                } => {
+                    let channel = super::presence::authorized_as(&channel);
+                    let shared = &self.shared;
+                    match crate::access::subscribe_for(
+                        shared,
+                        &self.principal,
+                        channel,
+                        Some(&token),
+                    ) {
+                        Verdict::Now(verdict) => self.sub_refresh_checked(ticket, verdict),
+                        Verdict::Later(decision) => {
+                            self.check_later(
+                                ticket,
+                                async move { Checked::SubRefresh(decision.await) },
+                            )
+                        }
                     }
                 }
                 Output::Join {
@@ -178,13 +201,24 @@ impl Driver {
             Checked::Connect(verdict) => self.authenticated(ticket, *verdict),
             Checked::Refresh(verdict) => self.reauthenticated(ticket, *verdict),
             Checked::Subscribe(verdict) => self.subscribe_checked(ticket, verdict),
+            Checked::SubRefresh(verdict) => self.sub_refresh_checked(ticket, verdict),
         }
     }
 
-    fn subscribe_checked(&mut self, ticket: Ticket, verdict: Result<(), AuthError>) {
+    fn subscribe_checked(&mut self, ticket: Ticket, verdict: Result<Option<Duration>, AuthError>) {
         let now = self.now();
         let verdict = verdict.map_err(|denied| refusal(&denied));
-        self.core.handle_subscribe_authorized(now, ticket, verdict);
+        self.core.handle_subscribe_granted(now, ticket, verdict);
+    }
+
+    fn sub_refresh_checked(
+        &mut self,
+        ticket: Ticket,
+        verdict: Result<Option<Duration>, AuthError>,
+    ) {
+        let now = self.now();
+        let verdict = verdict.map_err(|denied| refusal(&denied));
+        self.core.handle_sub_refresh_checked(now, ticket, verdict);
     }
 
     /// The verdict on `connect`'s credentials.

@@ -115,6 +115,8 @@ struct SubscriptionClaims {
     sub: String,
     #[serde(default)]
     channel: Option<String>,
+    /// Required by the validation; how long the subscription lasts.
+    exp: u64,
 }
 
 impl JwtAuthenticator {
@@ -189,12 +191,13 @@ impl JwtAuthenticator {
 }
 
 impl JwtAuthenticator {
+    /// A good subscription token: for how long (`exp` and the leeway).
     fn subscription(
         &self,
         principal: &Principal,
         channel: &str,
         token: Option<&str>,
-    ) -> Result<(), AuthError> {
+    ) -> Result<Option<Duration>, AuthError> {
         let Some(token) = token else {
             return Err(AuthError::Unauthorized(format!(
                 "{channel:?} needs a subscription token"
@@ -218,7 +221,20 @@ impl JwtAuthenticator {
                 "the subscription token is for another user".into(),
             ));
         }
-        Ok(())
+        Ok(Some(self.left_of(claims.exp)))
+    }
+
+    /// The time left on a token whose `exp` is `exp` (with the leeway),
+    /// at most [`MAX_CREDENTIAL_LIFETIME`](belay_server::auth::MAX_CREDENTIAL_LIFETIME).
+    fn left_of(&self, exp: u64) -> Duration {
+        let now_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let left = exp
+            .saturating_add(self.validation.leeway)
+            .saturating_sub(now_unix);
+        Duration::from_secs(left).min(belay_server::auth::MAX_CREDENTIAL_LIFETIME)
     }
 }
 
@@ -252,13 +268,14 @@ impl Authenticator for JwtAuthenticator {
     /// A subscription token is a JWT signed like the connection's, with
     /// `sub` (the connection's user), `channel` (the channel, exactly) and
     /// `exp`; it is checked at each subscribe (a resubscribe after a
-    /// reconnect too), not while the subscription lasts.
+    /// reconnect too) and each `sub_refresh`, and the subscription lasts
+    /// until its `exp` (spec/PROTOCOL.md §5.8).
     fn check_subscription_token(
         &self,
         principal: &Principal,
         channel: &str,
         token: Option<&str>,
-    ) -> Verdict<()> {
+    ) -> Verdict<Option<Duration>> {
         Verdict::Now(self.subscription(principal, channel, token))
     }
 
@@ -277,15 +294,8 @@ impl Authenticator for JwtAuthenticator {
         if claims.sub.is_empty() {
             return Err(AuthError::Unauthorized("empty `sub`".into()));
         }
-        let now_unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let left = claims
-            .exp
-            .saturating_add(self.validation.leeway)
-            .saturating_sub(now_unix);
-        let mut principal = Principal::user(claims.sub).expiring_in(Duration::from_secs(left));
+        let left = self.left_of(claims.exp);
+        let mut principal = Principal::user(claims.sub).expiring_in(left);
         match (claims.channels, self.missing_channels) {
             (Some(channels), _) => principal = principal.subscribing_to(channels),
             (None, MissingChannels::None) => principal = principal.subscribing_to(Vec::new()),

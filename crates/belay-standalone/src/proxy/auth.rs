@@ -221,7 +221,7 @@ impl Authenticator for BackendAuth {
         principal: &Principal,
         channel: &str,
         token: Option<&str>,
-    ) -> Verdict<()> {
+    ) -> Verdict<Option<Duration>> {
         self.base
             .check_subscription_token(principal, channel, token)
     }

@@ -35,9 +35,15 @@ fn subscribe(channel: &str, token: Option<String>) -> ClientMessage {
     })
 }
 
-/// The answer to a subscribe: `Ok(())` subscribed, `Err((code, reason))`.
+/// The answer to a subscribe: `Ok(())` subscribed, `Err((code, reason))`
+/// (skipping the `sub_expiring` that follows a token's subscription,
+/// spec/PROTOCOL.md §5.8).
 async fn answer(raw: &mut Raw) -> Result<(), (String, String)> {
-    match next(raw).await {
+    let mut message = next(raw).await;
+    while let ServerMessage::SubExpiring(_) = message {
+        message = next(raw).await;
+    }
+    match message {
         ServerMessage::Subscribed(_) => Ok(()),
         ServerMessage::Unsubscribed(u) => Err((u.code, u.reason)),
         other => panic!("unexpected {other:?}"),

@@ -98,6 +98,27 @@ impl Session {
         }
     }
 
+    /// Use the subscription token `token` for `channel` from now on: sent
+    /// at once as `sub_refresh` while the channel is confirmed (the answer
+    /// to [`Event::SubscriptionTokenWanted`]; the channel is not left), and
+    /// with every later subscribe of it (spec/PROTOCOL.md §5.8).
+    ///
+    /// [`Event::SubscriptionTokenWanted`]: crate::Event::SubscriptionTokenWanted
+    pub fn refresh_subscription_token(
+        &mut self,
+        now: Instant,
+        channel: &str,
+        token: String,
+    ) -> Result<(), SubscribeError> {
+        let _ = self.advance(now);
+        let mut out = Vec::new();
+        if !self.subscriptions.refresh_token(channel, token, &mut out) {
+            return Err(SubscribeError::NotSubscribed(channel.to_owned()));
+        }
+        self.apply_subscription_outputs(out);
+        Ok(())
+    }
+
     /// Stop wanting `channel`.
     pub fn unsubscribe(&mut self, now: Instant, channel: &str) -> Result<(), SubscribeError> {
         let now = self.advance(now);

@@ -93,6 +93,10 @@ impl Session {
                 self.apply_subscription_outputs(out);
                 self.refresh_readiness(now);
             }
+            ServerMessage::SubExpiring(expiring) => {
+                self.subscriptions
+                    .handle_sub_expiring(now, &expiring, &mut self.rng);
+            }
             ServerMessage::Refreshed(refreshed) => {
                 self.credentials_accepted(now, refreshed.expires_in_ms);
             }

@@ -37,6 +37,7 @@ mod phase;
 mod reconnect;
 
 pub use credentials::TokenError;
+pub(crate) use credentials::{REFRESH_FROM, REFRESH_SPREAD};
 pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
 pub use phase::ConnectionState;
 

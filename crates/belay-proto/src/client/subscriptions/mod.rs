@@ -15,6 +15,8 @@
 //! the channel re-subscribe from its last position so the server replays the
 //! missing ones instead of them being lost silently.
 
+mod token_refresh;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -63,6 +65,9 @@ struct Channel {
     /// Sent with every subscribe of the channel, where the server asks
     /// for a subscription token.
     token: Option<String>,
+    /// When to ask for a new subscription token, and when it expires
+    /// (after `sub_expiring`, on the current transport).
+    token_ask: Option<(Instant, Instant)>,
 }
 
 /// Every channel the application wants, and where each one stands.
@@ -158,6 +163,7 @@ impl Subscriptions {
             position: None,
             retry: Backoff::new(self.resubscribe.clone()),
             token,
+            token_ask: None,
         };
         if self.online {
             let timeout = self.confirm_timeout;
@@ -233,6 +239,7 @@ impl Subscriptions {
     pub fn handle_transport_down(&mut self) {
         self.online = false;
         for entry in self.channels.values_mut() {
+            entry.token_ask = None;
             if entry.state != ChannelState::Failed {
                 entry.state = ChannelState::Idle;
             }
@@ -361,6 +368,7 @@ impl Subscriptions {
                 );
             }
         }
+        self.ask_for_tokens(now, out);
     }
 
     /// The next instant at which [`Subscriptions::handle_timeout`] has work.
@@ -375,6 +383,7 @@ impl Subscriptions {
                 ChannelState::Retrying { at } => Some(at),
                 _ => None,
             })
+            .chain(self.next_token_ask())
             .min()
     }
 }

@@ -29,8 +29,8 @@ use write::Writer;
 
 use super::{
     ClientMessage, Connect, DecodeError, ErrorBody, MessageKind, Pacing, Publication,
-    ReconnectAdvice, Refresh, Refreshed, Reply, Request, Response, ServerMessage, Subscribe,
-    Subscribed, Unsubscribe, Unsubscribed, Welcome, MAX_FRAME_LEN,
+    ReconnectAdvice, Refresh, Refreshed, Reply, Request, Response, ServerMessage, SubExpiring,
+    SubRefresh, Subscribe, Subscribed, Unsubscribe, Unsubscribed, Welcome, MAX_FRAME_LEN,
 };
 use crate::message::StreamPosition;
 
@@ -64,6 +64,10 @@ pub fn encode_client_binary(message: &ClientMessage) -> Vec<u8> {
             w.opt_str(s.token.as_deref());
         }
         ClientMessage::Unsubscribe(u) => w.str(&u.channel),
+        ClientMessage::SubRefresh(s) => {
+            w.str(&s.channel);
+            w.str(&s.token);
+        }
     }
     w.finish()
 }
@@ -117,6 +121,10 @@ pub fn encode_server_binary(message: &ServerMessage) -> Vec<u8> {
             w.str(&m.channel);
             w.str(&m.code);
             w.str(&m.reason);
+        }
+        ServerMessage::SubExpiring(m) => {
+            w.str(&m.channel);
+            w.uint(m.expires_in_ms);
         }
         ServerMessage::Publication(m) => publication(&mut w, m),
         ServerMessage::Reconnect(m) => {
@@ -212,6 +220,10 @@ pub fn decode_server_binary(frame: &[u8]) -> Result<ServerMessage, DecodeError> 
             code: r.string()?,
             reason: r.string()?,
         }),
+        MessageKind::SubExpiring => ServerMessage::SubExpiring(SubExpiring {
+            channel: r.string()?,
+            expires_in_ms: r.uint()?,
+        }),
         MessageKind::Publication => ServerMessage::Publication(Publication {
             channel: r.string()?,
             epoch: r.string()?,
@@ -292,6 +304,10 @@ pub fn decode_client_binary(frame: &[u8]) -> Result<ClientMessage, DecodeError> 
         }
         MessageKind::Unsubscribe => ClientMessage::Unsubscribe(Unsubscribe {
             channel: r.string()?,
+        }),
+        MessageKind::SubRefresh => ClientMessage::SubRefresh(SubRefresh {
+            channel: r.string()?,
+            token: r.string()?,
         }),
         _ => return Err(r.invalid("a server message, sent to the server".into())),
     };

@@ -184,6 +184,7 @@ impl<F> Connection<F> {
             ClientMessage::Subscribe(subscribe) => self.on_subscribe(subscribe),
             ClientMessage::Unsubscribe(unsubscribe) => self.on_unsubscribe(&unsubscribe.channel),
             ClientMessage::Refresh(refresh) => self.on_refresh(refresh.token),
+            ClientMessage::SubRefresh(refresh) => self.on_sub_refresh(refresh),
             ClientMessage::Ping | ClientMessage::Pong => {}
         }
     }

@@ -165,6 +165,18 @@ pub enum Output<F> {
         /// The subscription token the client sent with it, if any.
         token: Option<String>,
     },
+    /// Check the subscription token of a `sub_refresh` for `channel`, held
+    /// (spec/PROTOCOL.md §5.8), as a subscribe's: good for this principal
+    /// and channel, and for how long. Answer with
+    /// [`handle_sub_refresh_checked`](super::Connection::handle_sub_refresh_checked).
+    CheckSubscriptionToken {
+        /// The question.
+        ticket: Ticket,
+        /// The channel.
+        channel: String,
+        /// The new subscription token.
+        token: String,
+    },
     /// Subscribe to `channel` in the broker, resuming after `since`; answer
     /// with [`handle_joined`](super::Connection::handle_joined).
     Join {

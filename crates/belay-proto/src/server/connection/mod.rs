@@ -19,6 +19,7 @@ mod outbound_room;
 mod outputs;
 mod refresh;
 mod requests;
+mod sub_refresh;
 mod subscriptions;
 
 pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
@@ -250,10 +251,18 @@ impl<F> Connection<F> {
             Stage::Handshake { deadline, .. } | Stage::Authenticating { deadline, .. } => {
                 Some(*deadline)
             }
-            Stage::Open(open) => Some(open.next_deadline()),
-            Stage::Draining { open, until } => Some((*until).min(open.next_deadline())),
+            Stage::Open(open) => Some(self.earliest(open.next_deadline())),
+            Stage::Draining { open, until } => {
+                Some(self.earliest((*until).min(open.next_deadline())))
+            }
             Stage::Closed => None,
         }
+    }
+
+    /// `deadline`, or a subscription token's expiry if that comes first.
+    fn earliest(&self, deadline: Instant) -> Instant {
+        self.next_subscription_expiry()
+            .map_or(deadline, |at| at.min(deadline))
     }
 
     // ----- inputs -----
@@ -274,6 +283,7 @@ impl<F> Connection<F> {
                 }
                 let beat = open.heartbeat.handle_timeout(now);
                 self.on_heartbeat(beat);
+                self.expire_subscriptions(now);
             }
             Stage::Draining { open, until } => {
                 if now >= *until {
@@ -285,6 +295,7 @@ impl<F> Connection<F> {
                 }
                 let beat = open.heartbeat.handle_timeout(now);
                 self.on_heartbeat(beat);
+                self.expire_subscriptions(now);
             }
             Stage::Closed => {}
         }

@@ -4,20 +4,26 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::message::{ErrorBody, ServerMessage, StreamPosition, Subscribe};
 use crate::time::Instant;
 
 use super::super::{Violation, ViolationResponse};
+use super::sub_refresh::sub_expiring;
 use super::{unsubscribed, Connection, Event, JoinAnswer, OutboundRoom, Output, Ticket};
 
 /// One confirmed subscription.
 #[derive(Debug, Clone, Copy)]
-struct Held {
+pub(super) struct Held {
     /// The broker's id (a replacing `subscribe` gets a new one).
     subscription: u64,
     /// The last offset sent (confirmation, replay or live).
     after: u64,
+    /// When the subscription token that opened it expires.
+    pub(super) expires_at: Option<Instant>,
+    /// The `sub_refresh` whose token is being checked.
+    pub(super) refreshing: Option<Ticket>,
 }
 
 #[derive(Debug)]
@@ -26,6 +32,8 @@ struct Pending {
     since: Option<StreamPosition>,
     /// Authorized and asked of the broker.
     joining: bool,
+    /// When the subscription token expires (set when authorized).
+    expires_at: Option<Instant>,
 }
 
 /// The subscriptions a connection holds and those it is setting up.
@@ -72,6 +80,32 @@ impl Subscriptions {
         self.pending
             .retain(|(_, pending)| &*pending.channel != channel);
         ended
+    }
+
+    pub(super) fn held_mut(&mut self, channel: &str) -> Option<&mut Held> {
+        self.held.get_mut(channel)
+    }
+
+    /// The subscription whose `sub_refresh` is `ticket`.
+    pub(super) fn refreshing(&mut self, ticket: Ticket) -> Option<(Arc<str>, &mut Held)> {
+        self.held
+            .iter_mut()
+            .find(|(_, held)| held.refreshing == Some(ticket))
+            .map(|(channel, held)| (Arc::clone(channel), held))
+    }
+
+    /// The channels whose token has expired at `now`.
+    pub(super) fn expired(&self, now: Instant) -> Vec<Arc<str>> {
+        self.held
+            .iter()
+            .filter(|(_, held)| held.expires_at.is_some_and(|at| at <= now))
+            .map(|(channel, _)| Arc::clone(channel))
+            .collect()
+    }
+
+    /// When the next subscription token expires.
+    pub(super) fn next_expiry(&self) -> Option<Instant> {
+        self.held.values().filter_map(|held| held.expires_at).min()
     }
 
     fn joining(&self) -> usize {
@@ -125,6 +159,7 @@ impl<F> Connection<F> {
                 channel: Arc::from(channel.as_str()),
                 since,
                 joining: false,
+                expires_at: None,
             },
         ));
         self.out.push_back(Output::AuthorizeSubscribe {
@@ -148,7 +183,19 @@ impl<F> Connection<F> {
         ticket: Ticket,
         verdict: Result<(), ErrorBody>,
     ) {
-        let _ = now;
+        self.handle_subscribe_granted(now, ticket, verdict.map(|()| None));
+    }
+
+    /// As [`handle_subscribe_authorized`](Self::handle_subscribe_authorized),
+    /// for a subscription token good for `Some(d)` from `now`: the
+    /// subscription then lasts until `now + d` unless `sub_refresh` extends
+    /// it (spec/PROTOCOL.md §5.8).
+    pub fn handle_subscribe_granted(
+        &mut self,
+        now: Instant,
+        ticket: Ticket,
+        verdict: Result<Option<Duration>, ErrorBody>,
+    ) {
         let Some(pending) = self.activity().subscriptions.pending(ticket) else {
             return;
         };
@@ -170,6 +217,7 @@ impl<F> Connection<F> {
             return;
         };
         pending.joining = true;
+        pending.expires_at = verdict.ok().flatten().map(|d| now.saturating_add(d));
         let since = pending.since.clone();
         self.out.push_back(Output::Join {
             ticket,
@@ -206,7 +254,6 @@ impl<F> Connection<F> {
     ) where
         F: AsRef<[u8]>,
     {
-        let _ = now;
         let subscriptions = &mut self.activity().subscriptions;
         let pending = match subscriptions.pending(ticket) {
             Some(pending) if pending.joining => subscriptions.remove_pending(ticket),
@@ -246,6 +293,9 @@ impl<F> Connection<F> {
                 }
                 let mut after = subscribed.offset;
                 self.send(ServerMessage::Subscribed(subscribed));
+                if let Some(at) = pending.expires_at {
+                    self.send(sub_expiring(&pending.channel, now, at));
+                }
                 for (offset, frame) in replay {
                     after = offset;
                     self.out.push_frame(frame);
@@ -255,6 +305,8 @@ impl<F> Connection<F> {
                     Held {
                         subscription,
                         after,
+                        expires_at: pending.expires_at,
+                        refreshing: None,
                     },
                 );
             }
@@ -337,7 +389,7 @@ impl<F> Connection<F> {
     /// End this connection's subscription to `channel`, if any (no reply).
     /// Leave `channel` if it is held (and drop a subscribe for it still
     /// being set up); whether it was held.
-    fn leave(&mut self, channel: &str) -> bool {
+    pub(super) fn leave(&mut self, channel: &str) -> bool {
         let ended = self
             .activity
             .as_mut()

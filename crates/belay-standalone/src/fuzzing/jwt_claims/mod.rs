@@ -132,7 +132,11 @@ pub fn jwt_claims(data: &[u8]) -> JwtOutcome {
         panic!("jwt_claims: invariant 9 (a JWT is checked at once): Verdict::Later");
     };
     match decision {
-        Ok(()) => {
+        Ok(lifetime) => {
+            assert!(
+                lifetime.is_some_and(|d| d <= belay_server::auth::MAX_CREDENTIAL_LIFETIME),
+                "jwt_claims: invariant 9 (a subscription lasts as long as its token's `exp`, within the cap): {lifetime:?}"
+            );
             check_subscription(&config, mode, &token, &principal, now);
             outcome.subscription_accepted = true;
         }
