@@ -16,8 +16,16 @@ pub struct Status {
     pub ready: bool,
     /// Where the connection stands.
     pub state: ConnectionState,
-    /// The last disconnect (or failed attempt), if any.
+    /// The last disconnect or failed attempt, whichever came last. A loss
+    /// followed at once by a failed redial shows only the redial here:
+    /// [`last_loss`](Self::last_loss) keeps why the connection was lost.
     pub last_disconnect: Option<Disconnect>,
+    /// The last loss of an established session (`was_connected`), kept
+    /// across the attempts that follow it and after reconnecting.
+    pub last_loss: Option<Disconnect>,
+    /// The last failed attempt to connect since the last session was
+    /// established (`None` once a session is established again).
+    pub last_attempt_failure: Option<Disconnect>,
     /// When the next automatic attempt is due, while waiting out a backoff.
     pub next_attempt: Option<tokio::time::Instant>,
     /// Why automatic reconnection stopped, while halted.
@@ -43,6 +51,8 @@ impl Default for Status {
             ready: false,
             state: ConnectionState::Idle,
             last_disconnect: None,
+            last_loss: None,
+            last_attempt_failure: None,
             next_attempt: None,
             halted: None,
             session: None,
@@ -65,6 +75,40 @@ pub struct Disconnect {
     pub was_connected: bool,
     /// When the driver learned of it.
     pub at: tokio::time::Instant,
+}
+
+/// The driver's record of disconnects: the last one, the last loss and the
+/// last failed attempt, kept apart so that a failed redial never hides why
+/// the connection was lost.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Losses {
+    last: Option<Disconnect>,
+    loss: Option<Disconnect>,
+    attempt_failure: Option<Disconnect>,
+}
+
+impl Losses {
+    /// A connection or an attempt ended.
+    pub(crate) fn record(&mut self, disconnect: Disconnect) {
+        if disconnect.was_connected {
+            self.loss = Some(disconnect.clone());
+        } else {
+            self.attempt_failure = Some(disconnect.clone());
+        }
+        self.last = Some(disconnect);
+    }
+
+    /// A session was established: no attempt has failed since.
+    pub(crate) fn connected(&mut self) {
+        self.attempt_failure = None;
+    }
+
+    /// Fill `status`'s disconnect fields.
+    pub(crate) fn show(&self, status: &mut Status) {
+        status.last_disconnect = self.last.clone();
+        status.last_loss = self.loss.clone();
+        status.last_attempt_failure = self.attempt_failure.clone();
+    }
 }
 
 /// A lifecycle event, from [`Client::events`](crate::Client::events).
