@@ -17,7 +17,7 @@ import type { Json } from "./core/messages.js";
 import type { ConnectionState } from "./core/phase.js";
 import { readinessOf } from "./core/readiness.js";
 import { Session, type Input, type Output } from "./core/session.js";
-import { ConnectionClosedError, NotReadyError, ServerError, TimeoutError, TooLargeError } from "./errors.js";
+import { ConnectionClosedError, InvalidUrlError, NotReadyError, ServerError, TimeoutError, TooLargeError } from "./errors.js";
 import { Subscription, type ChannelItem } from "./subscription.js";
 
 export interface BelayOptions {
@@ -105,8 +105,14 @@ export class BelayClient extends EventTarget {
   /** State and readiness level of the last status reported. */
   private _lastStatus: string;
 
+  /** Throws InvalidUrlError for a URL no WebSocket can dial (nothing is started). */
   constructor(readonly url: string, options: BelayOptions = {}) {
     super();
+    let usable;
+    try {
+      usable = /^(ws|http)s?:$/.test(new URL(url, globalThis.location?.href).protocol);
+    } catch {}
+    if (!usable) throw new InvalidUrlError(url);
     // The options that are session configuration (every key of the defaults).
     const config = defaultConfig();
     for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
