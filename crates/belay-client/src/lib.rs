@@ -49,6 +49,57 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Building, waiting, reading
+//!
+//! [`ClientBuilder::build`] checks the URL and TLS settings first: an
+//! unusable URL is a [`BuildError`], and nothing is started
+//! ([`ClientBuilder::connect`] keeps the older behaviour, a halt with
+//! `InvalidConfig`). The builder's setters can come in any order:
+//! [`ClientBuilder::configure`]'s changes apply on top of
+//! [`ClientBuilder::config`], and [`ClientBuilder::host_timing`] is combined
+//! with the final request timeout, when the client is built.
+//!
+//! A request made while the connection is not ready fails at once with
+//! [`RequestError::NotReady`] and is never sent: the honest default.
+//! [`RequestOptions::wait_ready`] waits for the session instead, up to a
+//! bound, and still ends typed (answered, or `NotReady` when the wait ends,
+//! or `Closed`). A server's refusal is [`RequestError::Server`] with a typed
+//! [`ErrorCode`] and the server's `retry_after_ms`.
+//!
+//! [`Client::history`] reads a channel's retained publications and
+//! [`Client::presence_stats`] counts its subscribers, both allowed exactly
+//! when the client may subscribe to the channel (spec/PROTOCOL.md §4.7,
+//! §4.8). [`Status::last_loss`] keeps why the last session was lost apart
+//! from [`Status::last_attempt_failure`], the failed redials after it.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use belay_client::{Client, ErrorCode, HistoryOptions, RequestError, RequestOptions};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::builder("ws://127.0.0.1:8080/ws").build()?;
+//! let wait = RequestOptions::default().wait_ready(Duration::from_secs(5));
+//! match client.request_with("orders.create", json!({"sku": "A1"}), wait).await {
+//!     Ok(order) => println!("{}", order.get()),
+//!     Err(RequestError::Server { code: ErrorCode::RateLimited, retry_after_ms, .. }) => {
+//!         println!("slow down: retry after {retry_after_ms:?} ms");
+//!     }
+//!     Err(RequestError::NotReady) => println!("not connected within 5 s: not sent"),
+//!     Err(other) => println!("{other}"),
+//! }
+//! let last = client
+//!     .history("chat:lobby", HistoryOptions::default().limit(20).reverse(true))
+//!     .await?;
+//! let stats = client.presence_stats("chat:lobby").await?;
+//! println!("{} messages, {} people", last.publications.len(), stats.users);
+//! if let Some(loss) = &client.status().borrow().last_loss {
+//!     println!("last lost: {:?}", loss.reason);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
