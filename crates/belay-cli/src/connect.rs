@@ -249,7 +249,7 @@ async fn command(
                                 json!({"type": "resync", "channel": subscription.channel()})
                             }
                             Item::Refused { code } => json!({
-                                "type": "refused", "channel": subscription.channel(), "code": code,
+                                "type": "refused", "channel": subscription.channel(), "code": code.as_str(),
                             }),
                             _ => continue,
                         };

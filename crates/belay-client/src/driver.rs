@@ -345,7 +345,9 @@ impl Driver {
             }
             Event::RecoveryFailed { channel } => self.route(&channel.clone(), Item::Resync),
             Event::SubscriptionFailed { channel, code } => {
-                let item = Item::Refused { code: code.clone() };
+                let item = Item::Refused {
+                    code: code.as_str().into(),
+                };
                 self.route(&channel.clone(), item);
             }
             Event::Disconnected { reason, retry } | Event::ConnectFailed { reason, retry } => {
