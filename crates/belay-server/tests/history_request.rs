@@ -256,3 +256,41 @@ async fn presence_stats_count_distinct_clients_and_users() {
     );
     drop(held);
 }
+
+#[tokio::test]
+async fn an_answer_is_bounded_by_the_outbound_queue_and_says_it_was_cut() {
+    // An 8 KiB outbound queue: an answer holds at most 2 KiB of data.
+    let mut limits = belay_proto::server::Limits::default();
+    limits.set_outbound_bytes(8 << 10);
+    let server = Server::builder()
+        .config(ServerConfig::default().with_limits(limits))
+        .authenticator(TokenIsUser)
+        .build();
+    let addr = start(&server).await;
+    let big = "x".repeat(1500);
+    let mut epoch = String::new();
+    for _ in 0..3 {
+        epoch = server
+            .publish("feed", json!(big))
+            .await
+            .expect("published")
+            .epoch;
+    }
+    let (mut raw, _) = Raw::connected(addr, Some("alice")).await;
+    let first = ask(&mut raw, 1, "$history", json!({ "channel": "feed" }))
+        .await
+        .expect("an answer");
+    assert_eq!(offsets(&first), [1]);
+    assert_eq!(first["truncated"], json!(true));
+    // Read on from the last offset given.
+    let next = ask(
+        &mut raw,
+        2,
+        "$history",
+        json!({ "channel": "feed", "since": { "epoch": epoch, "offset": 1 } }),
+    )
+    .await
+    .expect("an answer");
+    assert_eq!(offsets(&next), [2]);
+    assert_eq!(next["truncated"], json!(true));
+}

@@ -10,10 +10,13 @@
 //! * `limit` is capped at the channel's history size (its namespace's
 //!   `history_size`, else [`DEFAULT_HISTORY_CAP`], the embedded broker's
 //!   default); absent, it is that cap;
-//! * the data of one answer is at most [`MAX_ANSWER_DATA`] bytes (half the
-//!   protocol's frame limit, so the `response` frame always fits); the first
-//!   publication always goes in (each is bounded by `max_publication_len`)
-//!   and `truncated` says the bytes ended the page.
+//! * the data of one answer is at most a quarter of the connection's
+//!   outbound queue in bytes (`Limits::outbound_bytes`, 1 MiB by default:
+//!   256 KiB), and never more than [`MAX_ANSWER_DATA`] (half the protocol's
+//!   frame limit, so the `response` frame always fits): an answer never
+//!   fills the queue that other frames need. The first publication always
+//!   goes in (each is bounded by `max_publication_len`) and `truncated`
+//!   says the bytes ended the page.
 //!
 //! Refusals: `bad_request` for params that are not the above, `forbidden`
 //! / `unauthorized` as a subscribe would be refused, `not_found` for a
@@ -55,7 +58,8 @@ impl Driver {
     /// The `$history` request: checked, authorized as a subscribe, read
     /// from the broker on a task of its own.
     pub(super) fn history_query(&mut self, ticket: Ticket, request: &Request) {
-        let ask = match parse(&request.params, |channel| {
+        let max_bytes = answer_bytes(self.shared.limits.outbound_bytes());
+        let ask = match parse(&request.params, max_bytes, |channel| {
             self.shared
                 .config
                 .namespaces
@@ -92,9 +96,20 @@ impl Driver {
     }
 }
 
+/// The most bytes of data in one answer on a connection whose outbound
+/// queue holds `outbound_bytes`.
+fn answer_bytes(outbound_bytes: usize) -> usize {
+    (outbound_bytes / 4).clamp(1, MAX_ANSWER_DATA)
+}
+
 /// The params, each field checked; `cap(channel)` is the channel's
-/// history size. A message naming the bad field otherwise.
-fn parse(params: &Value, cap: impl Fn(&str) -> usize) -> Result<HistoryAsk, String> {
+/// history size, `max_bytes` the data one answer holds. A message naming
+/// the bad field otherwise.
+fn parse(
+    params: &Value,
+    max_bytes: usize,
+    cap: impl Fn(&str) -> usize,
+) -> Result<HistoryAsk, String> {
     let Value::Object(fields) = params else {
         return Err("params must be an object {channel, since?, limit?, reverse?, token?}".into());
     };
@@ -129,7 +144,7 @@ fn parse(params: &Value, cap: impl Fn(&str) -> usize) -> Result<HistoryAsk, Stri
     };
     let mut query = HistoryQuery::new(limit)
         .reverse(reverse)
-        .max_bytes(MAX_ANSWER_DATA);
+        .max_bytes(max_bytes);
     match fields.get("since") {
         None => {}
         Some(Value::Object(since)) => query = query.since(position(since)?),
@@ -229,20 +244,31 @@ mod tests {
         5
     }
 
+    fn parse_capped(params: &Value, cap: fn(&str) -> usize) -> Result<HistoryAsk, String> {
+        parse(params, MAX_ANSWER_DATA, cap)
+    }
+
+    #[test]
+    fn an_answer_takes_a_quarter_of_the_outbound_queue_at_most_half_a_frame() {
+        assert_eq!(answer_bytes(1 << 20), 256 << 10);
+        assert_eq!(answer_bytes(64 << 20), MAX_ANSWER_DATA);
+        assert_eq!(answer_bytes(0), 1);
+    }
+
     #[test]
     fn the_limit_defaults_to_and_is_capped_by_the_history_size() {
-        let ask = parse(&json!({"channel": "c"}), cap).unwrap();
+        let ask = parse_capped(&json!({"channel": "c"}), cap).unwrap();
         assert_eq!(ask.query.limit, 5);
-        let ask = parse(&json!({"channel": "c", "limit": 3}), cap).unwrap();
+        let ask = parse_capped(&json!({"channel": "c", "limit": 3}), cap).unwrap();
         assert_eq!(ask.query.limit, 3);
-        let ask = parse(&json!({"channel": "c", "limit": 1_000_000}), cap).unwrap();
+        let ask = parse_capped(&json!({"channel": "c", "limit": 1_000_000}), cap).unwrap();
         assert_eq!(ask.query.limit, 5);
         assert_eq!(ask.query.max_bytes, MAX_ANSWER_DATA);
     }
 
     #[test]
     fn since_reverse_and_token_are_read() {
-        let ask = parse(
+        let ask = parse_capped(
             &json!({"channel": "c", "since": {"epoch": "e", "offset": 7}, "reverse": true, "token": "t"}),
             cap,
         )
@@ -284,7 +310,10 @@ mod tests {
             (json!({"channel": "c", "token": 5}), "token"),
             (json!({"channel": "c", "extra": 1}), "extra"),
         ] {
-            assert!(parse(&params, cap).is_err(), "{names}: {params} accepted");
+            assert!(
+                parse_capped(&params, cap).is_err(),
+                "{names}: {params} accepted"
+            );
         }
     }
 
