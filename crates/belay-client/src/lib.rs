@@ -116,6 +116,7 @@ mod subscription;
 mod tls;
 mod transport;
 mod upgrade;
+mod wait_ready;
 
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
@@ -524,39 +525,11 @@ impl Client {
         let Some(wait) = options.wait_ready else {
             return self.send_call(call).await;
         };
-        let deadline = tokio::time::Instant::now() + wait;
-        let mut status = self.status.clone();
-        loop {
-            // Every status published after this mark wakes the wait below.
-            status.borrow_and_update();
-            match self.send_call(call.clone()).await {
-                Err(RequestError::NotReady) => {}
-                settled => return settled,
-            }
-            let up = |s: &Status| {
-                s.readiness.protocol || s.state == belay_proto::ConnectionState::Stopped
-            };
-            if !up(&status.borrow_and_update()) {
-                let waited = tokio::time::timeout_at(deadline, status.wait_for(up)).await;
-                match waited {
-                    Err(_elapsed) => return Err(RequestError::NotReady),
-                    Ok(Err(_gone)) => return Err(RequestError::Closed),
-                    Ok(Ok(_)) => {}
-                }
-            } else {
-                // Up, yet refused (leaving an advised transport): wait
-                // for the next change.
-                match tokio::time::timeout_at(deadline, status.changed()).await {
-                    Err(_elapsed) => return Err(RequestError::NotReady),
-                    Ok(Err(_gone)) => return Err(RequestError::Closed),
-                    Ok(Ok(())) => {}
-                }
-            }
-        }
+        self.send_when_ready(call, wait).await
     }
 
     /// Hand `call` to the driver and wait for how it settles.
-    async fn send_call(&self, call: Call) -> Result<RawJson, RequestError> {
+    pub(crate) async fn send_call(&self, call: Call) -> Result<RawJson, RequestError> {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Command::Request { call, reply })
