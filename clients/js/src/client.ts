@@ -71,7 +71,11 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-/** Detail of the `disconnected` event. */
+/**
+ * Detail of the `disconnected` event, fired once for each lost session
+ * (`established: true`) and once for each failed attempt (`false`), never
+ * coalesced: a failed redial right after a loss does not hide the loss.
+ */
 export interface DisconnectInfo {
   reason: DisconnectReason;
   retry: RetryPlan;
@@ -200,6 +204,8 @@ export class BelayClient extends EventTarget {
   /**
    * Call `method`. Rejects with NotReadyError or TooLargeError (never sent),
    * TimeoutError or ConnectionClosedError (fate unknown), or ServerError.
+   * NotReadyError comes at once while the connection is not up; to wait for
+   * it instead, `requestWhenReady` from `@belay/client/wait`.
    */
   request(method: string, params: Json = null, options: RequestOptions = {}): Promise<Json> {
     const { signal } = options;
