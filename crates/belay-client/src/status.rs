@@ -127,3 +127,38 @@ pub enum ClientEvent {
     /// recovery failed, halted, stopped, server error …).
     Session(Event),
 }
+
+#[cfg(test)]
+mod tests {
+    use belay_proto::{DisconnectReason, RetryPlan};
+
+    use super::*;
+
+    fn ended(reason: DisconnectReason, was_connected: bool) -> Disconnect {
+        Disconnect {
+            reason,
+            retry: RetryPlan::No,
+            was_connected,
+            at: tokio::time::Instant::now(),
+        }
+    }
+
+    #[test]
+    fn a_failed_redial_does_not_replace_the_loss() {
+        let mut losses = Losses::default();
+        let loss = ended(DisconnectReason::Advised, true);
+        let redial = ended(DisconnectReason::ConnectTimeout, false);
+        losses.record(loss.clone());
+        losses.record(redial.clone());
+        let mut status = Status::default();
+        losses.show(&mut status);
+        assert_eq!(status.last_loss, Some(loss.clone()));
+        assert_eq!(status.last_attempt_failure, Some(redial.clone()));
+        assert_eq!(status.last_disconnect, Some(redial));
+        // Connected again: no attempt has failed since; the loss stays.
+        losses.connected();
+        losses.show(&mut status);
+        assert_eq!(status.last_attempt_failure, None);
+        assert_eq!(status.last_loss, Some(loss));
+    }
+}
