@@ -364,10 +364,7 @@ impl Driver {
                 });
             }
             Event::Halted { reason } => self.halted = Some(reason.clone()),
-            Event::Connected { .. } => {
-                self.halted = None;
-                self.losses.connected();
-            }
+            Event::Connected { .. } => self.halted = None,
             // Ahead of the expiry: a new token, sent in-band (no reconnect).
             Event::TokenWanted { .. } => {
                 if let Some(token) = self.token.as_ref().and_then(|provider| provider()) {

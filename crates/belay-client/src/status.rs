@@ -88,26 +88,27 @@ pub(crate) struct Losses {
 }
 
 impl Losses {
-    /// A connection or an attempt ended.
+    /// A connection or an attempt ended. A lost session was established
+    /// after every attempt that failed before it: those are forgotten.
     pub(crate) fn record(&mut self, disconnect: Disconnect) {
         if disconnect.was_connected {
             self.loss = Some(disconnect.clone());
+            self.attempt_failure = None;
         } else {
             self.attempt_failure = Some(disconnect.clone());
         }
         self.last = Some(disconnect);
     }
 
-    /// A session was established: no attempt has failed since.
-    pub(crate) fn connected(&mut self) {
-        self.attempt_failure = None;
-    }
-
-    /// Fill `status`'s disconnect fields.
+    /// Fill `status`'s disconnect fields (its `state` set): while a session
+    /// is open, no attempt has failed since it was established.
     pub(crate) fn show(&self, status: &mut Status) {
         status.last_disconnect = self.last.clone();
         status.last_loss = self.loss.clone();
-        status.last_attempt_failure = self.attempt_failure.clone();
+        status.last_attempt_failure = self
+            .attempt_failure
+            .clone()
+            .filter(|_| status.state != ConnectionState::Open);
     }
 }
 
@@ -156,9 +157,16 @@ mod tests {
         assert_eq!(status.last_attempt_failure, Some(redial.clone()));
         assert_eq!(status.last_disconnect, Some(redial));
         // Connected again: no attempt has failed since; the loss stays.
-        losses.connected();
+        status.state = ConnectionState::Open;
         losses.show(&mut status);
         assert_eq!(status.last_attempt_failure, None);
         assert_eq!(status.last_loss, Some(loss));
+        // Lost again: the attempts before that session are forgotten.
+        let again = ended(DisconnectReason::Replaced, true);
+        losses.record(again.clone());
+        status.state = ConnectionState::Waiting;
+        losses.show(&mut status);
+        assert_eq!(status.last_attempt_failure, None);
+        assert_eq!(status.last_loss, Some(again));
     }
 }
