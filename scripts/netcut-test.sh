@@ -221,6 +221,12 @@ reaped() {
 wait_until $((reap_bound / 1000 + 2)) "the server to reap the dead connection" reaped
 t_reaped=$(now_us)
 
+# The status line too: `last=` may by now be a failed redial, but `lost=`
+# (Status::last_loss) keeps why the session was lost. Read from the last
+# status line before the restore, after every redial so far.
+status_loss=$(awk -v t="$t_cut" '$1 > t && /status: / && / lost=/' "$work/client.err" | tail -n 1 | sed 's/.* lost=//')
+status_last=$(awk -v t="$t_cut" '$1 > t && /status: / && / last=/' "$work/client.err" | tail -n 1 | sed 's/.* last=//; s/ lost=.*//')
+
 # ---- restore -------------------------------------------------------------
 t_restore=$(now_us)
 restore_link
@@ -246,6 +252,7 @@ printf '%-44s %7sms %7sms  %s\n' \
   "restore -> client READY" "$ready_ms" "$recover_bound" "$(verdict "$ready_ms" "$recover_bound")" \
   "restore -> first publication after READY" "$pub_ms" "$recover_bound" "$(verdict "$pub_ms" "$recover_bound")"
 echo "client loss: $loss_line"
+echo "client status before the restore: lost=$status_loss last=$status_last"
 echo "server reap seen as: $reaped_by; after recovery: belay_connections_open=$open_after belay_zombies_reaped_total=$zombies"
 
 ok=1
@@ -256,6 +263,10 @@ ok=1
 case "$loss_line" in
   *heartbeat_timeout*) ;;
   *) loud "the client's loss was not a heartbeat timeout (a socket event leaked through the cut?): $loss_line"; ok=0 ;;
+esac
+case "$status_loss" in
+  *heartbeat_timeout*) ;;
+  *) loud "the status's last_loss was not the heartbeat timeout: lost=$status_loss (last=$status_last)"; ok=0 ;;
 esac
 [ "$open_after" = 1 ] || { loud "expected 1 server connection after recovery, got '$open_after'"; ok=0; }
 [ "$ok" = 1 ] || exit 1

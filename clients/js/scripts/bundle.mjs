@@ -37,7 +37,7 @@ const SESSION_ONLY = new RegExp(
     ")$)",
 );
 
-/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "fallback" (`@belay/client/fallback`), "binary" (`@belay/client/binary`) or "tokens" (`@belay/client/tokens`). */
+/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "history" (`@belay/client/history`), "wait" (`@belay/client/wait`), "fallback" (`@belay/client/fallback`), "binary" (`@belay/client/binary`) or "tokens" (`@belay/client/tokens`). */
 export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
   const result = await build({
     entryPoints: [ROOT + `src/${entry}.ts`],

@@ -17,7 +17,7 @@ import type { Json } from "./core/messages.js";
 import type { ConnectionState } from "./core/phase.js";
 import { readinessOf } from "./core/readiness.js";
 import { Session, type Input, type Output } from "./core/session.js";
-import { ConnectionClosedError, NotReadyError, ServerError, TimeoutError, TooLargeError } from "./errors.js";
+import { ConnectionClosedError, InvalidUrlError, NotReadyError, ServerError, TimeoutError, TooLargeError } from "./errors.js";
 import { Subscription, type ChannelItem } from "./subscription.js";
 
 export interface BelayOptions {
@@ -77,7 +77,11 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-/** Detail of the `disconnected` event. */
+/**
+ * Detail of the `disconnected` event, fired once for each lost session
+ * (`established: true`) and once for each failed attempt (`false`), never
+ * coalesced: a failed redial right after a loss does not hide the loss.
+ */
 export interface DisconnectInfo {
   reason: DisconnectReason;
   retry: RetryPlan;
@@ -112,8 +116,14 @@ export class BelayClient extends EventTarget {
   /** State and readiness level of the last status reported. */
   private _lastStatus: string;
 
+  /** Throws InvalidUrlError for a URL no WebSocket can dial (nothing is started). */
   constructor(readonly url: string, options: BelayOptions = {}) {
     super();
+    let usable;
+    try {
+      usable = /^(ws|http)s?:$/.test(new URL(url, globalThis.location?.href).protocol);
+    } catch {}
+    if (!usable) throw new InvalidUrlError(url);
     // The options that are session configuration (every key of the defaults).
     const config = defaultConfig();
     for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
@@ -203,6 +213,8 @@ export class BelayClient extends EventTarget {
   /**
    * Call `method`. Rejects with NotReadyError or TooLargeError (never sent),
    * TimeoutError or ConnectionClosedError (fate unknown), or ServerError.
+   * NotReadyError comes at once while the connection is not up; to wait for
+   * it instead, `requestWhenReady` from `@belay/client/wait`.
    */
   request(method: string, params: Json = null, options: RequestOptions = {}): Promise<Json> {
     const { signal } = options;

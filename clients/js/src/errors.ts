@@ -10,7 +10,7 @@ export class BelayError extends Error {
 export class NotReadyError extends BelayError {
   override name = "NotReadyError";
   constructor(readonly stopped = false) {
-    super(stopped ? "client closed: not sent" : "not ready: not sent");
+    super(stopped ? "closed" : "not ready");
   }
 }
 
@@ -22,7 +22,7 @@ export class NotReadyError extends BelayError {
 export class TooLargeError extends BelayError {
   override name = "TooLargeError";
   constructor(readonly len: number, readonly max: number) {
-    super(`request too large (${len} > ${max} B): not sent`);
+    super(`too large: ${len} > ${max}`);
   }
 }
 
@@ -30,7 +30,7 @@ export class TooLargeError extends BelayError {
 export class TimeoutError extends BelayError {
   override name = "TimeoutError";
   constructor() {
-    super("no response in time: fate unknown");
+    super("timeout: fate unknown");
   }
 }
 
@@ -38,14 +38,35 @@ export class TimeoutError extends BelayError {
 export class ConnectionClosedError extends BelayError {
   override name = "ConnectionClosedError";
   constructor() {
-    super("connection lost: fate unknown");
+    super("lost: fate unknown");
   }
 }
+
+/**
+ * The wire's error codes (PROTOCOL.md §4.5), plus any other string: a code
+ * this client does not know (treat it like `internal`) keeps its text.
+ */
+export type ErrorCode =
+  | "bad_request"
+  | "unknown_method"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "rate_limited"
+  | "unavailable"
+  | "internal"
+  | "timeout"
+  | "too_large"
+  | "host_asleep"
+  | "host_offline"
+  | "host_lost"
+  | "lagged"
+  | (string & {});
 
 /** The server answered with an error; `code` is one of PROTOCOL.md §4.5 (unknown ones mean `internal`). */
 export class ServerError extends BelayError {
   override name = "ServerError";
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly retryAfterMs: number | undefined;
   constructor(body: ErrorBody) {
     super(body.message || body.code);
@@ -61,6 +82,15 @@ export class ServerError extends BelayError {
  */
 export class UnauthorizedError extends BelayError {
   override name = "UnauthorizedError";
+}
+
+/**
+ * Thrown by `new BelayClient(url)` for a URL no WebSocket can dial (not
+ * `ws:`, `wss:`, `http:` or `https:`, or not a URL at all): nothing is
+ * started. Its `message` is the URL.
+ */
+export class InvalidUrlError extends BelayError {
+  override name = "InvalidUrlError";
 }
 
 export type { Json };

@@ -1,7 +1,7 @@
 /** Belay browser client. */
 export { BelayClient, type BelayOptions, type Status, type RequestOptions, type DisconnectInfo } from "./client.js";
 export { Subscription, type ChannelItem } from "./subscription.js";
-export { BelayError, NotReadyError, TooLargeError, TimeoutError, ConnectionClosedError, ServerError } from "./errors.js";
+export { BelayError, NotReadyError, TooLargeError, TimeoutError, ConnectionClosedError, ServerError, InvalidUrlError, type ErrorCode } from "./errors.js";
 export type { BackoffPolicy } from "./core/backoff/policy.js";
 export type { Json, ErrorBody } from "./core/messages.js";
 export type { ConnectionState } from "./core/phase.js";

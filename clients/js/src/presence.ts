@@ -3,8 +3,9 @@
  * tracks presence (spec/PROTOCOL.md §4.7), built on the client's public
  * `request` and `subscribe`. Opt-in, so the default entry does not grow.
  *
- *   import { presence, followPresence } from "@belay/client/presence";
+ *   import { presence, presenceStats, followPresence } from "@belay/client/presence";
  *   const members = await presence(client, "room:1");
+ *   const { clients, users } = await presenceStats(client, "room:1"); // counts only
  *   const stop = followPresence(client, "room:1", (e) => {
  *     if (e.type === "join") add(e.member);
  *     else if (e.type === "leave") remove(e.member);
@@ -44,6 +45,16 @@ export async function presence(
 ): Promise<Member[]> {
   const result = (await client.request("$presence", { channel }, options)) as unknown as { members: Member[] };
   return result.members;
+}
+
+/** How many distinct clients (sessions) and users are subscribed to `channel` now (`$presence_stats`). */
+export async function presenceStats(
+  client: Pick<BelayClient, "request">,
+  channel: string,
+  options: RequestOptions = {},
+): Promise<{ clients: number; users: number }> {
+  const r = (await client.request("$presence_stats", { channel }, options)) as unknown as { clients: number; users: number };
+  return { clients: r.clients, users: r.users };
 }
 
 /** Follow the joins and leaves of `channel`; returns a function that stops. */

@@ -3,6 +3,7 @@
  * gap, no duplicate), or an explicit notice when that cannot be kept.
  */
 import type { Json } from "./core/messages.js";
+import type { ErrorCode } from "./errors.js";
 
 export type ChannelItem =
   /** One publication, delivered exactly once and in order. */
@@ -12,9 +13,9 @@ export type ChannelItem =
   /** The subscription is confirmed (again); `recovered` if a resume replayed everything missed. */
   | { type: "subscribed"; recovered: boolean }
   /** The service lost the subscription; the client resubscribes by itself. */
-  | { type: "lost"; code: string }
+  | { type: "lost"; code: ErrorCode }
   /** The server refused the channel for good. */
-  | { type: "failed"; code: string };
+  | { type: "failed"; code: ErrorCode };
 
 export class Subscription implements AsyncIterable<ChannelItem> {
   private readonly _listeners = new Set<(item: ChannelItem) => void>();

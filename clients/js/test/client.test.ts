@@ -189,9 +189,16 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     expect(JSON.stringify(fixed(1000))).toBe('{"kind":"fixed","delay_ms":1000}');
   });
 
-  it("a bad URL halts at once; close() leaves no timer behind", async () => {
-    const bad = new BelayClient("http:// nope", { WebSocket: FakeSocket as unknown as typeof WebSocket, network: null });
-    expect(bad.status.state).toBe("halted");
+  it("an unusable URL throws InvalidUrlError from the constructor; close() leaves no timer behind", async () => {
+    for (const url of ["http:// nope", "not a url", "ftp://x/ws"]) {
+      FakeSocket.all = [];
+      expect(() => new BelayClient(url, { WebSocket: FakeSocket as unknown as typeof WebSocket, network: null })).toThrow(entry.InvalidUrlError);
+      expect(FakeSocket.all).toEqual([]);
+    }
+    for (const url of ["wss://x/ws", "https://x/ws"]) {
+      const ok = new BelayClient(url, { WebSocket: FakeSocket as unknown as typeof WebSocket, network: null, autoStart: false });
+      expect(ok.status.state).toBe("idle");
+    }
     const c = client();
     FakeSocket.all.at(-1)!.welcome();
     const pending = c.request("echo");

@@ -5,7 +5,10 @@
 //! stderr, every change, whatever is pending, and so does each loss of an
 //! established connection (`disconnected: {"kind":…}`), one line per loss:
 //! the status coalesces changes that come together (a loss and the failed
-//! dial right after it), the loss lines never do.
+//! dial right after it), the loss lines never do. The status line shows
+//! both: `last=` the last disconnect or failed attempt, `lost=` the last
+//! loss of an established session (`Status::last_loss`), which a failed
+//! redial does not replace.
 //!
 //! A request is handed to the client at once, like any caller's: while the
 //! session is not up it is answered `not_ready` at once (never sent), as the
@@ -246,7 +249,7 @@ async fn command(
                                 json!({"type": "resync", "channel": subscription.channel()})
                             }
                             Item::Refused { code } => json!({
-                                "type": "refused", "channel": subscription.channel(), "code": code,
+                                "type": "refused", "channel": subscription.channel(), "code": code.as_str(),
                             }),
                             _ => continue,
                         };
@@ -313,8 +316,17 @@ async fn command(
 
 fn error_json(error: &RequestError) -> Value {
     match error {
-        RequestError::Server { code, message } => {
-            json!({"kind": "server", "code": code, "message": message})
+        RequestError::Server {
+            code,
+            message,
+            retry_after_ms,
+            ..
+        } => {
+            let mut error = json!({"kind": "server", "code": code.as_str(), "message": message});
+            if let Some(ms) = retry_after_ms {
+                error["retry_after_ms"] = json!(ms);
+            }
+            error
         }
         RequestError::NotReady => json!({"kind": "not_ready"}),
         RequestError::Timeout => json!({"kind": "timeout"}),
@@ -359,6 +371,13 @@ fn show(status: &Status, live: bool) {
         line.push_str(&format!(
             " last={}",
             serde_json::to_string(&last.reason).unwrap_or_default()
+        ));
+    }
+    // Why the session was lost, kept apart from the failed redials after it.
+    if let Some(loss) = &status.last_loss {
+        line.push_str(&format!(
+            " lost={}",
+            serde_json::to_string(&loss.reason).unwrap_or_default()
         ));
     }
     if live {

@@ -45,7 +45,7 @@ async fn main() -> Result<(), String> {
         }
     }
     let client = Client::builder(url)
-        .configure(|config| {
+        .configure(move |config| {
             config.set_backoff(BackoffPolicy::fixed(Duration::from_millis(backoff_ms)));
         })
         .connect();

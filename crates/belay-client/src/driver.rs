@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 
 use crate::error::{RequestError, SubscribeError};
 use crate::fallback::Fallback;
-use crate::status::{ClientEvent, Disconnect, Status};
+use crate::status::{ClientEvent, Disconnect, Losses, Status};
 use crate::subscription::{Item, Subscription};
 use crate::transport::{self, Fact, Outgoing, Target};
 use crate::{SubscriptionTokenProvider, TokenError, TokenFuture, TokenProvider};
@@ -94,7 +94,7 @@ pub(crate) struct Driver {
     subscriptions: HashMap<String, (u64, mpsc::UnboundedSender<Item>)>,
     next_subscription: u64,
     outlets: Outlets,
-    last_disconnect: Option<Disconnect>,
+    losses: Losses,
     next_attempt: Option<tokio::time::Instant>,
     halted: Option<belay_proto::HaltReason>,
     closing: bool,
@@ -135,7 +135,7 @@ impl Driver {
             subscriptions: HashMap::new(),
             next_subscription: 0,
             outlets,
-            last_disconnect: None,
+            losses: Losses::default(),
             next_attempt: None,
             halted: None,
             closing: false,
@@ -367,7 +367,9 @@ impl Driver {
             }
             Event::RecoveryFailed { channel } => self.route(&channel.clone(), Item::Resync),
             Event::SubscriptionFailed { channel, code } => {
-                let item = Item::Refused { code: code.clone() };
+                let item = Item::Refused {
+                    code: code.as_str().into(),
+                };
                 self.route(&channel.clone(), item);
             }
             Event::Disconnected { reason, retry } | Event::ConnectFailed { reason, retry } => {
@@ -376,7 +378,7 @@ impl Driver {
                     RetryPlan::After { delay } => Some(at + *delay),
                     _ => None,
                 };
-                self.last_disconnect = Some(Disconnect {
+                self.losses.record(Disconnect {
                     reason: reason.clone(),
                     retry: retry.clone(),
                     was_connected: matches!(event, Event::Disconnected { .. }),
@@ -425,8 +427,9 @@ impl Driver {
         match outcome {
             RequestOutcome::Ok { result } => Ok(result),
             RequestOutcome::ServerError { error } => Err(RequestError::Server {
-                code: error.code,
+                code: error.code.into(),
                 message: error.message,
+                retry_after_ms: error.retry_after_ms,
             }),
             RequestOutcome::Timeout => Err(RequestError::Timeout),
             _ if self.closing => Err(RequestError::Closed),
@@ -469,11 +472,13 @@ impl Driver {
 
     fn publish_status(&mut self) {
         let state = self.session.state();
-        let status = Status {
+        let mut status = Status {
             readiness: self.session.readiness(),
             ready: self.session.is_ready(),
             state,
-            last_disconnect: self.last_disconnect.clone(),
+            last_disconnect: None,
+            last_loss: None,
+            last_attempt_failure: None,
             next_attempt: self
                 .next_attempt
                 .filter(|_| state == ConnectionState::Waiting),
@@ -486,6 +491,7 @@ impl Driver {
             transport: self.fallback.current(),
             codec: self.codec,
         };
+        self.losses.show(&mut status);
         self.outlets.status.send_if_modified(|current| {
             if *current == status {
                 false

@@ -21,10 +21,14 @@ pub enum RequestError {
     /// The server answered with an error.
     #[error("server error {code}: {message}")]
     Server {
-        /// The server's error code.
-        code: String,
+        /// The server's error code (spec/PROTOCOL.md §4.5); an unknown one
+        /// is [`ErrorCode::Other`](crate::ErrorCode::Other).
+        code: crate::ErrorCode,
         /// The server's message.
         message: String,
+        /// The earliest sensible retry, in ms, when the server said
+        /// (`rate_limited`, `unavailable`, `host_asleep`).
+        retry_after_ms: Option<u64>,
     },
     /// The request's frame would be longer than the protocol's frame limit
     /// ([`MAX_FRAME_LEN`](belay_proto::message::MAX_FRAME_LEN), 1 MiB): it
@@ -40,6 +44,19 @@ pub enum RequestError {
     /// The client was closed (or every handle dropped).
     #[error("the client is closed")]
     Closed,
+}
+
+/// Why [`ClientBuilder::build`](crate::ClientBuilder::build) made no client:
+/// its settings can never connect, so nothing was started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The URL is not a `ws://` or `wss://` URL with a host.
+    #[error("unusable URL: {0}")]
+    Url(String),
+    /// The TLS settings could not be used.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 /// Why a subscription could not be made.

@@ -49,12 +49,65 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Building, waiting, reading
+//!
+//! [`ClientBuilder::build`] checks the URL and TLS settings first: an
+//! unusable URL is a [`BuildError`], and nothing is started
+//! ([`ClientBuilder::connect`] keeps the older behaviour, a halt with
+//! `InvalidConfig`). The builder's setters can come in any order:
+//! [`ClientBuilder::configure`]'s changes apply on top of
+//! [`ClientBuilder::config`], and [`ClientBuilder::host_timing`] is combined
+//! with the final request timeout, when the client is built.
+//!
+//! A request made while the connection is not ready fails at once with
+//! [`RequestError::NotReady`] and is never sent: the honest default.
+//! [`RequestOptions::wait_ready`] waits for the session instead, up to a
+//! bound, and still ends typed (answered, or `NotReady` when the wait ends,
+//! or `Closed`). A server's refusal is [`RequestError::Server`] with a typed
+//! [`ErrorCode`] and the server's `retry_after_ms`.
+//!
+//! [`Client::history`] reads a channel's retained publications and
+//! [`Client::presence_stats`] counts its subscribers, both allowed exactly
+//! when the client may subscribe to the channel (spec/PROTOCOL.md §4.7,
+//! §4.8). [`Status::last_loss`] keeps why the last session was lost apart
+//! from [`Status::last_attempt_failure`], the failed redials after it.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use belay_client::{Client, ErrorCode, HistoryOptions, RequestError, RequestOptions};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::builder("ws://127.0.0.1:8080/ws").build()?;
+//! let wait = RequestOptions::default().wait_ready(Duration::from_secs(5));
+//! match client.request_with("orders.create", json!({"sku": "A1"}), wait).await {
+//!     Ok(order) => println!("{}", order.get()),
+//!     Err(RequestError::Server { code: ErrorCode::RateLimited, retry_after_ms, .. }) => {
+//!         println!("slow down: retry after {retry_after_ms:?} ms");
+//!     }
+//!     Err(RequestError::NotReady) => println!("not connected within 5 s: not sent"),
+//!     Err(other) => println!("{other}"),
+//! }
+//! let last = client
+//!     .history("chat:lobby", HistoryOptions::default().limit(20).reverse(true))
+//!     .await?;
+//! let stats = client.presence_stats("chat:lobby").await?;
+//! println!("{} messages, {} people", last.publications.len(), stats.users);
+//! if let Some(loss) = &client.status().borrow().last_loss {
+//!     println!("last lost: {:?}", loss.reason);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod driver;
 mod error;
+mod error_code;
 mod fallback;
+mod history;
 pub mod host;
 mod presence;
 mod sse;
@@ -63,6 +116,7 @@ mod subscription;
 mod tls;
 mod transport;
 mod upgrade;
+mod wait_ready;
 
 use std::fmt;
 use std::future::Future;
@@ -79,8 +133,10 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 pub use belay_proto;
 pub use belay_proto::TokenError;
-pub use error::{Closed, RequestError, SubscribeError, TlsError};
-pub use presence::{PresenceError, PresenceMember};
+pub use error::{BuildError, Closed, RequestError, SubscribeError, TlsError};
+pub use error_code::ErrorCode;
+pub use history::{History, HistoryError, HistoryOptions, HistoryPublication};
+pub use presence::{PresenceError, PresenceMember, PresenceStats};
 pub use status::{ClientEvent, Disconnect, Status};
 pub use subscription::{Item, Subscription};
 pub use tls::TlsSettings;
@@ -114,8 +170,18 @@ pub struct ClientBuilder {
     seed: Option<u64>,
     fallback: Option<belay_proto::FallbackConfig>,
     codec: Codec,
-    host_call_timeout: Duration,
+    /// The relay's timing, if set: the host call deadline is computed from
+    /// it and the final config's request timeout when the client is built,
+    /// so it does not matter which of the two setters came first.
+    host_timing: Option<HostTiming>,
+    /// [`ClientBuilder::configure`]'s changes, applied in order to the
+    /// [`ClientBuilder::config`] base when the client is built, so a later
+    /// `config` never discards them.
+    changes: Vec<ConfigChange>,
 }
+
+/// A change [`ClientBuilder::configure`] records.
+type ConfigChange = Arc<dyn Fn(&mut Config) + Send + Sync>;
 
 impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -133,18 +199,65 @@ impl fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// The core's configuration (policies, heartbeat, timeouts). The
-    /// `connect_timeout` bounds the TCP, TLS and WebSocket handshakes and
-    /// then, separately, the wait for `welcome`.
+    /// The core's base configuration (policies, heartbeat, timeouts),
+    /// replacing an earlier `config`. The `connect_timeout` bounds the TCP,
+    /// TLS and WebSocket handshakes and then, separately, the wait for
+    /// `welcome`. [`configure`](Self::configure)'s changes apply on top of
+    /// it whichever comes first.
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
         self
     }
 
-    /// Change the core's configuration in place.
-    pub fn configure(mut self, change: impl FnOnce(&mut Config)) -> Self {
-        change(&mut self.config);
+    /// Change the core's configuration: the changes are applied, in the
+    /// order given, to the [`config`](Self::config) base when the client
+    /// is built, so the setters' order does not matter.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use belay_client::Client;
+    /// use belay_proto::Config;
+    ///
+    /// let mut base = Config::default();
+    /// base.set_connect_timeout(Duration::from_secs(3));
+    /// let shorter = |c: &mut Config| {
+    ///     c.set_request_timeout(Duration::from_secs(2));
+    /// };
+    /// let a = Client::builder("ws://127.0.0.1:1/ws").config(base.clone()).configure(shorter);
+    /// let b = Client::builder("ws://127.0.0.1:1/ws").configure(shorter).config(base);
+    /// assert_eq!(a.resolved_config(), b.resolved_config());
+    /// assert_eq!(a.resolved_config().request_timeout(), Duration::from_secs(2));
+    /// assert_eq!(a.resolved_config().connect_timeout(), Duration::from_secs(3));
+    /// ```
+    pub fn configure(mut self, change: impl Fn(&mut Config) + Send + Sync + 'static) -> Self {
+        self.changes.push(Arc::new(change));
         self
+    }
+
+    /// The core's configuration the client will be built with: the
+    /// [`config`](Self::config) base with every
+    /// [`configure`](Self::configure) change applied.
+    pub fn resolved_config(&self) -> Config {
+        let mut config = self.config.clone();
+        for change in &self.changes {
+            change(&mut config);
+        }
+        if let Some(token) = &self.token {
+            config.set_token(Some(token.clone()));
+        }
+        config.set_token_provider(self.token_provider.is_some());
+        config
+    }
+
+    /// [`Client::call_host`]'s deadline the client will be built with:
+    /// the relay's wake bound ([`host_timing`](Self::host_timing), default
+    /// [`HostTiming::default`]) plus the resolved config's request timeout.
+    pub fn resolved_host_call_timeout(&self) -> Duration {
+        let request_timeout = self.resolved_config().request_timeout();
+        self.host_timing
+            .clone()
+            .unwrap_or_default()
+            .call_deadline(request_timeout)
     }
 
     /// The token `connect` carries, for a client whose token does not
@@ -255,7 +368,7 @@ impl ClientBuilder {
     /// allowance), from which [`Client::call_host`]'s deadline is set: the
     /// wake bound plus the config's request timeout.
     pub fn host_timing(mut self, timing: &HostTiming) -> Self {
-        self.host_call_timeout = timing.call_deadline(self.config.request_timeout());
+        self.host_timing = Some(timing.clone());
         self
     }
 
@@ -275,34 +388,65 @@ impl ClientBuilder {
         self
     }
 
-    /// Start connecting in the background and return at once.
+    /// Check the URL and the TLS settings, then start connecting in the
+    /// background and return at once: the way to build a client whose URL
+    /// comes from outside. An unusable URL (not `ws://` or `wss://`, no
+    /// host) or TLS setting is an error here, and nothing is started.
     ///
-    /// An unusable URL or TLS setting is not an error here: the core halts
-    /// with [`HaltReason::InvalidConfig`](belay_proto::HaltReason), visible
-    /// in [`Client::status`] and [`Client::events`].
+    /// ```
+    /// use belay_client::{BuildError, Client};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let refused = Client::builder("http://example.com/ws").build();
+    /// assert!(matches!(refused, Err(BuildError::Url(_))));
+    /// let client = Client::builder("ws://127.0.0.1:1/ws").build().expect("a usable URL");
+    /// client.close().await;
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn build(self) -> Result<Client, BuildError> {
+        let tls = self.tls.client_config()?;
+        let target = transport::Target::parse(&self.url, tls).map_err(|failure| match failure {
+            belay_proto::Failure::InvalidConfig { detail } => BuildError::Url(detail),
+            other => BuildError::Url(format!("{other:?}")),
+        })?;
+        Ok(self.start(Ok(target)))
+    }
+
+    /// Start connecting in the background and return at once, without
+    /// checking the settings first (kept for callers that want the halt):
+    /// an unusable URL or TLS setting makes the core halt with
+    /// [`HaltReason::InvalidConfig`](belay_proto::HaltReason), visible in
+    /// [`Client::status`] and [`Client::events`]. Prefer
+    /// [`build`](Self::build), which returns that as an error.
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
     pub fn connect(self) -> Client {
-        let origin = tokio::time::Instant::now();
-        let seed = self
-            .seed
-            .unwrap_or_else(|| RandomState::new().hash_one(origin));
-        let mut config = self.config;
-        if let Some(token) = self.token {
-            config.set_token(Some(token));
-        }
-        config.set_token_provider(self.token_provider.is_some());
-        let session = Session::new(config, belay_proto::Instant::ZERO, seed);
         let target = self
             .tls
             .client_config()
             .map_err(|e| belay_proto::Failure::InvalidConfig {
                 detail: e.to_string(),
             })
-            .and_then(|tls| transport::Target::parse(&self.url, tls))
-            .map(|target| Arc::new(target.with_codec(self.codec)));
+            .and_then(|tls| transport::Target::parse(&self.url, tls));
+        self.start(target)
+    }
+
+    /// Start the driver on `target` (or the failure every dial reports).
+    fn start(self, target: Result<transport::Target, belay_proto::Failure>) -> Client {
+        let origin = tokio::time::Instant::now();
+        let seed = self
+            .seed
+            .unwrap_or_else(|| RandomState::new().hash_one(origin));
+        let host_call_timeout = self.resolved_host_call_timeout();
+        let session = Session::new(self.resolved_config(), belay_proto::Instant::ZERO, seed);
+        let target = target.map(|target| Arc::new(target.with_codec(self.codec)));
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (status_tx, status_rx) = watch::channel(Status::default());
         let (events_tx, _) = broadcast::channel(EVENT_CAPACITY);
@@ -327,7 +471,7 @@ impl ClientBuilder {
         let task = tokio::spawn(driver.run());
         Client {
             task: Arc::new(std::sync::Mutex::new(Some(task))),
-            host_call_timeout: self.host_call_timeout,
+            host_call_timeout,
             commands: commands_tx,
             status: status_rx,
             events: events_tx,
@@ -344,6 +488,11 @@ pub struct RequestOptions {
     pub timeout: Option<Duration>,
     /// Carried on the wire so that a retry cannot run twice.
     pub idempotency_key: Option<String>,
+    /// While the connection is not ready for requests, wait up to this
+    /// long for it instead of failing at once with
+    /// [`RequestError::NotReady`]; `None` (the default): fail at once.
+    /// The request's own deadline starts when it is sent.
+    pub wait_ready: Option<Duration>,
 }
 
 impl RequestOptions {
@@ -356,6 +505,32 @@ impl RequestOptions {
     /// Set the idempotency key.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Wait up to `wait` for the connection to be ready for requests
+    /// (see [`RequestOptions::wait_ready`]).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use belay_client::{Client, RequestError, RequestOptions};
+    /// use serde_json::json;
+    ///
+    /// # async fn run() -> Result<(), belay_client::BuildError> {
+    /// let client = Client::builder("ws://127.0.0.1:8080/ws").build()?;
+    /// // Right after building: not connected yet. Without the wait this
+    /// // is `NotReady` at once; with it, sent once the session is up.
+    /// let options = RequestOptions::default().wait_ready(Duration::from_secs(5));
+    /// match client.request_with("echo", json!(1), options).await {
+    ///     Ok(result) => println!("{}", result.get()),
+    ///     Err(RequestError::NotReady) => println!("not connected within 5 s: not sent"),
+    ///     Err(other) => println!("{other}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn wait_ready(mut self, wait: Duration) -> Self {
+        self.wait_ready = Some(wait);
         self
     }
 }
@@ -386,8 +561,8 @@ impl Client {
             seed: None,
             fallback: Some(belay_proto::FallbackConfig::default()),
             codec: Codec::Json,
-            host_call_timeout: HostTiming::default()
-                .call_deadline(Config::default().request_timeout()),
+            host_timing: None,
+            changes: Vec::new(),
         }
     }
 
@@ -429,7 +604,10 @@ impl Client {
     }
 
     /// Call `method` with `params` and per-request options. Settles exactly
-    /// once: with the result, or with a typed error no later than the deadline.
+    /// once: with the result, or with a typed error no later than the deadline
+    /// (plus [`RequestOptions::wait_ready`], if set: a request that found
+    /// no ready connection within it is [`RequestError::NotReady`], never
+    /// sent). Dropping the future abandons the wait.
     pub async fn request_with(
         &self,
         method: &str,
@@ -443,6 +621,14 @@ impl Client {
         if let Some(key) = options.idempotency_key {
             call = call.with_idempotency_key(key);
         }
+        let Some(wait) = options.wait_ready else {
+            return self.send_call(call).await;
+        };
+        self.send_when_ready(call, wait).await
+    }
+
+    /// Hand `call` to the driver and wait for how it settles.
+    pub(crate) async fn send_call(&self, call: Call) -> Result<RawJson, RequestError> {
         let (reply, answer) = oneshot::channel();
         self.commands
             .send(Command::Request { call, reply })

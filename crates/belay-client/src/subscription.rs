@@ -23,8 +23,9 @@ pub enum Item {
     /// The server refused the subscription for good (its code, e.g.
     /// `forbidden`); nothing more will arrive.
     Refused {
-        /// The server's code.
-        code: String,
+        /// The server's code ([`ErrorCode::Other`](crate::ErrorCode::Other)
+        /// for one this client does not know).
+        code: crate::ErrorCode,
     },
 }
 

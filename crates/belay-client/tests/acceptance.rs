@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use belay_client::{ClientEvent, Item, RequestError, RequestOptions};
+use belay_client::{Client, ClientEvent, Item, RequestError, RequestOptions};
 use belay_proto::backoff::BackoffPolicy;
 use belay_proto::Config;
 use belay_server::broker::HistoryLimits;
@@ -73,7 +73,11 @@ async fn real_attempts(config: Config) -> (u64, u64) {
     let server = demo_server();
     let addr = start(&server).await;
     fault(addr, "flapping", r#"{"on":true,"after_ms":300}"#).await;
-    let client = builder(addr).config(config).connect();
+    // The whole config is the case's (the tests' `builder` would add its
+    // fast backoff on top of it).
+    let client = Client::builder(format!("ws://{addr}/ws"))
+        .config(config)
+        .connect();
     let mut events = client.events();
     // The first dial is the window's origin (the simulator's client starts
     // and connects at the same instant).

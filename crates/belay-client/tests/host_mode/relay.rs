@@ -69,7 +69,7 @@ pub(crate) fn code(
     result: &Result<belay_proto::message::RawJson, belay_client::RequestError>,
 ) -> String {
     match result {
-        Err(belay_client::RequestError::Server { code, .. }) => code.clone(),
+        Err(belay_client::RequestError::Server { code, .. }) => code.to_string(),
         other => panic!("a server error expected, got {other:?}"),
     }
 }

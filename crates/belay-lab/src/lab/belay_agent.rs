@@ -18,10 +18,11 @@ pub(crate) async fn run(
     out: Emitter,
     mut stop: watch::Receiver<bool>,
 ) {
+    let (connect_timeout, request_timeout) = (work.connect_timeout, work.request_timeout);
     let client = Client::builder(url)
-        .configure(|c| {
-            c.set_connect_timeout(work.connect_timeout)
-                .set_request_timeout(work.request_timeout);
+        .configure(move |c| {
+            c.set_connect_timeout(connect_timeout)
+                .set_request_timeout(request_timeout);
         })
         .fallback(Some({
             let mut fallback = FallbackConfig::default();

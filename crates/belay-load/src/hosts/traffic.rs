@@ -96,7 +96,7 @@ async fn scenario(scale: u32, seconds: u64, kept_awake: bool) -> std::io::Result
         .interval(s.timing.heartbeat_interval)
         .method("echo", |p| async move { Ok::<_, HostError>(p) })
         .session(move |b| {
-            b.configure(|c| {
+            b.configure(move |c| {
                 c.set_probe_interval(probe_interval);
                 c.set_probe_timeout(probe_timeout);
             })

@@ -35,6 +35,7 @@ use crate::requests::RequestSet;
 use crate::shared::Shared;
 use crate::ws::{Event, Message, WsError, HIGH_WATER};
 
+mod history;
 mod hosts;
 mod outputs;
 mod presence;
@@ -44,6 +45,16 @@ mod transport;
 pub(crate) use transport::Transport;
 
 pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
+
+/// The reserved requests that read a channel (`$presence`,
+/// `$presence_stats`, `$history`): authorized as a subscribe to the
+/// channel when they run, not by the method grant.
+pub(crate) fn is_channel_read(method: &str) -> bool {
+    matches!(
+        method,
+        presence::PRESENCE_METHOD | presence::PRESENCE_STATS_METHOD | history::HISTORY_METHOD
+    )
+}
 
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.

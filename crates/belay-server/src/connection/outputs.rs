@@ -126,8 +126,8 @@ impl Driver {
                 }
                 Output::AuthorizeRequest { ticket, method } => {
                     let now = self.now();
-                    // `$presence` checks the channel's permission when it runs.
-                    let verdict = if method == super::presence::PRESENCE_METHOD {
+                    // The channel reads check the channel's permission when they run.
+                    let verdict = if super::is_channel_read(&method) {
                         Ok(())
                     } else {
                         self.shared
@@ -313,9 +313,16 @@ impl Driver {
     /// its idempotency key) answers at once; otherwise a task runs it and
     /// reports back through the mailbox.
     fn call(&mut self, now: Instant, ticket: Ticket, request: belay_proto::message::Request) {
-        if request.method == super::presence::PRESENCE_METHOD {
-            self.presence_query(ticket, &request);
-            return;
+        match request.method.as_str() {
+            super::presence::PRESENCE_METHOD | super::presence::PRESENCE_STATS_METHOD => {
+                self.presence_query(ticket, &request);
+                return;
+            }
+            super::history::HISTORY_METHOD => {
+                self.history_query(ticket, &request);
+                return;
+            }
+            _ => {}
         }
         let start = requests::admit(&self.shared, &self.principal, &request);
         if let Admit::Answer(reply) = start {

@@ -22,6 +22,9 @@ use crate::shared::Shared;
 
 /// The reserved method that lists a channel's members.
 pub(crate) const PRESENCE_METHOD: &str = "$presence";
+/// The reserved method that counts a channel's members: distinct clients
+/// and distinct users.
+pub(crate) const PRESENCE_STATS_METHOD: &str = "$presence_stats";
 /// The prefix of the derived channels that carry joins and leaves.
 pub(crate) const PRESENCE_CHANNEL_PREFIX: &str = "$presence:";
 
@@ -87,8 +90,10 @@ impl Driver {
     }
 
     /// The `$presence` request: `{"channel": "..."}` → `{"members": [...]}`,
-    /// allowed iff the principal may subscribe to the channel.
+    /// or `$presence_stats` → `{"clients": N, "users": M}`; allowed iff
+    /// the principal may subscribe to the channel.
     pub(super) fn presence_query(&mut self, ticket: Ticket, request: &Request) {
+        let stats = request.method == PRESENCE_STATS_METHOD;
         let now = self.now();
         let members = match self.presence_members(request) {
             Ok(members) => members,
@@ -107,6 +112,7 @@ impl Driver {
             let reply = match crate::access::settle(allowed).await {
                 Err(denied) => Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
                 Ok(()) => match store.members(&channel).await {
+                    Ok(members) if stats => Reply::Result(stats_json(&members)),
                     Ok(members) => Reply::Result(members_json(&members)),
                     Err(error) => Reply::Error(presence_error(&error)),
                 },
@@ -150,6 +156,15 @@ struct PresenceAsk {
 pub(crate) fn members_json(members: &[Member]) -> RawJson {
     let members: Vec<serde_json::Value> = members.iter().map(Member::to_json).collect();
     RawJson::from_value(&serde_json::json!({ "members": members }))
+}
+
+/// `{"clients": N, "users": M}`: distinct session ids and distinct users
+/// among the members (a client subscribed once per channel is one member).
+pub(crate) fn stats_json(members: &[Member]) -> RawJson {
+    let clients: std::collections::HashSet<&str> =
+        members.iter().map(|m| m.client.as_str()).collect();
+    let users: std::collections::HashSet<&str> = members.iter().map(|m| m.user.as_str()).collect();
+    RawJson::from_value(&serde_json::json!({ "clients": clients.len(), "users": users.len() }))
 }
 
 /// The error a failed presence read answers.
