@@ -288,7 +288,8 @@ export class BelayClient extends EventTarget {
         const ws = this._sockets.get(out.id);
         this._sockets.delete(out.id);
         if (!ws) return;
-        ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
+        ws.onopen = ws.onmessage = ws.onclose = null;
+        ws.onerror = ignore; // ws (Node) may still report an error, e.g. of a handshake this close aborts
         try {
           ws.close(out.code, out.reason); // browsers only send 1000 and 3000–4999
         } catch {
@@ -315,8 +316,10 @@ export class BelayClient extends EventTarget {
       opened = true;
       this._input({ kind: "opened", id });
     };
+    // `close` alone decides; `error` is always followed by one. The handler must be set: an
+    // EventEmitter-based WebSocket (ws, in Node) throws an `error` nobody listens to.
+    ws.onerror = ignore;
     // A text frame's text, or the object a codec such as `@belay/client/binary` made of a frame.
-    // (`onerror` stays unset: `error` only logs; `close` alone decides.)
     ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: e.data });
     ws.onclose = (e: CloseEvent) => {
       this._sockets.delete(id);
@@ -391,6 +394,8 @@ export class BelayClient extends EventTarget {
     safely(() => this.dispatchEvent(new CustomEvent(type, { detail })));
   }
 }
+
+const ignore = (): void => {};
 
 /** Application callbacks must not break the driver loop; report their errors asynchronously. */
 function safely(f: () => void): void {

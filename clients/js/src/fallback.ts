@@ -98,7 +98,8 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
       ws.close(1000, "probe");
       done(true);
     };
-    ws.onclose = () => done(false);
+    // `onerror` must be set: an EventEmitter-based WebSocket (ws, in Node) throws an `error` nobody listens to.
+    ws.onclose = ws.onerror = () => done(false);
   };
 
   function dial(dialUrl: string): WebSocket | SseSocket {
