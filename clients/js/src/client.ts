@@ -316,18 +316,21 @@ export class BelayClient extends EventTarget {
       opened = true;
       this._input({ kind: "opened", id });
     };
-    // `close` alone decides; `error` is always followed by one. The handler must be set: an
-    // EventEmitter-based WebSocket (ws, in Node) throws an `error` nobody listens to.
-    ws.onerror = ignore;
+    const failed = (detail: string): void => {
+      this._sockets.delete(id);
+      // Browsers hide why an upgrade failed; with no network it never left this device.
+      const offline = globalThis.navigator?.onLine === false;
+      this._input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail } });
+    };
+    // Before `open`, the first `error` or `close` fails the dial (Node 20's own WebSocket fires no
+    // `close` after a failed dial's `error`); the core drops the other as stale. After `open`,
+    // `close` alone decides. The handler must be set: ws (an EventEmitter) throws an unheard `error`.
+    ws.onerror = () => opened || failed("error before open");
     // A text frame's text, or the object a codec such as `@belay/client/binary` made of a frame.
     ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: e.data });
     ws.onclose = (e: CloseEvent) => {
+      if (!opened) return failed(`closed before open (${e.code})`);
       this._sockets.delete(id);
-      if (!opened) {
-        // Browsers hide why an upgrade failed; with no network it never left this device.
-        const offline = globalThis.navigator?.onLine === false;
-        return this._input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail: `closed before open (${e.code})` } });
-      }
       // 1005/1006: no close frame or no status in it.
       const code = e.code === 1005 || e.code === 1006 ? null : e.code;
       this._input({ kind: "closed", id, code, reason: e.reason });

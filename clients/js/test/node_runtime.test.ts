@@ -62,10 +62,27 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     const seen = disconnects(c);
     const first = NodeStyleWebSocket.all[0]!;
     expect(() => first.refuse()).not.toThrow();
-    expect(seen).toEqual([{ reason: { kind: "transport_failed", failure: { kind: "network", detail: "closed before open (1006)" } }, retry: { kind: "after", delay_ms: 1000 }, established: false }]);
+    // One failure: the `close` after the `error` is from a stale transport.
+    expect(seen).toEqual([{ reason: { kind: "transport_failed", failure: { kind: "network", detail: "error before open" } }, retry: { kind: "after", delay_ms: 1000 }, established: false }]);
     expect(c.status.state).toBe("waiting");
     await advance(1000);
     expect(NodeStyleWebSocket.all).toHaveLength(2);
+    ready(NodeStyleWebSocket.all[1]!);
+    expect(c.status.ready).toBe(true);
+    c.close();
+  });
+
+  it("a failed dial that fires `error` and never `close` (Node 20's own WebSocket) fails at once", async () => {
+    const c = client();
+    const seen = disconnects(c);
+    const first = NodeStyleWebSocket.all[0]!;
+    first.emit("error", { type: "error", message: "Received network error or non-101 status code." });
+    expect(seen.map((d) => [d.reason.kind, d.established])).toEqual([["transport_failed", false]]);
+    await advance(1000);
+    expect(NodeStyleWebSocket.all).toHaveLength(2);
+    // A `close` after all, late: stale, nothing happens.
+    first.emit("close", { type: "close", code: 1006, reason: "" });
+    expect(seen).toHaveLength(1);
     ready(NodeStyleWebSocket.all[1]!);
     expect(c.status.ready).toBe(true);
     c.close();
