@@ -165,6 +165,15 @@ for (let i = 1; i < items.length; i++) {
 // 4. Close: the process must then exit by itself (the caller bounds it).
 client.close();
 if (client.status.state !== "stopped") fail(`state ${client.status.state} after close()`);
-server.child.kill("SIGTERM");
+// The server sees the connection end (polled: its admin state counts connections).
+let open = -1;
+const connections = async () => (await (await fetch(`http://127.0.0.1:${server.port}/admin/state`)).json()).connections;
+for (const deadline = performance.now() + 10_000; (open = await connections()) > 0 && performance.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+if (open !== 0) fail(`the server still counts ${open} connections 10 s after close()`);
+note("the server counts no connection");
+// SIGKILL: a SIGTERM drains, and waits for a load balancer (25 s by default).
+server.child.kill("SIGKILL");
 await server.exited;
+// The record too when asked, or when the run was slow (every wait passed, but near its bound).
+if (process.env.BELAY_VERBOSE || ms() > 15_000) console.log(record.join("\n"));
 console.log(`[${LABEL}] ok in ${ms()} ms: ${connects} connections, ${disconnects.length} losses (${disconnects.map((d) => d.reason.kind).join(", ")}), ${pubs().length} publications`);
