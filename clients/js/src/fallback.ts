@@ -120,10 +120,18 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
       if (socket instanceof SseSocket) live = socket;
       arm();
     });
+    let failed = false;
+    // Only a failure before opening says anything about the path (a
+    // connect timeout is the session's, and no route is this device's).
+    // Counted once: browsers fire `error` then `close`, Node 20's own
+    // WebSocket `error` alone.
+    const fail = (): void => {
+      if (!opened && !closedByClient && !failed && !offline()) choice.handleDial(now(), dialKind, { opened: false, failure: { kind: "network", detail: "closed before open" } });
+      failed = true;
+    };
+    socket.addEventListener("error", fail);
     socket.addEventListener("close", () => {
-      // Only a failure before opening says anything about the path (a
-      // connect timeout is the session's, and no route is this device's).
-      if (!opened && !closedByClient && !offline()) choice.handleDial(now(), dialKind, { opened: false, failure: { kind: "network", detail: "closed before open" } });
+      fail();
       if (live === socket) {
         live = undefined;
         arm();

@@ -183,3 +183,48 @@ describe("@belay/client/fallback with an EventEmitter WebSocket", () => {
     c.close();
   });
 });
+
+describe("@belay/client/fallback: a failed WebSocket dial counts once, whichever events report it", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    NodeStyleWebSocket.all = [];
+    now = 0;
+  });
+  afterEach(() => vi.useRealTimers());
+
+  const start = () => {
+    const http = new FakeSse();
+    const fallback = sseFallback({ WebSocket: NodeStyleWebSocket as unknown as typeof WebSocket, fetch: http.fetch, now: () => now, afterFailures: 2 });
+    const c = new source.BelayClient("ws://h/ws", { WebSocket: fallback.WebSocket, now: () => now, network: null, page: null, seed: 7, backoff: fixed(100) });
+    return { http, c };
+  };
+  const redial = async () => {
+    now += 100;
+    await vi.advanceTimersByTimeAsync(100);
+  };
+
+  it("`error` then `close` (browsers, ws): one failure", async () => {
+    const { http, c } = start();
+    NodeStyleWebSocket.all[0]!.refuse();
+    await redial();
+    // afterFailures: 2, so one failure: a WebSocket again.
+    expect(NodeStyleWebSocket.all).toHaveLength(2);
+    expect(http.streams).toBe(0);
+    NodeStyleWebSocket.all[1]!.refuse();
+    await redial();
+    await until(() => http.streams === 1, "POST /sse after two failures");
+    expect(NodeStyleWebSocket.all).toHaveLength(2);
+    c.close();
+  });
+
+  it("`error` alone (Node 20's own WebSocket): a failure too", async () => {
+    const { http, c } = start();
+    for (let i = 0; i < 2; i++) {
+      NodeStyleWebSocket.all[i]!.emit("error", { type: "error", message: "Received network error or non-101 status code." });
+      await redial();
+    }
+    await until(() => http.streams === 1, "POST /sse after two failures");
+    expect(NodeStyleWebSocket.all).toHaveLength(2);
+    c.close();
+  });
+});
