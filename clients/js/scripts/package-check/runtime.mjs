@@ -120,10 +120,21 @@ server.child.kill("SIGKILL");
 await server.exited;
 note("server killed");
 await until("the loss noticed", 10_000, () => disconnects.length > before && disconnects.at(-1).established);
-await until("a refused dial while down", 10_000, () => disconnects.slice(before).some((d) => !d.established));
+// Refused at once: a transport failure, not a dial left hanging until the connect timeout (10 s).
+await until("a refused dial while down, failed as refused", 10_000, () => disconnects.slice(before).some((d) => !d.established && d.reason.kind === "transport_failed"));
 if (client.status.ready) fail("ready while the server is down");
 const port = server.port;
-server = await serve(`127.0.0.1:${port}`);
+// The port was just freed; should something else take it meanwhile, try again (bounded).
+for (let attempt = 1; ; attempt++) {
+  try {
+    server = await serve(`127.0.0.1:${port}`);
+    break;
+  } catch (e) {
+    if (attempt === 5) fail(`cannot restart on port ${port}: ${e.message}`);
+    note(`restart attempt ${attempt} failed: ${e.message.split("\n")[0]}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
 note("server restarted on the same port");
 const connectsBefore = connects;
 await until("ready again after the restart", 20_000, () => connects > connectsBefore && client.status.ready);
