@@ -4,7 +4,8 @@
 // in a temporary directory, and from there:
 //
 // * loads every entry with `import` and `require` from Node and from Bun;
-// * compiles an app against its type declarations (nodenext and bundler);
+// * compiles an app against its type declarations (nodenext, bundler and
+//   node10 resolution);
 // * bundles apps with esbuild: each entry's gzipped size (the default entry
 //   within its budget), `sideEffects` (an unused entry leaves nothing), and
 //   one app of every entry, run against `belay serve --demo`;
@@ -125,7 +126,8 @@ try {
 
   // 4. Types, as an app's TypeScript resolves them.
   const tsc = ROOT + "node_modules/typescript/bin/tsc";
-  for (const resolution of [["nodenext", "nodenext"], ["esnext", "bundler"]]) {
+  // node10: TypeScript's legacy resolution, which reads typesVersions instead of exports.
+  for (const resolution of [["nodenext", "nodenext"], ["esnext", "bundler"], ["esnext", "node10"]]) {
     await check(`tsc --module ${resolution[0]} --moduleResolution ${resolution[1]}: the declarations of every entry`, () =>
       run(process.execPath, [tsc, "--noEmit", "--strict", "--target", "es2022", "--lib", "es2022,dom", "--module", resolution[0], "--moduleResolution", resolution[1], "types.mts"], { cwd: app }));
   }
