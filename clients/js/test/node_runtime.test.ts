@@ -1,8 +1,12 @@
 // The client in Node, against the sources and the minified default entry:
 // with an EventEmitter WebSocket such as `ws` (an `error` nobody listens to
 // is thrown, and would end the process), a failed dial is a transport
-// failure and nothing else; and without `window`, `document` or `navigator`
-// the client runs with its defaults.
+// failure and nothing else; a dial that reports `error` and never `close`
+// (Node 20's own WebSocket) fails at once; without `window`, `document` or
+// `navigator` the client runs with its defaults. And the SSE fallback's
+// WebSocket dials and probes under the same two behaviours.
+// (The same client against a real server in Node, Bun and with `ws`:
+// scripts/package-check/runtime.mjs.)
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
