@@ -154,6 +154,15 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     c.close();
     expect(c.status.state).toBe("stopped");
   });
+
+  it("with no WebSocket at all (Node 20 without ws or the flag), halts at once, without throwing", async () => {
+    expect(typeof (globalThis as Record<string, unknown>)["WebSocket"]).toBe("undefined");
+    const c = new BelayClient("ws://127.0.0.1:1/ws", { now: () => now, network: null, page: null });
+    expect(c.status.state).toBe("halted");
+    await advance(60_000);
+    expect(c.status.state).toBe("halted");
+    c.close();
+  });
 });
 
 describe("@belay/client/fallback with an EventEmitter WebSocket", () => {
