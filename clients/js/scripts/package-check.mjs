@@ -8,7 +8,8 @@
 //   node10 resolution);
 // * bundles apps with esbuild: each entry's gzipped size (the default entry
 //   within its budget), `sideEffects` (an unused entry leaves nothing), and
-//   one app of every entry, run against `belay serve --demo`;
+//   one app of every entry, run against `belay serve --demo` over the binary
+//   codec under Node + ws, Node's own WebSocket and Bun;
 // * runs package-check/runtime.mjs (connect, subscribe, request; server
 //   killed and restarted; freeze; recovery) under Node with ws, Node's own
 //   WebSocket (--experimental-websocket) and Bun, side by side.
@@ -155,10 +156,16 @@ try {
 
   const server = await startServer();
   try {
-    await check("esbuild: an app of every entry, bundled, runs (Node's own WebSocket, binary codec) against belay serve --demo", async () => {
-      await esbuild.build({ entryPoints: [join(app, "app.mjs")], bundle: true, format: "esm", platform: "neutral", target: "es2022", minify: true, outfile: join(app, "app.bundle.mjs"), logLevel: "silent" });
-      return run(process.execPath, ["--experimental-websocket", "--no-warnings", "app.bundle.mjs", server.ws], { cwd: app, limitMs: 30_000 });
-    });
+    await check("esbuild: an app of every entry, bundled", () =>
+      esbuild.build({ entryPoints: [join(app, "app.mjs")], bundle: true, format: "esm", platform: "neutral", target: "es2022", minify: true, external: ["ws"], outfile: join(app, "app.bundle.mjs"), logLevel: "silent" }).then(() => undefined));
+    const ways = [
+      ["node + ws", process.execPath, ["app.bundle.mjs", server.ws, "ws"]],
+      ["node --experimental-websocket", process.execPath, ["--experimental-websocket", "--no-warnings", "app.bundle.mjs", server.ws]],
+      ["bun", bin("bun"), ["app.bundle.mjs", server.ws]],
+    ];
+    for (const [name, cmd, args] of ways) {
+      await check(`the bundled app under ${name}, binary codec, against belay serve --demo`, () => run(cmd, args, { cwd: app, limitMs: 30_000 }));
+    }
   } finally {
     server.child.kill("SIGKILL");
   }

@@ -1,8 +1,10 @@
 // An app as a bundler sees one: the default entry and every opt-in entry of
 // the installed @belay/client. scripts/package-check.mjs bundles it with
-// esbuild and runs the bundle (Node's or Bun's own WebSocket) against
-// `belay serve --demo` at process.argv[2]: ready over the binary codec, a
-// request answered, the policies, publish and presence entries linked in.
+// esbuild (`ws` left external) and runs the bundle against `belay serve
+// --demo` at process.argv[2], on the runtime's own WebSocket or, with
+// process.argv[3] = "ws", on the ws package's: ready over the binary codec
+// (binaryType "arraybuffer"), a request answered, the policies, publish and
+// presence entries linked in.
 import { BelayClient } from "@belay/client";
 import { binaryCodec } from "@belay/client/binary";
 import { sseFallback } from "@belay/client/fallback";
@@ -11,7 +13,7 @@ import { followPresence } from "@belay/client/presence";
 import { publish } from "@belay/client/publish";
 
 const url = process.argv[2];
-const codec = binaryCodec();
+const codec = binaryCodec(process.argv[3] === "ws" ? { WebSocket: (await import("ws")).default } : {});
 const client = new BelayClient(url, { WebSocket: codec.WebSocket, backoff: serverPaced(500, fixed(500)) });
 const deadline = setTimeout(() => {
   console.error(`bundled app: not ready within 10 s (${JSON.stringify(client.status)})`);
@@ -26,4 +28,4 @@ stop();
 if (typeof publish !== "function" || typeof sseFallback().WebSocket !== "function") throw new Error("opt-in entries missing");
 client.close();
 clearTimeout(deadline);
-console.log("bundled app: ready over the binary codec, echo answered");
+console.log(`bundled app (${typeof Bun === "object" ? "bun" : "node"}, ${process.argv[3] === "ws" ? "ws" : "its own WebSocket"}): ready over the binary codec, echo answered`);
