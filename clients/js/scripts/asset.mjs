@@ -2,12 +2,13 @@
 // its SSE fallback at /fallback.js, and cargo cannot run npm: the built
 // bundles are committed there as crates/belay-demo/assets/{belay,fallback}.js.
 // esbuild's output is deterministic, so each committed copy must equal a
-// fresh `npm run build` byte for byte.
+// fresh `npm run build` byte for byte, less the line that links the source
+// map (the demo server serves no maps).
 //
 //   node scripts/asset.mjs          fail (exit 1) if a copy differs from dist/
 //   node scripts/asset.mjs --write  update the copies
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
-import { ROOT } from "./bundle.mjs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { ROOT, withoutMapLink } from "./bundle.mjs";
 
 let failed = false;
 for (const name of ["belay.js", "fallback.js"]) {
@@ -18,9 +19,9 @@ for (const name of ["belay.js", "fallback.js"]) {
     process.exit(2);
   }
   if (process.argv.includes("--write")) {
-    copyFileSync(built, asset);
+    writeFileSync(asset, withoutMapLink(readFileSync(built)));
     console.log(`updated crates/belay-demo/assets/${name}`);
-  } else if (!existsSync(asset) || !readFileSync(asset).equals(readFileSync(built))) {
+  } else if (!existsSync(asset) || !readFileSync(asset).equals(withoutMapLink(readFileSync(built)))) {
     console.error(`crates/belay-demo/assets/${name} differs from a fresh build of clients/js: run \`npm run build && npm run sync-asset\` and commit it`);
     failed = true;
   } else {

@@ -37,8 +37,8 @@ const SESSION_ONLY = new RegExp(
     ")$)",
 );
 
-/** `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "history" (`@belay/client/history`), "wait" (`@belay/client/wait`), "fallback" (`@belay/client/fallback`), "binary" (`@belay/client/binary`) or "tokens" (`@belay/client/tokens`). */
-export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
+/** `sourcemap`: with `outfile`, also write `outfile.map` (the TypeScript sources inside) and link it from the code. `entry`: "index" (the default entry, `@belay/client`), "policies" (`@belay/client/policies`), "publish" (`@belay/client/publish`), "presence" (`@belay/client/presence`), "history" (`@belay/client/history`), "wait" (`@belay/client/wait`), "fallback" (`@belay/client/fallback`), "binary" (`@belay/client/binary`) or "tokens" (`@belay/client/tokens`). */
+export async function bundle({ minify = true, outfile, entry = "index", sourcemap = false } = {}) {
   const result = await build({
     entryPoints: [ROOT + `src/${entry}.ts`],
     bundle: true,
@@ -51,6 +51,7 @@ export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
     // not export the `Session` (only its `BelayClient` calls them), and no
     // other entry, DOM interface or serde shape has a member of these names.
     mangleProps: minify ? (entry === "index" || entry === "tokens" ? SESSION_ONLY : /^_/) : undefined,
+    sourcemap: sourcemap && outfile ? "linked" : false,
     write: Boolean(outfile),
     outfile: outfile ?? "belay.js",
     metafile: false,
@@ -65,4 +66,9 @@ export async function bundle({ minify = true, outfile, entry = "index" } = {}) {
 
 export function gzSize(bytes) {
   return gzipSync(bytes, { level: 9 }).length;
+}
+
+/** A built entry's code without the line that links its source map (what an app's bundler takes in, and the demo server's copy). */
+export function withoutMapLink(code) {
+  return Buffer.from(Buffer.from(code).toString("utf8").replace(/\n\/\/# sourceMappingURL=\S+\n?$/, "\n"));
 }

@@ -309,7 +309,8 @@ export class BelayClient extends EventTarget {
         const ws = this._sockets.get(out.id);
         this._sockets.delete(out.id);
         if (!ws) return;
-        ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
+        ws.onopen = ws.onmessage = ws.onclose = null;
+        ws.onerror = ignore; // ws (Node) may still report an error, e.g. of a handshake this close aborts
         try {
           ws.close(out.code, out.reason); // browsers only send 1000 and 3000–4999
         } catch {
@@ -336,16 +337,21 @@ export class BelayClient extends EventTarget {
       opened = true;
       this._input({ kind: "opened", id });
     };
+    const failed = (detail: string): void => {
+      this._sockets.delete(id);
+      // Browsers hide why an upgrade failed; with no network it never left this device.
+      const offline = globalThis.navigator?.onLine === false;
+      this._input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail } });
+    };
+    // Before `open`, the first `error` or `close` fails the dial (Node 20's own WebSocket fires no
+    // `close` after a failed dial's `error`); the core drops the other as stale. After `open`,
+    // `close` alone decides. The handler must be set: ws (an EventEmitter) throws an unheard `error`.
+    ws.onerror = () => opened || failed("error before open");
     // A text frame's text, or the object a codec such as `@belay/client/binary` made of a frame.
-    // (`onerror` stays unset: `error` only logs; `close` alone decides.)
     ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: e.data });
     ws.onclose = (e: CloseEvent) => {
+      if (!opened) return failed(`closed before open (${e.code})`);
       this._sockets.delete(id);
-      if (!opened) {
-        // Browsers hide why an upgrade failed; with no network it never left this device.
-        const offline = globalThis.navigator?.onLine === false;
-        return this._input({ kind: "failed", id, failure: { kind: offline ? "unreachable" : "network", detail: `closed before open (${e.code})` } });
-      }
       // 1005/1006: no close frame or no status in it.
       const code = e.code === 1005 || e.code === 1006 ? null : e.code;
       this._input({ kind: "closed", id, code, reason: e.reason });
@@ -420,6 +426,8 @@ export class BelayClient extends EventTarget {
     safely(() => this.dispatchEvent(new CustomEvent(type, { detail })));
   }
 }
+
+const ignore = (): void => {};
 
 /** Application callbacks must not break the driver loop; report their errors asynchronously. */
 function safely(f: () => void): void {

@@ -98,7 +98,8 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
       ws.close(1000, "probe");
       done(true);
     };
-    ws.onclose = () => done(false);
+    // `onerror` must be set: an EventEmitter-based WebSocket (ws, in Node) throws an `error` nobody listens to.
+    ws.onclose = ws.onerror = () => done(false);
   };
 
   function dial(dialUrl: string): WebSocket | SseSocket {
@@ -119,10 +120,18 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
       if (socket instanceof SseSocket) live = socket;
       arm();
     });
+    let failed = false;
+    // Only a failure before opening says anything about the path (a
+    // connect timeout is the session's, and no route is this device's).
+    // Counted once: browsers fire `error` then `close`, Node 20's own
+    // WebSocket `error` alone.
+    const fail = (): void => {
+      if (!opened && !closedByClient && !failed && !offline()) choice.handleDial(now(), dialKind, { opened: false, failure: { kind: "network", detail: "closed before open" } });
+      failed = true;
+    };
+    socket.addEventListener("error", fail);
     socket.addEventListener("close", () => {
-      // Only a failure before opening says anything about the path (a
-      // connect timeout is the session's, and no route is this device's).
-      if (!opened && !closedByClient && !offline()) choice.handleDial(now(), dialKind, { opened: false, failure: { kind: "network", detail: "closed before open" } });
+      fail();
       if (live === socket) {
         live = undefined;
         arm();

@@ -7,7 +7,7 @@ import { decodeBinary, encodeBinary } from "../src/binary/codec.js";
 import { decodeServer } from "../src/core/codec.js";
 
 type Case = { name: string; direction: "client" | "server"; hex: string; json?: string; error?: Record<string, unknown> };
-const doc = JSON.parse(readFileSync(new URL("../../../spec/vectors/binary.json", import.meta.url), "utf8")) as Record<string, Case[]>;
+const doc = JSON.parse(readFileSync(new URL("../vectors/binary.json", import.meta.url), "utf8")) as Record<string, Case[]>;
 
 const bytes = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");

@@ -16,7 +16,7 @@ import { fixed } from "../src/policies.js";
 
 type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "../../../spec/vectors/codec.json");
+const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "../vectors/codec.json");
 const doc: J = JSON.parse(readFileSync(VECTORS, "utf8"));
 
 /**

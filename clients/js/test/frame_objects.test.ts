@@ -13,7 +13,7 @@ import { BelayClient, type DisconnectInfo } from "../src/index.js";
 import { fixed } from "../src/policies.js";
 
 type Vector = { name: string; frame: string | unknown[]; message?: object; error?: { error: string } };
-const doc = JSON.parse(readFileSync(new URL("../../../spec/vectors/codec.json", import.meta.url), "utf8")) as { decode_server: Vector[] };
+const doc = JSON.parse(readFileSync(new URL("../vectors/codec.json", import.meta.url), "utf8")) as { decode_server: Vector[] };
 
 describe("decodeServer on an object: the verdict of its JSON text", () => {
   // Every vector whose text is one JSON object; the faults of the text itself

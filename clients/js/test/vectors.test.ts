@@ -1,5 +1,6 @@
 /**
- * Runs every shared conformance vector in ../../spec/vectors/ (see its
+ * Runs every shared conformance vector in vectors/ (copied from
+ * ../../spec/vectors/ by scripts/vectors.mjs; see its
  * README.md, the whole contract for this runner).
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -17,7 +18,7 @@ import type { Failure } from "../src/core/transport.js";
 
 type J = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "../../../spec/vectors");
+const VECTORS = join(dirname(fileURLToPath(import.meta.url)), "../vectors");
 const load = (file: string): J => JSON.parse(readFileSync(join(VECTORS, file), "utf8"));
 
 /** The README's subset matcher; returns a mismatch description or undefined. */
