@@ -96,16 +96,11 @@ impl Fallback {
         }
     }
 
-    pub(crate) fn probed(&mut self, now: Instant, opened: bool) {
-        if let Some(choice) = &mut self.choice {
-            choice.handle_probe(now, opened);
-        }
-    }
-
-    /// Whether to move back to WebSocket now (`quiet`: nothing in flight).
-    pub(crate) fn switch_now(&mut self, quiet: bool) -> bool {
-        self.choice
-            .as_mut()
-            .is_some_and(|choice| choice.poll_switch(quiet))
+    /// A probe ended; if it opened, the bound by which the session is to
+    /// have moved back to WebSocket ([`TransportChoice::poll_switch`]).
+    pub(crate) fn probed(&mut self, now: Instant, opened: bool) -> Option<Instant> {
+        let choice = self.choice.as_mut()?;
+        choice.handle_probe(now, opened);
+        choice.poll_switch()
     }
 }

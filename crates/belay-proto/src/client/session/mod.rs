@@ -35,6 +35,7 @@ mod outputs;
 mod phase;
 mod reconnect;
 mod refresh;
+mod switch;
 
 pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
 pub use phase::ConnectionState;
@@ -113,6 +114,9 @@ pub struct Session {
     /// request goes out on it, and the session leaves it (closing it
     /// itself) once no request is in flight.
     leaving: bool,
+    /// A move to a new transport at the next quiet moment, and the bound
+    /// on the wait for one (`switch.rs`).
+    switch_by: Option<Instant>,
     /// When to ask for a new token and when the current one expires.
     credentials: refresh::Credentials,
     /// The earliest dial the server's advice allows, until the next dial.
@@ -143,6 +147,7 @@ impl Session {
             deploy_backoff: false,
             advice: None,
             leaving: false,
+            switch_by: None,
             credentials: refresh::Credentials::default(),
             not_before: None,
             online: true,
@@ -244,6 +249,7 @@ impl Session {
             self.registry.poll_timeout(),
             self.subscriptions.poll_timeout(),
             self.cooldown_deadline(),
+            self.switch_deadline(),
             self.credentials
                 .ask_at
                 .filter(|_| matches!(self.phase, Phase::Open { .. })),
@@ -406,6 +412,7 @@ impl Session {
             Input::Message(id, message) => self.on_message(now, id, message),
             Input::Network { online } => self.on_network(now, online),
         }
+        self.switch_if_quiet(now);
     }
 
     /// A frame the session decoded (JSON or binary: the same rules).
