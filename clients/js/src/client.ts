@@ -318,6 +318,13 @@ export class BelayClient extends EventTarget {
     // A text frame's text, or the object a codec such as `@belay/client/binary` made of a frame.
     // (`onerror` stays unset: `error` only logs; `close` alone decides.)
     ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: e.data });
+    // The SSE fallback (`@belay/client/fallback`) asks to move back to WebSocket, at the
+    // session's next quiet moment (PROTOCOL.md §1.7); it asks only its last dial, this one.
+    ws.addEventListener?.("belay:replace", (e) => {
+      const now = this._clock();
+      this._session.replaceTransportWhenQuiet(now, now + (e as globalThis.Event & { withinMs: number }).withinMs);
+      this._pump();
+    });
     ws.onclose = (e: CloseEvent) => {
       this._sockets.delete(id);
       if (!opened) {

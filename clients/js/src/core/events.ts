@@ -15,7 +15,9 @@ export type DisconnectReason =
   | { kind: "network_offline" }
   | { kind: "client_stopped" }
   /** The server advised a reconnect; the session closed the transport once idle. */
-  | { kind: "advised" };
+  | { kind: "advised" }
+  /** The driver moved the session to another transport (`replaceTransport`): closed 1000 and dialed again at once. */
+  | { kind: "replaced" };
 
 /** Whether (and when) the session will try again. */
 export type RetryPlan = { kind: "after"; delay_ms: number } | { kind: "when_online" } | { kind: "no" };

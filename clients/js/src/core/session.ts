@@ -65,6 +65,8 @@ export class Session implements SubscriptionSink {
   private _advice: ReconnectAdvice | undefined;
   /** Advised to leave the open transport: nothing new is sent on it; closed once idle. */
   _leaving?: boolean;
+  /** A move to a new transport at the next quiet moment, and the bound on the wait for one (µs; `replaceTransportWhenQuiet`). */
+  private _switchBy: number | undefined;
   /** When to ask for a new token, and when the credentials expire (µs). */
   private _askAt: number | undefined;
   private _expiresAt: number | undefined;
@@ -127,6 +129,7 @@ export class Session implements SubscriptionSink {
       this._subscriptions._pollTimeout(),
       this._cooldownDeadline(),
       this._askAt, // set only while open
+      this._state === "open" && !this._leaving ? this._switchBy : undefined,
     ]);
     return t && t / US;
   }
@@ -153,6 +156,24 @@ export class Session implements SubscriptionSink {
     this._dial(this._advance(nowMs));
     return undefined;
   }
+
+  /**
+   * Move to a new transport at the next quiet moment (`session/switch.rs`;
+   * the SSE fallback's switch back, PROTOCOL.md §1.7): once open with no
+   * request in flight, close the transport (1000 `transport replaced`) and
+   * dial again at once, without a backoff step; the subscriptions resume
+   * from their positions. Until then requests are taken and sent as usual;
+   * from `byMs` on, new ones are refused `not_ready` until those in flight
+   * settle. While connecting or handshaking the move waits for the session
+   * to open; with no transport it does nothing. A lost transport cancels
+   * it; a server's `reconnect` advice takes precedence.
+   */
+  replaceTransportWhenQuiet(nowMs: number, byMs: number): void {
+    // `_id` is kept while connecting, handshaking or open.
+    if (this._id !== undefined) this._switchBy = fromMs(byMs);
+    this.handleTimeout(nowMs); // idempotent: moves now if quiet (`_leaveIfIdle`)
+  }
+
 
   /**
    * Check now that the peer is alive instead of waiting out the heartbeat
@@ -426,6 +447,7 @@ export class Session implements SubscriptionSink {
     this._emit({ event: "connected", session: w.session });
     this._subscriptions._handleProtocolUp(now);
     this._refreshReadiness(now);
+    this._leaveIfIdle(now); // a move asked while handshaking
   }
 
   // ----- the reconnect controller -----
@@ -449,6 +471,9 @@ export class Session implements SubscriptionSink {
     } else if (!this._online) {
       this._go("offline");
       retry = { kind: "when_online" };
+    } else if (reason.kind === "replaced") {
+      // Not a failure: no backoff, no advice to wait for; dialed below.
+      retry = { kind: "after", delay_ms: 0 };
     } else if (reason.kind === "transport_failed" && reason.failure.kind === "unreachable") {
       // No route from this device: retry soon on the local schedule, without advancing the backoff.
       retry = { kind: "after", delay_ms: wholeMs(this._wait(now + this._localBackoff._nextDelay(now, this._rng)) - now) };
@@ -472,6 +497,7 @@ export class Session implements SubscriptionSink {
     if (halt) this._go("halted");
     this._emit({ event: wasOpen ? "disconnected" : "connect_failed", reason, retry });
     if (halt) this._emit({ event: "halted", reason: halt });
+    if (reason.kind === "replaced" && this._online) this._dial(now);
   }
 
   /** Wait until `until`, or the server's "not before" if later; returns the end of the wait. */
@@ -499,11 +525,18 @@ export class Session implements SubscriptionSink {
     return this._readySince + this._config.resetAfterMs * US;
   }
 
-  /** Leave the advised transport once no request waits for its answer (`_leaving` is only ever set while open). */
+  /**
+   * Leave the advised transport once no request waits for its answer, or
+   * move to a new one (`replaceTransportWhenQuiet`) then; `_leaving` is only
+   * ever set while open.
+   */
   private _leaveIfIdle(now: number): void {
-    if (!this._leaving || this._registry._entries.size > 0) return;
-    this._close(this._id!, CloseCode.NORMAL, "advised");
-    this._loseTransport(now, { kind: "advised" });
+    // A pending move (advice takes precedence): from its bound on, nothing new is sent.
+    const by = this._state === "open" && !this._advice ? this._switchBy : undefined;
+    if (now >= by! && !this._leaving) (this._leaving = true), this._refreshReadiness(now);
+    if ((!this._leaving && by === undefined) || this._registry._entries.size > 0) return;
+    this._close(this._id!, CloseCode.NORMAL, by === undefined ? "advised" : "transport replaced");
+    this._loseTransport(now, { kind: by === undefined ? "advised" : "replaced" });
   }
 
   /** The credentials expire `ms` from now: ask for a new token at 75–90 % of that (PROTOCOL.md §2.8). */
@@ -514,6 +547,7 @@ export class Session implements SubscriptionSink {
 
   private _dropTransportState(now: number): void {
     this._leaving = false;
+    this._switchBy = undefined;
     this._askAt = this._expiresAt = undefined;
     this._refreshReadiness(now);
     this._registry._settleAll();
