@@ -26,7 +26,8 @@
 //! ask the server for something (requests, subscriptions); `reconnect` the reconnect
 //! controller (transport facts, what happens after a transport is lost,
 //! dialing); `messages` what each server message does; `outputs` the output
-//! queue and readiness changes; `io` and `phase` the types.
+//! queue and readiness changes; `switch` the move to a new transport at a
+//! quiet moment (the SSE fallback's switch back); `io` and `phase` the types.
 
 mod calls;
 mod io;
