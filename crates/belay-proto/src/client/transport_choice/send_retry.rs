@@ -59,6 +59,26 @@ impl Default for SendRetryPolicy {
     }
 }
 
+impl SendRetryPolicy {
+    /// Set [`retry_delays`](Self::retry_delays): one retry per delay.
+    pub fn set_retry_delays(&mut self, delays: Vec<Duration>) -> &mut Self {
+        self.retry_delays = delays;
+        self
+    }
+
+    /// Set [`budget`](Self::budget).
+    pub fn set_budget(&mut self, budget: Duration) -> &mut Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Set [`max_hint`](Self::max_hint).
+    pub fn set_max_hint(&mut self, max_hint: Duration) -> &mut Self {
+        self.max_hint = max_hint;
+        self
+    }
+}
+
 /// How one attempt of a send ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -189,6 +209,28 @@ mod tests {
 
     fn retry() -> SendRetry {
         SendRetry::new(SendRetryPolicy::default(), at(0))
+    }
+
+    #[test]
+    fn a_policy_without_retries_gives_up_at_the_first_failure() {
+        let mut policy = SendRetryPolicy::default();
+        policy
+            .set_retry_delays(Vec::new())
+            .set_budget(Duration::from_secs(1))
+            .set_max_hint(Duration::ZERO);
+        let mut r = SendRetry::new(policy, at(0));
+        assert_eq!(r.deadline(), at(1_000));
+        assert!(matches!(
+            r.handle_outcome(at(1), SendOutcome::NoAnswer),
+            SendStep::GiveUp(_)
+        ));
+        assert!(
+            matches!(
+                r.handle_outcome(at(2), SendOutcome::status(204)),
+                SendStep::GiveUp(_)
+            ),
+            "settled: nothing more"
+        );
     }
 
     #[test]
