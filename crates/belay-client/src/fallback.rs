@@ -1,7 +1,9 @@
 //! The driver's side of the SSE fallback: which kind each live transport
 //! is, the facts [`TransportChoice`] (belay-proto, which decides) is fed
-//! with, and the WebSocket probes it asks for. Without a choice (the
-//! fallback turned off) every dial is a WebSocket and nothing is probed.
+//! with, and the WebSocket probes it asks for. A probe that opens yields
+//! the bound the driver hands to `Session::replace_transport_when_quiet`
+//! (the session picks the moment). Without a choice (the fallback turned
+//! off) every dial is a WebSocket and nothing is probed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
