@@ -123,18 +123,22 @@ async fn when_the_block_lifts_the_client_goes_back_to_websocket_without_a_gap() 
     // A request in flight when the block lifts: the switch waits for it.
     let slow = {
         let client = client.clone();
-        tokio::spawn(async move { client.request("slow", json!(400)).await })
+        tokio::spawn(async move {
+            let answer = client.request("slow", json!(400)).await;
+            (answer, tokio::time::Instant::now())
+        })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     blocked.store(false, Ordering::SeqCst);
-    // Meanwhile, short requests one after another: the session keeps
-    // taking them while the switch waits, and every one is answered.
+    // Meanwhile, short requests one after another, each with the instant
+    // its outcome came.
     let chatter = {
         let client = client.clone();
         tokio::spawn(async move {
             let mut outcomes = Vec::new();
             while client.status().borrow().transport == TransportKind::Sse {
-                outcomes.push(client.request("slow", json!(5)).await);
+                let outcome = client.request("slow", json!(5)).await;
+                outcomes.push((outcome, tokio::time::Instant::now()));
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             outcomes
@@ -144,15 +148,30 @@ async fn when_the_block_lifts_the_client_goes_back_to_websocket_without_a_gap() 
         s.ready && s.transport == TransportKind::WebSocket
     })
     .await;
+    let (answer, slow_done) = slow.await.expect("task");
     assert!(
-        slow.await.expect("task").is_ok(),
+        answer.is_ok(),
         "the request in flight settled with its answer"
     );
+    // While the switch waited for the slow request, the session kept
+    // taking the others and every one was answered. Only in the one
+    // reconnect after it (no open transport) may one be refused, unsent.
     let outcomes = chatter.await.expect("task");
-    assert!(!outcomes.is_empty());
+    let (waiting, after): (Vec<_>, Vec<_>) = outcomes.iter().partition(|(_, at)| *at < slow_done);
     assert!(
-        outcomes.iter().all(Result::is_ok),
-        "no request refused or lost around the switch: {outcomes:?}"
+        !waiting.is_empty(),
+        "requests were made while the switch waited"
+    );
+    assert!(
+        waiting.iter().all(|(outcome, _)| outcome.is_ok()),
+        "none refused or lost while the switch waited: {waiting:?}"
+    );
+    assert!(
+        after.iter().all(|(outcome, _)| matches!(
+            outcome,
+            Ok(_) | Err(belay_client::RequestError::NotReady)
+        )),
+        "{after:?}"
     );
     let last = publisher.await.expect("publisher");
     let mut offsets = Vec::new();
