@@ -174,7 +174,6 @@ export class Session implements SubscriptionSink {
     this.handleTimeout(nowMs); // idempotent: moves now if quiet (`_leaveIfIdle`)
   }
 
-
   /**
    * Check now that the peer is alive instead of waiting out the heartbeat
    * (page visible again, restored from the bfcache, back online, resumed).
