@@ -91,10 +91,15 @@ it("WebSocket blocked: ready over SSE; unblocked: back on WebSocket, no gap, no 
   expect(back - lifted, "back on WebSocket within a probe interval and a reconnect").toBeLessThan(10_000);
   const offsets = assertContiguous(run.events);
   expect(offsets.length).toBeGreaterThan(20);
-  // Requests: answered, or refused before sending while the session left
-  // the stream (never sent, safe to retry); none timed out or was lost.
+  // Requests: answered, or refused before sending only in the moment the
+  // session has no open transport (the stream closed, the WebSocket not yet
+  // welcomed): the session kept taking them on the stream while the switch
+  // waited for a quiet moment (one request every 50 ms leaves many, long
+  // before the 30 s bound; PROTOCOL.md §1.7). None timed out or was lost.
   const outcomes = new Set(run.outcomes.map((o: { outcome: string }) => o.outcome));
   for (const o of outcomes) expect(["ok", "not_ready"]).toContain(o);
+  const refused = run.outcomes.filter((o: { outcome: string }) => o.outcome === "not_ready").length;
+  expect(refused, "refused only during the one reconnect (a few 50 ms ticks at most)").toBeLessThanOrEqual(5);
   expect(run.outcomes.filter((o: { outcome: string }) => o.outcome === "ok").length).toBeGreaterThan(20);
   // Dials: the blocked WebSocket, the stream, the WebSocket after the switch.
   expect(run.dials).toBe(3);

@@ -1,4 +1,4 @@
-// The demo server (crates/belay-demo) serves this client at /belay.js and
+// The demo server (crates/belay-demo) serves this client (`@belay/client/full`) at /belay.js and
 // its SSE fallback at /fallback.js, and cargo cannot run npm: the built
 // bundles are committed there as crates/belay-demo/assets/{belay,fallback}.js.
 // esbuild's output is deterministic, so each committed copy must equal a
@@ -11,11 +11,14 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { ROOT, withoutMapLink } from "./bundle.mjs";
 
 let failed = false;
+// The page's client is `@belay/client/full` (its fallback mode switches back
+// to WebSocket at the session's quiet moment), served as /belay.js.
+const BUILT = { "belay.js": "full.js", "fallback.js": "fallback.js" };
 for (const name of ["belay.js", "fallback.js"]) {
-  const built = ROOT + "dist/" + name;
+  const built = ROOT + "dist/" + BUILT[name];
   const asset = ROOT + "../../crates/belay-demo/assets/" + name;
   if (!existsSync(built)) {
-    console.error(`dist/${name} is missing: run \`npm run build\` first`);
+    console.error(`dist/${BUILT[name]} is missing: run \`npm run build\` first`);
     process.exit(2);
   }
   if (process.argv.includes("--write")) {

@@ -30,7 +30,7 @@ export interface BelayOptions {
    * retried with the backoff and never halts; reject with
    * `UnauthorizedError` when the user is signed out: the client halts
    * `auth_failed`. A token the provider just gave that the server refuses
-   * halts too. Needs the `@belay/client/tokens` entry (the default entry
+   * halts too. Needs the `@belay/client/full` entry (the default entry
    * throws a TypeError for it).
    */
   tokenProvider?: () => Promise<string>;
@@ -129,8 +129,8 @@ export class BelayClient extends EventTarget {
     for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
     this._WS = options.WebSocket ?? globalThis.WebSocket;
     this._tokens = options.tokenProvider;
-    if (globalThis.BELAY_TOKENS === false && this._tokens) throw new TypeError("tokenProvider needs @belay/client/tokens");
-    if (globalThis.BELAY_TOKENS !== false) config.tokenProvider = !!this._tokens;
+    if (globalThis.BELAY_FULL === false && this._tokens) throw new TypeError("tokenProvider needs @belay/client/full");
+    if (globalThis.BELAY_FULL !== false) config.tokenProvider = !!this._tokens;
     this._clock = options.now ?? (() => performance.now());
     this._session = new Session(config, this._clock(), options.seed ?? globalThis.crypto.getRandomValues(new BigUint64Array(1))[0]!);
     this._lastStatus = this._statusKey();
@@ -349,6 +349,14 @@ export class BelayClient extends EventTarget {
     ws.onerror = () => opened || failed("error before open");
     // A text frame's text, or the object a codec such as `@belay/client/binary` made of a frame.
     ws.onmessage = (e: MessageEvent) => this._input({ kind: "frame", id, text: e.data });
+    // The SSE fallback (`@belay/client/fallback`) asks to move back to WebSocket, at the
+    // session's next quiet moment (PROTOCOL.md §1.7); it asks only its last dial, this one.
+    if (globalThis.BELAY_FULL !== false)
+      ws.addEventListener?.("belay:replace", (e) => {
+        const now = this._clock();
+        this._session.replaceTransportWhenQuiet(now, now + (e as globalThis.Event & { withinMs: number }).withinMs);
+        this._pump();
+      });
     ws.onclose = (e: CloseEvent) => {
       if (!opened) return failed(`closed before open (${e.code})`);
       this._sockets.delete(id);
@@ -366,7 +374,7 @@ export class BelayClient extends EventTarget {
       case "stopped":
         return;
       case "token_wanted": {
-        if (globalThis.BELAY_TOKENS !== false) {
+        if (globalThis.BELAY_FULL !== false) {
           const answer = (f: () => void) => {
             f();
             this._pump();

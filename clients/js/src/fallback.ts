@@ -16,12 +16,16 @@
  * (after the client's usual backoff: readiness, request settling, recovery
  * and backoff are the session's, whatever carries the frames). On SSE, a
  * WebSocket probe every `retryWebSocketEveryMs` (default 60 s); once one
- * opens, the stream is handed a `reconnect` advice with no delay, so the
- * session leaves it at its next quiet moment (no request in flight; new
- * requests meanwhile are refused `NotReadyError`, never sent), closes it
- * with 1000 `transport replaced` and dials a WebSocket at once. Its
+ * opens, the next dial is a WebSocket and the stream fires `belay:replace`
+ * (its `withinMs`: `switchWithinMs`, default 30 s), on which the client
+ * calls `Session.replaceTransportWhenQuiet`: the session keeps taking
+ * requests on the stream and, at its first moment with none in flight,
+ * closes it with 1000 `transport replaced` and dials a WebSocket at once.
+ * Only if no such moment comes within `withinMs` does it refuse new
+ * requests (`NotReadyError`, never sent) until the last is answered. Its
  * subscriptions resume from their positions: nothing lost, nothing
- * repeated, one transport at a time.
+ * repeated, one transport at a time. The sends retry as `SendRetry`
+ * decides (the same rule as the Rust client's).
  *
  * Same origin only (the POSTs carry `Belay-Stream` and `Belay-Seq` headers,
  * which a cross-origin server would have to allow). Over HTTP/1.1 a browser
@@ -51,8 +55,8 @@ export interface SseFallback {
   readonly kind: TransportKind;
 }
 
-/** The switch back (PROTOCOL.md §1.7): leave this transport once idle, redial at once. */
-const SWITCH = JSON.stringify({ type: "reconnect", reason: "transport", min_delay_ms: 0, max_delay_ms: 0 });
+/** The event a stream fires when the session is to move back to WebSocket (PROTOCOL.md §1.7; `client.ts` listens). */
+export const REPLACE_EVENT = "belay:replace";
 
 export function sseFallback(options: FallbackOptions = {}): SseFallback {
   const WS = options.WebSocket ?? globalThis.WebSocket;
@@ -62,6 +66,8 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
   let kind: TransportKind = "websocket";
   /** The open SSE transport, if the session runs on one; probes run only then. */
   let live: SseSocket | undefined;
+  /** The transport of the last dial, open or not: the one a switch is for. */
+  let latest: WebSocket | SseSocket | undefined;
   let url = "";
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -81,10 +87,13 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
     const done = (opened: boolean) => {
       if (settled) return;
       settled = true;
-      choice.handleProbe(now(), opened);
-      if (opened && live && choice.pollSwitch(true)) {
-        live._replacedReason = "transport replaced";
-        live._inject(SWITCH);
+      const at = now();
+      choice.handleProbe(at, opened);
+      const by = choice.pollSwitch();
+      // The session moves at its next quiet moment; with no stream (lost,
+      // or a WebSocket dial under way) the next dial is a WebSocket anyway.
+      if (by !== undefined && latest instanceof SseSocket && latest.readyState !== 3) {
+        latest.dispatchEvent(Object.assign(new Event(REPLACE_EVENT), { withinMs: Math.max(0, by - at) }));
       }
       arm();
     };
@@ -105,7 +114,8 @@ export function sseFallback(options: FallbackOptions = {}): SseFallback {
   function dial(dialUrl: string): WebSocket | SseSocket {
     url = dialUrl;
     const dialKind = choice.next();
-    const socket = dialKind === "sse" ? new SseSocket(dialUrl, fetcher) : new WS(dialUrl);
+    const socket = dialKind === "sse" ? new SseSocket(dialUrl, fetcher, now) : new WS(dialUrl);
+    latest = socket;
     let opened = false;
     let closedByClient = false;
     const close = socket.close.bind(socket);

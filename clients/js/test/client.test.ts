@@ -253,8 +253,8 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
   });
 
   // The sources carry the token lifecycle (the build leaves it out of this entry).
-  it.runIf(label !== "src")("refuses a tokenProvider, which needs @belay/client/tokens, with a TypeError", () => {
-    expect(() => client({ tokenProvider: async () => "t" })).toThrow(/@belay\/client\/tokens/);
+  it.runIf(label !== "src")("refuses a tokenProvider, which needs @belay/client/full, with a TypeError", () => {
+    expect(() => client({ tokenProvider: async () => "t" })).toThrow(/@belay\/client\/full/);
   });
 
   it("fires connected, servererror, disconnected and halted with their details", () => {

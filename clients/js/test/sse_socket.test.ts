@@ -1,9 +1,10 @@
 // SseSocket (src/fallback/sse_socket.ts), the SSE + HTTP fallback's transport
 // (spec/PROTOCOL.md §1.7), against a fake `fetch`: opening on `POST /sse` and
 // the stream's `open`, messages in order across chunks, a refused stream,
-// sends (one in flight, batched, numbered by `Belay-Seq`, retried once, ended
-// by a non-204 answer or a 15 s silence), the server's `close` and a stream
-// that just ends, the client's `close` (`POST /sse/close`), and `_inject`.
+// sends (one in flight, batched, numbered by `Belay-Seq`, retried as
+// `SendRetry` decides, ended by an answer that is not retried or a 15 s
+// silence), the server's `close` and a stream that just ends, and the
+// client's `close` (`POST /sse/close`).
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { SseSocket } from "../src/fallback/sse_socket.js";
 
@@ -241,7 +242,7 @@ describe("SseSocket: sending", () => {
     expect(server.calls.length).toBe(before);
   });
 
-  it("retries a send that failed on the way once, with the same Belay-Seq, and stays open", async () => {
+  it("retries a send that failed on the way at once, with the same Belay-Seq, and stays open", async () => {
     const { server, socket, events } = await opened();
     socket.send('{"n":1}');
     server.to("/sse/send")[0]!.fail(new TypeError("fetch failed"));
@@ -356,27 +357,74 @@ describe("SseSocket: close()", () => {
     expect(onclose).toBe(1);
   });
 
-  it("sends `_replacedReason` as the close's reason when it is set", async () => {
+  it("sends the close's own reason (the session's `transport replaced` when it moves back to WebSocket)", async () => {
     const { server, socket } = await opened();
-    socket._replacedReason = "transport replaced";
-    socket.close(1000, "client stop");
+    socket.close(1000, "transport replaced");
     expect(JSON.parse(server.to("/sse/close")[0]!.body)).toEqual({ code: 1000, reason: "transport replaced" });
   });
 });
 
-describe("SseSocket: _inject", () => {
-  it("delivers the text as a message on an open socket", async () => {
-    const { socket, events } = await opened();
-    const text = '{"type":"reconnect","reason":"transport","min_delay_ms":0,"max_delay_ms":0}';
-    socket._inject(text);
-    expect(events.messages).toEqual([text]);
+describe("SseSocket: send retries (SendRetry)", () => {
+  /** A socket on a fake clock: `clock.ms` moves with the fake timers. */
+  async function openedOnFakeTime() {
+    const clock = { ms: 0 };
+    const server = new FakeServer();
+    const socket = new SseSocket("ws://h/ws", server.fetch, () => clock.ms);
+    const events = record(socket);
+    await until(() => server.to("/sse").length === 1, "POST /sse");
+    const streamCall = server.to("/sse")[0]!;
+    const stream = eventStream(streamCall.signal);
+    streamCall.respond(stream.response);
+    stream.push(OPEN);
+    await until(() => socket.readyState === 1, "open");
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const advance = (ms: number) => {
+      clock.ms += ms;
+      vi.advanceTimersByTime(ms);
+    };
+    return { server, socket, events, advance };
+  }
+
+  it("retries a 503 after its Retry-After, then a 502 after 500 ms, on the same Belay-Seq", async () => {
+    const { server, socket, events, advance } = await openedOnFakeTime();
+    socket.send('{"n":1}');
+    server.to("/sse/send")[0]!.respond(new Response(null, { status: 503, headers: { "retry-after": "1" } }));
+    await settle();
+    advance(999);
+    await settle();
+    expect(server.to("/sse/send")).toHaveLength(1);
+    advance(1);
+    await until(() => server.to("/sse/send").length === 2, "the retry after 1 s");
+    server.to("/sse/send")[1]!.respond(new Response(null, { status: 502 }));
+    await settle();
+    advance(499);
+    await settle();
+    expect(server.to("/sse/send")).toHaveLength(2);
+    advance(1);
+    await until(() => server.to("/sse/send").length === 3, "the retry after 500 ms");
+    server.to("/sse/send")[2]!.respond(noContent());
+    await settle();
+    expect(server.to("/sse/send").map((c) => c.headers.get("belay-seq"))).toEqual(["1", "1", "1"]);
+    expect(socket.readyState).toBe(1);
+    expect(events.closes).toHaveLength(0);
   });
 
-  it("delivers nothing on a closed socket", async () => {
-    const { socket, events } = await opened();
-    socket.close(1000, "client stop");
-    socket._inject('{"type":"reconnect"}');
-    await settle();
-    expect(events.messages).toEqual([]);
+  it("gives the stream up (1006) when the fourth attempt fails too", async () => {
+    const { server, events, socket, advance } = await openedOnFakeTime();
+    socket.send('{"n":1}');
+    const fail = async (n: number) => {
+      await until(() => server.to("/sse/send").length === n, `attempt ${n}`);
+      server.to("/sse/send")[n - 1]!.fail(new TypeError("fetch failed"));
+      await settle();
+    };
+    await fail(1); // retried at once
+    await fail(2); // then after 500 ms
+    advance(500);
+    await fail(3); // then after 2 s
+    advance(2000);
+    await fail(4);
+    await until(() => events.closes.length === 1, "close");
+    expect(events.closes[0]!.code).toBe(1006);
+    expect(server.to("/sse/send")).toHaveLength(4);
   });
 });

@@ -4,22 +4,22 @@
 // and only the provider's typed UnauthorizedError (or a refusal of a token
 // it just gave) halts. The session vectors hold the rules; these tests hold
 // the driver: the provider is called, its answer reaches the session.
-// Run against the sources and against the minified `@belay/client/tokens`
+// Run against the sources and against the minified `@belay/client/full`
 // as `npm run build` makes it.
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import * as source from "../src/tokens.js";
-import type { HaltReason } from "../src/tokens.js";
+import * as source from "../src/full.js";
+import type { HaltReason } from "../src/full.js";
 import { fixed } from "../src/policies.js";
 // @ts-expect-error plain JS helper shared with the build script
 import { bundle } from "../scripts/bundle.mjs";
 import { FakeWebSocket } from "./fake_websocket.js";
 
 const minifiedFile = join(tmpdir(), `belay-tokens-test-${process.pid}.mjs`);
-writeFileSync(minifiedFile, (await bundle({ entry: "tokens" })) as Uint8Array);
+writeFileSync(minifiedFile, (await bundle({ entry: "full" })) as Uint8Array);
 const minified = (await import(pathToFileURL(minifiedFile).href)) as typeof source;
 afterAll(() => rmSync(minifiedFile, { force: true }));
 

@@ -72,18 +72,18 @@ describe("TransportChoice", () => {
     expect(c.pollTimeout()).toBeUndefined();
     c.handleProbe(62 * S, false);
     expect(c.pollTimeout()).toBe(122 * S);
-    expect(c.pollSwitch(true)).toBe(false);
+    expect(c.pollSwitch()).toBeUndefined();
   });
 
-  it("switches back once a probe opened, only at a quiet moment, once", () => {
+  it("hands the switch and its bound (switch_within after the probe) over once, the next dial a WebSocket", () => {
     const c = onFallback();
     expect(c.pollProbe(60 * S)).toBe(true);
     c.handleProbe(60 * S, true);
-    expect(c.pollSwitch(false)).toBe(false);
-    expect(c.next()).toBe("sse");
-    expect(c.pollSwitch(true)).toBe(true);
-    expect(c.pollSwitch(true)).toBe(false);
+    expect(c.isSwitching()).toBe(true);
     expect(c.next()).toBe("websocket");
+    expect(c.pollSwitch()).toBe(90 * S);
+    expect(c.pollSwitch()).toBeUndefined();
+    expect(c.pollTimeout()).toBeUndefined();
     c.handleDial(61 * S, "websocket", opened);
     expect(c.onFallback()).toBe(false);
     expect(c.pollTimeout()).toBeUndefined();
@@ -93,7 +93,7 @@ describe("TransportChoice", () => {
     const c = onFallback();
     c.pollProbe(60 * S);
     c.handleProbe(60 * S, true);
-    c.pollSwitch(true);
+    c.pollSwitch();
     c.handleDial(61 * S, "websocket", blocked);
     expect(c.next()).toBe("sse");
     c.handleDial(62 * S, "sse", opened);

@@ -158,7 +158,7 @@ export function configFromJson(json: J): Config {
   return makeConfig(overrides as Partial<Config>);
 }
 
-const ACTIONS = ["start", "refresh_token", "token_failed", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input"];
+const ACTIONS = ["start", "refresh_token", "token_failed", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input", "replace_transport_when_quiet"];
 const CHECKS = ["at", "expect", "result", "state", "ready", "readiness", "next_timeout_ms", "attempt"];
 
 function inputFromJson(a: J): Input {
@@ -210,6 +210,9 @@ function perform(s: Session, action: string, arg: J, now: number): J {
       return "ok";
     case "token_failed":
       s.tokenFailed(now, arg);
+      return "ok";
+    case "replace_transport_when_quiet":
+      s.replaceTransportWhenQuiet(now, arg.by);
       return "ok";
   }
   throw new Error(`unknown action ${action}`);
@@ -266,4 +269,11 @@ describe("session/*.json", () => {
     expect(trace.name + ".json").toBe(f);
     runTrace(trace);
   });
+});
+
+// The `switch` traces of fallback.json (its `choice` and `send_retry` cases: fallback_vectors.test.ts).
+describe("fallback.json (switch)", () => {
+  const traces = load("fallback.json").switch as J[];
+  it("finds the traces", () => expect(traces.length).toBeGreaterThan(0));
+  for (const trace of traces) it(trace.name, () => runTrace(trace));
 });

@@ -159,9 +159,6 @@ impl Driver {
         let _ = self.session.start(now);
         loop {
             self.drain();
-            if self.switch_back() {
-                self.drain();
-            }
             if self.closing {
                 break;
             }
@@ -203,7 +200,11 @@ impl Driver {
                 }
                 Some(opened) = self.fallback.probes.recv() => {
                     let now = self.now();
-                    self.fallback.probed(now, opened);
+                    // A probe opened: back to WebSocket at the session's
+                    // next quiet moment, and no later than `by`'s.
+                    if let Some(by) = self.fallback.probed(now, opened) {
+                        let _ = self.session.replace_transport_when_quiet(now, by);
+                    }
                 }
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
             }
@@ -455,19 +456,6 @@ impl Driver {
         if let Ok(target) = &self.target {
             self.fallback.probe(now, target, &mut self.tasks);
         }
-    }
-
-    /// A probe opened a WebSocket: at a quiet moment (ready, no request in
-    /// flight) move to a new transport now, and the new dial is a
-    /// WebSocket. The subscriptions resume from their positions, so
-    /// nothing is lost.
-    fn switch_back(&mut self) -> bool {
-        let quiet = self.session.is_ready() && self.session.requests_in_flight() == 0;
-        if !self.fallback.switch_now(quiet) {
-            return false;
-        }
-        let now = self.now();
-        self.session.replace_transport(now).is_ok()
     }
 
     fn publish_status(&mut self) {

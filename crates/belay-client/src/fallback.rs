@@ -1,7 +1,9 @@
 //! The driver's side of the SSE fallback: which kind each live transport
 //! is, the facts [`TransportChoice`] (belay-proto, which decides) is fed
-//! with, and the WebSocket probes it asks for. Without a choice (the
-//! fallback turned off) every dial is a WebSocket and nothing is probed.
+//! with, and the WebSocket probes it asks for. A probe that opens yields
+//! the bound the driver hands to `Session::replace_transport_when_quiet`
+//! (the session picks the moment). Without a choice (the fallback turned
+//! off) every dial is a WebSocket and nothing is probed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -96,16 +98,11 @@ impl Fallback {
         }
     }
 
-    pub(crate) fn probed(&mut self, now: Instant, opened: bool) {
-        if let Some(choice) = &mut self.choice {
-            choice.handle_probe(now, opened);
-        }
-    }
-
-    /// Whether to move back to WebSocket now (`quiet`: nothing in flight).
-    pub(crate) fn switch_now(&mut self, quiet: bool) -> bool {
-        self.choice
-            .as_mut()
-            .is_some_and(|choice| choice.poll_switch(quiet))
+    /// A probe ended; if it opened, the bound by which the session is to
+    /// have moved back to WebSocket ([`TransportChoice::poll_switch`]).
+    pub(crate) fn probed(&mut self, now: Instant, opened: bool) -> Option<Instant> {
+        let choice = self.choice.as_mut()?;
+        choice.handle_probe(now, opened);
+        choice.poll_switch()
     }
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use axum::middleware::Next;
 use axum::response::IntoResponse;
 use belay_client::{Client, Item};
 use belay_proto::{FallbackConfig, TransportKind};
-use common::{builder, demo_server, status_where, DemoServer, SOON};
+use common::{builder, demo_server, demo_server_with_slow_ping, status_where, DemoServer, SOON};
 use serde_json::json;
 use tokio::net::TcpListener;
 
@@ -123,17 +123,55 @@ async fn when_the_block_lifts_the_client_goes_back_to_websocket_without_a_gap() 
     // A request in flight when the block lifts: the switch waits for it.
     let slow = {
         let client = client.clone();
-        tokio::spawn(async move { client.request("slow", json!(400)).await })
+        tokio::spawn(async move {
+            let answer = client.request("slow", json!(400)).await;
+            (answer, tokio::time::Instant::now())
+        })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     blocked.store(false, Ordering::SeqCst);
+    // Meanwhile, short requests one after another, each with the instant
+    // its outcome came.
+    let chatter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            while client.status().borrow().transport == TransportKind::Sse {
+                let outcome = client.request("slow", json!(5)).await;
+                outcomes.push((outcome, tokio::time::Instant::now()));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            outcomes
+        })
+    };
     status_where(&mut status, "ready over WebSocket", |s| {
         s.ready && s.transport == TransportKind::WebSocket
     })
     .await;
+    let (answer, slow_done) = slow.await.expect("task");
     assert!(
-        slow.await.expect("task").is_ok(),
+        answer.is_ok(),
         "the request in flight settled with its answer"
+    );
+    // While the switch waited for the slow request, the session kept
+    // taking the others and every one was answered. Only in the one
+    // reconnect after it (no open transport) may one be refused, unsent.
+    let outcomes = chatter.await.expect("task");
+    let (waiting, after): (Vec<_>, Vec<_>) = outcomes.iter().partition(|(_, at)| *at < slow_done);
+    assert!(
+        !waiting.is_empty(),
+        "requests were made while the switch waited"
+    );
+    assert!(
+        waiting.iter().all(|(outcome, _)| outcome.is_ok()),
+        "none refused or lost while the switch waited: {waiting:?}"
+    );
+    assert!(
+        after.iter().all(|(outcome, _)| matches!(
+            outcome,
+            Ok(_) | Err(belay_client::RequestError::NotReady)
+        )),
+        "{after:?}"
     );
     let last = publisher.await.expect("publisher");
     let mut offsets = Vec::new();
@@ -154,5 +192,143 @@ async fn when_the_block_lifts_the_client_goes_back_to_websocket_without_a_gap() 
         "no gap, no duplicate"
     );
     assert_eq!(server.metrics().open_connections(), 1, "one live transport");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_switch_that_finds_no_quiet_moment_refuses_new_requests_only_after_its_bound() {
+    let server = demo_server();
+    let blocked = Arc::new(AtomicBool::new(true));
+    let addr = start_blockable(&server, Arc::clone(&blocked)).await;
+    let mut fallback = FallbackConfig::default();
+    fallback
+        .set_retry_websocket_every(Duration::from_millis(100))
+        .set_switch_within(Duration::from_millis(200));
+    let client = builder(addr).fallback(Some(fallback)).connect();
+    let mut status = client.status();
+    status_where(&mut status, "ready over SSE", |s| {
+        s.ready && s.transport == TransportKind::Sse
+    })
+    .await;
+    let slow = {
+        let client = client.clone();
+        tokio::spawn(async move { client.request("slow", json!(1500)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    blocked.store(false, Ordering::SeqCst);
+    // The probe opens within 100 ms and the bound is 200 ms after it: by
+    // 700 ms the session refuses new requests, still on the stream.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(client.status().borrow().transport, TransportKind::Sse);
+    assert!(
+        matches!(
+            client.request("slow", json!(1)).await,
+            Err(belay_client::RequestError::NotReady)
+        ),
+        "refused, never sent"
+    );
+    status_where(&mut status, "ready over WebSocket", |s| {
+        s.ready && s.transport == TransportKind::WebSocket
+    })
+    .await;
+    assert!(
+        slow.await.expect("task").is_ok(),
+        "the request in flight settled with its answer"
+    );
+    client.close().await;
+}
+
+/// Serve the demo with `/ws` always answered 400 and the next `fail` sends
+/// (`/sse/send`) answered 502 by a gateway that never passes them on.
+async fn start_with_failing_sends(server: &DemoServer, fail: Arc<AtomicUsize>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let serving: belay_server::Server = (**server).clone();
+    let router = server
+        .demo
+        .router(&serving)
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let fail = Arc::clone(&fail);
+                async move {
+                    let path = request.uri().path();
+                    if path == "/ws" {
+                        return (StatusCode::BAD_REQUEST, "no upgrade").into_response();
+                    }
+                    let failing = path == "/sse/send"
+                        && fail
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                            .is_ok();
+                    if failing {
+                        return (StatusCode::BAD_GATEWAY, "upstream hiccup").into_response();
+                    }
+                    next.run(request).await
+                }
+            },
+        ));
+    tokio::spawn(async move {
+        let _ = serving.serve(listener, router).await;
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_send_answered_502_is_retried_on_the_same_stream() {
+    let server = demo_server();
+    let fail = Arc::new(AtomicUsize::new(0));
+    let addr = start_with_failing_sends(&server, Arc::clone(&fail)).await;
+    let client = client(addr, Duration::from_secs(60));
+    let mut status = client.status();
+    status_where(&mut status, "ready over SSE", |s| {
+        s.ready && s.transport == TransportKind::Sse
+    })
+    .await;
+    let streams = client.status().borrow().attempts;
+    // Retried at once, then after 500 ms: the third attempt gets through.
+    fail.store(2, Ordering::SeqCst);
+    let answer = tokio::time::timeout(SOON, client.request("slow", json!(1)))
+        .await
+        .expect("answered in time");
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(fail.load(Ordering::SeqCst), 0, "both failures were met");
+    assert_eq!(
+        client.status().borrow().attempts,
+        streams,
+        "the same stream"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_send_that_keeps_failing_gives_the_stream_up() {
+    let server = demo_server_with_slow_ping();
+    let fail = Arc::new(AtomicUsize::new(0));
+    let addr = start_with_failing_sends(&server, Arc::clone(&fail)).await;
+    let client = client(addr, Duration::from_secs(60));
+    let mut status = client.status();
+    status_where(&mut status, "ready over SSE", |s| {
+        s.ready && s.transport == TransportKind::Sse
+    })
+    .await;
+    // Four attempts (at once, +0, +500 ms, +2 s), then the stream fails:
+    // the request's fate is unknown and the session reconnects.
+    fail.store(4, Ordering::SeqCst);
+    let answer = tokio::time::timeout(SOON, client.request("slow", json!(1)))
+        .await
+        .expect("settled in time");
+    assert!(
+        matches!(answer, Err(belay_client::RequestError::ConnectionClosed)),
+        "{answer:?}"
+    );
+    assert_eq!(
+        fail.load(Ordering::SeqCst),
+        0,
+        "four attempts; {:?}",
+        client.status().borrow().last_disconnect
+    );
+    status_where(&mut status, "ready again over SSE", |s| {
+        s.ready && s.transport == TransportKind::Sse
+    })
+    .await;
     client.close().await;
 }

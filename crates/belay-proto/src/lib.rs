@@ -120,4 +120,7 @@ pub use session::{
 };
 pub use time::Instant;
 pub use transport::{Failure, TransportId};
-pub use transport_choice::{DialOutcome, FallbackConfig, TransportChoice, TransportKind};
+pub use transport_choice::{
+    DialOutcome, FallbackConfig, SendOutcome, SendRetry, SendRetryPolicy, SendStep,
+    TransportChoice, TransportKind,
+};

@@ -403,6 +403,25 @@ fn session_traces() {
     report("session/*.json", paths.len(), &failures);
 }
 
+// ----- fallback.json: the switch back, session traces -----
+
+/// The `switch` traces of `fallback.json` (its `choice` and `send_retry`
+/// cases are run by `fallback_vectors.rs`).
+#[test]
+fn fallback_switch_traces() {
+    let vectors = load(&vectors_dir().join("fallback.json"));
+    let traces = array_field(&vectors, "switch").expect("fallback.json has \"switch\"");
+    let failures: Vec<String> = traces
+        .iter()
+        .filter_map(|trace| {
+            run_trace(trace)
+                .err()
+                .map(|e| format!("fallback.json switch {}: {e}", trace["name"]))
+        })
+        .collect();
+    report("fallback.json (switch)", traces.len(), &failures);
+}
+
 fn run_trace(trace: &Value) -> Check {
     let config = config_from_json(field(trace, "config")?)?;
     let mut session = Session::new(config, Instant::ZERO, u64_field(trace, "seed")?);
@@ -473,6 +492,7 @@ const ACTIONS: [&str; 11] = [
     "request",
     "timeout",
     "input",
+    "replace_transport_when_quiet",
 ];
 const STEP_CHECKS: [&str; 8] = [
     "at",
@@ -621,6 +641,12 @@ fn perform(
         "input" => {
             session.handle_input(now, input_from_json(arg)?);
             ok()
+        }
+        "replace_transport_when_quiet" => {
+            let by = at(u64_field(arg, "by")?);
+            session
+                .replace_transport_when_quiet(now, by)
+                .map_or_else(stopped, |()| ok())
         }
         "refresh_token" => {
             let token = arg.as_str().ok_or("\"refresh_token\" takes a token")?;

@@ -19,7 +19,9 @@ export type DisconnectReason =
   /** The token provider gave no token before a dial (failed, or no answer in the connect timeout): retried after the backoff. */
   | { kind: "token_unavailable" }
   /** The token provider said the user is not authorized: the session halts. */
-  | { kind: "unauthorized" };
+  | { kind: "unauthorized" }
+  /** The driver moved the session to another transport (`replaceTransport`): closed 1000 and dialed again at once. */
+  | { kind: "replaced" };
 
 /** Whether (and when) the session will try again. */
 export type RetryPlan = { kind: "after"; delay_ms: number } | { kind: "when_online" } | { kind: "no" };

@@ -37,16 +37,18 @@ import type { TransportId } from "./transport.js";
 import type { Call, Input, Output, RequestError, SessionStats, SubscribeError, TokenError } from "./io.js";
 
 /**
- * `globalThis.BELAY_TOKENS !== false` guards the token provider's lifecycle
- * (PROTOCOL.md §2.8: asking before a dial, in-band refresh, provider
- * failures retried). `@belay/client/tokens` and the sources have it; the
- * default entry's build (scripts/bundle.mjs) defines it `false`, and the
- * minifier drops every branch it guards, so a client with a fixed token pays
- * nothing for it. Written out at each use: only a literal test is folded.
+ * `globalThis.BELAY_FULL !== false` guards what only `@belay/client/full`
+ * carries: the token provider's lifecycle (PROTOCOL.md §2.8: asking before a
+ * dial, in-band refresh, provider failures retried, subscription tokens
+ * refreshed) and the SSE fallback's switch back at the session's quiet
+ * moment (§1.7). The sources have it; the default entry's build
+ * (scripts/bundle.mjs) defines it `false`, and the minifier drops every
+ * branch it guards, so a client with a fixed token on WebSocket pays nothing
+ * for them. Written out at each use: only a literal test is folded.
  */
 declare global {
   // eslint-disable-next-line no-var
-  var BELAY_TOKENS: false | undefined;
+  var BELAY_FULL: false | undefined;
 }
 
 /** Shortest server ping interval honoured (ms); 0 means "the server does not ping". */
@@ -78,6 +80,8 @@ export class Session implements SubscriptionSink {
   private _advice: ReconnectAdvice | undefined;
   /** Advised to leave the open transport: nothing new is sent on it; closed once idle. */
   _leaving?: boolean;
+  /** A move to a new transport at the next quiet moment, and the bound on the wait for one (µs; `replaceTransportWhenQuiet`). */
+  private _switchBy: number | undefined;
   /** The token lifecycle (PROTOCOL.md §2.8; `credentials.rs`), in µs: when to ask on the open session, when the token expires, from when a dial asks first. */
   private _askAt: number | undefined;
   private _expiresAt: number | undefined;
@@ -107,7 +111,7 @@ export class Session implements SubscriptionSink {
     this._rng = new SplitMix64(seed);
     this._backoff = new Backoff(_config.backoff);
     this._localBackoff = new Backoff(_config.unreachableRetry);
-    if (globalThis.BELAY_TOKENS !== false) this._tokenRetries = new Backoff(_config.backoff);
+    if (globalThis.BELAY_FULL !== false) this._tokenRetries = new Backoff(_config.backoff);
     this._subscriptions = new Subscriptions(_config.subscribeTimeoutMs, _config.resubscribeBackoff, this);
   }
 
@@ -150,6 +154,7 @@ export class Session implements SubscriptionSink {
       this._subscriptions._pollTimeout(),
       this._cooldownDeadline(),
       this._askAt, // set only while open
+      globalThis.BELAY_FULL !== false && this._state === "open" && !this._leaving ? this._switchBy : undefined,
     ]);
     return t && t / US;
   }
@@ -175,6 +180,25 @@ export class Session implements SubscriptionSink {
     if (this._state !== "waiting" && this._state !== "offline") return this.start(nowMs);
     this._dialOrAsk(this._advance(nowMs));
     return undefined;
+  }
+
+  /**
+   * Move to a new transport at the next quiet moment (`session/switch.rs`;
+   * the SSE fallback's switch back, PROTOCOL.md §1.7): once open with no
+   * request in flight, close the transport (1000 `transport replaced`) and
+   * dial again at once, without a backoff step; the subscriptions resume
+   * from their positions. Until then requests are taken and sent as usual;
+   * from `byMs` on, new ones are refused `not_ready` until those in flight
+   * settle. While connecting or handshaking the move waits for the session
+   * to open; with no transport it does nothing. A lost transport cancels
+   * it; a server's `reconnect` advice takes precedence.
+   */
+  replaceTransportWhenQuiet(nowMs: number, byMs: number): void {
+    if (globalThis.BELAY_FULL !== false) {
+      // `_id` is kept while connecting, handshaking or open.
+      if (this._id !== undefined) this._switchBy = fromMs(byMs);
+      this.handleTimeout(nowMs); // idempotent: moves now if quiet (`_leaveIfIdle`)
+    }
   }
 
   /**
@@ -235,7 +259,7 @@ export class Session implements SubscriptionSink {
    * a session waiting for it before a dial dials now.
    */
   refreshToken(nowMs: number, token: string): void {
-    if (globalThis.BELAY_TOKENS !== false) {
+    if (globalThis.BELAY_FULL !== false) {
       const now = this._advance(nowMs);
       this._config.token = token;
       this._fresh = true;
@@ -253,7 +277,7 @@ export class Session implements SubscriptionSink {
    * `unauthorized` halts (`auth_failed`), closing an open transport with 1000.
    */
   tokenFailed(nowMs: number, error: TokenError): void {
-    if (globalThis.BELAY_TOKENS !== false) {
+    if (globalThis.BELAY_FULL !== false) {
       const now = this._advance(nowMs);
       const open = this._state === "open";
       const retry = error === "unavailable";
@@ -309,14 +333,14 @@ export class Session implements SubscriptionSink {
           now,
           { kind: "transport_failed", failure: f },
           f.kind === "invalid_config" ? f // { kind: "invalid_config", detail }, as the halt reason
-          : f.kind === "rejected" && (f.status === 401 || f.status === 403) ? (globalThis.BELAY_TOKENS !== false ? this._tokenRefused() : { kind: "auth_failed" })
+          : f.kind === "rejected" && (f.status === 401 || f.status === 403) ? (globalThis.BELAY_FULL !== false ? this._tokenRefused() : { kind: "auth_failed" })
           : undefined,
         );
       }
       case "closed": {
         const close = closeInfo(input.code, input.reason);
         const halt = closeHalt(close);
-        return this._loseTransport(now, { kind: "transport_closed", close }, globalThis.BELAY_TOKENS !== false && halt?.kind === "auth_failed" ? this._tokenRefused() : halt);
+        return this._loseTransport(now, { kind: "transport_closed", close }, globalThis.BELAY_FULL !== false && halt?.kind === "auth_failed" ? this._tokenRefused() : halt);
       }
       case "frame": {
         const m = decodeServer(input.text);
@@ -343,7 +367,7 @@ export class Session implements SubscriptionSink {
     const s = this._state;
     const id = this._id!;
     const due = this._at! <= now; // never once stopped: stopping drops every deadline
-    if (globalThis.BELAY_TOKENS !== false && this._authorizing && due) this.tokenFailed(nowMs, "unavailable"); // the provider did not answer in time
+    if (globalThis.BELAY_FULL !== false && this._authorizing && due) this.tokenFailed(nowMs, "unavailable"); // the provider did not answer in time
     else if ((s === "connecting" || s === "handshaking") && due) {
       this._close(id, CloseCode.HANDSHAKE_TIMEOUT, "connect timeout");
       this._loseTransport(now, { kind: "connect_timeout" });
@@ -356,7 +380,7 @@ export class Session implements SubscriptionSink {
       }
     } else if (s === "waiting" && due) this._dialOrAsk(now);
     this._subscriptions._handleTimeout(now); // online only while open
-    if (globalThis.BELAY_TOKENS !== false && this._askAt! <= now && this._state === "open") {
+    if (globalThis.BELAY_FULL !== false && this._askAt! <= now && this._state === "open") {
       this._askAt = undefined;
       this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, (this._expiresAt ?? 0) - now)) });
     }
@@ -481,6 +505,7 @@ export class Session implements SubscriptionSink {
     this._emit({ event: "connected", session: w.session });
     this._subscriptions._handleProtocolUp(now);
     this._refreshReadiness(now);
+    this._leaveIfIdle(now); // a move asked while handshaking
   }
 
   // ----- the reconnect controller -----
@@ -501,17 +526,20 @@ export class Session implements SubscriptionSink {
     const max = this._config.maxAttempts;
     // The server refused a token the provider can replace: ask at once.
     let reauthorize: boolean | undefined;
-    if (globalThis.BELAY_TOKENS !== false) {
+    if (globalThis.BELAY_FULL !== false) {
       reauthorize = this._askNow && !halt && this._online;
       this._askNow = undefined;
     }
     if (halt) {
       // retry: no
-    } else if (globalThis.BELAY_TOKENS !== false && reauthorize) {
+    } else if (globalThis.BELAY_FULL !== false && reauthorize) {
       retry = { kind: "after", delay_ms: 0 };
     } else if (!this._online) {
       this._go("offline");
       retry = { kind: "when_online" };
+    } else if (globalThis.BELAY_FULL !== false && reason.kind === "replaced") {
+      // Not a failure: no backoff, no advice to wait for; dialed below.
+      retry = { kind: "after", delay_ms: 0 };
     } else if (reason.kind === "transport_failed" && reason.failure.kind === "unreachable") {
       // No route from this device: retry soon on the local schedule, without advancing the backoff.
       retry = { kind: "after", delay_ms: wholeMs(this._wait(now + this._localBackoff._nextDelay(now, this._rng)) - now) };
@@ -535,7 +563,8 @@ export class Session implements SubscriptionSink {
     if (halt) this._go("halted");
     this._emit({ event: wasOpen ? "disconnected" : "connect_failed", reason, retry });
     if (halt) this._emit({ event: "halted", reason: halt });
-    if (globalThis.BELAY_TOKENS !== false && reauthorize) this._dialOrAsk(now);
+    if (globalThis.BELAY_FULL !== false && reason.kind === "replaced" && this._online) this._dial(now);
+    else if (globalThis.BELAY_FULL !== false && reauthorize) this._dialOrAsk(now);
   }
 
   /** Wait until `until`, or the server's "not before" if later; returns the end of the wait. */
@@ -547,7 +576,7 @@ export class Session implements SubscriptionSink {
   /** A dial is due: with a provider and a token absent, refused or past its renewal point, ask first (the dial follows the answer). */
   private _dialOrAsk(now: number): void {
     const c = this._config;
-    if (!(globalThis.BELAY_TOKENS !== false && c.tokenProvider && (c.token === null || this._renewAt! <= now))) return this._dial(now);
+    if (!(globalThis.BELAY_FULL !== false && c.tokenProvider && (c.token === null || this._renewAt! <= now))) return this._dial(now);
     this._notBefore = undefined;
     this._go("connecting", undefined, now + c.connectTimeoutMs * US);
     this._authorizing = true;
@@ -557,7 +586,7 @@ export class Session implements SubscriptionSink {
   /** The server refused the credentials: halt, unless the provider can replace a token it did not just give. */
   private _tokenRefused(): HaltReason | undefined {
     this._renewAt = 0;
-    if (globalThis.BELAY_TOKENS !== false && this._config.tokenProvider && !this._fresh) {
+    if (globalThis.BELAY_FULL !== false && this._config.tokenProvider && !this._fresh) {
       this._askNow = true;
       return undefined;
     }
@@ -583,16 +612,23 @@ export class Session implements SubscriptionSink {
     return this._readySince + this._config.resetAfterMs * US;
   }
 
-  /** Leave the advised transport once no request waits for its answer (`_leaving` is only ever set while open). */
+  /**
+   * Leave the advised transport once no request waits for its answer, or
+   * move to a new one (`replaceTransportWhenQuiet`) then; `_leaving` is only
+   * ever set while open.
+   */
   private _leaveIfIdle(now: number): void {
-    if (!this._leaving || this._registry._entries.size > 0) return;
-    this._close(this._id!, CloseCode.NORMAL, "advised");
-    this._loseTransport(now, { kind: "advised" });
+    // A pending move (advice takes precedence): from its bound on, nothing new is sent.
+    const by = globalThis.BELAY_FULL !== false && this._state === "open" && !this._advice ? this._switchBy : undefined;
+    if (globalThis.BELAY_FULL !== false && now >= by! && !this._leaving) (this._leaving = true), this._refreshReadiness(now);
+    if ((!this._leaving && by === undefined) || this._registry._entries.size > 0) return;
+    this._close(this._id!, CloseCode.NORMAL, by === undefined ? "advised" : "transport replaced");
+    this._loseTransport(now, { kind: by === undefined ? "advised" : "replaced" });
   }
 
   /** The server accepted the credentials, which expire `ms` from now: ask for a new token at 75–90 % of that (PROTOCOL.md §2.8), and renew before a dial from then on. */
   private _accepted(now: number, ms: number | undefined): void {
-    if (globalThis.BELAY_TOKENS !== false) {
+    if (globalThis.BELAY_FULL !== false) {
       this._fresh = undefined;
       this._tokenRetries!._reset();
       this._askAt = this._renewAt = ms === undefined ? ms : now + Math.floor(ms * (0.75 + 0.15 * this._rng.nextUnit())) * US;
@@ -602,6 +638,7 @@ export class Session implements SubscriptionSink {
 
   private _dropTransportState(now: number): void {
     this._leaving = false;
+    if (globalThis.BELAY_FULL !== false) this._switchBy = undefined;
     this._askAt = undefined;
     this._refreshReadiness(now);
     this._registry._settleAll();
@@ -611,7 +648,7 @@ export class Session implements SubscriptionSink {
   // ----- plumbing -----
 
   private _go(state: ConnectionState, id?: TransportId, at?: number): void {
-    if (globalThis.BELAY_TOKENS !== false) this._authorizing = undefined;
+    if (globalThis.BELAY_FULL !== false) this._authorizing = undefined;
     this._state = state;
     this._id = id;
     this._at = at;

@@ -9,16 +9,18 @@
  *   close(code, reason) ──▶ POST /sse/close
  *
  * The stream is read with `fetch` streaming, never `EventSource` (which
- * reconnects by itself behind the session's back). A stream that ends
- * without `close`, a send answered other than 204 and a send not answered
- * in 15 s all end the transport with 1006, as a WebSocket that dropped.
+ * reconnects by itself behind the session's back). Each send is retried as
+ * `SendRetry` decides (`core/send_retry.ts`, the Rust client's rule: a
+ * failure on the way or a 502/503/504 again at once, +500 ms, +2 s, with the
+ * same `Belay-Seq`; 15 s for the whole send). A stream that ends without
+ * `close` and a send given up end the transport with 1006, as a WebSocket
+ * that dropped.
  */
+import { SendRetry, type SendOutcome } from "../core/send_retry.js";
 import { EventReader } from "./event_stream.js";
 
 /** A send body's size beyond which what is queued waits for the next send (one relayed control message). */
 const BATCH_BYTES = 60 * 1024;
-/** How long one send may take: the server's own wait for the connection to read it (10 s), and a little more. */
-const SEND_TIMEOUT_MS = 15_000;
 const ABNORMAL = 1006;
 const TIMED_OUT = new TypeError("a send was not answered in time");
 
@@ -50,8 +52,6 @@ export class SseSocket extends EventTarget {
   onmessage: Handler = null;
   onclose: Handler = null;
   onerror: Handler = null;
-  /** The reason sent to the server when the session closes this transport to move to another one. */
-  _replacedReason: string | undefined;
   private _stream: string | undefined;
   private readonly _queue: string[] = [];
   private _seq = 1;
@@ -59,7 +59,12 @@ export class SseSocket extends EventTarget {
   private readonly _abort = new AbortController();
   private readonly _url: string;
 
-  constructor(url: string, private readonly _fetch: typeof fetch = (...a) => fetch(...a)) {
+  constructor(
+    url: string,
+    private readonly _fetch: typeof fetch = (...a) => fetch(...a),
+    /** The clock of the sends' retries, in ms. */
+    private readonly _now: () => number = () => performance.now(),
+  ) {
     super();
     this._url = sseUrl(url);
     void this._read();
@@ -75,16 +80,11 @@ export class SseSocket extends EventTarget {
     if (this.readyState === 3) return;
     const stream = this._stream;
     if (stream !== undefined) {
-      const body = JSON.stringify({ code, reason: this._replacedReason ?? reason });
+      const body = JSON.stringify({ code, reason });
       // `keepalive`: the close still goes out if the page is being unloaded.
       this._fetch(this._url + "/close", { method: "POST", keepalive: true, headers: { "content-type": "text/plain", "belay-stream": stream }, body }).catch(() => {});
     }
     this._end(code, reason);
-  }
-
-  /** Deliver `text` as if the server had sent it (the fallback's switch back: PROTOCOL.md §1.7). */
-  _inject(text: string): void {
-    if (this.readyState === 1) this._fire("message", { data: text });
   }
 
   private async _read(): Promise<void> {
@@ -128,37 +128,48 @@ export class SseSocket extends EventTarget {
     this._sending = true;
     try {
       while (this.readyState === 1 && this._queue.length > 0) {
-        const body = this._takeBatch();
-        const seq = String(this._seq++);
-        // A request that failed on the way (a kept-alive connection the server
-        // had closed) is sent once more: the number makes a repeat harmless.
-        const status = await this._post(body, seq).catch((e: unknown) => {
-          if (this.readyState !== 1 || e === TIMED_OUT) throw e;
-          return this._post(body, seq);
-        });
-        if (status !== 204) return this._end(ABNORMAL, `a send was answered ${status}`);
+        const failure = await this._sendOne(this._takeBatch(), String(this._seq++));
+        if (failure !== undefined) return this._end(ABNORMAL, failure);
       }
-    } catch (e) {
-      this._end(ABNORMAL, `a send failed: ${String(e)}`);
     } finally {
       this._sending = false;
     }
   }
 
-  private async _post(body: string, seq: string): Promise<number> {
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(TIMED_OUT), SEND_TIMEOUT_MS);
-    const stop = () => deadline.abort();
+  /** One send, its attempts as `SendRetry` decides: undefined once the server has it (or the socket closed meanwhile), else why the transport failed. */
+  private async _sendOne(body: string, seq: string): Promise<string | undefined> {
+    const retry = new SendRetry(this._now());
+    for (;;) {
+      const outcome = await this._post(body, seq, retry.deadline());
+      if (this.readyState !== 1) return undefined;
+      const step = retry.handleOutcome(this._now(), outcome);
+      if (step.kind === "sent") return undefined;
+      if (step.kind === "give_up") return `a send failed: ${step.failure.kind === "network" ? step.failure.detail : step.failure.kind}`;
+      const wait = step.retryAt - this._now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, Math.ceil(wait)));
+      if (this.readyState !== 1) return undefined;
+    }
+  }
+
+  /** One attempt, unanswered by `deadline` (ms) at the latest: how it ended. */
+  private async _post(body: string, seq: string, deadline: number): Promise<SendOutcome> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(TIMED_OUT), Math.max(0, Math.ceil(deadline - this._now())));
+    const stop = () => abort.abort();
     this._abort.signal.addEventListener("abort", stop);
     try {
       const res = await this._fetch(this._url + "/send", {
         method: "POST",
         headers: { "content-type": "text/plain", "belay-stream": this._stream!, "belay-seq": seq },
         body,
-        signal: deadline.signal,
+        signal: abort.signal,
       });
       await res.arrayBuffer().catch(() => {});
-      return res.status;
+      const after = res.headers.get("retry-after");
+      const secs = after === null ? NaN : Number(after.trim());
+      return { status: res.status, ...(secs >= 0 ? { retryAfterMs: secs * 1000 } : {}) };
+    } catch {
+      return abort.signal.reason === TIMED_OUT ? "timed_out" : "no_answer";
     } finally {
       clearTimeout(timer);
       this._abort.signal.removeEventListener("abort", stop);

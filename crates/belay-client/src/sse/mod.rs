@@ -2,7 +2,8 @@
 //! facts and commands as a WebSocket transport ([`crate::transport`]), over
 //! an event stream (`POST /sse`) and numbered sends (`POST /sse/send`), one
 //! in flight at a time, with what was queued meanwhile batched into the
-//! next. It decides nothing either.
+//! next; each send retried as `belay_proto::SendRetry` decides (`send.rs`).
+//! It decides nothing either.
 //!
 //! ```text
 //!   POST /sse ──▶ 200 text/event-stream: open → Opened; messages → Frame; close → Closed
@@ -28,14 +29,14 @@ use crate::transport::{self, Fact, Outgoing, Target};
 use events::{EventReader, StreamEvent};
 
 mod events;
+mod send;
+
+use send::send;
 
 /// A send body's size beyond which what is queued waits for the next send
 /// (a body that may be relayed between nodes fits one control message);
 /// one message larger than this still goes alone.
 const BATCH_BYTES: usize = 60 * 1024;
-/// How long one send may take: the server's own wait for the connection to
-/// read it (10 s), and a little more.
-const SEND_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the close POST may take before the transport just ends.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
@@ -316,59 +317,6 @@ fn take_batch(queue: &mut Vec<String>) -> String {
         take += 1;
     }
     queue.drain(..take).collect::<Vec<_>>().join("\n")
-}
-
-/// One send, on `http` if it is still open (else a new connection; a
-/// connection the server closed while idle is retried once on a new one:
-/// the number makes a repeat harmless). Gives the connection back for the
-/// next send.
-async fn send(
-    target: Arc<Target>,
-    http: Option<Http>,
-    request: http::Request<Full<Bytes>>,
-) -> (Option<Http>, Result<(), Failure>) {
-    let attempt = async {
-        let reused = http.is_some();
-        let mut http = match http {
-            Some(http) => http,
-            None => Http::open(&target).await?,
-        };
-        let (parts, body) = request.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let again = || {
-            let mut copy = http::Request::from_parts(parts.clone(), Full::new(body.clone()));
-            *copy.headers_mut() = parts.headers.clone();
-            copy
-        };
-        let response = match http.call(again()).await {
-            Ok(response) => response,
-            Err(_) if reused => {
-                http = Http::open(&target).await?;
-                http.call(again()).await?
-            }
-            Err(failure) => return Err(failure),
-        };
-        let status = response.status().as_u16();
-        // Read the (short) answer so the connection is free for the next.
-        let _ = response.into_body().collect().await;
-        if status == 204 {
-            Ok(http)
-        } else {
-            Err(Failure::network(format!("a send was answered {status}")))
-        }
-    };
-    match tokio::time::timeout(SEND_TIMEOUT, attempt).await {
-        Ok(Ok(http)) => (Some(http), Ok(())),
-        Ok(Err(failure)) => (None, Err(failure)),
-        Err(_) => (
-            None,
-            Err(Failure::network("a send was not answered in time")),
-        ),
-    }
 }
 
 /// Tell the server (best effort, briefly), then end.

@@ -53,6 +53,21 @@ pub fn demo_server_with_history(history: belay_server::broker::HistoryLimits) ->
     DemoServer { demo, server }
 }
 
+/// A demo server with a 10 s ping and pong timeout: a client whose sends
+/// stall for seconds is not closed for it.
+#[allow(dead_code)] // Not every test binary uses it.
+pub fn demo_server_with_slow_ping() -> DemoServer {
+    let mut limits = Limits::default();
+    limits
+        .set_ping_interval(Duration::from_secs(10))
+        .set_pong_timeout(Duration::from_secs(10));
+    let demo = Demo::new();
+    let server = demo
+        .builder(ServerConfig::default().with_limits(limits))
+        .build();
+    DemoServer { demo, server }
+}
+
 /// Serve the demo router on 127.0.0.1 with a port of the OS's choosing.
 pub async fn start(server: &DemoServer) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

@@ -10,7 +10,8 @@
 //!  event           what the application is told
 //!  config          the session's configuration
 //!  transport       transport ids and the failures a driver reports
-//!  transport_choice  WebSocket or the SSE fallback for the next dial
+//!  transport_choice  WebSocket or the SSE fallback for the next dial, when to
+//!                  move back; send_retry: the fallback's sends
 //! ```
 //!
 //! The parts both sides share (messages, close codes, time, rng, heartbeat,

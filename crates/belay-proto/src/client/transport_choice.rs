@@ -1,20 +1,31 @@
 //! [`TransportChoice`]: which transport the next dial uses, WebSocket or
 //! the SSE + HTTP fallback (spec/PROTOCOL.md §1.7), decided from how the
-//! dials went. Pure and clock-free like the rest of the core; a driver asks
-//! it at every `OpenTransport` and tells it how each dial ended.
+//! dials went, and when to move back. Pure and clock-free like the rest of
+//! the core; a driver asks it at every `OpenTransport` and tells it how
+//! each dial and each probe ended. [`SendRetry`] (in [`send_retry`]) is the
+//! fallback's other rule: what a driver does with a send that was not
+//! answered `204`.
 //!
 //! ```text
 //!   Direct ── WebSocket failed before open ──▶ next dial: SSE ── opened ──▶ Fallback
 //!     ▲        (network error, or refused                 └─ failed ─▶ next dial: WebSocket
-//!     │         other than 429/503)
+//!     │         other than 401/429/503)
 //!     │
 //!   Fallback: every dial is SSE; every `retry_websocket_every` a probe (a
-//!     WebSocket opened and closed at once, no session). Probe opened ──▶
-//!     switch at the next quiet moment (nothing in flight): the driver
-//!     reconnects now, on WebSocket ──▶ Direct
+//!     WebSocket opened and closed at once, no session).
+//!     Probe opened ──▶ switching: the next dial is a WebSocket, and
+//!       poll_switch() hands the driver a bound `by` (now + switch_within)
+//!       for Session::replace_transport_when_quiet(now, by)
+//!     WebSocket opened ──▶ Direct;  WebSocket failed ──▶ back to SSE
 //! ```
 //!
-//! A refusal the server itself gives (429, 503) says nothing about a
+//! The moment of the switch is the session's, because only the session
+//! knows when it is quiet: it keeps taking requests on the stream and
+//! moves at the first moment none is in flight; if that moment has not
+//! come by `by`, it stops taking new ones (refused `NotReady`, never sent)
+//! until the last is answered, and moves then.
+//!
+//! A refusal the server itself gives (401, 429, 503) says nothing about a
 //! blocked upgrade (the fallback is refused the same way), so it does not
 //! count. A blocked upgrade fails in one of the other ways: the proxy
 //! resets the connection, answers it itself (400, 403, 502…), or passes it
@@ -24,6 +35,10 @@ use std::time::Duration;
 
 use crate::time::Instant;
 use crate::transport::Failure;
+
+pub mod send_retry;
+
+pub use send_retry::{SendOutcome, SendRetry, SendRetryPolicy, SendStep};
 
 /// A transport a dial can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +59,10 @@ pub struct FallbackConfig {
     pub after_failures: u32,
     /// While on the fallback, how often a WebSocket is tried again.
     pub retry_websocket_every: Duration,
+    /// Once a probe opened, how long the session may wait for a quiet
+    /// moment (no request in flight) before it stops taking new requests
+    /// to make one ([`TransportChoice::poll_switch`]).
+    pub switch_within: Duration,
 }
 
 impl Default for FallbackConfig {
@@ -51,6 +70,7 @@ impl Default for FallbackConfig {
         FallbackConfig {
             after_failures: 1,
             retry_websocket_every: Duration::from_secs(60),
+            switch_within: Duration::from_secs(30),
         }
     }
 }
@@ -65,6 +85,12 @@ impl FallbackConfig {
     /// Set [`retry_websocket_every`](Self::retry_websocket_every).
     pub fn set_retry_websocket_every(&mut self, every: Duration) -> &mut Self {
         self.retry_websocket_every = every;
+        self
+    }
+
+    /// Set [`switch_within`](Self::switch_within).
+    pub fn set_switch_within(&mut self, within: Duration) -> &mut Self {
+        self.switch_within = within;
         self
     }
 }
@@ -97,8 +123,12 @@ pub struct TransportChoice {
     /// On the fallback: when the next probe starts.
     probe_at: Option<Instant>,
     probing: bool,
-    /// A probe opened: switch at the next quiet moment.
-    switch_wanted: bool,
+    /// A probe opened: the next dial is a WebSocket, until a WebSocket
+    /// dial ends (opened: Direct; failed: back to SSE).
+    switching: bool,
+    /// The bound on the wait for a quiet moment, until the driver takes it
+    /// ([`poll_switch`](TransportChoice::poll_switch)).
+    switch_by: Option<Instant>,
     /// A WebSocket upgrade was answered 403 and the session was told of a
     /// network failure instead, until the fallback shows whose 403 it was.
     forbidden_deferred: bool,
@@ -114,7 +144,8 @@ impl TransportChoice {
             next: TransportKind::WebSocket,
             probe_at: None,
             probing: false,
-            switch_wanted: false,
+            switching: false,
+            switch_by: None,
             forbidden_deferred: false,
         }
     }
@@ -137,13 +168,17 @@ impl TransportChoice {
                 self.mode = Mode::Direct;
                 self.ws_failures = 0;
                 self.probe_at = None;
-                self.switch_wanted = false;
+                self.switching = false;
+                self.switch_by = None;
                 self.next = TransportKind::WebSocket;
             }
             (TransportKind::WebSocket, DialOutcome::Failed(failure)) => {
                 if counts(failure) {
                     self.ws_failures = self.ws_failures.saturating_add(1);
                 }
+                // A switch whose WebSocket failed is over: back to the stream.
+                self.switching = false;
+                self.switch_by = None;
                 if self.mode == Mode::Fallback || self.ws_failures >= self.config.after_failures {
                     self.next = TransportKind::Sse;
                 }
@@ -153,9 +188,15 @@ impl TransportChoice {
                 self.forbidden_deferred = false;
                 if self.mode == Mode::Direct {
                     self.mode = Mode::Fallback;
+                    self.probe_at = None;
+                }
+                // Probes restart from here (also after a switch that failed).
+                if self.probe_at.is_none() && !self.probing && !self.switching {
                     self.probe_at = Some(now.saturating_add(self.config.retry_websocket_every));
                 }
-                self.next = TransportKind::Sse;
+                if !self.switching {
+                    self.next = TransportKind::Sse;
+                }
             }
             // The server may be down, or the block gone: try the other.
             (TransportKind::Sse, DialOutcome::Failed(_)) => self.next = TransportKind::WebSocket,
@@ -202,9 +243,10 @@ impl TransportChoice {
         }
     }
 
-    /// When [`poll_probe`](Self::poll_probe) next has something to say.
+    /// When [`poll_probe`](Self::poll_probe) next has something to say:
+    /// on the fallback, with no probe running and no switch under way.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.mode, self.probing, self.switch_wanted) {
+        match (self.mode, self.probing, self.switching) {
             (Mode::Fallback, false, false) => self.probe_at,
             _ => None,
         }
@@ -220,32 +262,36 @@ impl TransportChoice {
         due
     }
 
-    /// The probe opened a WebSocket (`true`) or did not.
+    /// The probe opened a WebSocket (`true`) or did not (the next probe
+    /// is due `retry_websocket_every` from `now`). One that opened starts
+    /// the switch: the next dial is a WebSocket, and
+    /// [`poll_switch`](Self::poll_switch) has the bound.
     pub fn handle_probe(&mut self, now: Instant, opened: bool) {
         self.probing = false;
         if self.mode != Mode::Fallback {
             return;
         }
         if opened {
-            self.switch_wanted = true;
+            self.switching = true;
+            self.switch_by = Some(now.saturating_add(self.config.switch_within));
+            self.probe_at = None;
+            self.next = TransportKind::WebSocket;
         } else {
             self.probe_at = Some(now.saturating_add(self.config.retry_websocket_every));
         }
     }
 
-    /// A probe opened and the session is `quiet` (nothing in flight that a
-    /// reconnect would disturb): switch now. `true` once: the driver then
-    /// reconnects at once, and that dial is a WebSocket.
-    pub fn poll_switch(&mut self, quiet: bool) -> bool {
-        if !(self.switch_wanted && quiet && self.mode == Mode::Fallback) {
-            return false;
-        }
-        self.switch_wanted = false;
-        self.mode = Mode::Direct;
-        self.ws_failures = 0;
-        self.probe_at = None;
-        self.next = TransportKind::WebSocket;
-        true
+    /// Once after a probe opened: the instant by which the session is to
+    /// have made its quiet moment. The driver hands it to
+    /// [`Session::replace_transport_when_quiet`](crate::Session::replace_transport_when_quiet);
+    /// the dial that follows is a WebSocket.
+    pub fn poll_switch(&mut self) -> Option<Instant> {
+        self.switch_by.take()
+    }
+
+    /// Whether a probe opened and no WebSocket dial has ended since.
+    pub fn is_switching(&self) -> bool {
+        self.switching
     }
 }
 

@@ -23,3 +23,4 @@ mod stale_events;
 mod stop;
 mod stream_positions;
 mod subscriptions;
+mod switching;

@@ -120,6 +120,8 @@ impl Session {
     /// it waits for its answer: close it (1000) and reconnect within the
     /// advice's window, as when the server closes.
     pub(super) fn leave_if_idle(&mut self, now: Instant) {
+        // A pending switch goes first (`switch.rs`).
+        self.switch_if_quiet(now);
         let Phase::Open { id, .. } = self.phase else {
             return;
         };

@@ -26,7 +26,8 @@
 //! ask the server for something (requests, subscriptions); `reconnect` the reconnect
 //! controller (transport facts, what happens after a transport is lost,
 //! dialing); `messages` what each server message does; `outputs` the output
-//! queue and readiness changes; `io` and `phase` the types.
+//! queue and readiness changes; `switch` the move to a new transport at a
+//! quiet moment (the SSE fallback's switch back); `io` and `phase` the types.
 
 mod calls;
 mod credentials;
@@ -35,6 +36,7 @@ mod messages;
 mod outputs;
 mod phase;
 mod reconnect;
+mod switch;
 
 pub use credentials::TokenError;
 pub(crate) use credentials::{REFRESH_FROM, REFRESH_SPREAD};
@@ -116,6 +118,9 @@ pub struct Session {
     /// request goes out on it, and the session leaves it (closing it
     /// itself) once no request is in flight.
     leaving: bool,
+    /// A move to a new transport at the next quiet moment, and the bound
+    /// on the wait for one (`switch.rs`).
+    switch_by: Option<Instant>,
     /// When to ask for a new token and when the current one expires.
     credentials: credentials::Credentials,
     /// The earliest dial the server's advice allows, until the next dial.
@@ -147,6 +152,7 @@ impl Session {
             deploy_backoff: false,
             advice: None,
             leaving: false,
+            switch_by: None,
             not_before: None,
             online: true,
             next_transport: 0,
@@ -247,6 +253,7 @@ impl Session {
             self.registry.poll_timeout(),
             self.subscriptions.poll_timeout(),
             self.cooldown_deadline(),
+            self.switch_deadline(),
             self.credentials
                 .ask_at
                 .filter(|_| matches!(self.phase, Phase::Open { .. })),
@@ -409,6 +416,7 @@ impl Session {
             Input::Message(id, message) => self.on_message(now, id, message),
             Input::Network { online } => self.on_network(now, online),
         }
+        self.switch_if_quiet(now);
     }
 
     /// A frame the session decoded (JSON or binary: the same rules).

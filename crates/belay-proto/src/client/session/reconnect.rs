@@ -323,6 +323,7 @@ impl Session {
     /// confirmations. Positions and wanted channels stay.
     pub(super) fn drop_transport_state(&mut self, now: Instant) {
         self.leaving = false;
+        self.switch_by = None;
         self.credentials.ask_at = None;
         self.refresh_readiness(now);
         let mut settled = Vec::new();

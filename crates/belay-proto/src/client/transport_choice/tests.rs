@@ -95,24 +95,37 @@ fn on_the_fallback_a_probe_is_due_every_interval_and_one_at_a_time() {
     assert_eq!(c.poll_timeout(), None);
     c.handle_probe(at(62), false);
     assert_eq!(c.poll_timeout(), Some(at(62) + EVERY));
-    assert!(!c.poll_switch(true));
+    assert_eq!(c.poll_switch(), None);
 }
 
 #[test]
-fn a_probe_that_opens_switches_back_only_at_a_quiet_moment() {
+fn a_probe_that_opens_hands_the_switch_and_its_bound_over_once() {
     let mut c = choice();
     c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
     c.handle_dial(at(0), TransportKind::Sse, &DialOutcome::Opened);
     assert!(c.poll_probe(at(60)));
     c.handle_probe(at(60), true);
-    assert!(!c.poll_switch(false), "a request in flight: not now");
-    assert_eq!(c.next(), TransportKind::Sse);
-    assert!(c.poll_switch(true));
-    assert!(!c.poll_switch(true), "once");
+    assert!(c.is_switching());
     assert_eq!(c.next(), TransportKind::WebSocket);
+    assert_eq!(c.poll_switch(), Some(at(90)), "switch_within: 30 s");
+    assert_eq!(c.poll_switch(), None, "once");
+    assert_eq!(c.poll_timeout(), None, "no probe while switching");
     c.handle_dial(at(61), TransportKind::WebSocket, &DialOutcome::Opened);
     assert!(!c.on_fallback());
+    assert!(!c.is_switching());
     assert_eq!(c.poll_timeout(), None);
+}
+
+#[test]
+fn a_stream_that_opens_while_switching_keeps_the_next_dial_on_websocket() {
+    let mut c = choice();
+    c.handle_dial(at(0), TransportKind::WebSocket, &blocked());
+    c.handle_dial(at(0), TransportKind::Sse, &DialOutcome::Opened);
+    assert!(c.poll_probe(at(60)));
+    c.handle_probe(at(60), true);
+    // The stream dropped and was redialed before the switch: still SSE.
+    c.handle_dial(at(61), TransportKind::Sse, &DialOutcome::Opened);
+    assert_eq!(c.next(), TransportKind::WebSocket);
 }
 
 #[test]
@@ -122,8 +135,9 @@ fn a_switch_whose_websocket_fails_goes_back_to_the_fallback() {
     c.handle_dial(at(0), TransportKind::Sse, &DialOutcome::Opened);
     assert!(c.poll_probe(at(60)));
     c.handle_probe(at(60), true);
-    assert!(c.poll_switch(true));
+    assert!(c.poll_switch().is_some());
     c.handle_dial(at(61), TransportKind::WebSocket, &blocked());
+    assert!(!c.is_switching());
     assert_eq!(c.next(), TransportKind::Sse);
     c.handle_dial(at(62), TransportKind::Sse, &DialOutcome::Opened);
     assert!(c.on_fallback());

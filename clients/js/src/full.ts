@@ -1,9 +1,11 @@
 /**
- * `@belay/client/tokens`: the whole client of `@belay/client`, with the
- * `tokenProvider` option (PROTOCOL.md §2.8). Opt-in, so the default entry
- * stays within its size budget for clients with a fixed token.
+ * `@belay/client/full`: the whole client of `@belay/client`, with what the
+ * default entry leaves out to stay within its size budget: the
+ * `tokenProvider` option and `subscriptionTokenProvider` (PROTOCOL.md §2.8,
+ * §5.8), and the SSE fallback's switch back to WebSocket at the session's
+ * next quiet moment (§1.7; use it with `@belay/client/fallback`).
  *
- *   import { BelayClient, UnauthorizedError } from "@belay/client/tokens";
+ *   import { BelayClient, UnauthorizedError } from "@belay/client/full";
  *   const client = new BelayClient("wss://example.com/ws", {
  *     tokenProvider: async () => {
  *       const r = await fetch("/belay-token");
@@ -16,7 +18,7 @@
  * refused the last one, or it is near its expiry, and on the open session at
  * 75–90 % of the token's lifetime (sent in-band, no reconnect). A rejection
  * is retried with the backoff and never halts; `UnauthorizedError` (matched
- * by its `name`, so one from the default entry works too), or the server
+ * by its `name`, so one from another bundle works too), or the server
  * refusing a token the provider just gave, halts with `auth_failed`.
  */
 export * from "./index.js";
