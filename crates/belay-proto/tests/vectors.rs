@@ -480,7 +480,7 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
     Ok(config)
 }
 
-const ACTIONS: [&str; 11] = [
+const ACTIONS: [&str; 12] = [
     "start",
     "refresh_token",
     "token_failed",
