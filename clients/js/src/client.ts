@@ -34,6 +34,15 @@ export interface BelayOptions {
    * throws a TypeError for it).
    */
   tokenProvider?: () => Promise<string>;
+  /**
+   * Where new subscription tokens come from (PROTOCOL.md §5.8): when the
+   * server says a channel's token expires (`sub_expiring`), called with the
+   * channel at 75–90 % of what is left; its token is sent as `sub_refresh`
+   * without leaving the channel. A rejection leaves the token to expire (the
+   * server ends the subscription, which is subscribed again with the token
+   * it has). Needs `@belay/client/full`.
+   */
+  subscriptionTokenProvider?: (channel: string) => Promise<string>;
   backoff?: BackoffPolicy;
   /** Automatic reconnects in a row before halting; default: never halts. */
   maxAttempts?: number | null;
@@ -113,6 +122,7 @@ export class BelayClient extends EventTarget {
   private _timer: ReturnType<typeof setTimeout> | undefined;
   private _pumping?: boolean;
   private readonly _tokens: (() => Promise<string>) | undefined;
+  private readonly _subTokens: ((channel: string) => Promise<string>) | undefined;
   /** State and readiness level of the last status reported. */
   private _lastStatus: string;
 
@@ -128,9 +138,11 @@ export class BelayClient extends EventTarget {
     const config = defaultConfig();
     for (const k in config) if ((options as Record<string, unknown>)[k] !== undefined) (config as unknown as Record<string, unknown>)[k] = (options as Record<string, unknown>)[k];
     this._WS = options.WebSocket ?? globalThis.WebSocket;
-    this._tokens = options.tokenProvider;
-    if (globalThis.BELAY_FULL === false && this._tokens) throw new TypeError("tokenProvider needs @belay/client/full");
-    if (globalThis.BELAY_FULL !== false) config.tokenProvider = !!this._tokens;
+    if (globalThis.BELAY_FULL !== false) {
+      this._tokens = options.tokenProvider;
+      this._subTokens = options.subscriptionTokenProvider;
+      config.tokenProvider = !!this._tokens;
+    } else if (options.tokenProvider || options.subscriptionTokenProvider) throw new TypeError("token providers need @belay/client/full");
     this._clock = options.now ?? (() => performance.now());
     this._session = new Session(config, this._clock(), options.seed ?? globalThis.crypto.getRandomValues(new BigUint64Array(1))[0]!);
     this._lastStatus = this._statusKey();
@@ -369,24 +381,27 @@ export class BelayClient extends EventTarget {
   private _deliver(e: Extract<Output, { output: "event" }>): void {
     // The status first: listeners see the state an event leaves behind.
     this._emitStatus();
+    // Token asks: only the full build emits them.
+    if (globalThis.BELAY_FULL !== false && (e.event === "token_wanted" || e.event === "subscription_token_wanted")) {
+      const answer = (f: () => void) => {
+        f();
+        this._pump();
+      };
+      const now = () => this._clock();
+      // An answer to an ask the session no longer waits for changes nothing.
+      if (e.event === "token_wanted")
+        this._tokens?.().then(
+          (token) => answer(() => this._session.refreshToken(now(), token)),
+          (err) => answer(() => this._session.tokenFailed(now(), err?.name === "UnauthorizedError" ? "unauthorized" : "unavailable")),
+        );
+      // A failure leaves the subscription token to expire.
+      else this._subTokens?.(e.channel).then((token) => answer(() => this._session.refreshSubscriptionToken(now(), e.channel, token)), () => {});
+      return;
+    }
     switch (e.event) {
       case "readiness_changed":
       case "stopped":
         return;
-      case "token_wanted": {
-        if (globalThis.BELAY_FULL !== false) {
-          const answer = (f: () => void) => {
-            f();
-            this._pump();
-          };
-          // An answer to an ask the session no longer waits for changes nothing.
-          this._tokens?.().then(
-            (token) => answer(() => this._session.refreshToken(this._clock(), token)),
-            (e) => answer(() => this._session.tokenFailed(this._clock(), e?.name === "UnauthorizedError" ? "unauthorized" : "unavailable")),
-          );
-        }
-        return;
-      }
       case "connected":
         return this._fire("connected", e.session);
       case "disconnected":
@@ -407,8 +422,9 @@ export class BelayClient extends EventTarget {
         return this._fire("servererror", body);
       }
       default: {
-        // A channel's item: the event's own fields, the channel's position for a resync.
-        const { event, channel, output: _, ...fields } = e;
+        // A channel's item: the event's own fields, the channel's position for a resync
+        // (the token asks were taken above).
+        const { event, channel, output: _, ...fields } = e as Exclude<typeof e, { event: "token_wanted" | "subscription_token_wanted" }>;
         const resync = event === "recovery_failed";
         // publication → publication, subscribed → subscribed, subscription_lost → lost, subscription_failed → failed
         const type = resync ? "resync" : event.split("_").pop();

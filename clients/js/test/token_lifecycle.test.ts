@@ -38,7 +38,7 @@ const sent = (ws: FakeWebSocket) => ws.sent.map((f) => JSON.parse(f as string));
 
 for (const [label, entry] of [["src", source], ["dist, minified", minified]] as const) describe(`token lifecycle (${label})`, () => {
   const { BelayClient, UnauthorizedError } = entry;
-  function client(options: { token?: string; tokenProvider: () => Promise<string> }) {
+  function client(options: { token?: string; tokenProvider?: () => Promise<string>; subscriptionTokenProvider?: (channel: string) => Promise<string> }) {
     const c = new BelayClient("ws://x/ws", {
       ...options,
       WebSocket: FakeWebSocket as unknown as typeof WebSocket,
@@ -136,6 +136,27 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     expect(sent(ws).filter((m) => m.type === "refresh").map((m) => m.token)).toEqual(["t-2", "t-3"]);
     expect(sockets()).toHaveLength(1);
     expect(c.status.ready).toBe(true);
+    c.close();
+  });
+
+  it("refreshes a subscription token in-band when the server says it expires, without leaving the channel", async () => {
+    const asked: string[] = [];
+    const { c } = client({ token: "t-1", subscriptionTokenProvider: async (channel) => (asked.push(channel), "s-2") });
+    const sub = c.subscribe("private:1", "s-1");
+    const ws = sockets()[0]!;
+    ws.accept("");
+    ws.recvText(JSON.stringify({ type: "welcome", session: "s-1", protocol: 1 }));
+    expect(sent(ws).at(-1)).toMatchObject({ type: "subscribe", channel: "private:1", token: "s-1" });
+    ws.recvText(JSON.stringify({ type: "subscribed", channel: "private:1", epoch: "e1", offset: 0 }));
+    ws.recvText(JSON.stringify({ type: "sub_expiring", channel: "private:1", expires_in_ms: 10_000 }));
+    await advance(7_400);
+    expect(asked).toEqual([]);
+    await advance(1_700); // the ask falls in [7 500, 9 000) ms
+    expect(asked).toEqual(["private:1"]);
+    expect(sent(ws).filter((m) => m.type === "sub_refresh")).toEqual([{ type: "sub_refresh", channel: "private:1", token: "s-2" }]);
+    expect(sent(ws).filter((m) => m.type === "unsubscribe")).toEqual([]);
+    expect(sockets()).toHaveLength(1);
+    sub.unsubscribe();
     c.close();
   });
 

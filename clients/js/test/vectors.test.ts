@@ -158,7 +158,7 @@ export function configFromJson(json: J): Config {
   return makeConfig(overrides as Partial<Config>);
 }
 
-const ACTIONS = ["start", "refresh_token", "token_failed", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input", "replace_transport_when_quiet"];
+const ACTIONS = ["start", "refresh_token", "token_failed", "refresh_subscription_token", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input", "replace_transport_when_quiet"];
 const CHECKS = ["at", "expect", "result", "state", "ready", "readiness", "next_timeout_ms", "attempt"];
 
 function inputFromJson(a: J): Input {
@@ -187,7 +187,10 @@ function perform(s: Session, action: string, arg: J, now: number): J {
       s.handleTimeout(now);
       return "ok";
     case "subscribe":
-      return orOk(s.subscribe(now, arg));
+      // `{"channel": C, "token": T}`: with a subscription token.
+      return orOk(typeof arg === "string" ? s.subscribe(now, arg) : s.subscribe(now, arg.channel, arg.token));
+    case "refresh_subscription_token":
+      return orOk(s.refreshSubscriptionToken(now, arg.channel, arg.token));
     case "unsubscribe":
       return orOk(s.unsubscribe(now, arg));
     case "request": {

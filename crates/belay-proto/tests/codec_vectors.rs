@@ -12,7 +12,7 @@ use std::path::Path;
 use belay_proto::message::{
     decode_client, decode_server, encode_client, encode_server, encoded_len, ClientMessage,
     DecodeError, ErrorBody, Pacing, Publication, RawJson, ReconnectAdvice, Refreshed, Reply,
-    Response, ServerMessage, Subscribed, Unsubscribed, Welcome,
+    Response, ServerMessage, SubExpiring, Subscribed, Unsubscribed, Welcome,
 };
 use serde_json::{Map, Value};
 
@@ -358,6 +358,10 @@ fn server_message(value: &Value) -> Result<ServerMessage, String> {
             channel: fields.str("channel")?,
             code: fields.str("code")?,
             reason: fields.str("reason")?,
+        }),
+        "sub_expiring" => ServerMessage::SubExpiring(SubExpiring {
+            channel: fields.str("channel")?,
+            expires_in_ms: fields.int("expires_in_ms")?,
         }),
         "publication" => ServerMessage::Publication(Publication {
             channel: fields.str("channel")?,

@@ -480,7 +480,8 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
     Ok(config)
 }
 
-const ACTIONS: [&str; 12] = [
+const ACTIONS: [&str; 13] = [
+    "refresh_subscription_token",
     "start",
     "refresh_token",
     "token_failed",
@@ -629,8 +630,22 @@ fn perform(
             session.handle_timeout(now);
             ok()
         }
-        "subscribe" => session
-            .subscribe(now, &channel()?)
+        "subscribe" => match arg.get("token") {
+            // `{"channel": C, "token": T}`: with a subscription token.
+            Some(token) => session.subscribe_with_token(
+                now,
+                str_field(arg, "channel")?,
+                token.as_str().map(str::to_owned),
+            ),
+            None => session.subscribe(now, &channel()?),
+        }
+        .map_or_else(|e| subscribe_error(&e), |()| ok()),
+        "refresh_subscription_token" => session
+            .refresh_subscription_token(
+                now,
+                str_field(arg, "channel")?,
+                str_field(arg, "token")?.to_owned(),
+            )
             .map_or_else(|e| subscribe_error(&e), |()| ok()),
         "unsubscribe" => session
             .unsubscribe(now, &channel()?)

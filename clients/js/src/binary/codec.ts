@@ -39,15 +39,18 @@ const LAYOUTS: Record<string, readonly Field[]> = {
   unsubscribe: [["channel", "s"]],
   unsubscribed: [["channel", "s"], ["code", "s"], ["reason", "s"]],
   publication: [["channel", "s"], ["epoch", "s"], ["offset", "u"], ["data", "j"]],
+  sub_refresh: [["channel", "s"], ["token", "s"]],
+  sub_expiring: [["channel", "s"], ["expires_in_ms", "u"]],
   reconnect: [["reason", "s"], ["min_delay_ms", "u"], ["max_delay_ms", "u"], ["message", "s", "?"]],
   error: ERROR_BODY,
 };
 const CODES: Record<string, number> = {
   connect: 0x01, welcome: 0x02, ping: 0x03, pong: 0x04, refresh: 0x05, refreshed: 0x06, request: 0x10, response: 0x11,
-  subscribe: 0x20, subscribed: 0x21, unsubscribe: 0x22, unsubscribed: 0x23, publication: 0x24, reconnect: 0x30, error: 0xff,
+  subscribe: 0x20, subscribed: 0x21, unsubscribe: 0x22, unsubscribed: 0x23, publication: 0x24,
+  sub_refresh: 0x25, sub_expiring: 0x26, reconnect: 0x30, error: 0xff,
 };
-const CLIENT = new Set(["connect", "ping", "pong", "refresh", "request", "subscribe", "unsubscribe"]);
-const SERVER = new Set(["welcome", "ping", "pong", "refreshed", "response", "subscribed", "unsubscribed", "publication", "reconnect", "error"]);
+const CLIENT = new Set(["connect", "ping", "pong", "refresh", "request", "subscribe", "unsubscribe", "sub_refresh"]);
+const SERVER = new Set(["welcome", "ping", "pong", "refreshed", "response", "subscribed", "unsubscribed", "publication", "sub_expiring", "reconnect", "error"]);
 const MAX_FRAME_LEN = 1_048_576;
 /** Each code's type, for decoding. */
 const TYPES = new Map(Object.keys(CODES).map((t) => [CODES[t]!, t]));

@@ -34,6 +34,8 @@ const SCHEMA: Record<string, string> = {
   reconnect: "reasons min_delay_msi max_delay_msi messaget",
   error: ERROR_BODY,
 };
+// Only `@belay/client/full` refreshes subscription tokens; the default entry skips it as unknown.
+if (globalThis.BELAY_FULL !== false) SCHEMA["sub_expiring"] = "channels expires_in_msi";
 const NESTED: Record<string, string> = { P: "period_msi phase_msi origin_msn", E: ERROR_BODY };
 const CLIENT_KINDS = ["connect", "refresh", "request", "subscribe", "unsubscribe"];
 

@@ -53,5 +53,7 @@ export type Event =
   | { event: "subscription_failed"; channel: string; code: string }
   | { event: "publication"; channel: string; epoch: string; offset: number; data: Json }
   | ({ event: "server_error" } & ErrorBody)
-  /** The credentials expire in `expires_in_ms`: call `refreshToken` with a new token (sent in-band). */
-  | { event: "token_wanted"; expires_in_ms: number };
+  /** A token is wanted (before a dial, or ahead of the expiry): answer with `refreshToken` or `tokenFailed`. */
+  | { event: "token_wanted"; expires_in_ms: number }
+  /** The channel's subscription token expires in `expires_in_ms`: answer with `refreshSubscriptionToken` (sent in-band). */
+  | { event: "subscription_token_wanted"; channel: string; expires_in_ms: number };

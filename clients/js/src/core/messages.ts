@@ -25,7 +25,8 @@ export type ClientMessage =
   | { type: "refresh"; token: string }
   | { type: "request"; id: number; method: string; params: Json; idem?: string; timeout_ms?: number }
   | { type: "subscribe"; channel: string; since?: StreamPosition | undefined; token?: string | undefined }
-  | { type: "unsubscribe"; channel: string };
+  | { type: "unsubscribe"; channel: string }
+  | { type: "sub_refresh"; channel: string; token: string };
 
 export interface Welcome {
   type: "welcome";
@@ -50,6 +51,12 @@ export interface Subscribed {
   epoch: string;
   offset: number;
   recovered: boolean;
+}
+/** A channel's subscription token expires `expires_in_ms` from now (PROTOCOL.md §5.8). */
+export interface SubExpiring {
+  type: "sub_expiring";
+  channel: string;
+  expires_in_ms: number;
 }
 export interface Unsubscribed {
   type: "unsubscribed";
@@ -81,6 +88,7 @@ export type ServerMessage =
   | Subscribed
   | Unsubscribed
   | Publication
+  | SubExpiring
   | ReconnectAdvice
   | ({ type: "error" } & ErrorBody);
 

@@ -295,6 +295,17 @@ export class Session implements SubscriptionSink {
     return this._channelCommand(nowMs, () => this._subscriptions._add(this._now, channel, token) || "already_subscribed");
   }
 
+  /**
+   * Use the subscription token `token` for `channel` from now on: at once as
+   * `sub_refresh` while the channel is confirmed (the answer to
+   * `subscription_token_wanted`; the channel is not left), and with every
+   * later subscribe of it (PROTOCOL.md §5.8).
+   */
+  refreshSubscriptionToken(nowMs: number, channel: string, token: string): SubscribeError | undefined {
+    if (globalThis.BELAY_FULL !== false) return this._channelCommand(nowMs, () => this._subscriptions._refreshToken(channel, token) || "not_subscribed");
+    return undefined;
+  }
+
   unsubscribe(nowMs: number, channel: string): SubscribeError | undefined {
     return this._channelCommand(nowMs, () => this._subscriptions._remove(channel) || "not_subscribed");
   }
@@ -439,6 +450,8 @@ export class Session implements SubscriptionSink {
     this._onOpened(now, id);
     this._noteFrame(now, m.type);
     const subs = this._subscriptions;
+    // Only the full build decodes it (the default entry skips it as an unknown type).
+    if (globalThis.BELAY_FULL !== false && m.type === "sub_expiring") return subs._handleSubExpiring(now, m, this._rng);
     switch (m.type) {
       case "welcome":
         return this._onWelcome(now, id, m);

@@ -8,9 +8,9 @@
 import { Backoff } from "./backoff/state.js";
 import type { BackoffPolicy } from "./backoff/policy.js";
 import type { Event } from "./events.js";
-import { isFinalUnsubscribe, type ClientMessage, type Publication, type StreamPosition, type Subscribed, type Unsubscribed } from "./messages.js";
+import { isFinalUnsubscribe, type ClientMessage, type Publication, type StreamPosition, type SubExpiring, type Subscribed, type Unsubscribed } from "./messages.js";
 import type { RandomSource } from "./rng.js";
-import { US } from "./time.js";
+import { US, wholeMs } from "./time.js";
 
 /** Shortest wait for `subscribed` (ms), so a zero timeout cannot livelock. */
 export const MIN_CONFIRM_TIMEOUT_MS = 100;
@@ -41,6 +41,8 @@ interface Channel {
   _retry: Backoff;
   /** A subscription token, sent with every subscribe of the channel. */
   token?: string | undefined;
+  /** After `sub_expiring` on this transport: when to ask for a new token, and when it expires (µs). */
+  _ask?: [number, number] | undefined;
 }
 
 /** Byte-wise UTF-8 order (= code point order), like Rust's `BTreeMap<String, _>`. */
@@ -111,7 +113,35 @@ export class Subscriptions {
 
   /** `failed` true: channels the server refused get another chance; false: the transport is gone, every other channel waits. */
   _idle(failed: boolean): void {
-    for (const c of this._channels.values()) if ((c.s === St.Failed) === failed) c.s = St.Idle;
+    for (const c of this._channels.values()) {
+      if (globalThis.BELAY_FULL !== false) c._ask = undefined;
+      if ((c.s === St.Failed) === failed) c.s = St.Idle;
+    }
+  }
+
+  /**
+   * The server said a confirmed channel's subscription token expires
+   * `expires_in_ms` from now (PROTOCOL.md §5.8): ask at 75–90 % of that
+   * (`token_refresh.rs`).
+   */
+  _handleSubExpiring(now: number, msg: SubExpiring, rng: RandomSource): void {
+    if (globalThis.BELAY_FULL !== false) {
+      const c = this._channels.get(msg.channel);
+      if (c?.s !== St.Subscribed) return;
+      const ms = msg.expires_in_ms;
+      c._ask = [now + Math.floor(ms * (0.75 + 0.15 * rng.nextUnit())) * US, now + ms * US];
+    }
+  }
+
+  /** Use `token` for `channel` from now on: at once as `sub_refresh` if confirmed, and in every later subscribe. */
+  _refreshToken(channel: string, token: string): boolean {
+    if (globalThis.BELAY_FULL === false) return false;
+    const c = this._channels.get(channel);
+    if (!c) return false;
+    c.token = token;
+    c._ask = undefined;
+    if (this._online && c.s === St.Subscribed) this._out._subSend({ type: "sub_refresh", channel, token });
+    return true;
   }
 
   _handleProtocolUp(now: number): void {
@@ -175,11 +205,21 @@ export class Subscriptions {
 
   _handleTimeout(now: number): void {
     for (const [name, c] of this._sorted()) if (c.s < St.Idle && c.t! <= now) this._subscribeNow(now, name, c, true);
+    if (globalThis.BELAY_FULL !== false)
+      for (const [channel, c] of this._sorted()) {
+        const ask = c.s === St.Subscribed ? c._ask : undefined;
+        if (!(ask?.[0]! <= now)) continue;
+        c._ask = undefined;
+        this._out._emit({ event: "subscription_token_wanted", channel, expires_in_ms: wholeMs(Math.max(0, ask![1] - now)) });
+      }
   }
 
   _pollTimeout(): number | undefined {
     let min: number | undefined;
-    for (const c of this._channels.values()) if (c.s < St.Idle && !(c.t! >= min!)) min = c.t;
+    for (const c of this._channels.values()) {
+      const t = c.s < St.Idle ? c.t : globalThis.BELAY_FULL !== false && c.s === St.Subscribed ? c._ask?.[0] : undefined;
+      if (!(t! >= min!)) min = t ?? min;
+    }
     return min;
   }
 }
