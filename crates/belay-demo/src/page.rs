@@ -10,8 +10,10 @@ const APP_JS: &str = include_str!("../assets/app.js");
 const STYLE_CSS: &str = include_str!("../assets/style.css");
 /// The two page clients (Belay and the naive baseline) behind one interface.
 const MODES_JS: &str = include_str!("../assets/modes.js");
-/// The Belay browser client, built from clients/js (`npm run sync-asset`;
-/// the test command fails if this copy differs from a fresh build).
+/// The Belay browser client, `@belay/client/full` (the default entry and
+/// what it leaves out: the token providers, the SSE fallback's switch back),
+/// built from clients/js (`npm run sync-asset`; the test command fails if
+/// this copy differs from a fresh build).
 const BELAY_JS: &str = include_str!("../assets/belay.js");
 /// Its opt-in SSE + HTTP fallback (`@belay/client/fallback`), built the same way.
 const FALLBACK_JS: &str = include_str!("../assets/fallback.js");
