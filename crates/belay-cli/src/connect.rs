@@ -156,7 +156,10 @@ async fn connect(args: &Args) -> Ending {
     if let Some(token) = args.token.clone() {
         builder = builder.token(token);
     }
-    let client = builder.connect();
+    let client = match builder.connect() {
+        Ok(client) => client,
+        Err(unusable) => return Ending::Failed(2, unusable.to_string()),
+    };
     let options = RequestOptions::default().timeout(Duration::from_millis(args.timeout_ms));
     let live = std::io::stderr().is_terminal();
 

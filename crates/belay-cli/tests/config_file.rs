@@ -252,7 +252,8 @@ async fn a_session_refreshes_its_token_over_several_expiries_without_reconnectin
             let claims = json!({"sub": "alice", "exp": now() + 3, "channels": ["feed"]});
             Ok(token(claims, SECRET))
         })
-        .connect();
+        .connect()
+        .expect("a usable URL");
     let mut events = client.events();
     let mut feed = client.subscribe("feed").await.expect("subscribe");
     let (mut refreshes, mut sessions, mut offsets) = (0, 0, Vec::new());
@@ -376,7 +377,8 @@ async fn a_provider_replaces_an_expired_start_token_and_its_failures_are_retried
                 ))
             }
         })
-        .connect();
+        .connect()
+        .expect("a usable URL");
     let ready = tokio::time::timeout(Duration::from_secs(20), client.ready()).await;
     assert!(
         matches!(ready, Ok(Ok(()))),
@@ -423,7 +425,8 @@ async fn a_subscription_token_is_refreshed_in_band_before_it_expires() {
             assert_eq!(channel, "feed");
             Ok(feed_token(3))
         })
-        .connect();
+        .connect()
+        .expect("a usable URL");
     let mut events = client.events();
     let mut feed = client
         .subscribe_with_token("feed", &feed_token(3))
@@ -470,7 +473,8 @@ async fn a_subscription_whose_token_expires_unrefreshed_ends() {
     let (_server, addr) = serve_demo(&file).await;
     let client = Client::builder(format!("ws://{addr}/ws"))
         .token(token(json!({"sub": "alice", "exp": now() + 600}), SECRET))
-        .connect();
+        .connect()
+        .expect("a usable URL");
     let mut events = client.events();
     let mut feed = client
         .subscribe_with_token("feed", &feed_token(2))

@@ -119,7 +119,8 @@ async fn a_host_sleeps_wakes_for_a_call_within_the_bound_and_sleeps_again() {
     let client = Client::builder(url)
         .token(token(json!({"sub": "alice", "channels": ["$host:*"]})))
         .host_timing(&timing())
-        .connect();
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready");
     let asked = Instant::now();
     let info: Value = client

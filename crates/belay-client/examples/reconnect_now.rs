@@ -48,7 +48,8 @@ async fn main() -> Result<(), String> {
         .configure(move |config| {
             config.set_backoff(BackoffPolicy::fixed(Duration::from_millis(backoff_ms)));
         })
-        .connect();
+        .connect()
+        .expect("a usable URL");
 
     // stdin is read on a thread of its own (std's blocking reads), one
     // command per line; its end closes the client.

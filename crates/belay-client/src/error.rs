@@ -46,7 +46,7 @@ pub enum RequestError {
     Closed,
 }
 
-/// Why [`ClientBuilder::build`](crate::ClientBuilder::build) made no client:
+/// Why [`ClientBuilder::connect`](crate::ClientBuilder::connect) made no client:
 /// its settings can never connect, so nothing was started.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

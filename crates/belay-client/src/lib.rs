@@ -33,7 +33,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = Client::builder("ws://127.0.0.1:8080/ws")
 //!     .token("secret")
-//!     .connect();
+//!     .connect()?;
 //! let mut feed = client.subscribe("feed").await?;
 //! client.ready().await?;
 //! let echoed = client.request("echo", json!({"hello": 1})).await?;
@@ -52,10 +52,8 @@
 //!
 //! # Building, waiting, reading
 //!
-//! [`ClientBuilder::build`] checks the URL and TLS settings first: an
-//! unusable URL is a [`BuildError`], and nothing is started
-//! ([`ClientBuilder::connect`] keeps the older behaviour, a halt with
-//! `InvalidConfig`). The builder's setters can come in any order:
+//! [`ClientBuilder::connect`] checks the URL and TLS settings first: an
+//! unusable URL is a [`BuildError`], and nothing is started. The builder's setters can come in any order:
 //! [`ClientBuilder::configure`]'s changes apply on top of
 //! [`ClientBuilder::config`], and [`ClientBuilder::host_timing`] is combined
 //! with the final request timeout, when the client is built.
@@ -79,7 +77,7 @@
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = Client::builder("ws://127.0.0.1:8080/ws").build()?;
+//! let client = Client::builder("ws://127.0.0.1:8080/ws").connect()?;
 //! let wait = RequestOptions::default().wait_ready(Duration::from_secs(5));
 //! match client.request_with("orders.create", json!({"sku": "A1"}), wait).await {
 //!     Ok(order) => println!("{}", order.get()),
@@ -299,7 +297,8 @@ impl ClientBuilder {
     ///             Err(_) => Err(TokenError::Unavailable),
     ///         }
     ///     })
-    ///     .connect();
+    ///     .connect()
+    ///     .expect("a usable URL");
     /// # let _ = client;
     /// # }
     /// ```
@@ -330,7 +329,7 @@ impl ClientBuilder {
     ///     .subscription_token_provider(|channel| async move {
     ///         issue(&channel).await.ok_or(TokenError::Unauthorized)
     ///     })
-    ///     .connect();
+    ///     .connect()?;
     /// let first = issue("private:room").await.unwrap_or_default();
     /// let room = client.subscribe_with_token("private:room", &first).await?;
     /// # drop(room);
@@ -389,18 +388,20 @@ impl ClientBuilder {
     }
 
     /// Check the URL and the TLS settings, then start connecting in the
-    /// background and return at once: the way to build a client whose URL
-    /// comes from outside. An unusable URL (not `ws://` or `wss://`, no
-    /// host) or TLS setting is an error here, and nothing is started.
+    /// background and return at once. An unusable URL (not `ws://` or
+    /// `wss://`, no host) or TLS setting is an error here, and nothing is
+    /// started; everything after (refused dials, a server that is down) is
+    /// the connection's to retry, seen in [`Client::status`] and
+    /// [`Client::events`].
     ///
     /// ```
     /// use belay_client::{BuildError, Client};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let refused = Client::builder("http://example.com/ws").build();
+    /// let refused = Client::builder("http://example.com/ws").connect();
     /// assert!(matches!(refused, Err(BuildError::Url(_))));
-    /// let client = Client::builder("ws://127.0.0.1:1/ws").build().expect("a usable URL");
+    /// let client = Client::builder("ws://127.0.0.1:1/ws").connect().expect("a usable URL");
     /// client.close().await;
     /// # }
     /// ```
@@ -408,45 +409,24 @@ impl ClientBuilder {
     /// # Panics
     ///
     /// Outside a tokio runtime.
-    pub fn build(self) -> Result<Client, BuildError> {
+    pub fn connect(self) -> Result<Client, BuildError> {
         let tls = self.tls.client_config()?;
         let target = transport::Target::parse(&self.url, tls).map_err(|failure| match failure {
             belay_proto::Failure::InvalidConfig { detail } => BuildError::Url(detail),
             other => BuildError::Url(format!("{other:?}")),
         })?;
-        Ok(self.start(Ok(target)))
+        Ok(self.start(target))
     }
 
-    /// Start connecting in the background and return at once, without
-    /// checking the settings first (kept for callers that want the halt):
-    /// an unusable URL or TLS setting makes the core halt with
-    /// [`HaltReason::InvalidConfig`](belay_proto::HaltReason), visible in
-    /// [`Client::status`] and [`Client::events`]. Prefer
-    /// [`build`](Self::build), which returns that as an error.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime.
-    pub fn connect(self) -> Client {
-        let target = self
-            .tls
-            .client_config()
-            .map_err(|e| belay_proto::Failure::InvalidConfig {
-                detail: e.to_string(),
-            })
-            .and_then(|tls| transport::Target::parse(&self.url, tls));
-        self.start(target)
-    }
-
-    /// Start the driver on `target` (or the failure every dial reports).
-    fn start(self, target: Result<transport::Target, belay_proto::Failure>) -> Client {
+    /// Start the driver on `target`.
+    fn start(self, target: transport::Target) -> Client {
         let origin = tokio::time::Instant::now();
         let seed = self
             .seed
             .unwrap_or_else(|| RandomState::new().hash_one(origin));
         let host_call_timeout = self.resolved_host_call_timeout();
         let session = Session::new(self.resolved_config(), belay_proto::Instant::ZERO, seed);
-        let target = target.map(|target| Arc::new(target.with_codec(self.codec)));
+        let target = Ok(Arc::new(target.with_codec(self.codec)));
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (status_tx, status_rx) = watch::channel(Status::default());
         let (events_tx, _) = broadcast::channel(EVENT_CAPACITY);
@@ -517,7 +497,7 @@ impl RequestOptions {
     /// use serde_json::json;
     ///
     /// # async fn run() -> Result<(), belay_client::BuildError> {
-    /// let client = Client::builder("ws://127.0.0.1:8080/ws").build()?;
+    /// let client = Client::builder("ws://127.0.0.1:8080/ws").connect()?;
     /// // Right after building: not connected yet. Without the wait this
     /// // is `NotReady` at once; with it, sent once the session is up.
     /// let options = RequestOptions::default().wait_ready(Duration::from_secs(5));

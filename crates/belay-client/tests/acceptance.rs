@@ -77,7 +77,8 @@ async fn real_attempts(config: Config) -> (u64, u64) {
     // fast backoff on top of it).
     let client = Client::builder(format!("ws://{addr}/ws"))
         .config(config)
-        .connect();
+        .connect()
+        .expect("a usable URL");
     let mut events = client.events();
     // The first dial is the window's origin (the simulator's client starts
     // and connects at the same instant).
@@ -173,7 +174,7 @@ async fn every_request_settles_through_every_fault() {
     const TIMEOUT: Duration = Duration::from_millis(800);
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     client.ready().await.expect("ready");
 
     let firing = {
@@ -273,7 +274,7 @@ async fn publish_through_flapping(
     // The server only flaps sessions welcomed while the fault is on, so it
     // is on before the client connects.
     fault(addr, "flapping", r#"{"on":true,"after_ms":300}"#).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     let mut feed = client.subscribe(channel).await.expect("subscribe");
     client.ready().await.expect("ready");
     let connects_before = server.metrics().connects();
@@ -424,7 +425,7 @@ async fn through_flapping_with_a_short_history_every_gap_is_a_resync() {
 async fn service_down_is_seen_at_once() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     // The server signals `service_down` by dropping subscriptions with
     // `unavailable`: a client without one has nothing to see.
     let _news = client.subscribe("news").await.expect("subscribe");

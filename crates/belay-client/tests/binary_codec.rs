@@ -29,8 +29,11 @@ async fn publications(feed: &mut belay_client::Subscription, n: usize) -> Vec<(u
 async fn a_binary_client_and_a_json_client_get_the_same_feed_from_one_server() {
     let server = demo_server();
     let addr = start(&server).await;
-    let binary = builder(addr).codec(Codec::Binary).connect();
-    let json_client = builder(addr).connect();
+    let binary = builder(addr)
+        .codec(Codec::Binary)
+        .connect()
+        .expect("a usable URL");
+    let json_client = builder(addr).connect().expect("a usable URL");
     let mut binary_feed = binary.subscribe("news").await.expect("subscribed");
     let mut json_feed = json_client.subscribe("news").await.expect("subscribed");
     for client in [&binary, &json_client] {
@@ -70,7 +73,10 @@ async fn a_binary_client_and_a_json_client_get_the_same_feed_from_one_server() {
 #[tokio::test]
 async fn against_a_server_that_does_not_negotiate_the_binary_client_speaks_json() {
     let (listener, url) = scripted::listen().await;
-    let client = Client::builder(url).codec(Codec::Binary).connect();
+    let client = Client::builder(url)
+        .codec(Codec::Binary)
+        .connect()
+        .expect("a usable URL");
     // tokio-websockets' server handshake answers without a subprotocol,
     // as a server from before negotiation does.
     let tcp = scripted::accept(&listener).await;

@@ -32,7 +32,7 @@ async fn presence_lists_the_members_typed() {
     tokio::spawn(async move {
         let _ = serving.serve(listener, serving.router()).await;
     });
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let _room = client.subscribe("room:1").await.expect("subscribed");
     client.ready().await.expect("ready");
     let members = client.presence("room:1").await.expect("members");

@@ -33,7 +33,7 @@ async fn serve() -> (Server, String) {
 #[tokio::test]
 async fn a_client_publish_reaches_a_subscriber_and_a_keyed_retry_publishes_once() {
     let (server, url) = serve().await;
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let mut feed = client.subscribe("chat:a").await.expect("subscribed");
     client.ready().await.expect("ready");
     let keyed = || RequestOptions::default().idempotency_key("k1");

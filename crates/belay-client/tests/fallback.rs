@@ -50,7 +50,10 @@ async fn start_blockable(server: &DemoServer, blocked: Arc<AtomicBool>) -> Socke
 fn client(addr: SocketAddr, retry_websocket_every: Duration) -> Client {
     let mut fallback = FallbackConfig::default();
     fallback.set_retry_websocket_every(retry_websocket_every);
-    builder(addr).fallback(Some(fallback)).connect()
+    builder(addr)
+        .fallback(Some(fallback))
+        .connect()
+        .expect("a usable URL")
 }
 
 #[tokio::test]
@@ -84,7 +87,10 @@ async fn with_upgrades_blocked_the_client_is_ready_over_the_fallback() {
 async fn without_the_fallback_a_blocked_upgrade_never_connects() {
     let server = demo_server();
     let addr = start_blockable(&server, Arc::new(AtomicBool::new(true))).await;
-    let client = builder(addr).fallback(None).connect();
+    let client = builder(addr)
+        .fallback(None)
+        .connect()
+        .expect("a usable URL");
     let mut status = client.status();
     let failed = status_where(&mut status, "two failed attempts", |s| s.attempts >= 2).await;
     assert!(!failed.ready);
@@ -204,7 +210,10 @@ async fn a_switch_that_finds_no_quiet_moment_refuses_new_requests_only_after_its
     fallback
         .set_retry_websocket_every(Duration::from_millis(100))
         .set_switch_within(Duration::from_millis(200));
-    let client = builder(addr).fallback(Some(fallback)).connect();
+    let client = builder(addr)
+        .fallback(Some(fallback))
+        .connect()
+        .expect("a usable URL");
     let mut status = client.status();
     status_where(&mut status, "ready over SSE", |s| {
         s.ready && s.transport == TransportKind::Sse

@@ -23,7 +23,7 @@ fn is_disconnect(event: &ClientEvent) -> bool {
 async fn connects_becomes_ready_and_echoes() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     // Before the session is established a request is refused, never sent.
     assert_eq!(
         client.request("echo", json!(1)).await,
@@ -48,7 +48,7 @@ async fn connects_becomes_ready_and_echoes() {
 async fn slow_replies_time_out_individually_while_status_stays_ready() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     let mut events = client.events();
     fault(addr, "slow_replies", r#"{"on":true,"delay_ms":2000}"#).await;
@@ -88,7 +88,7 @@ async fn slow_replies_time_out_individually_while_status_stays_ready() {
 async fn a_restart_settles_requests_in_flight_and_the_client_is_ready_again() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     let mut status = client.status();
     let down = Duration::from_millis(1_000);
@@ -121,7 +121,7 @@ async fn a_restart_settles_requests_in_flight_and_the_client_is_ready_again() {
 async fn service_down_drops_only_the_service_level_and_data_flows_again() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     let mut news = client.subscribe("news").await.expect("subscribe");
     client.ready().await.expect("ready");
     let mut status = client.status();
@@ -164,7 +164,7 @@ async fn service_down_drops_only_the_service_level_and_data_flows_again() {
 async fn a_freeze_is_detected_within_the_heartbeat_bound_and_one_connection_remains() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     let mut events = client.events();
     fault(addr, "freeze", r#"{"on":true}"#).await;
@@ -208,7 +208,8 @@ async fn reconnect_now_during_backoff_dials_at_once_without_a_second_connection(
                 Duration::from_secs(30),
             ));
         })
-        .connect();
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready");
     let mut status = client.status();
     server
@@ -265,7 +266,7 @@ async fn reconnect_now_during_backoff_dials_at_once_without_a_second_connection(
 async fn no_publication_is_lost_or_duplicated_through_a_restart() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     let mut ticks = client.subscribe("ticks").await.expect("subscribe");
     client.ready().await.expect("ready");
     let mut status = client.status();
@@ -323,7 +324,7 @@ async fn no_publication_is_lost_or_duplicated_through_a_restart() {
 async fn after_close_no_new_connection_appears() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     let mut status = client.status();
     // Lose the connection so that a redial is pending, then close.
@@ -353,7 +354,7 @@ async fn after_close_no_new_connection_appears() {
 async fn dropping_the_last_handle_stops_the_connection() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).connect();
+    let client = builder(addr).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     open_connections(&server, 1).await;
     drop(client);
@@ -385,7 +386,8 @@ async fn wss_with_a_custom_root_for_a_self_signed_server() {
         .expect("pem");
     let client = Client::builder(format!("wss://localhost:{port}/ws"))
         .tls(trust)
-        .connect();
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready over TLS");
     assert_eq!(
         client.request("echo", json!("tls")).await,
@@ -394,27 +396,11 @@ async fn wss_with_a_custom_root_for_a_self_signed_server() {
     client.close().await;
 
     // Without the custom root the certificate is refused (and retried).
-    let untrusting = Client::builder(format!("wss://localhost:{port}/ws")).connect();
+    let untrusting = Client::builder(format!("wss://localhost:{port}/ws"))
+        .connect()
+        .expect("a usable URL");
     let mut events = untrusting.events();
     let failed = event_where(&mut events, "connect failed", is_disconnect).await;
     assert!(format!("{failed:?}").contains("TLS"), "{failed:?}");
     untrusting.close().await;
-}
-
-#[tokio::test]
-async fn an_unusable_url_halts_with_invalid_config() {
-    let client = Client::builder("http://127.0.0.1:1/ws").connect();
-    let mut status = client.status();
-    let halted = status_where(&mut status, "halted", |s| {
-        s.state == ConnectionState::Halted
-    })
-    .await;
-    assert!(
-        matches!(
-            halted.halted,
-            Some(belay_proto::HaltReason::InvalidConfig { .. })
-        ),
-        "{halted:?}"
-    );
-    client.close().await;
 }

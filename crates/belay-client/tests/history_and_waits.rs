@@ -56,7 +56,7 @@ async fn history_and_presence_stats_are_typed() {
             .expect("published")
             .epoch;
     }
-    let client = Client::builder(url).build().expect("a usable URL");
+    let client = Client::builder(url).connect().expect("a usable URL");
     let _room = client.subscribe("room:1").await.expect("subscribed");
     client.ready().await.expect("ready");
 
@@ -110,7 +110,7 @@ async fn a_request_before_ready_is_not_ready_unless_asked_to_wait() {
     let (_server, url) = server().await;
     // Nobody listens: the request can only be refused.
     let unreachable = Client::builder(closed_port_url().await)
-        .build()
+        .connect()
         .expect("a usable URL");
     assert_eq!(
         unreachable.request("echo", json!(1)).await,
@@ -154,7 +154,7 @@ async fn a_request_before_ready_is_not_ready_unless_asked_to_wait() {
     assert_eq!(closed, Err(RequestError::Closed));
 
     // With a server: sent once the session is up, answered.
-    let client = Client::builder(url).build().expect("a usable URL");
+    let client = Client::builder(url).connect().expect("a usable URL");
     let answered = client
         .request_with(
             "$history",
@@ -171,7 +171,7 @@ async fn a_request_before_ready_is_not_ready_unless_asked_to_wait() {
 #[tokio::test]
 async fn an_unknown_method_is_a_typed_server_error() {
     let (_server, url) = server().await;
-    let client = Client::builder(url).build().expect("a usable URL");
+    let client = Client::builder(url).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     let refused = client.request("no.such.method", json!(null)).await;
     assert!(
@@ -189,9 +189,9 @@ async fn an_unknown_method_is_a_typed_server_error() {
 }
 
 #[tokio::test]
-async fn an_unusable_url_is_an_error_from_build() {
+async fn an_unusable_url_is_an_error_from_connect() {
     for url in ["http://127.0.0.1:1/ws", "not a url", "ws:///no-host"] {
-        let built = Client::builder(url).build();
+        let built = Client::builder(url).connect();
         assert!(matches!(built, Err(BuildError::Url(_))), "{url}");
     }
 }
@@ -200,7 +200,10 @@ async fn an_unusable_url_is_an_error_from_build() {
 async fn the_status_keeps_the_loss_apart_from_the_failed_redial() {
     let server = demo_server();
     let addr = start(&server).await;
-    let client = builder(addr).fallback(None).build().expect("a usable URL");
+    let client = builder(addr)
+        .fallback(None)
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready");
     // The server restarts: the session is lost, and every redial is
     // refused (503) while it is down.

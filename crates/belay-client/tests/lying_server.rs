@@ -74,7 +74,7 @@ async fn lying_resume(lie_offset: u64, after: std::ops::RangeInclusive<u64>) -> 
         // Hold the connection until the client has read everything.
         let _ = next_json(&mut ws).await;
     });
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let mut subscription = client.subscribe("news").await.expect("subscribe");
     let seen = items_until(&mut subscription, last).await;
     client.close().await;

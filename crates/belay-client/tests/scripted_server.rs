@@ -36,7 +36,7 @@ async fn an_upgrade_refused_with_retry_after_is_not_redialed_before_it() {
     let (listener, url) = listen().await;
     // The default config: server-paced backoff, whose first window (< 1 s)
     // is what redialed a `503 Retry-After: 5` after 0.93 s.
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let mut events = client.events();
 
     let first = accept(&listener).await;
@@ -85,7 +85,7 @@ async fn a_rate_limited_upgrade_reports_its_retry_after_and_ignores_dates_and_ga
         ),
     ] {
         let (listener, url) = listen().await;
-        let client = Client::builder(url).connect();
+        let client = Client::builder(url).connect().expect("a usable URL");
         let mut events = client.events();
         refuse(accept(&listener).await, status, &[header]).await;
         let failed = event_where(&mut events, "the refused upgrade", |e| {
@@ -110,7 +110,7 @@ async fn a_frame_over_the_limit_is_refused_from_its_header_and_closed_1009() {
     const ANNOUNCED: u64 = 60 << 20;
     const CHUNK: usize = 64 << 10;
     let (listener, url) = listen().await;
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let mut events = client.events();
 
     let ws = establish(accept(&listener).await).await;
@@ -190,7 +190,7 @@ async fn a_fragmented_message_over_the_limit_is_refused_and_closed_1009() {
     // Two fragments of 768 KiB: each under the limit, the message over it.
     const FRAGMENT: usize = 768 << 10;
     let (listener, url) = listen().await;
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let mut events = client.events();
     let ws = establish(accept(&listener).await).await;
     client.ready().await.expect("ready");
@@ -243,7 +243,7 @@ async fn a_fragmented_message_over_the_limit_is_refused_and_closed_1009() {
 #[tokio::test]
 async fn a_request_over_the_frame_limit_is_refused_unsent_and_the_connection_stays_usable() {
     let (listener, url) = listen().await;
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let server = tokio::spawn(async move {
         let mut ws = establish(accept(&listener).await).await;
         echo_until_closed(&mut ws).await

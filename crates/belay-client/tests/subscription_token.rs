@@ -49,7 +49,7 @@ async fn a_token_opens_a_private_channel_and_its_absence_is_refused() {
         let _ = serving.serve(listener, serving.router()).await;
     });
 
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     let mut open = client
         .subscribe_with_token("private:a", "key-for:private:a")
         .await

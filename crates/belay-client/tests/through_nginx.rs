@@ -17,7 +17,7 @@ async fn behind_a_default_nginx_the_client_works_over_the_fallback() {
     let server = demo_server();
     let addr = start(&server).await;
     let nginx = Nginx::proxy_to(addr).await;
-    let client = builder(nginx.addr()).connect();
+    let client = builder(nginx.addr()).connect().expect("a usable URL");
     let mut feed = client.subscribe("news").await.expect("subscribed");
     tokio::time::timeout(SOON, client.ready())
         .await

@@ -259,7 +259,9 @@ pub(crate) struct Member {
 pub(crate) async fn fleet(url: &str, clients: usize) -> Vec<Member> {
     let mut members = Vec::new();
     for _ in 0..clients {
-        let client = Client::builder(url.to_owned()).connect();
+        let client = Client::builder(url.to_owned())
+            .connect()
+            .expect("a usable URL");
         let seen = Arc::new(Mutex::new(Seen::default()));
         let mut dials = client.events();
         let mut feed = client.subscribe("feed").await.expect("subscribe");

@@ -21,7 +21,9 @@ async fn a_killed_node_s_clients_resume_on_the_other_and_a_keyed_retry_is_not_ru
     wait_for_publications(&members, 5).await;
 
     // An order placed directly on node A, just before it dies.
-    let direct = Client::builder(cluster.direct[0].clone()).connect();
+    let direct = Client::builder(cluster.direct[0].clone())
+        .connect()
+        .expect("a usable URL");
     direct.ready().await.expect("connected to node A");
     let keyed = || RequestOptions::default().idempotency_key("order-after-kill");
     let first: Value = direct
@@ -40,7 +42,9 @@ async fn a_killed_node_s_clients_resume_on_the_other_and_a_keyed_retry_is_not_ru
     wait_for_more(&members, 10).await;
 
     // The retry reaches node B (A is gone): the stored outcome, A's.
-    let retrying = Client::builder(cluster.url.clone()).connect();
+    let retrying = Client::builder(cluster.url.clone())
+        .connect()
+        .expect("a usable URL");
     retrying.ready().await.expect("connected through HAProxy");
     let retry: Value = retrying
         .request_with("order.create", json!("book"), keyed())

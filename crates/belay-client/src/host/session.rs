@@ -60,7 +60,10 @@ async fn serve(
     current: Arc<Mutex<Option<Client>>>,
     mut stopped: oneshot::Receiver<()>,
 ) {
-    let client = builder.connect();
+    // An unusable URL: the host loop's heartbeat, on the same URL, says so.
+    let Ok(client) = builder.connect() else {
+        return;
+    };
     *lock(&current) = Some(client.clone());
     let mut calls = JoinSet::new();
     if id.is_empty() {

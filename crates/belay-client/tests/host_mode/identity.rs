@@ -17,7 +17,10 @@ async fn the_heartbeat_needs_a_host_token() {
 #[tokio::test]
 async fn a_host_cannot_hold_another_hosts_calls_and_a_client_cannot_publish_as_a_host() {
     let (_server, url, _base) = relay().await;
-    let impostor = Client::builder(url.clone()).token("host:pc-1").connect();
+    let impostor = Client::builder(url.clone())
+        .token("host:pc-1")
+        .connect()
+        .expect("a usable URL");
     impostor.ready().await.expect("ready");
     let mut calls = impostor.subscribe("$host-calls:pc-2").await.expect("sent");
     let refused = calls.next().await;
@@ -32,7 +35,7 @@ async fn a_host_cannot_hold_another_hosts_calls_and_a_client_cannot_publish_as_a
         .await;
     assert_eq!(code(&answer), "not_found", "no such call for this host");
 
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     let state = client
         .publish("$host-state:pc-1", json!({"state": "ready"}))

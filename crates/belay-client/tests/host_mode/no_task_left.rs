@@ -39,7 +39,8 @@ async fn a_sleeping_host_runs_only_its_loop_and_stop_leaves_no_task() {
     );
     let client = belay_client::Client::builder(url)
         .host_timing(&timing())
-        .connect();
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready");
     client
         .call_host("pc-t", "echo", json!(1))

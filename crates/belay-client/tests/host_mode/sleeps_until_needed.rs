@@ -21,7 +21,8 @@ async fn a_call_wakes_a_sleeping_host_which_sleeps_again_after_the_grace() {
 
     let client = Client::builder(url.clone())
         .host_timing(&timing())
-        .connect();
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready");
     let asked = Instant::now();
     let echoed = client
@@ -61,7 +62,9 @@ async fn a_subscriber_to_the_hosts_channel_keeps_it_awake_and_gets_its_publicati
     let (_server, url, _base) = relay().await;
     let pc = host(&url, "pc-2");
     until(&pc, |s| s.stats.beats >= 1 && !s.awake).await;
-    let client = Client::builder(url.clone()).connect();
+    let client = Client::builder(url.clone())
+        .connect()
+        .expect("a usable URL");
     let mut state = client.watch_host("pc-2").await.expect("watching");
     let mut feed = client.subscribe("$host:pc-2").await.expect("subscribed");
     client.ready().await.expect("ready");

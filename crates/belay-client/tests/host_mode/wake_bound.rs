@@ -20,7 +20,10 @@ async fn a_host_that_never_wakes_fails_the_call_after_the_wake_bound() {
     assert_eq!(answer["interval_ms"], 200);
     assert_eq!(answer["host"], "mute");
 
-    let client = Client::builder(url).host_timing(&timing()).connect();
+    let client = Client::builder(url)
+        .host_timing(&timing())
+        .connect()
+        .expect("a usable URL");
     client.ready().await.expect("ready");
     let asked = Instant::now();
     let call = client.call_host("mute", "echo", json!(1));
@@ -52,7 +55,7 @@ async fn a_host_that_never_wakes_fails_the_call_after_the_wake_bound() {
 #[tokio::test]
 async fn an_unknown_host_is_not_found_and_an_offline_one_is_refused_at_once() {
     let (_server, url, base) = relay().await;
-    let client = Client::builder(url).connect();
+    let client = Client::builder(url).connect().expect("a usable URL");
     client.ready().await.expect("ready");
     assert_eq!(
         code(&client.call_host("nobody-here", "echo", json!(1)).await),

@@ -32,6 +32,16 @@ pub(crate) async fn run(
         .seed(work.seed)
         .codec(work.codec)
         .connect();
+    let client = match client {
+        Ok(client) => client,
+        Err(unusable) => {
+            // Never started: the lab sees why.
+            out.emit(Observation::Lost {
+                why: unusable.to_string(),
+            });
+            return;
+        }
+    };
     out.emit(Observation::Started);
     let report_codec = work.codec == Codec::Binary;
     let status = tokio::spawn(watch_status(client.status(), out.clone(), report_codec));

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use belay_client::{Client, ClientEvent};
+use belay_client::{BuildError, Client, ClientEvent};
 use belay_proto::Config;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
@@ -62,14 +62,15 @@ impl Fleet {
         }
     }
 
-    /// Start one more client on `url` with `config` and core seed `seed`.
-    pub fn add(&mut self, url: &str, config: &Config, seed: u64) {
+    /// Start one more client on `url` with `config` and core seed `seed`
+    /// (an unusable `url` starts none).
+    pub fn add(&mut self, url: &str, config: &Config, seed: u64) -> Result<(), BuildError> {
         let client = Client::builder(url)
             .config(config.clone())
             .seed(seed)
             // WebSocket only: the bench measures dials, not the fallback.
             .fallback(None)
-            .connect();
+            .connect()?;
         let mut events = client.events();
         let dials = Arc::clone(&self.log);
         self.watchers.spawn(async move {
@@ -114,6 +115,7 @@ impl Fleet {
             }
         });
         self.clients.push(client);
+        Ok(())
     }
 
     /// Clients started.

@@ -116,7 +116,9 @@ pub async fn run(config: &HerdConfig) -> Result<HerdReport, LoadError> {
     for i in 0..n {
         ticker.tick().await;
         let seed = belay_sim::client_seed(config.seed, i as u64);
-        fleet.add(&url, &config.client_config, seed);
+        fleet
+            .add(&url, &config.client_config, seed)
+            .map_err(|e| LoadError::Target(e.to_string()))?;
     }
     let ramp_bound = Duration::from_secs(60);
     let counts = fleet.wait_for(|c| c.ready >= n, ramp_bound).await;

@@ -54,7 +54,8 @@ pub async fn run(pid: u32, relay: SocketAddr, hosts: usize) -> std::io::Result<M
         let token = format!("host:{id}");
         let client = Client::builder(format!("ws://{relay}/ws"))
             .token(token)
-            .connect();
+            .connect()
+            .map_err(std::io::Error::other)?;
         calls.push(
             client
                 .subscribe(&format!("{}{id}", belay_proto::host::CALLS_CHANNEL_PREFIX))

@@ -103,7 +103,9 @@ async fn scenario(scale: u32, seconds: u64, kept_awake: bool) -> std::io::Result
         })
         .start();
     // The watcher talks to the relay directly: its traffic is not counted.
-    let watcher = belay_client::Client::builder(format!("ws://{relay}/ws")).connect();
+    let watcher = belay_client::Client::builder(format!("ws://{relay}/ws"))
+        .connect()
+        .map_err(std::io::Error::other)?;
     let _watching = if kept_awake {
         Some(
             watcher

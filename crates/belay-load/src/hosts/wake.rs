@@ -38,7 +38,10 @@ pub async fn run(wakes: usize, interval: Duration) -> std::io::Result<Wakes> {
         .interval(interval)
         .method("echo", |p| async move { Ok::<_, HostError>(p) })
         .start();
-    let client = Client::builder(url).host_timing(&timing).connect();
+    let client = Client::builder(url)
+        .host_timing(&timing)
+        .connect()
+        .map_err(std::io::Error::other)?;
     client.ready().await.map_err(std::io::Error::other)?;
     let mut status = host.status();
     let mut latencies = Vec::with_capacity(wakes);
