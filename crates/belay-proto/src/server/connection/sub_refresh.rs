@@ -52,21 +52,17 @@ impl<F> Connection<F> {
         let Some(activity) = self.activity.as_mut() else {
             return;
         };
-        let Some((channel, held)) = activity.subscriptions.refreshing(ticket) else {
+        let at = verdict
+            .as_ref()
+            .ok()
+            .map(|lifetime| lifetime.map(|d| now.saturating_add(d)));
+        let Some(channel) = activity.subscriptions.refreshed(ticket, at) else {
             return;
         };
-        held.refreshing = None;
-        match verdict {
-            Ok(lifetime) => {
-                held.expires_at = lifetime.map(|d| now.saturating_add(d));
-                if let Some(at) = held.expires_at {
-                    let expiring = sub_expiring(&channel, now, at);
-                    self.send(expiring);
-                }
-            }
-            Err(denied) => {
-                self.end_subscription(&channel, &denied.code, &denied.message);
-            }
+        match (verdict, at) {
+            (Ok(_), Some(Some(at))) => self.send(sub_expiring(&channel, now, at)),
+            (Ok(_), _) => {}
+            (Err(denied), _) => self.end_subscription(&channel, &denied.code, &denied.message),
         }
     }
 

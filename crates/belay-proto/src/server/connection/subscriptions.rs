@@ -40,6 +40,9 @@ struct Pending {
 #[derive(Debug, Default)]
 pub(super) struct Subscriptions {
     held: HashMap<Arc<str>, Held>,
+    /// How many held subscriptions have an expiry: without any, the
+    /// connection's deadline never looks through them.
+    expiring: usize,
     /// Subscribes being set up (usually none or one; a plain vector keeps
     /// an idle connection free of allocations and hashers).
     pending: Vec<(Ticket, Pending)>,
@@ -59,6 +62,7 @@ impl Subscriptions {
 
     /// Every confirmed subscription, removed.
     pub(super) fn take_all(&mut self) -> Vec<(Arc<str>, u64)> {
+        self.expiring = 0;
         let all = self
             .held
             .drain()
@@ -69,10 +73,12 @@ impl Subscriptions {
     }
 
     fn end(&mut self, channel: &str) -> Option<(Arc<str>, u64)> {
-        let ended = self
-            .held
-            .remove_entry(channel)
-            .map(|(name, held)| (name, held.subscription));
+        let ended = self.held.remove_entry(channel).map(|(name, held)| {
+            if held.expires_at.is_some() {
+                self.expiring -= 1;
+            }
+            (name, held.subscription)
+        });
         if self.held.capacity() > 16 && self.held.len() < self.held.capacity() / 4 {
             self.held.shrink_to(self.held.len() * 2);
         }
@@ -86,16 +92,35 @@ impl Subscriptions {
         self.held.get_mut(channel)
     }
 
-    /// The subscription whose `sub_refresh` is `ticket`.
-    pub(super) fn refreshing(&mut self, ticket: Ticket) -> Option<(Arc<str>, &mut Held)> {
-        self.held
+    /// The `sub_refresh` `ticket` was answered: its subscription (if still
+    /// held) now expires at `at` (`Some(None)`: never), or keeps its expiry
+    /// (`None`: refused). Its channel, if any.
+    pub(super) fn refreshed(
+        &mut self,
+        ticket: Ticket,
+        at: Option<Option<Instant>>,
+    ) -> Option<Arc<str>> {
+        let (channel, held) = self
+            .held
             .iter_mut()
-            .find(|(_, held)| held.refreshing == Some(ticket))
-            .map(|(channel, held)| (Arc::clone(channel), held))
+            .find(|(_, held)| held.refreshing == Some(ticket))?;
+        held.refreshing = None;
+        if let Some(at) = at {
+            match (held.expires_at.is_some(), at.is_some()) {
+                (false, true) => self.expiring += 1,
+                (true, false) => self.expiring -= 1,
+                _ => {}
+            }
+            held.expires_at = at;
+        }
+        Some(Arc::clone(channel))
     }
 
     /// The channels whose token has expired at `now`.
     pub(super) fn expired(&self, now: Instant) -> Vec<Arc<str>> {
+        if self.expiring == 0 {
+            return Vec::new();
+        }
         self.held
             .iter()
             .filter(|(_, held)| held.expires_at.is_some_and(|at| at <= now))
@@ -105,6 +130,9 @@ impl Subscriptions {
 
     /// When the next subscription token expires.
     pub(super) fn next_expiry(&self) -> Option<Instant> {
+        if self.expiring == 0 {
+            return None;
+        }
         self.held.values().filter_map(|held| held.expires_at).min()
     }
 
@@ -300,7 +328,11 @@ impl<F> Connection<F> {
                     after = offset;
                     self.out.push_frame(frame);
                 }
-                self.activity().subscriptions.held.insert(
+                let subscriptions = &mut self.activity().subscriptions;
+                if pending.expires_at.is_some() {
+                    subscriptions.expiring += 1;
+                }
+                let replaced = subscriptions.held.insert(
                     pending.channel,
                     Held {
                         subscription,
@@ -309,6 +341,9 @@ impl<F> Connection<F> {
                         refreshing: None,
                     },
                 );
+                if replaced.is_some_and(|old| old.expires_at.is_some()) {
+                    subscriptions.expiring -= 1;
+                }
             }
             JoinAnswer::NoRoom => {
                 self.refuse_subscribe(&pending.channel, Violation::TooManyChannels)
