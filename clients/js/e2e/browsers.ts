@@ -1,0 +1,315 @@
+/**
+ * One small interface over three browser engines, for the end-to-end tests
+ * that run in each of them (the seed's table, the fallback, binary):
+ *
+ * - **chromium**: Debian's chromium through playwright-core (CDP), as the
+ *   Chromium-only tests drive it (harness.ts `launch`);
+ * - **firefox**: Debian's firefox-esr through puppeteer-core over WebDriver
+ *   BiDi, headless;
+ * - **webkit**: WebKitGTK (Safari's engine) through `WebKitWebDriver` from
+ *   Debian's webkit2gtk-driver, classic W3C WebDriver over HTTP on a free
+ *   loopback port, driving WebKitGTK's MiniBrowser in automation mode. The
+ *   MiniBrowser has no headless mode, so it runs on an Xvfb display of its
+ *   own (`Xvfb -displayfd` picks a free display number).
+ *
+ * `BELAY_E2E_ENGINES` (comma-separated) narrows the engines, e.g.
+ * `BELAY_E2E_ENGINES=firefox npm run e2e`.
+ *
+ * Every evaluation takes a JavaScript expression as a string (the tests
+ * keep their page-side code as plain JS: vitest rewrites functions), awaits
+ * it in the page and returns its value through JSON, the same way in every
+ * engine. `waitFor` polls from Node, not from the page, so a page whose
+ * timers are throttled (a background tab) does not slow the polling down.
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page as PwPage } from "playwright-core";
+import puppeteer, { type Browser as PpBrowser, type Page as PpPage } from "puppeteer-core";
+import { freePort } from "./backend_example.js";
+import { CHROMIUM, FLAGS } from "./harness.js";
+
+export type Engine = "chromium" | "firefox" | "webkit";
+const ALL: Engine[] = ["chromium", "firefox", "webkit"];
+
+/** The engines this run covers: all three unless `BELAY_E2E_ENGINES` names some. */
+export const ENGINES: Engine[] = (() => {
+  const named = process.env["BELAY_E2E_ENGINES"]?.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!named?.length) return ALL;
+  for (const n of named) if (!ALL.includes(n as Engine)) throw new Error(`BELAY_E2E_ENGINES: unknown engine ${n} (known: ${ALL.join(", ")})`);
+  return named as Engine[];
+})();
+
+export const FIREFOX = process.env["FIREFOX"] ?? "/usr/bin/firefox-esr";
+export const WEBKIT_DRIVER = process.env["WEBKIT_DRIVER"] ?? "WebKitWebDriver";
+/** WebKitGTK's MiniBrowser (in libwebkit2gtk-4.1-0, which webkit2gtk-driver depends on). */
+export const MINIBROWSER =
+  process.env["WEBKIT_MINIBROWSER"] ??
+  ["/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser", "/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser", "/usr/libexec/webkit2gtk-4.1/MiniBrowser"].find(existsSync) ??
+  "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser";
+
+/** One page (tab or window) of a browser. */
+export interface Tab {
+  readonly engine: Engine;
+  goto(url: string): Promise<void>;
+  /** Evaluate `expr` in the page, await it, and return its value through JSON (undefined becomes null). */
+  eval<T = unknown>(expr: string): Promise<T>;
+  /** `eval` of `fn(...args)`, each argument as JSON: `tab.call("T.start", "a", "belay")`. */
+  call<T = unknown>(fn: string, ...args: unknown[]): Promise<T>;
+  /** Resolves once `expr` is truthy in the page (polled from Node every 20 ms); rejects after `timeoutMs`. */
+  waitFor(expr: string, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Browser {
+  readonly engine: Engine;
+  /** The engine's version, as the driver reports it. */
+  readonly version: string;
+  newTab(): Promise<Tab>;
+  close(): Promise<void>;
+}
+
+/** Wraps `expr` so that its awaited value comes back as a JSON string. */
+const asJson = (expr: string) => `(async () => JSON.stringify((await (\n${expr}\n)) ?? null))()`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The parts every engine shares: `call` and `waitFor` on top of `eval`. */
+function tab(engine: Engine, goto: (url: string) => Promise<void>, evalJson: (script: string) => Promise<string>, close: () => Promise<void>): Tab {
+  const t: Tab = {
+    engine,
+    goto,
+    async eval<T>(expr: string) {
+      return JSON.parse(await evalJson(asJson(expr))) as T;
+    },
+    call<T>(fn: string, ...args: unknown[]) {
+      return t.eval<T>(`${fn}(${args.map((a) => JSON.stringify(a)).join(", ")})`);
+    },
+    async waitFor(expr: string, timeoutMs = 15_000) {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        if (await t.eval<boolean>(`!!(${expr})`)) return;
+        if (Date.now() > end) throw new Error(`${engine}: not true within ${timeoutMs} ms: ${expr}`);
+        await sleep(20);
+      }
+    },
+    close,
+  };
+  return t;
+}
+
+/** Starts `engine` with a fresh profile; `close()` ends every process it started and removes the profile. */
+export function openBrowser(engine: Engine): Promise<Browser & { native: unknown }> {
+  switch (engine) {
+    case "chromium":
+      return openChromium();
+    case "firefox":
+      return openFirefox();
+    case "webkit":
+      return openWebKit();
+  }
+}
+
+const pageError = (engine: Engine) => (e: unknown) => console.error(`${engine} page error: ${e instanceof Error ? e.message : String(e)}`);
+
+async function openChromium(): Promise<Browser & { native: BrowserContext }> {
+  const profile = mkdtempSync(join(tmpdir(), "belay-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  let spare: PwPage | undefined = context.pages()[0];
+  const wrap = (page: PwPage): Tab => {
+    page.on("pageerror", pageError("chromium"));
+    return tab(
+      "chromium",
+      async (url) => void (await page.goto(url)),
+      (script) => page.evaluate(script) as Promise<string>,
+      () => page.close(),
+    );
+  };
+  return {
+    engine: "chromium",
+    version: execFileSync(CHROMIUM, ["--version"]).toString().trim(),
+    native: context,
+    async newTab() {
+      const page = spare ?? (await context.newPage());
+      spare = undefined;
+      return wrap(page);
+    },
+    async close() {
+      await context.close().catch(() => {});
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+async function openFirefox(): Promise<Browser & { native: PpBrowser }> {
+  const profile = mkdtempSync(join(tmpdir(), "belay-firefox-"));
+  const browser = await puppeteer.launch({
+    browser: "firefox",
+    protocol: "webDriverBiDi",
+    executablePath: FIREFOX,
+    headless: true,
+    userDataDir: profile,
+    // Loopback only: no update checks, telemetry or captive-portal probes.
+    extraPrefsFirefox: {
+      "app.update.disabledForTesting": true,
+      "network.captive-portal-service.enabled": false,
+      "network.connectivity-service.enabled": false,
+      "toolkit.telemetry.reportingpolicy.firstRun": false,
+      "datareporting.policy.dataSubmissionEnabled": false,
+    },
+  });
+  const version = await browser.version();
+  let spare: PpPage | undefined = (await browser.pages())[0];
+  const wrap = (page: PpPage): Tab => {
+    page.on("pageerror", pageError("firefox"));
+    return tab(
+      "firefox",
+      async (url) => void (await page.goto(url)),
+      (script) => page.evaluate(script) as Promise<string>,
+      () => page.close(),
+    );
+  };
+  return {
+    engine: "firefox",
+    version,
+    native: browser,
+    async newTab() {
+      const page = spare ?? (await browser.newPage());
+      spare = undefined;
+      return wrap(page);
+    },
+    async close() {
+      await browser.close().catch(() => {});
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The WebDriver session's commands, one at a time (a classic session has one current window). */
+export interface WebDriverSession {
+  cmd<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
+  /** Runs `f` with `handle` as the current window, no other command in between. */
+  inWindow<T>(handle: string, f: () => Promise<T>): Promise<T>;
+}
+
+async function openWebKit(): Promise<Browser & { native: WebDriverSession & { handles: Map<Tab, string> } }> {
+  const started: ChildProcess[] = [];
+  const stopAll = () => {
+    for (const c of started.reverse()) if (c.exitCode === null && c.signalCode === null) c.kill();
+  };
+  try {
+    // A display of its own: Xvfb writes the free display number it took to fd 3.
+    const xvfb = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
+    started.push(xvfb);
+    const display = await new Promise<string>((resolve, reject) => {
+      let seen = "";
+      let err = "";
+      const timer = setTimeout(() => reject(new Error(`Xvfb gave no display within 20 s: ${err}`)), 20_000);
+      xvfb.stderr!.on("data", (d) => (err += d));
+      xvfb.stdio[3]!.on("data", (d) => {
+        seen += d;
+        if (seen.includes("\n")) {
+          clearTimeout(timer);
+          resolve(seen.trim());
+        }
+      });
+      xvfb.on("error", (e) => reject(new Error(`cannot start Xvfb (the test command installs xvfb): ${e.message}`)));
+      xvfb.on("exit", (code) => reject(new Error(`Xvfb exited with ${code}: ${err}`)));
+    });
+    const port = await freePort();
+    const driver = spawn(WEBKIT_DRIVER, [`--port=${port}`, "--host=local"], { env: { ...process.env, DISPLAY: `:${display}` }, stdio: ["ignore", "ignore", "pipe"] });
+    started.push(driver);
+    let driverErr = "";
+    driver.stderr!.on("data", (d) => (driverErr = (driverErr + d).slice(-4000)));
+    const driverFailed = new Promise<never>((_, reject) => {
+      driver.on("error", (e) => reject(new Error(`cannot start ${WEBKIT_DRIVER} (the test command installs webkit2gtk-driver): ${e.message}`)));
+      driver.on("exit", (code) => reject(new Error(`${WEBKIT_DRIVER} exited with ${code}: ${driverErr}`)));
+    });
+    driverFailed.catch(() => {});
+    const base = `http://127.0.0.1:${port}`;
+    const raw = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+      const r = await fetch(base + path, { method, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const j = (await r.json()) as { value: T & { error?: string; message?: string } };
+      if (!r.ok) throw new Error(`webkit ${method} ${path}: ${j.value?.error}: ${j.value?.message}`);
+      return j.value;
+    };
+    // The driver listens: GET /status answers.
+    const ready = (async () => {
+      for (const end = Date.now() + 20_000; ; await sleep(50)) {
+        try {
+          await raw("GET", "/status");
+          return;
+        } catch (e) {
+          if (Date.now() > end) throw new Error(`${WEBKIT_DRIVER} did not answer within 20 s: ${e}`);
+        }
+      }
+    })();
+    await Promise.race([ready, driverFailed]);
+    const created = await raw<{ sessionId: string; capabilities: { browserVersion?: string } }>("POST", "/session", {
+      capabilities: { alwaysMatch: { "webkitgtk:browserOptions": { binary: MINIBROWSER, args: ["--automation"] } } },
+    });
+    const session = `/session/${created.sessionId}`;
+    // One command at a time, and window switches only where a command needs them.
+    let queue: Promise<unknown> = Promise.resolve();
+    const serial = <T>(f: () => Promise<T>): Promise<T> => {
+      const run = queue.then(f, f);
+      queue = run.catch(() => {});
+      return run;
+    };
+    let current = "";
+    const wd: WebDriverSession = {
+      cmd: (method, path, body) => serial(() => raw(method, session + path, body)),
+      inWindow: (handle, f) =>
+        serial(async () => {
+          if (current !== handle) {
+            await raw("POST", session + "/window", { handle });
+            current = handle;
+          }
+          return f();
+        }),
+    };
+    await wd.cmd("POST", "/timeouts", { script: 300_000, pageLoad: 60_000 });
+    current = await wd.cmd<string>("GET", "/window");
+    let spare: string | undefined = current;
+    const handles = new Map<Tab, string>();
+    const inWin = (handle: string) => <T>(method: string, path: string, body?: unknown) => wd.inWindow(handle, () => raw<T>(method, session + path, body));
+    return {
+      engine: "webkit",
+      version: `WebKitGTK ${created.capabilities.browserVersion ?? "?"} (MiniBrowser)`,
+      native: { ...wd, handles },
+      async newTab() {
+        // A window of its own, not a tab: MiniBrowser opens new tabs behind
+        // the current one, where the page is hidden (and its timers throttled).
+        const handle = spare ?? (await wd.cmd<{ handle: string }>("POST", "/window/new", { type: "window" })).handle;
+        spare = undefined;
+        const c = inWin(handle);
+        const t = tab(
+          "webkit",
+          async (url) => void (await c("POST", "/url", { url })),
+          async (script) => {
+            const out = await c<{ ok?: string; err?: string }>("POST", "/execute/async", {
+              script: `const done = arguments[arguments.length - 1]; ${script}.then((v) => done({ ok: v }), (e) => done({ err: String((e && e.stack) || e) }));`,
+              args: [],
+            });
+            if (out.err !== undefined) throw new Error(`webkit page: ${out.err}`);
+            return out.ok!;
+          },
+          async () => {
+            handles.delete(t);
+            await c("DELETE", "/window");
+            current = "";
+          },
+        );
+        handles.set(t, handle);
+        return t;
+      },
+      async close() {
+        await wd.cmd("DELETE", "").catch(() => {});
+        stopAll();
+      },
+    };
+  } catch (e) {
+    stopAll();
+    throw e;
+  }
+}
