@@ -49,7 +49,11 @@ export const MINIBROWSER =
   ["/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser", "/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser", "/usr/libexec/webkit2gtk-4.1/MiniBrowser"].find(existsSync) ??
   "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser";
 
-/** One page (tab or window) of a browser. */
+/**
+ * One page (tab or window) of a browser. The page the browser starts with
+ * stays open and unused (closing a browser's last window ends it), so every
+ * tab is a new one.
+ */
 export interface Tab {
   readonly engine: Engine;
   goto(url: string): Promise<void>;
@@ -115,7 +119,6 @@ const pageError = (engine: Engine) => (e: unknown) => console.error(`${engine} p
 async function openChromium(): Promise<Browser & { native: BrowserContext }> {
   const profile = mkdtempSync(join(tmpdir(), "belay-chromium-"));
   const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
-  let spare: PwPage | undefined = context.pages()[0];
   const wrap = (page: PwPage): Tab => {
     page.on("pageerror", pageError("chromium"));
     return tab(
@@ -127,12 +130,10 @@ async function openChromium(): Promise<Browser & { native: BrowserContext }> {
   };
   return {
     engine: "chromium",
-    version: execFileSync(CHROMIUM, ["--version"]).toString().trim(),
+    version: execFileSync(CHROMIUM, ["--version"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim(),
     native: context,
     async newTab() {
-      const page = spare ?? (await context.newPage());
-      spare = undefined;
-      return wrap(page);
+      return wrap(await context.newPage());
     },
     async close() {
       await context.close().catch(() => {});
@@ -159,7 +160,6 @@ async function openFirefox(): Promise<Browser & { native: PpBrowser }> {
     },
   });
   const version = await browser.version();
-  let spare: PpPage | undefined = (await browser.pages())[0];
   const wrap = (page: PpPage): Tab => {
     page.on("pageerror", pageError("firefox"));
     return tab(
@@ -174,9 +174,9 @@ async function openFirefox(): Promise<Browser & { native: PpBrowser }> {
     version,
     native: browser,
     async newTab() {
-      const page = spare ?? (await browser.newPage());
-      spare = undefined;
-      return wrap(page);
+      // A window of its own: a new tab would put the one before it in the
+      // background, where Firefox hides the page and throttles its timers.
+      return wrap(await browser.newPage({ type: "window" }));
     },
     async close() {
       await browser.close().catch(() => {});
@@ -270,7 +270,7 @@ async function openWebKit(): Promise<Browser & { native: WebDriverSession & { ha
     };
     await wd.cmd("POST", "/timeouts", { script: 300_000, pageLoad: 60_000 });
     current = await wd.cmd<string>("GET", "/window");
-    let spare: string | undefined = current;
+    const keeper = current;
     const handles = new Map<Tab, string>();
     const inWin = (handle: string) => <T>(method: string, path: string, body?: unknown) => wd.inWindow(handle, () => raw<T>(method, session + path, body));
     return {
@@ -280,8 +280,7 @@ async function openWebKit(): Promise<Browser & { native: WebDriverSession & { ha
       async newTab() {
         // A window of its own, not a tab: MiniBrowser opens new tabs behind
         // the current one, where the page is hidden (and its timers throttled).
-        const handle = spare ?? (await wd.cmd<{ handle: string }>("POST", "/window/new", { type: "window" })).handle;
-        spare = undefined;
+        const handle = (await wd.cmd<{ handle: string }>("POST", "/window/new", { type: "window" })).handle;
         const c = inWin(handle);
         const t = tab(
           "webkit",
@@ -294,11 +293,14 @@ async function openWebKit(): Promise<Browser & { native: WebDriverSession & { ha
             if (out.err !== undefined) throw new Error(`webkit page: ${out.err}`);
             return out.ok!;
           },
-          async () => {
-            handles.delete(t);
-            await c("DELETE", "/window");
-            current = "";
-          },
+          () =>
+            wd.inWindow(handle, async () => {
+              handles.delete(t);
+              await raw("DELETE", session + "/window");
+              // Back to the first window: commands such as /window/new need a current one.
+              await raw("POST", session + "/window", { handle: keeper });
+              current = keeper;
+            }),
         );
         handles.set(t, handle);
         return t;
