@@ -25,8 +25,8 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page as PwPage } from "playwright-core";
-import puppeteer, { type Browser as PpBrowser, type Page as PpPage } from "puppeteer-core";
+import { chromium, type Page as PwPage } from "playwright-core";
+import puppeteer, { type Page as PpPage } from "puppeteer-core";
 import { freePort } from "./backend_example.js";
 import { CHROMIUM, FLAGS } from "./harness.js";
 
@@ -63,8 +63,23 @@ export interface Tab {
   call<T = unknown>(fn: string, ...args: unknown[]): Promise<T>;
   /** Resolves once `expr` is truthy in the page (polled from Node every 20 ms); rejects after `timeoutMs`. */
   waitFor(expr: string, timeoutMs?: number): Promise<void>;
+  /**
+   * Puts the page in the background the way the engine allows, for real
+   * (Firefox: another tab in front of it; WebKit: its window minimised);
+   * resolves once `document.visibilityState` is "hidden". Absent in
+   * headless Chromium, which keeps every page visible (background.e2e.ts).
+   */
+  hide?(): Promise<void>;
+  /** Brings a hidden page back to the foreground; resolves once it is "visible". */
+  show?(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** How each engine's `hide` puts a page in the background, for the reports. */
+export const HOW_HIDDEN: Partial<Record<Engine, string>> = {
+  firefox: "another tab opened in front of it in its window (WebDriver BiDi browsingContext.create), back with browsingContext.activate",
+  webkit: "its window minimised (WebDriver Minimize Window), back with Set Window Rect",
+};
 
 export interface Browser {
   readonly engine: Engine;
@@ -79,7 +94,13 @@ const asJson = (expr: string) => `(async () => JSON.stringify((await (\n${expr}\
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The parts every engine shares: `call` and `waitFor` on top of `eval`. */
-function tab(engine: Engine, goto: (url: string) => Promise<void>, evalJson: (script: string) => Promise<string>, close: () => Promise<void>): Tab {
+function tab(
+  engine: Engine,
+  goto: (url: string) => Promise<void>,
+  evalJson: (script: string) => Promise<string>,
+  close: () => Promise<void>,
+  background?: { hide(): Promise<void>; show(): Promise<void> },
+): Tab {
   const t: Tab = {
     engine,
     goto,
@@ -99,11 +120,21 @@ function tab(engine: Engine, goto: (url: string) => Promise<void>, evalJson: (sc
     },
     close,
   };
+  if (background) {
+    t.hide = async () => {
+      await background.hide();
+      await t.waitFor(`document.visibilityState === "hidden"`, 10_000);
+    };
+    t.show = async () => {
+      await background.show();
+      await t.waitFor(`document.visibilityState === "visible"`, 10_000);
+    };
+  }
   return t;
 }
 
 /** Starts `engine` with a fresh profile; `close()` ends every process it started and removes the profile. */
-export function openBrowser(engine: Engine): Promise<Browser & { native: unknown }> {
+export function openBrowser(engine: Engine): Promise<Browser> {
   switch (engine) {
     case "chromium":
       return openChromium();
@@ -116,7 +147,7 @@ export function openBrowser(engine: Engine): Promise<Browser & { native: unknown
 
 const pageError = (engine: Engine) => (e: unknown) => console.error(`${engine} page error: ${e instanceof Error ? e.message : String(e)}`);
 
-async function openChromium(): Promise<Browser & { native: BrowserContext }> {
+async function openChromium(): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), "belay-chromium-"));
   const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
   const wrap = (page: PwPage): Tab => {
@@ -131,7 +162,6 @@ async function openChromium(): Promise<Browser & { native: BrowserContext }> {
   return {
     engine: "chromium",
     version: execFileSync(CHROMIUM, ["--version"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim(),
-    native: context,
     async newTab() {
       return wrap(await context.newPage());
     },
@@ -142,7 +172,7 @@ async function openChromium(): Promise<Browser & { native: BrowserContext }> {
   };
 }
 
-async function openFirefox(): Promise<Browser & { native: PpBrowser }> {
+async function openFirefox(): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), "belay-firefox-"));
   const browser = await puppeteer.launch({
     browser: "firefox",
@@ -162,17 +192,29 @@ async function openFirefox(): Promise<Browser & { native: PpBrowser }> {
   const version = await browser.version();
   const wrap = (page: PpPage): Tab => {
     page.on("pageerror", pageError("firefox"));
+    let cover: PpPage | undefined;
     return tab(
       "firefox",
       async (url) => void (await page.goto(url)),
       (script) => page.evaluate(script) as Promise<string>,
       () => page.close(),
+      {
+        async hide() {
+          // A new tab opens in the focused window, in front: focus this page's window first.
+          await page.bringToFront();
+          cover = await browser.newPage();
+        },
+        async show() {
+          await page.bringToFront();
+          await cover?.close();
+          cover = undefined;
+        },
+      },
     );
   };
   return {
     engine: "firefox",
     version,
-    native: browser,
     async newTab() {
       // A window of its own: a new tab would put the one before it in the
       // background, where Firefox hides the page and throttles its timers.
@@ -185,14 +227,7 @@ async function openFirefox(): Promise<Browser & { native: PpBrowser }> {
   };
 }
 
-/** The WebDriver session's commands, one at a time (a classic session has one current window). */
-export interface WebDriverSession {
-  cmd<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
-  /** Runs `f` with `handle` as the current window, no other command in between. */
-  inWindow<T>(handle: string, f: () => Promise<T>): Promise<T>;
-}
-
-async function openWebKit(): Promise<Browser & { native: WebDriverSession & { handles: Map<Tab, string> } }> {
+async function openWebKit(): Promise<Browser> {
   const started: ChildProcess[] = [];
   const stopAll = () => {
     for (const c of started.reverse()) if (c.exitCode === null && c.signalCode === null) c.kill();
@@ -257,31 +292,26 @@ async function openWebKit(): Promise<Browser & { native: WebDriverSession & { ha
       return run;
     };
     let current = "";
-    const wd: WebDriverSession = {
-      cmd: (method, path, body) => serial(() => raw(method, session + path, body)),
-      inWindow: (handle, f) =>
-        serial(async () => {
-          if (current !== handle) {
-            await raw("POST", session + "/window", { handle });
-            current = handle;
-          }
-          return f();
-        }),
-    };
-    await wd.cmd("POST", "/timeouts", { script: 300_000, pageLoad: 60_000 });
-    current = await wd.cmd<string>("GET", "/window");
+    /** `f` with `handle` as the current window, no other command in between. */
+    const inWindow = <T>(handle: string, f: () => Promise<T>) =>
+      serial(async () => {
+        if (current !== handle) {
+          await raw("POST", session + "/window", { handle });
+          current = handle;
+        }
+        return f();
+      });
+    await serial(() => raw("POST", session + "/timeouts", { script: 300_000, pageLoad: 60_000 }));
+    current = await serial(() => raw<string>("GET", session + "/window"));
     const keeper = current;
-    const handles = new Map<Tab, string>();
-    const inWin = (handle: string) => <T>(method: string, path: string, body?: unknown) => wd.inWindow(handle, () => raw<T>(method, session + path, body));
     return {
       engine: "webkit",
       version: `WebKitGTK ${created.capabilities.browserVersion ?? "?"} (MiniBrowser)`,
-      native: { ...wd, handles },
       async newTab() {
         // A window of its own, not a tab: MiniBrowser opens new tabs behind
         // the current one, where the page is hidden (and its timers throttled).
-        const handle = (await wd.cmd<{ handle: string }>("POST", "/window/new", { type: "window" })).handle;
-        const c = inWin(handle);
+        const handle = (await inWindow(keeper, () => raw<{ handle: string }>("POST", session + "/window/new", { type: "window" }))).handle;
+        const c = <T>(method: string, path: string, body?: unknown) => inWindow(handle, () => raw<T>(method, session + path, body));
         const t = tab(
           "webkit",
           async (url) => void (await c("POST", "/url", { url })),
@@ -294,19 +324,23 @@ async function openWebKit(): Promise<Browser & { native: WebDriverSession & { ha
             return out.ok!;
           },
           () =>
-            wd.inWindow(handle, async () => {
-              handles.delete(t);
+            inWindow(handle, async () => {
               await raw("DELETE", session + "/window");
               // Back to the first window: commands such as /window/new need a current one.
               await raw("POST", session + "/window", { handle: keeper });
               current = keeper;
             }),
+          {
+            // Without a window manager (Xvfb alone) WebKitGTK unmaps a minimised
+            // window, and maps it again when its rectangle is set.
+            hide: async () => void (await c("POST", "/window/minimize", {})),
+            show: async () => void (await c("POST", "/window/rect", { x: 0, y: 0 })),
+          },
         );
-        handles.set(t, handle);
         return t;
       },
       async close() {
-        await wd.cmd("DELETE", "").catch(() => {});
+        await serial(() => raw("DELETE", session)).catch(() => {});
         stopAll();
       },
     };
