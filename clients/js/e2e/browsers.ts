@@ -26,7 +26,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Page as PwPage } from "playwright-core";
-import puppeteer, { type Page as PpPage } from "puppeteer-core";
+import puppeteer, { type Browser as PpBrowser, type Page as PpPage } from "puppeteer-core";
 import { freePort } from "./backend_example.js";
 import { CHROMIUM, FLAGS } from "./harness.js";
 
@@ -65,9 +65,9 @@ export interface Tab {
   waitFor(expr: string, timeoutMs?: number): Promise<void>;
   /**
    * Puts the page in the background the way the engine allows, for real
-   * (Firefox: another tab in front of it; WebKit: its window minimised);
-   * resolves once `document.visibilityState` is "hidden". Absent in
-   * headless Chromium, which keeps every page visible (background.e2e.ts).
+   * (Firefox and headed Chromium: another tab in front of it; WebKit: its
+   * window minimised); resolves once `document.visibilityState` is
+   * "hidden". Absent in headless Chromium, which keeps every page visible.
    */
   hide?(): Promise<void>;
   /** Brings a hidden page back to the foreground; resolves once it is "visible". */
@@ -77,6 +77,7 @@ export interface Tab {
 
 /** How each engine's `hide` puts a page in the background, for the reports. */
 export const HOW_HIDDEN: Partial<Record<Engine, string>> = {
+  chromium: "headed on Xvfb (puppeteer-core over CDP): another tab opened in front of it in its window (Target.createTarget), back with Page.bringToFront",
   firefox: "another tab opened in front of it in its window (WebDriver BiDi browsingContext.create), back with browsingContext.activate",
   webkit: "its window minimised (WebDriver Minimize Window), back with Set Window Rect",
 };
@@ -133,11 +134,17 @@ function tab(
   return t;
 }
 
-/** Starts `engine` with a fresh profile; `close()` ends every process it started and removes the profile. */
-export function openBrowser(engine: Engine): Promise<Browser> {
+/**
+ * Starts `engine` with a fresh profile; `close()` ends every process it
+ * started and removes the profile. `headed`: Chromium with a window, on an
+ * Xvfb display of its own, where a tab can be put in the background for real
+ * (`openChromiumHeaded`); Firefox and WebKit ignore it (Firefox is headless
+ * and can hide a tab; WebKit always has a window).
+ */
+export function openBrowser(engine: Engine, options: { headed?: boolean } = {}): Promise<Browser> {
   switch (engine) {
     case "chromium":
-      return openChromium();
+      return options.headed ? openChromiumHeaded() : openChromium();
     case "firefox":
       return openFirefox();
     case "webkit":
@@ -161,12 +168,84 @@ async function openChromium(): Promise<Browser> {
   };
   return {
     engine: "chromium",
-    version: execFileSync(CHROMIUM, ["--version"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim(),
+    version: chromiumVersion(),
     async newTab() {
       return wrap(await context.newPage());
     },
     async close() {
       await context.close().catch(() => {});
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+const chromiumVersion = () => execFileSync(CHROMIUM, ["--version"], { stdio: ["ignore", "pipe", "ignore"] }).toString().trim();
+
+/**
+ * A page driven by puppeteer-core (Firefox over WebDriver BiDi, headed
+ * Chromium over CDP); `hide` opens another tab in front of it in its window.
+ */
+function puppeteerTab(engine: Engine, browser: PpBrowser, page: PpPage): Tab {
+  page.on("pageerror", pageError(engine));
+  let cover: PpPage | undefined;
+  return tab(
+    engine,
+    async (url) => void (await page.goto(url)),
+    (script) => page.evaluate(script) as Promise<string>,
+    () => page.close(),
+    {
+      async hide() {
+        // A new tab opens in the focused window, in front: focus this page's window first.
+        await page.bringToFront();
+        cover = await browser.newPage();
+      },
+      async show() {
+        await page.bringToFront();
+        await cover?.close();
+        cover = undefined;
+      },
+    },
+  );
+}
+
+/**
+ * Chromium with a window, on an Xvfb display of its own, through
+ * puppeteer-core over CDP: there a tab behind another is hidden and
+ * throttled as in a user's browser (headless Chromium keeps every page
+ * visible; playwright keeps every page of a headed one visible too).
+ * Playwright's and puppeteer's default flags that keep background pages at
+ * full speed are left out.
+ */
+async function openChromiumHeaded(): Promise<Browser> {
+  const profile = mkdtempSync(join(tmpdir(), "belay-chromium-"));
+  const started: ChildProcess[] = [];
+  let browser: PpBrowser;
+  try {
+    const display = await startXvfb(started);
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: false,
+      userDataDir: profile,
+      args: FLAGS.filter((f) => f !== "--headless"),
+      env: { ...process.env, DISPLAY: `:${display}` },
+      ignoreDefaultArgs: ["--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows", "--disable-renderer-backgrounding"],
+    });
+  } catch (e) {
+    stopAll(started);
+    throw e;
+  }
+  return {
+    engine: "chromium",
+    version: `${chromiumVersion()} (headed, Xvfb)`,
+    async newTab() {
+      // A tab in the one window, in front (the tab before it goes behind):
+      // with no window manager, the window that a new tab opens in is the
+      // last one Chromium made active, not the one brought to the front.
+      return puppeteerTab("chromium", browser, await browser.newPage());
+    },
+    async close() {
+      await browser.close().catch(() => {});
+      stopAll(started);
       rmSync(profile, { recursive: true, force: true });
     },
   };
@@ -190,35 +269,13 @@ async function openFirefox(): Promise<Browser> {
     },
   });
   const version = await browser.version();
-  const wrap = (page: PpPage): Tab => {
-    page.on("pageerror", pageError("firefox"));
-    let cover: PpPage | undefined;
-    return tab(
-      "firefox",
-      async (url) => void (await page.goto(url)),
-      (script) => page.evaluate(script) as Promise<string>,
-      () => page.close(),
-      {
-        async hide() {
-          // A new tab opens in the focused window, in front: focus this page's window first.
-          await page.bringToFront();
-          cover = await browser.newPage();
-        },
-        async show() {
-          await page.bringToFront();
-          await cover?.close();
-          cover = undefined;
-        },
-      },
-    );
-  };
   return {
     engine: "firefox",
     version,
     async newTab() {
       // A window of its own: a new tab would put the one before it in the
       // background, where Firefox hides the page and throttles its timers.
-      return wrap(await browser.newPage({ type: "window" }));
+      return puppeteerTab("firefox", browser, await browser.newPage({ type: "window" }));
     },
     async close() {
       await browser.close().catch(() => {});
@@ -227,30 +284,35 @@ async function openFirefox(): Promise<Browser> {
   };
 }
 
+/** A display of its own: Xvfb writes the free display number it took to fd 3. The process goes into `started`. */
+async function startXvfb(started: ChildProcess[]): Promise<string> {
+  const xvfb = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
+  started.push(xvfb);
+  return new Promise<string>((resolve, reject) => {
+    let seen = "";
+    let err = "";
+    const timer = setTimeout(() => reject(new Error(`Xvfb gave no display within 20 s: ${err}`)), 20_000);
+    xvfb.stderr!.on("data", (d) => (err += d));
+    xvfb.stdio[3]!.on("data", (d) => {
+      seen += d;
+      if (seen.includes("\n")) {
+        clearTimeout(timer);
+        resolve(seen.trim());
+      }
+    });
+    xvfb.on("error", (e) => reject(new Error(`cannot start Xvfb (the test command installs xvfb): ${e.message}`)));
+    xvfb.on("exit", (code) => reject(new Error(`Xvfb exited with ${code}: ${err}`)));
+  });
+}
+
+const stopAll = (started: ChildProcess[]) => {
+  for (const c of started.reverse()) if (c.exitCode === null && c.signalCode === null) c.kill();
+};
+
 async function openWebKit(): Promise<Browser> {
   const started: ChildProcess[] = [];
-  const stopAll = () => {
-    for (const c of started.reverse()) if (c.exitCode === null && c.signalCode === null) c.kill();
-  };
   try {
-    // A display of its own: Xvfb writes the free display number it took to fd 3.
-    const xvfb = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
-    started.push(xvfb);
-    const display = await new Promise<string>((resolve, reject) => {
-      let seen = "";
-      let err = "";
-      const timer = setTimeout(() => reject(new Error(`Xvfb gave no display within 20 s: ${err}`)), 20_000);
-      xvfb.stderr!.on("data", (d) => (err += d));
-      xvfb.stdio[3]!.on("data", (d) => {
-        seen += d;
-        if (seen.includes("\n")) {
-          clearTimeout(timer);
-          resolve(seen.trim());
-        }
-      });
-      xvfb.on("error", (e) => reject(new Error(`cannot start Xvfb (the test command installs xvfb): ${e.message}`)));
-      xvfb.on("exit", (code) => reject(new Error(`Xvfb exited with ${code}: ${err}`)));
-    });
+    const display = await startXvfb(started);
     const port = await freePort();
     const driver = spawn(WEBKIT_DRIVER, [`--port=${port}`, "--host=local"], { env: { ...process.env, DISPLAY: `:${display}` }, stdio: ["ignore", "ignore", "pipe"] });
     started.push(driver);
@@ -341,11 +403,11 @@ async function openWebKit(): Promise<Browser> {
       },
       async close() {
         await serial(() => raw("DELETE", session)).catch(() => {});
-        stopAll();
+        stopAll(started);
       },
     };
   } catch (e) {
-    stopAll();
+    stopAll(started);
     throw e;
   }
 }
