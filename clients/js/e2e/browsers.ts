@@ -1,9 +1,11 @@
 /**
  * One small interface over three browser engines, for the end-to-end tests
- * that run in each of them (the seed's table, the fallback, binary):
+ * that run in each of them (the seed's table, the fallback, binary, the
+ * background tab hidden for real):
  *
- * - **chromium**: Debian's chromium through playwright-core (CDP), as the
- *   Chromium-only tests drive it (harness.ts `launch`);
+ * - **chromium**: Debian's chromium through playwright-core (CDP), headless,
+ *   as the Chromium-only tests drive it (harness.ts `launch`); or, for a
+ *   real background tab, headed on Xvfb through puppeteer-core (CDP);
  * - **firefox**: Debian's firefox-esr through puppeteer-core over WebDriver
  *   BiDi, headless;
  * - **webkit**: WebKitGTK (Safari's engine) through `WebKitWebDriver` from
