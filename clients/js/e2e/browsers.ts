@@ -289,7 +289,7 @@ async function openFirefox(): Promise<Browser> {
 /** A display of its own: Xvfb writes the free display number it took to fd 3. The process goes into `started`. */
 async function startXvfb(started: ChildProcess[]): Promise<string> {
   const xvfb = spawn("Xvfb", ["-displayfd", "3", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], { stdio: ["ignore", "ignore", "pipe", "pipe"] });
-  started.push(xvfb);
+  track(xvfb, started);
   return new Promise<string>((resolve, reject) => {
     let seen = "";
     let err = "";
@@ -311,13 +311,24 @@ const stopAll = (started: ChildProcess[]) => {
   for (const c of started.reverse()) if (c.exitCode === null && c.signalCode === null) c.kill();
 };
 
+/** Every Xvfb and driver still running, ended if the test process exits without closing them (a test timed out in beforeAll). */
+const running = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const c of running) if (c.exitCode === null && c.signalCode === null) c.kill();
+});
+const track = (c: ChildProcess, started: ChildProcess[]) => {
+  started.push(c);
+  running.add(c);
+  c.on("exit", () => running.delete(c));
+};
+
 async function openWebKit(): Promise<Browser> {
   const started: ChildProcess[] = [];
   try {
     const display = await startXvfb(started);
     const port = await freePort();
     const driver = spawn(WEBKIT_DRIVER, [`--port=${port}`, "--host=local"], { env: { ...process.env, DISPLAY: `:${display}` }, stdio: ["ignore", "ignore", "pipe"] });
-    started.push(driver);
+    track(driver, started);
     let driverErr = "";
     driver.stderr!.on("data", (d) => (driverErr = (driverErr + d).slice(-4000)));
     const driverFailed = new Promise<never>((_, reject) => {
