@@ -1,6 +1,7 @@
 /**
- * `@belay/client/binary` in real headless Chromium against the real demo
- * server (spec/PROTOCOL.md §1.8, "Negotiation"):
+ * `@belay/client/binary` in real browsers (headless Chromium, headless
+ * Firefox, WebKitGTK: e2e/browsers.ts) against the real demo server
+ * (spec/PROTOCOL.md §1.8, "Negotiation"):
  *
  * - a page on the binary entry offers `belay.bin.1, belay.json.1`; the
  *   server's 101 names `belay.bin.1` (`ws.protocol`), every frame it sends
@@ -13,43 +14,27 @@
  *   over SSE in JSON; upgrades passed again: back on a WebSocket, binary,
  *   the feed without a gap.
  *
- * The bundles are this build's dist/ (`npm run e2e` builds first), served
- * to the page through request interception, on the server's origin.
+ * The bundles are this build's dist/ (`npm run e2e` builds first), handed
+ * to the page as text and imported from blob: URLs, which are of the page's
+ * origin (the server's); each entry is one self-contained module (the
+ * starter refuses one that imports another).
  */
 import { readFileSync } from "node:fs";
-import type { Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { connections, launch, startServer, type DemoServer } from "./harness.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ENGINES, openBrowser, type Browser, type Tab } from "./browsers.js";
+import { connections, startServer, type DemoServer } from "./harness.js";
 import { startNginx, type Nginx } from "./nginx.js";
 
 const DIST = new URL("../dist/", import.meta.url).pathname;
-let server: DemoServer;
-let browser: Awaited<ReturnType<typeof launch>>;
-let nginx: Nginx;
 
-beforeAll(async () => {
-  server = await startServer(["--feed-every-ms", "50"]);
-  nginx = await startNginx(server.base);
-  browser = await launch();
-}, 180_000);
-
-afterAll(async () => {
-  await browser?.close();
-  nginx?.stop();
-  server?.stop();
-});
-
-/** A page of `origin` (default: the server's) with the starter loaded. */
-async function openPage(origin = server.base): Promise<Page> {
-  const page = await browser.context.newPage();
-  await page.route(`${origin}/__e2e/*.js`, (route) => {
-    const name = new URL(route.request().url()).pathname.slice("/__e2e/".length);
-    return route.fulfill({ contentType: "text/javascript", body: readFileSync(DIST + name, "utf8") });
-  });
-  // A document of the server's own origin (Chromium refuses WebSockets from a page that did not come from the network).
-  await page.goto(`${origin}/healthz`);
-  await page.evaluate(STARTER);
-  return page;
+/** The entries' code, each checked to be one module with no import of its own (a blob: URL has no path to resolve one against). */
+function bundles(): Record<"belay" | "binary" | "fallback", string> {
+  const read = (name: string) => {
+    const text = readFileSync(DIST + name, "utf8");
+    if (/\bimport\s*[("{*]|\bfrom\s*"/.test(text)) throw new Error(`dist/${name} imports another module; the e2e starter loads each entry on its own`);
+    return text;
+  };
+  return { belay: read("belay.js"), binary: read("binary.js"), fallback: read("fallback.js") };
 }
 
 /**
@@ -58,10 +43,11 @@ async function openPage(origin = server.base): Promise<Page> {
  * subclass that records for each socket the protocols offered, the one the
  * 101 named, and each received frame's kind (text or binary).
  */
-const STARTER = `(async () => {
-  const { BelayClient } = await import("/__e2e/belay.js");
-  const { binaryCodec } = await import("/__e2e/binary.js");
-  const { sseFallback } = await import("/__e2e/fallback.js");
+const STARTER = (code: ReturnType<typeof bundles>) => `(async () => {
+  const load = (text) => import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })));
+  const { BelayClient } = await load(${JSON.stringify(code.belay)});
+  const { binaryCodec } = await load(${JSON.stringify(code.binary)});
+  const { sseFallback } = await load(${JSON.stringify(code.fallback)});
   window.runs = {};
   window.E = {
     start(name, binary, fallback) {
@@ -104,8 +90,7 @@ type Report = {
   status: { ready: boolean };
 };
 
-const waitFor = (page: Page, fn: string, timeout = 15_000) => page.waitForFunction(fn, undefined, { timeout, polling: 20 });
-const report = (page: Page, name: string) => page.evaluate((n) => (window as any).E.report(n), name) as Promise<Report>;
+const report = (page: Tab, name: string) => page.call<Report>("E.report", name);
 
 /** One epoch, each offset once, none skipped. */
 function assertInOrder(pubs: Pub[]): void {
@@ -113,97 +98,120 @@ function assertInOrder(pubs: Pub[]): void {
   pubs.forEach((p, i) => i && expect(p.offset, `after ${pubs[i - 1]!.offset}`).toBe(pubs[i - 1]!.offset + 1));
 }
 
-it("the binary entry: the 101 names belay.bin.1, every frame is binary, the feed in order, a request answered", async () => {
-  const page = await openPage();
-  await page.evaluate(() => (window as any).E.start("bin", true));
-  await waitFor(page, "window.runs.bin.client.status.ready");
-  await waitFor(page, "window.runs.bin.pubs.length >= 20");
-  const params = { k: 1, text: "héllo ✓", nested: { list: [1, 2.5, null, true] } };
-  expect(await page.evaluate((p) => (window as any).E.request("bin", p), params)).toEqual(params);
-  const r = await report(page, "bin");
-  expect(r.sockets).toHaveLength(1);
-  expect(r.sockets[0]!.offered).toEqual(["belay.bin.1", "belay.json.1"]);
-  expect(r.sockets[0]!.protocol).toBe("belay.bin.1");
-  expect(r.codec).toBe("binary");
-  expect(r.sockets[0]!.frames.text).toBe(0);
-  // welcome, subscribed, the publications, the response (and pings).
-  expect(r.sockets[0]!.frames.binary).toBeGreaterThanOrEqual(r.pubs.length + 3);
-  assertInOrder(r.pubs);
-  expect(await connections(server.base)).toBe(1);
-  await page.evaluate(() => (window as any).runs.bin.client.close());
-  await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
-  await page.close();
-}, 60_000);
+describe.each(ENGINES)("%s", (engine) => {
+  let server: DemoServer;
+  let browser: Browser;
+  let nginx: Nginx;
+  let starter: string;
 
-it("the default entry alone: no subprotocol offered, none named, JSON in text frames as before", async () => {
-  const page = await openPage();
-  await page.evaluate(() => (window as any).E.start("json", false));
-  await waitFor(page, "window.runs.json.client.status.ready");
-  await waitFor(page, "window.runs.json.pubs.length >= 20");
-  expect(await page.evaluate(() => (window as any).E.request("json", { k: 2 }))).toEqual({ k: 2 });
-  const r = await report(page, "json");
-  expect(r.sockets).toHaveLength(1);
-  expect(r.sockets[0]!.offered).toBeNull();
-  expect(r.sockets[0]!.protocol).toBe("");
-  expect(r.sockets[0]!.frames.binary).toBe(0);
-  expect(r.sockets[0]!.frames.text).toBeGreaterThanOrEqual(r.pubs.length + 3);
-  assertInOrder(r.pubs);
-  await page.evaluate(() => (window as any).runs.json.client.close());
-  await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
-  await page.close();
-}, 60_000);
+  beforeAll(async () => {
+    starter = STARTER(bundles());
+    server = await startServer(["--feed-every-ms", "50"]);
+    nginx = await startNginx(server.base);
+    browser = await openBrowser(engine);
+  }, 180_000);
 
-it("both at once: the same publications, offset for offset, in binary and in JSON", async () => {
-  const page = await openPage();
-  await page.evaluate(() => {
-    (window as any).E.start("bin", true);
-    (window as any).E.start("json", false);
+  afterAll(async () => {
+    await browser?.close();
+    nginx?.stop();
+    server?.stop();
   });
-  await waitFor(page, "window.runs.bin.client.status.ready && window.runs.json.client.status.ready");
-  await waitFor(page, "window.runs.bin.pubs.length >= 30 && window.runs.json.pubs.length >= 30");
-  const [bin, json] = [await report(page, "bin"), await report(page, "json")];
-  expect(bin.sockets[0]!.protocol).toBe("belay.bin.1");
-  expect(json.sockets[0]!.protocol).toBe("");
-  assertInOrder(bin.pubs);
-  assertInOrder(json.pubs);
-  const byOffset = new Map(json.pubs.map((p) => [p.offset, p]));
-  const shared = bin.pubs.filter((p) => byOffset.has(p.offset));
-  expect(shared.length).toBeGreaterThan(20);
-  for (const p of shared) expect(p).toEqual(byOffset.get(p.offset));
-  await page.evaluate(() => {
-    (window as any).runs.bin.client.close();
-    (window as any).runs.json.client.close();
-  });
-  await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
-  await page.close();
-}, 60_000);
 
-it("under the SSE fallback behind a proxy that drops upgrades: SSE in JSON, then back on a WebSocket in binary, no gap", async () => {
-  const page = await openPage(nginx.origin);
-  await page.evaluate(() => (window as any).E.start("fb", true, { retryWebSocketEveryMs: 1000 }));
-  await waitFor(page, "window.runs.fb.client.status.ready && window.runs.fb.fb.kind === 'sse'");
-  await waitFor(page, "window.runs.fb.pubs.length >= 10");
-  const onSse = await report(page, "fb");
-  // The blocked dial offered both codecs; nothing opened.
-  expect(onSse.sockets[0]!.offered).toEqual(["belay.bin.1", "belay.json.1"]);
-  expect(onSse.sockets.every((s) => s.protocol === null)).toBe(true);
-  expect(await page.evaluate(() => (window as any).E.request("fb", { on: "sse" }))).toEqual({ on: "sse" });
+  /** A page of `origin` (default: the server's) with the starter loaded. */
+  async function openPage(origin = server.base): Promise<Tab> {
+    const page = await browser.newTab();
+    // A document of the server's own origin (Chromium refuses WebSockets from a page that did not come from the network).
+    await page.goto(`${origin}/healthz`);
+    await page.eval(starter);
+    return page;
+  }
 
-  await nginx.passUpgrades(true);
-  await waitFor(page, "window.runs.fb.client.status.ready && window.runs.fb.fb.kind === 'websocket'");
-  const backAt = (await report(page, "fb")).pubs.length;
-  await waitFor(page, `window.runs.fb.pubs.length >= ${backAt + 20}`);
-  expect(await page.evaluate(() => (window as any).E.request("fb", { on: "websocket" }))).toEqual({ on: "websocket" });
-  const r = await report(page, "fb");
-  expect(r.codec).toBe("binary");
-  // The session's WebSocket (the last socket; the probe before it opened too): binary, only binary frames.
-  const last = r.sockets[r.sockets.length - 1]!;
-  expect(last.protocol).toBe("belay.bin.1");
-  expect(last.frames.text).toBe(0);
-  expect(last.frames.binary).toBeGreaterThanOrEqual(20);
-  assertInOrder(r.pubs);
-  await page.evaluate(() => (window as any).runs.fb.client.close());
-  await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
-  await page.close();
-  await nginx.passUpgrades(false);
-}, 90_000);
+  it("the binary entry: the 101 names belay.bin.1, every frame is binary, the feed in order, a request answered", async () => {
+    const page = await openPage();
+    await page.call("E.start", "bin", true);
+    await page.waitFor("window.runs.bin.client.status.ready");
+    await page.waitFor("window.runs.bin.pubs.length >= 20");
+    const params = { k: 1, text: "héllo ✓", nested: { list: [1, 2.5, null, true] } };
+    expect(await page.call("E.request", "bin", params)).toEqual(params);
+    const r = await report(page, "bin");
+    expect(r.sockets).toHaveLength(1);
+    expect(r.sockets[0]!.offered).toEqual(["belay.bin.1", "belay.json.1"]);
+    expect(r.sockets[0]!.protocol).toBe("belay.bin.1");
+    expect(r.codec).toBe("binary");
+    expect(r.sockets[0]!.frames.text).toBe(0);
+    // welcome, subscribed, the publications, the response (and pings).
+    expect(r.sockets[0]!.frames.binary).toBeGreaterThanOrEqual(r.pubs.length + 3);
+    assertInOrder(r.pubs);
+    expect(await connections(server.base)).toBe(1);
+    await page.eval("window.runs.bin.client.close()");
+    await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
+    await page.close();
+  }, 60_000);
+
+  it("the default entry alone: no subprotocol offered, none named, JSON in text frames as before", async () => {
+    const page = await openPage();
+    await page.call("E.start", "json", false);
+    await page.waitFor("window.runs.json.client.status.ready");
+    await page.waitFor("window.runs.json.pubs.length >= 20");
+    expect(await page.call("E.request", "json", { k: 2 })).toEqual({ k: 2 });
+    const r = await report(page, "json");
+    expect(r.sockets).toHaveLength(1);
+    expect(r.sockets[0]!.offered).toBeNull();
+    expect(r.sockets[0]!.protocol).toBe("");
+    expect(r.sockets[0]!.frames.binary).toBe(0);
+    expect(r.sockets[0]!.frames.text).toBeGreaterThanOrEqual(r.pubs.length + 3);
+    assertInOrder(r.pubs);
+    await page.eval("window.runs.json.client.close()");
+    await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
+    await page.close();
+  }, 60_000);
+
+  it("both at once: the same publications, offset for offset, in binary and in JSON", async () => {
+    const page = await openPage();
+    await page.eval(`(E.start("bin", true), E.start("json", false))`);
+    await page.waitFor("window.runs.bin.client.status.ready && window.runs.json.client.status.ready");
+    await page.waitFor("window.runs.bin.pubs.length >= 30 && window.runs.json.pubs.length >= 30");
+    const [bin, json] = [await report(page, "bin"), await report(page, "json")];
+    expect(bin.sockets[0]!.protocol).toBe("belay.bin.1");
+    expect(json.sockets[0]!.protocol).toBe("");
+    assertInOrder(bin.pubs);
+    assertInOrder(json.pubs);
+    const byOffset = new Map(json.pubs.map((p) => [p.offset, p]));
+    const shared = bin.pubs.filter((p) => byOffset.has(p.offset));
+    expect(shared.length).toBeGreaterThan(20);
+    for (const p of shared) expect(p).toEqual(byOffset.get(p.offset));
+    await page.eval("(window.runs.bin.client.close(), window.runs.json.client.close())");
+    await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
+    await page.close();
+  }, 60_000);
+
+  it("under the SSE fallback behind a proxy that drops upgrades: SSE in JSON, then back on a WebSocket in binary, no gap", async () => {
+    const page = await openPage(nginx.origin);
+    await page.call("E.start", "fb", true, { retryWebSocketEveryMs: 1000 });
+    await page.waitFor("window.runs.fb.client.status.ready && window.runs.fb.fb.kind === 'sse'");
+    await page.waitFor("window.runs.fb.pubs.length >= 10");
+    const onSse = await report(page, "fb");
+    // The blocked dial offered both codecs; nothing opened.
+    expect(onSse.sockets[0]!.offered).toEqual(["belay.bin.1", "belay.json.1"]);
+    expect(onSse.sockets.every((s) => s.protocol === null)).toBe(true);
+    expect(await page.call("E.request", "fb", { on: "sse" })).toEqual({ on: "sse" });
+
+    await nginx.passUpgrades(true);
+    await page.waitFor("window.runs.fb.client.status.ready && window.runs.fb.fb.kind === 'websocket'");
+    const backAt = (await report(page, "fb")).pubs.length;
+    await page.waitFor(`window.runs.fb.pubs.length >= ${backAt + 20}`);
+    expect(await page.call("E.request", "fb", { on: "websocket" })).toEqual({ on: "websocket" });
+    const r = await report(page, "fb");
+    expect(r.codec).toBe("binary");
+    // The session's WebSocket (the last socket; the probe before it opened too): binary, only binary frames.
+    const last = r.sockets[r.sockets.length - 1]!;
+    expect(last.protocol).toBe("belay.bin.1");
+    expect(last.frames.text).toBe(0);
+    expect(last.frames.binary).toBeGreaterThanOrEqual(20);
+    assertInOrder(r.pubs);
+    await page.eval("window.runs.fb.client.close()");
+    await expect.poll(() => connections(server.base), { timeout: 5000 }).toBe(0);
+    await page.close();
+    await nginx.passUpgrades(false);
+  }, 90_000);
+});

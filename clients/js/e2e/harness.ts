@@ -79,7 +79,8 @@ export async function fault(base: string, name: string, body: object): Promise<v
  * Page-side recorder (run with `page.evaluate(RECORDER)` on a page of the
  * server's origin): `T.start(name, mode, options)` starts a client from the
  * server's /assets/modes.js and records every event and every socket fact
- * in `runs[name]`, timestamped with performance.now(); `T.fault` toggles a
+ * in `runs[name]` (each socket's dial, what it received in `inputs`, what
+ * the client sent in `sent`), timestamped with performance.now(); `T.fault` toggles a
  * fault from the page (returns the time just before the request).
  */
 // Plain JS (a string: vitest would rewrite a dynamic import inside a function).
@@ -100,11 +101,16 @@ export const RECORDER = `(async () => {
       class Recording extends WebSocket {
         constructor(u, proto) {
           super(u, proto);
-          const rec = { dial: performance.now(), inputs: [] };
+          const rec = { dial: performance.now(), inputs: [], sent: [] };
           sockets.push(rec);
           this.addEventListener("open", () => rec.inputs.push({ t: performance.now(), kind: "opened" }));
           this.addEventListener("message", (e) => rec.inputs.push({ t: performance.now(), kind: "frame", text: e.data }));
           this.addEventListener("close", (e) => rec.inputs.push({ t: performance.now(), kind: "close", code: e.code, reason: e.reason }));
+          this.rec = rec;
+        }
+        send(data) {
+          this.rec.sent.push({ t: performance.now(), text: typeof data === "string" ? data : null });
+          super.send(data);
         }
       }
       const started = performance.now();
