@@ -121,4 +121,5 @@ mod codec;
 mod frames;
 mod handshake;
 mod requests;
+mod sub_refresh;
 mod subscriptions;
