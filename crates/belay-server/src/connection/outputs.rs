@@ -68,42 +68,12 @@ impl Driver {
                     ticket,
                     channel,
                     token,
-                } => {
-                    let channel = super::presence::authorized_as(&channel);
-                    let shared = &self.shared;
-                    match crate::access::subscribe_for(
-                        shared,
-                        &self.principal,
-                        channel,
-                        token.as_deref(),
-                    ) {
-                        Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),
-                        Verdict::Later(decision) => self
-                            .check_later(ticket, async move { Checked::Subscribe(decision.await) }),
-                    }
-                }
+                } => self.judge_subscription(ticket, &channel, token.as_deref(), false),
                 Output::CheckSubscriptionToken {
                     ticket,
                     channel,
                     token,
-                } => {
-                    let channel = super::presence::authorized_as(&channel);
-                    let shared = &self.shared;
-                    match crate::access::subscribe_for(
-                        shared,
-                        &self.principal,
-                        channel,
-                        Some(&token),
-                    ) {
-                        Verdict::Now(verdict) => self.sub_refresh_checked(ticket, verdict),
-                        Verdict::Later(decision) => {
-                            self.check_later(
-                                ticket,
-                                async move { Checked::SubRefresh(decision.await) },
-                            )
-                        }
-                    }
-                }
+                } => self.judge_subscription(ticket, &channel, Some(&token), true),
                 Output::Join {
                     ticket,
                     channel,
@@ -202,6 +172,30 @@ impl Driver {
             Checked::Refresh(verdict) => self.reauthenticated(ticket, *verdict),
             Checked::Subscribe(verdict) => self.subscribe_checked(ticket, verdict),
             Checked::SubRefresh(verdict) => self.sub_refresh_checked(ticket, verdict),
+        }
+    }
+
+    /// May this principal subscribe to `channel` with `token`, and for how
+    /// long: a subscribe's question, or a `sub_refresh`'s (`refresh`).
+    fn judge_subscription(
+        &mut self,
+        ticket: Ticket,
+        channel: &str,
+        token: Option<&str>,
+        refresh: bool,
+    ) {
+        let channel = super::presence::authorized_as(channel);
+        match crate::access::subscribe_for(&self.shared, &self.principal, channel, token) {
+            Verdict::Now(verdict) if refresh => self.sub_refresh_checked(ticket, verdict),
+            Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),
+            Verdict::Later(decision) => self.check_later(ticket, async move {
+                let verdict = decision.await;
+                if refresh {
+                    Checked::SubRefresh(verdict)
+                } else {
+                    Checked::Subscribe(verdict)
+                }
+            }),
         }
     }
 
