@@ -72,6 +72,17 @@ export class FakeWebSocket {
     this.onclose?.({ type: "close", code, reason, wasClean: code !== 1006 });
   }
 
+  /** The text frames sent, parsed. */
+  json(): any[] {
+    return this.sent.filter((f): f is string => typeof f === "string").map((f) => JSON.parse(f));
+  }
+
+  /** The `101`, then the server's `welcome` (JSON, no subprotocol). */
+  welcome(session = "s-1"): void {
+    this.accept("");
+    this.recvText(JSON.stringify({ type: "welcome", session, protocol: 1 }));
+  }
+
   /** The last frame sent. */
   last(): string | Uint8Array {
     return this.sent[this.sent.length - 1]!;

@@ -5,34 +5,19 @@
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
 import { BelayClient, type DisconnectInfo } from "../src/index.js";
 import { fixed } from "../src/policies.js";
-
-class Socket {
-  static all: Socket[] = [];
-  onopen: (() => void) | null = null;
-  onmessage: ((e: { data: unknown }) => void) | null = null;
-  onclose: ((e: { code: number; reason: string }) => void) | null = null;
-  onerror: (() => void) | null = null;
-  sent: any[] = [];
-  constructor(readonly url: string) {
-    Socket.all.push(this);
-  }
-  send(text: string) {
-    this.sent.push(JSON.parse(text));
-  }
-  close() {}
-}
+import { FakeWebSocket } from "./fake_websocket.js";
 
 let now = 0;
 beforeEach(() => {
   vi.useFakeTimers();
-  Socket.all = [];
+  FakeWebSocket.all = [];
   now = 0;
 });
 afterEach(() => vi.useRealTimers());
 
 it("a loss and the failed redial after it are two disconnected events, kept apart", async () => {
   const c = new BelayClient("ws://x/ws", {
-    WebSocket: Socket as unknown as typeof WebSocket,
+    WebSocket: FakeWebSocket as unknown as typeof WebSocket,
     now: () => now,
     network: null,
     page: null,
@@ -43,9 +28,8 @@ it("a loss and the failed redial after it are two disconnected events, kept apar
   });
   const seen: DisconnectInfo[] = [];
   c.addEventListener("disconnected", (e) => seen.push((e as CustomEvent<DisconnectInfo>).detail));
-  const first = Socket.all[0]!;
-  first.onopen?.();
-  first.onmessage?.({ data: JSON.stringify({ type: "welcome", session: "s-1", protocol: 1 }) });
+  const first = FakeWebSocket.all[0]!;
+  first.welcome();
   // No frame at all: the probe goes unanswered and the session is lost.
   for (let i = 0; i < 30 && seen.length === 0; i++) {
     now += 100;
@@ -53,11 +37,11 @@ it("a loss and the failed redial after it are two disconnected events, kept apar
   }
   expect(seen.map((d) => [d.established, d.reason.kind])).toEqual([[true, "heartbeat_timeout"]]);
   // The redial fails before opening.
-  for (let i = 0; i < 30 && Socket.all.length < 2; i++) {
+  for (let i = 0; i < 30 && FakeWebSocket.all.length < 2; i++) {
     now += 100;
     await vi.advanceTimersByTimeAsync(100);
   }
-  Socket.all[1]!.onclose?.({ code: 1006, reason: "" });
+  FakeWebSocket.all[1]!.drop();
   expect(seen.map((d) => d.established)).toEqual([true, false]);
   expect(seen[0]!.reason.kind).toBe("heartbeat_timeout");
   expect(seen[1]!.reason.kind).not.toBe("heartbeat_timeout");

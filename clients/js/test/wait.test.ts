@@ -4,30 +4,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BelayClient, NotReadyError } from "../src/index.js";
 import { requestWhenReady } from "../src/wait.js";
-
-class Socket {
-  static all: Socket[] = [];
-  onopen: (() => void) | null = null;
-  onmessage: ((e: { data: unknown }) => void) | null = null;
-  onclose: ((e: { code: number; reason: string }) => void) | null = null;
-  onerror: (() => void) | null = null;
-  sent: any[] = [];
-  constructor(readonly url: string) {
-    Socket.all.push(this);
-  }
-  send(text: string) {
-    this.sent.push(JSON.parse(text));
-  }
-  close() {}
-  welcome() {
-    this.onopen?.();
-    this.onmessage?.({ data: JSON.stringify({ type: "welcome", session: "s-1", protocol: 1 }) });
-  }
-}
+import { FakeWebSocket } from "./fake_websocket.js";
 
 let now = 0;
 const client = () =>
-  new BelayClient("ws://x/ws", { WebSocket: Socket as unknown as typeof WebSocket, now: () => now, network: null, page: null, seed: 7 });
+  new BelayClient("ws://x/ws", { WebSocket: FakeWebSocket as unknown as typeof WebSocket, now: () => now, network: null, page: null, seed: 7 });
 const advance = async (ms: number) => {
   now += ms;
   await vi.advanceTimersByTimeAsync(ms);
@@ -36,7 +17,7 @@ const advance = async (ms: number) => {
 describe("requestWhenReady (@belay/client/wait)", () => {
   beforeEach(() => {
     vi.useFakeTimers();
-    Socket.all = [];
+    FakeWebSocket.all = [];
     now = 0;
   });
   afterEach(() => vi.useRealTimers());
@@ -46,13 +27,13 @@ describe("requestWhenReady (@belay/client/wait)", () => {
     await expect(c.request("echo", 1)).rejects.toBeInstanceOf(NotReadyError);
     const answer = requestWhenReady(c, "echo", 1, { waitReady: 5000 });
     await advance(100);
-    const socket = Socket.all.at(-1)!;
-    expect(socket.sent).toEqual([]);
+    const socket = FakeWebSocket.all.at(-1)!;
+    expect(socket.json()).toEqual([]);
     socket.welcome();
     await advance(0); // the wait resumes on a microtask
-    const request = socket.sent.find((m) => m.type === "request");
+    const request = socket.json().find((m) => m.type === "request");
     expect(request).toMatchObject({ method: "echo", params: 1 });
-    socket.onmessage?.({ data: JSON.stringify({ type: "response", id: request.id, result: "one" }) });
+    socket.recvText(JSON.stringify({ type: "response", id: request.id, result: "one" }));
     await expect(answer).resolves.toBe("one");
     c.close();
   });
@@ -63,7 +44,7 @@ describe("requestWhenReady (@belay/client/wait)", () => {
     const settled = expect(answer).rejects.toBeInstanceOf(NotReadyError);
     await advance(300);
     await settled;
-    expect(Socket.all.flatMap((s) => s.sent)).toEqual([]);
+    expect(FakeWebSocket.all.flatMap((s) => s.json())).toEqual([]);
     c.close();
     expect(vi.getTimerCount()).toBe(0);
   });
