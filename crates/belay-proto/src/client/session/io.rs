@@ -146,3 +146,17 @@ pub enum SubscribeError {
 #[error("the session is stopped")]
 #[non_exhaustive]
 pub struct Stopped;
+
+/// Counters a driver may export as metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionStats {
+    /// Transports requested (`OpenTransport` outputs).
+    pub transports_opened: u64,
+    /// Inputs dropped because they came from a transport that is not current.
+    pub stale_inputs: u64,
+    /// Frames with an unknown `type`, skipped.
+    pub unknown_frames: u64,
+    /// Probes (`ping`) sent by the client.
+    pub probes_sent: u64,
+}

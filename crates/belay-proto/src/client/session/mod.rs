@@ -40,7 +40,7 @@ mod switch;
 
 pub use credentials::TokenError;
 pub(crate) use credentials::{REFRESH_FROM, REFRESH_SPREAD};
-pub use io::{Call, Input, Output, RequestError, Stopped, SubscribeError};
+pub use io::{Call, Input, Output, RequestError, SessionStats, Stopped, SubscribeError};
 pub use phase::ConnectionState;
 
 use std::collections::VecDeque;
@@ -83,20 +83,6 @@ enum Due {
     Probe(TransportId),
     Dial,
     TokenTimeout,
-}
-
-/// Counters a driver may export as metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SessionStats {
-    /// Transports requested (`OpenTransport` outputs).
-    pub transports_opened: u64,
-    /// Inputs dropped because they came from a transport that is not current.
-    pub stale_inputs: u64,
-    /// Frames with an unknown `type`, skipped.
-    pub unknown_frames: u64,
-    /// Probes (`ping`) sent by the client.
-    pub probes_sent: u64,
 }
 
 /// A client session: connection ownership, liveness, requests and

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
-use crate::message::{ClientMessage, Codec, ReconnectAdvice, ServerMessage, Unsubscribed};
+use crate::message::{ClientMessage, Codec, ReconnectAdvice, ServerMessage};
 use crate::rng::SplitMix64;
 use crate::time::Instant;
 
@@ -259,12 +259,6 @@ impl<F> Connection<F> {
         }
     }
 
-    /// `deadline`, or a subscription token's expiry if that comes first.
-    fn earliest(&self, deadline: Instant) -> Instant {
-        self.next_subscription_expiry()
-            .map_or(deadline, |at| at.min(deadline))
-    }
-
     // ----- inputs -----
 
     /// Time passed: the handshake deadline, the credential's expiry (4001
@@ -497,14 +491,6 @@ impl<F> Connection<F> {
             });
         }
     }
-}
-
-pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMessage {
-    ServerMessage::Unsubscribed(Unsubscribed {
-        channel: channel.to_owned(),
-        code: code.to_owned(),
-        reason: reason.to_owned(),
-    })
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use crate::message::{ErrorBody, ServerMessage, SubExpiring, SubRefresh};
 use crate::time::Instant;
 
 use super::handshake::millis_until;
-use super::{unsubscribed, Connection, Output, Ticket};
+use super::subscriptions::unsubscribed;
+use super::{Connection, Output, Ticket};
 
 /// The `unsubscribed` code of a subscription whose token expired.
 const EXPIRED: &str = "expired";
@@ -78,11 +79,13 @@ impl<F> Connection<F> {
         }
     }
 
-    /// When the next subscription token expires.
-    pub(super) fn next_subscription_expiry(&self) -> Option<Instant> {
-        self.activity
+    /// `deadline`, or a subscription token's expiry if that comes first.
+    pub(super) fn earliest(&self, deadline: Instant) -> Instant {
+        let next = self
+            .activity
             .as_ref()
-            .and_then(|a| a.subscriptions.next_expiry())
+            .and_then(|a| a.subscriptions.next_expiry());
+        next.map_or(deadline, |at| at.min(deadline))
     }
 
     fn end_subscription(&mut self, channel: &str, code: &str, reason: &str) {

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::message::{ErrorBody, ServerMessage, StreamPosition, Subscribe};
+use crate::message::{ErrorBody, ServerMessage, StreamPosition, Subscribe, Unsubscribed};
 use crate::time::Instant;
 
 use super::super::{Violation, ViolationResponse};
 use super::sub_refresh::sub_expiring;
-use super::{unsubscribed, Connection, Event, JoinAnswer, OutboundRoom, Output, Ticket};
+use super::{Connection, Event, JoinAnswer, OutboundRoom, Output, Ticket};
 
 /// One confirmed subscription.
 #[derive(Debug, Clone, Copy)]
@@ -446,6 +446,15 @@ impl<F> Connection<F> {
             self.send(unsubscribed(channel, &error.code, &error.message));
         }
     }
+}
+
+/// `unsubscribed` for `channel`, with `code` and `reason`.
+pub(crate) fn unsubscribed(channel: &str, code: &str, reason: &str) -> ServerMessage {
+    ServerMessage::Unsubscribed(Unsubscribed {
+        channel: channel.to_owned(),
+        code: code.to_owned(),
+        reason: reason.to_owned(),
+    })
 }
 
 /// The longest prefix of `name` of at most `max` bytes on a char boundary.
