@@ -28,13 +28,10 @@ use crate::fallback::Fallback;
 use crate::status::{ClientEvent, Disconnect, Losses, Status};
 use crate::subscription::{Item, Subscription};
 use crate::transport::{self, Fact, Outgoing, Target};
-use crate::{SubscriptionTokenProvider, TokenError, TokenFuture, TokenProvider};
 
-/// The application's token providers.
-pub(crate) struct Providers {
-    pub(crate) token: Option<TokenProvider>,
-    pub(crate) subscription_token: Option<SubscriptionTokenProvider>,
-}
+mod tokens;
+
+pub(crate) use tokens::Providers;
 
 /// How long `close()` lets transport tasks finish their closing handshake
 /// before aborting them.
@@ -79,8 +76,8 @@ pub(crate) struct Driver {
     providers: Providers,
     /// Where the providers' answers come back (each call runs in a task):
     /// `None` for the connection's token, else the channel's.
-    tokens_tx: mpsc::UnboundedSender<(Option<String>, Result<String, TokenError>)>,
-    tokens_rx: mpsc::UnboundedReceiver<(Option<String>, Result<String, TokenError>)>,
+    tokens_tx: mpsc::UnboundedSender<tokens::Answer>,
+    tokens_rx: mpsc::UnboundedReceiver<tokens::Answer>,
     commands: mpsc::UnboundedReceiver<Command>,
     /// For the subscriptions' unsubscribe-on-drop; weak so that it does not
     /// keep the driver alive.
@@ -176,19 +173,7 @@ impl Driver {
                     None => self.closing = true,
                 },
                 Some((id, fact)) = self.facts_rx.recv() => self.on_fact(id, fact),
-                Some((channel, answer)) = self.tokens_rx.recv() => {
-                    let now = self.now();
-                    match (channel, answer) {
-                        (None, Ok(token)) => self.session.refresh_token(now, token),
-                        (None, Err(error)) => self.session.token_failed(now, error),
-                        (Some(channel), Ok(token)) => {
-                            // A channel left meanwhile needs no token.
-                            let _ = self.session.refresh_subscription_token(now, &channel, token);
-                        }
-                        // The token expires; the channel is subscribed again.
-                        (Some(_), Err(_)) => {}
-                    }
-                }
+                Some((channel, answer)) = self.tokens_rx.recv() => self.answered(channel, answer),
                 () = sleep_until(wake) => {
                     // tokio's cooperative budget can wake us late, and a
                     // timer may also fire a little early: ask the clock.
@@ -388,40 +373,12 @@ impl Driver {
             }
             Event::Halted { reason } => self.halted = Some(reason.clone()),
             Event::Connected { .. } => self.halted = None,
-            // Before a dial, or ahead of the expiry on the open session:
-            // the provider's call runs in its own task, bounded by the
-            // connect timeout, and its answer comes back as an input.
-            Event::TokenWanted { .. } => {
-                if let Some(provider) = &self.providers.token {
-                    let call = provider();
-                    self.ask(None, call);
-                }
-            }
-            Event::SubscriptionTokenWanted { channel, .. } => {
-                if let Some(provider) = &self.providers.subscription_token {
-                    let call = provider(channel.clone());
-                    self.ask(Some(channel.clone()), call);
-                }
-            }
+            Event::TokenWanted { .. } => self.ask(None),
+            Event::SubscriptionTokenWanted { channel, .. } => self.ask(Some(channel.clone())),
             _ => {}
         }
         // Nobody listening is fine.
         let _ = self.outlets.events.send(ClientEvent::Session(event));
-    }
-
-    /// Run a provider's `call` in a task of its own, bounded by the connect
-    /// timeout; its answer comes back as an input.
-    fn ask(&mut self, channel: Option<String>, call: TokenFuture) {
-        let (answers, limit) = (
-            self.tokens_tx.clone(),
-            self.session.config().connect_timeout(),
-        );
-        self.tasks.spawn(async move {
-            let answer = tokio::time::timeout(limit, call)
-                .await
-                .unwrap_or(Err(TokenError::Unavailable));
-            let _ = answers.send((channel, answer));
-        });
     }
 
     fn settle(&self, outcome: RequestOutcome) -> Result<RawJson, RequestError> {
