@@ -46,16 +46,6 @@ pub(crate) use transport::Transport;
 
 pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
 
-/// The reserved requests that read a channel (`$presence`,
-/// `$presence_stats`, `$history`): authorized as a subscribe to the
-/// channel when they run, not by the method grant.
-pub(crate) fn is_channel_read(method: &str) -> bool {
-    matches!(
-        method,
-        presence::PRESENCE_METHOD | presence::PRESENCE_STATS_METHOD | history::HISTORY_METHOD
-    )
-}
-
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);

@@ -97,7 +97,7 @@ impl Driver {
                 Output::AuthorizeRequest { ticket, method } => {
                     let now = self.now();
                     // The channel reads check the channel's permission when they run.
-                    let verdict = if super::is_channel_read(&method) {
+                    let verdict = if is_channel_read(&method) {
                         Ok(())
                     } else {
                         self.shared
@@ -402,4 +402,16 @@ pub(super) fn core_refusal(error: AuthError) -> AuthVerdict {
 /// The error a denied subscribe or request gets.
 fn refusal(denied: &crate::auth::AuthError) -> ErrorBody {
     ErrorBody::new(denied.code(), denied.to_string())
+}
+
+/// The reserved requests that read a channel (`$presence`,
+/// `$presence_stats`, `$history`): authorized as a subscribe to the
+/// channel when they run, not by the method grant.
+fn is_channel_read(method: &str) -> bool {
+    matches!(
+        method,
+        super::presence::PRESENCE_METHOD
+            | super::presence::PRESENCE_STATS_METHOD
+            | super::history::HISTORY_METHOD
+    )
 }
