@@ -17,7 +17,9 @@
  * kept only while connecting, handshaking or open (at most one exists, by
  * construction); `_at`, the state's deadline (connecting/handshaking: the
  * connect timeout; waiting: the end of the wait; open: a pending liveness
- * check). An open connection's heartbeat is `_hb`.
+ * check). An open connection's heartbeat is `_hb`. Rust's `Authorizing`
+ * (waiting for the token provider before a dial) is `connecting` with
+ * `_authorizing` set and no `_id`, the provider's deadline in `_at`.
  */
 import { Backoff } from "./backoff/state.js";
 import { PacingSlots, retryWindow } from "./backoff/pacing.js";
