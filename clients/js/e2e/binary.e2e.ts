@@ -28,24 +28,27 @@ import { startNginx, type Nginx } from "./nginx.js";
 const DIST = new URL("../dist/", import.meta.url).pathname;
 
 /** The entries' code, each checked to be one module with no import of its own (a blob: URL has no path to resolve one against). */
-function bundles(): Record<"belay" | "binary" | "fallback", string> {
+function bundles(): Record<"belay" | "full" | "binary" | "fallback", string> {
   const read = (name: string) => {
     const text = readFileSync(DIST + name, "utf8");
     if (/\bimport\s*[("{*]|\bfrom\s*"/.test(text)) throw new Error(`dist/${name} imports another module; the e2e starter loads each entry on its own`);
     return text;
   };
-  return { belay: read("belay.js"), binary: read("binary.js"), fallback: read("fallback.js") };
+  return { belay: read("belay.js"), full: read("full.js"), binary: read("binary.js"), fallback: read("fallback.js") };
 }
 
 /**
  * Page side: `E.start(name, binary, fallback)` starts a client on the feed
- * (with `fallback`: under `sseFallback(fallback)`), through a WebSocket
+ * (the default entry's; with `fallback`: `@belay/client/full`'s under
+ * `sseFallback(fallback)`), through a WebSocket
  * subclass that records for each socket the protocols offered, the one the
  * 101 named, and each received frame's kind (text or binary).
  */
 const STARTER = (code: ReturnType<typeof bundles>) => `(async () => {
   const load = (text) => import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })));
   const { BelayClient } = await load(${JSON.stringify(code.belay)});
+  // The fallback's switch back is the full client's (\`@belay/client/full\`).
+  const { BelayClient: FullClient } = await load(${JSON.stringify(code.full)});
   const { binaryCodec } = await load(${JSON.stringify(code.binary)});
   const { sseFallback } = await load(${JSON.stringify(code.fallback)});
   window.runs = {};
@@ -64,7 +67,7 @@ const STARTER = (code: ReturnType<typeof bundles>) => `(async () => {
       const codec = binary ? binaryCodec({ WebSocket: Recording }) : null;
       const ws = codec ? codec.WebSocket : Recording;
       const fb = fallback ? sseFallback({ ...fallback, WebSocket: ws }) : null;
-      const client = new BelayClient("ws://" + location.host + "/ws", { WebSocket: fb ? fb.WebSocket : ws });
+      const client = fb ? new FullClient("ws://" + location.host + "/ws", { WebSocket: fb.WebSocket }) : new BelayClient("ws://" + location.host + "/ws", { WebSocket: ws });
       const pubs = [];
       client.subscribe("feed").on((item) => {
         if (item.type === "publication") pubs.push({ offset: item.offset, epoch: item.epoch, data: item.data });
