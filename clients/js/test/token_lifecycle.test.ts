@@ -160,6 +160,22 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     c.close();
   });
 
+  it("after a halt, a token the application sets is dialed with before the provider is asked again", async () => {
+    const provider = vi.fn(async () => "t-fresh");
+    const { c, halts } = client({ tokenProvider: provider });
+    await advance(0);
+    sockets()[0]!.accept("");
+    sockets()[0]!.drop(4001, "bad signature"); // the provider's token, refused: halt
+    expect(halts).toEqual([{ kind: "auth_failed" }]);
+    c.setToken("t-app");
+    c.start();
+    await advance(0);
+    expect(provider).toHaveBeenCalledTimes(1);
+    sockets()[1]!.accept("");
+    expect(sent(sockets()[1]!)[0]).toMatchObject({ type: "connect", token: "t-app" });
+    c.close();
+  });
+
   it("asks before the first dial when there is no token", async () => {
     const provider = vi.fn(async () => "t-1");
     const { c } = client({ tokenProvider: provider });

@@ -158,7 +158,7 @@ export function configFromJson(json: J): Config {
   return makeConfig(overrides as Partial<Config>);
 }
 
-const ACTIONS = ["start", "refresh_token", "token_failed", "refresh_subscription_token", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input", "replace_transport_when_quiet"];
+const ACTIONS = ["start", "set_token", "refresh_token", "token_failed", "refresh_subscription_token", "stop", "reconnect_now", "check_liveness", "subscribe", "unsubscribe", "request", "timeout", "input", "replace_transport_when_quiet"];
 const CHECKS = ["at", "expect", "result", "state", "ready", "readiness", "next_timeout_ms", "attempt"];
 
 function inputFromJson(a: J): Input {
@@ -210,6 +210,9 @@ function perform(s: Session, action: string, arg: J, now: number): J {
       return "ok";
     case "refresh_token":
       s.refreshToken(now, arg);
+      return "ok";
+    case "set_token":
+      s.setToken(arg);
       return "ok";
     case "token_failed":
       s.tokenFailed(now, arg);

@@ -480,7 +480,8 @@ fn config_from_json(value: &Value) -> Result<Config, String> {
     Ok(config)
 }
 
-const ACTIONS: [&str; 13] = [
+const ACTIONS: [&str; 14] = [
+    "set_token",
     "refresh_subscription_token",
     "start",
     "refresh_token",
@@ -666,6 +667,10 @@ fn perform(
         "refresh_token" => {
             let token = arg.as_str().ok_or("\"refresh_token\" takes a token")?;
             session.refresh_token(now, token.to_owned());
+            ok()
+        }
+        "set_token" => {
+            session.set_token(arg.as_str().map(str::to_owned));
             ok()
         }
         "token_failed" => {

@@ -253,6 +253,8 @@ export class Session implements SubscriptionSink {
   /** Replace the token sent in the next `connect`. */
   setToken(token: string | null): void {
     this._config.token = token;
+    // The application's own token: not refused, not fresh from the provider, its expiry unknown.
+    if (globalThis.BELAY_FULL !== false) this._fresh = this._renewAt = undefined;
   }
 
   /**

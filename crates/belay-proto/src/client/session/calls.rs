@@ -135,10 +135,13 @@ impl Session {
     }
 
     /// Replace the credentials sent in `connect` from the next transport on
-    /// (after [`HaltReason::AuthFailed`], refresh them, then `start`).
+    /// (after [`HaltReason::AuthFailed`], refresh them, then `start`). The
+    /// application's own token: nothing is known of its expiry, and a
+    /// token provider is asked only once it is refused.
     ///
     /// [`HaltReason::AuthFailed`]: crate::client::event::HaltReason::AuthFailed
     pub fn set_token(&mut self, token: Option<String>) {
         self.config.set_token(token);
+        self.credentials_replaced();
     }
 }

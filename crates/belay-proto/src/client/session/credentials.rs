@@ -107,6 +107,15 @@ impl Session {
         }
     }
 
+    /// The application set a token of its own: not refused, not fresh from
+    /// the provider, its expiry unknown.
+    pub(super) fn credentials_replaced(&mut self) {
+        let c = &mut self.credentials;
+        c.refused = false;
+        c.fresh = false;
+        c.renew_at = None;
+    }
+
     /// Time left on the current token, as far as the session knows.
     fn expires_in(&self, now: Instant) -> Duration {
         self.credentials
