@@ -307,7 +307,7 @@ impl Client {
     /// reserved request `$call` (docs/HOSTS.md). A sleeping host is woken
     /// and the call waits for it, so its deadline is not the request
     /// default but the relay's wake bound plus the request default (30 s
-    /// with the default [`HostTiming`]; [`ClientBuilder::host_timing`]
+    /// with the default [`HostTiming`](belay_proto::host::HostTiming); [`ClientBuilder::host_timing`]
     /// sets the relay's). A host that did not wake within the bound is
     /// [`RequestError::Server`] `host_asleep` (retry after
     /// `retry_after_ms`); `not_found`, `host_offline` and `host_lost` are
