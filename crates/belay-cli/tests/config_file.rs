@@ -5,17 +5,15 @@
 //! cannot be combined with a file.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use belay_proto::message::{ClientMessage, Connect, ServerMessage, Subscribe};
 use belay_test_support::services::free_port;
 use belay_test_support::sockets::{Closed, Raw};
 use serde_json::json;
-use tokio::process::Child;
 
 mod jwt_serve;
-use jwt_serve::{jwt_file, now, serve_demo, serve_with, temp_dir, token, SECRET};
+use jwt_serve::{jwt_file, now, serve, serve_demo, temp_dir, token, SECRET};
 
 const SOON: Duration = Duration::from_secs(5);
 
@@ -95,10 +93,6 @@ fn flags_cannot_be_combined_with_a_config_file() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-async fn serve(file: &Path) -> (Child, SocketAddr) {
-    serve_with(file, false).await
 }
 
 async fn refused_with(addr: SocketAddr, token: &str) -> Closed {

@@ -4,41 +4,15 @@
 //! table with its line.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use belay_proto::message::{ClientMessage, ServerMessage, StreamPosition, Subscribe};
-use belay_test_support::serving::spawn_listening;
 use belay_test_support::sockets::Raw;
-use tokio::process::{Child, Command};
+
+mod jwt_serve;
+use jwt_serve::{serve, temp_dir};
 
 const SOON: Duration = Duration::from_secs(5);
-const SECRET: &str = "unused";
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("belay-config-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// `belay serve --config FILE` (with `--demo`: its `feed` ticks every
-/// 50 ms) with the JWT secret in the environment.
-async fn serve_with(file: &Path, demo: bool) -> (Child, SocketAddr) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_belay"));
-    command.arg("serve");
-    if demo {
-        command.args(["--demo", "--feed-every-ms", "50"]);
-    }
-    command
-        .arg("--config")
-        .arg(file)
-        .env("BELAY_AUTH_JWT_SECRET", SECRET);
-    spawn_listening(&mut command).await
-}
-
-async fn serve(file: &Path) -> (Child, SocketAddr) {
-    serve_with(file, false).await
-}
 
 async fn next(raw: &mut Raw) -> ServerMessage {
     tokio::time::timeout(SOON, raw.recv_skipping_pings())

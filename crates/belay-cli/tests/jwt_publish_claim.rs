@@ -1,60 +1,16 @@
 //! `belay serve --config` with JWT auth: a token's `publish` claim lets
 //! the client `$publish` to the channels it names, and nowhere else.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
-use belay_test_support::serving::spawn_listening;
 use belay_test_support::sockets::Raw;
-use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::json;
-use tokio::process::{Child, Command};
+
+mod jwt_serve;
+use jwt_serve::{now, serve, temp_dir, token, SECRET};
 
 const SOON: Duration = Duration::from_secs(5);
-const SECRET: &str = "a-test-secret-of-some-length";
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("belay-config-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// `belay serve --config FILE` (with `--demo`: its `feed` ticks every
-/// 50 ms) with the JWT secret in the environment.
-async fn serve_with(file: &Path, demo: bool) -> (Child, SocketAddr) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_belay"));
-    command.arg("serve");
-    if demo {
-        command.args(["--demo", "--feed-every-ms", "50"]);
-    }
-    command
-        .arg("--config")
-        .arg(file)
-        .env("BELAY_AUTH_JWT_SECRET", SECRET);
-    spawn_listening(&mut command).await
-}
-
-async fn serve(file: &Path) -> (Child, SocketAddr) {
-    serve_with(file, false).await
-}
-
-fn token(claims: serde_json::Value, secret: &str) -> String {
-    encode(
-        &Header::default(),
-        &claims,
-        &EncodingKey::from_secret(secret.as_bytes()).expect("a key"),
-    )
-    .expect("a token")
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs()
-}
 
 async fn publish(raw: &mut Raw, id: u64, channel: &str) -> Reply {
     raw.send(&ClientMessage::Request(Request {

@@ -1,5 +1,9 @@
 //! A `belay serve` configured by a file with JWT auth, for the tests that
-//! run against the binary (config_file.rs, tokens.rs).
+//! run against the binary (config_file.rs, config_namespaces.rs,
+//! jwt_publish_claim.rs, tokens.rs).
+
+// Each test crate uses a part of it.
+#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -31,6 +35,10 @@ pub(crate) async fn serve_with(file: &Path, demo: bool) -> (Child, SocketAddr) {
         .arg(file)
         .env("BELAY_AUTH_JWT_SECRET", SECRET);
     spawn_listening(&mut command).await
+}
+
+pub(crate) async fn serve(file: &Path) -> (Child, SocketAddr) {
+    serve_with(file, false).await
 }
 
 pub(crate) async fn serve_demo(file: &Path) -> (Child, SocketAddr) {
