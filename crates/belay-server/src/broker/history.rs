@@ -132,6 +132,36 @@ pub struct HistoryPage {
     bytes: usize,
 }
 
+/// One publication of an answer: the data is the publisher's JSON text,
+/// sent unparsed.
+#[derive(serde::Serialize)]
+struct HeldOut<'a> {
+    offset: u64,
+    data: &'a belay_proto::message::RawJson,
+}
+
+/// The answer's shape, for `$history` and `POST /api/history`:
+/// `{"publications": [{offset, data}], "epoch", "offset", "truncated"}`.
+impl serde::Serialize for HistoryPage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let publications: Vec<HeldOut<'_>> = self
+            .publications
+            .iter()
+            .map(|p| HeldOut {
+                offset: p.offset,
+                data: &p.data,
+            })
+            .collect();
+        let mut page = serializer.serialize_struct("HistoryPage", 4)?;
+        page.serialize_field("publications", &publications)?;
+        page.serialize_field("epoch", &self.position.epoch)?;
+        page.serialize_field("offset", &self.position.offset)?;
+        page.serialize_field("truncated", &self.truncated)?;
+        page.end()
+    }
+}
+
 impl HistoryPage {
     /// No publication, at `position`.
     pub fn empty(position: StreamPosition) -> Self {

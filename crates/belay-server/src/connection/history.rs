@@ -187,39 +187,9 @@ fn truncate(text: &str) -> &str {
     &text[..end]
 }
 
-/// One publication of an answer: the data is the publisher's JSON text,
-/// sent unparsed.
-#[derive(serde::Serialize)]
-struct Held<'a> {
-    offset: u64,
-    data: &'a RawJson,
-}
-
-/// `{"publications": [{offset, data}], "epoch", "offset", "truncated"}`.
-#[derive(serde::Serialize)]
-struct Page<'a> {
-    publications: Vec<Held<'a>>,
-    epoch: &'a str,
-    offset: u64,
-    truncated: bool,
-}
-
 fn page_json(page: &HistoryPage) -> RawJson {
-    let answer = Page {
-        publications: page
-            .publications
-            .iter()
-            .map(|p| Held {
-                offset: p.offset,
-                data: &p.data,
-            })
-            .collect(),
-        epoch: &page.position.epoch,
-        offset: page.position.offset,
-        truncated: page.truncated,
-    };
     // Serializing held JSON texts and plain numbers cannot fail.
-    serde_json::to_string(&answer)
+    serde_json::to_string(page)
         .ok()
         .and_then(|text| RawJson::from_json(text).ok())
         .unwrap_or_else(RawJson::null)

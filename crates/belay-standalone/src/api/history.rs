@@ -15,10 +15,9 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use belay_proto::message::{RawJson, StreamPosition};
+use belay_proto::message::StreamPosition;
 use belay_proto::server::MAX_OFFSET;
 use belay_server::broker::{HistoryError, HistoryQuery};
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::handlers::{bad_channel, body};
@@ -29,20 +28,6 @@ use super::{error, Api, MAX_HISTORY, MAX_HISTORY_BYTES};
 struct HistoryRequest {
     channel: String,
     query: HistoryQuery,
-}
-
-#[derive(Serialize)]
-struct Held<'a> {
-    offset: u64,
-    data: &'a RawJson,
-}
-
-#[derive(Serialize)]
-struct Page<'a> {
-    publications: Vec<Held<'a>>,
-    epoch: &'a str,
-    offset: u64,
-    truncated: bool,
 }
 
 pub(crate) async fn history(State(api): State<Api>, request: Request) -> Response {
@@ -58,20 +43,7 @@ pub(crate) async fn history(State(api): State<Api>, request: Request) -> Respons
         return response;
     }
     match api.server.history(&request.channel, request.query).await {
-        Ok(page) => Json(Page {
-            publications: page
-                .publications
-                .iter()
-                .map(|p| Held {
-                    offset: p.offset,
-                    data: &p.data,
-                })
-                .collect(),
-            epoch: &page.position.epoch,
-            offset: page.position.offset,
-            truncated: page.truncated,
-        })
-        .into_response(),
+        Ok(page) => Json(page).into_response(),
         Err(e) => refused(&e),
     }
 }
