@@ -20,6 +20,7 @@ mod decode;
 mod kind;
 mod raw_json;
 mod request_id;
+mod reserved;
 mod server;
 mod subprotocol;
 
@@ -36,6 +37,9 @@ pub use codec::{
 pub use kind::MessageKind;
 pub use raw_json::RawJson;
 pub use request_id::peek_json_request_id;
+pub use reserved::{
+    PresenceMember, PresenceMembers, PresenceParams, PresenceStats, PublishParams, PublishResult,
+};
 pub use server::{
     ErrorBody, Pacing, Publication, ReconnectAdvice, Refreshed, Reply, Response, ServerMessage,
     SubExpiring, Subscribed, Unsubscribed, Welcome,

@@ -37,6 +37,7 @@ mod idempotency;
 mod limits;
 mod live_follow;
 mod namespaces;
+mod node;
 mod rate;
 mod resume;
 mod send_order;
@@ -68,6 +69,12 @@ pub use idempotency::{
 pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use live_follow::{Inconsistent, LiveFollow, Lost, Offer};
 pub use namespaces::{Access, ChannelOptions, Namespaces};
+pub use node::{
+    max_publication_frame_len, AccessRoute, Caller, ConnectionHandle, ConnectionOrder, Lifecycle,
+    Node, NodeConfig, NodeEvent, NodeOutput, PresenceChange, PresenceKind, PublicationRefused,
+    ReservedCall, EPOCH_ALLOWANCE, PRESENCE_CHANNEL_PREFIX, PRESENCE_METHOD, PRESENCE_STATS_METHOD,
+    PUBLISH_METHOD, USER_CHANNEL_PREFIX,
+};
 pub use rate::{RateDecision, RateLimiter};
 pub use resume::{can_resume, HeldHistory};
 pub use send_order::{SendOrder, SendVerdict};
