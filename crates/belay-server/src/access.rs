@@ -1,19 +1,29 @@
-//! Who decides whether a connection may subscribe to a channel or publish
-//! to it from the client: the channel's namespace ([`Access`]), then the
-//! authenticator's hook it names. A user channel (`#USER`) is always its
-//! user's alone, whatever the namespace says. The host channels
-//! (docs/HOSTS.md) have fixed rules too: only the host `ID` holds
-//! `$host-calls:ID` and publishes to `$host:ID`; `$host-state:ID` is
-//! authorized as `$host:ID`, and published by the relay alone.
+//! Asking the right hook whether a connection may subscribe to a channel
+//! (or read its presence or history) or publish to it from the client.
+//! The node decides who decides ([`Node::subscribe_access`],
+//! [`Node::publish_access`]: user channels, `$presence:`, host channels,
+//! the namespace's [`Access`](belay_proto::server::Access)); this module
+//! calls the authenticator's hook it names.
+//!
+//! [`Node::subscribe_access`]: belay_proto::server::Node::subscribe_access
+//! [`Node::publish_access`]: belay_proto::server::Node::publish_access
 
 use std::time::Duration;
 
-use belay_proto::host::{is_host_channel, HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::Payload;
-use belay_proto::server::{is_reserved_channel, Access};
+use belay_proto::server::{AccessRoute, Caller};
 
-use crate::auth::{AuthError, Principal, Verdict, USER_CHANNEL_PREFIX};
+use crate::auth::{AuthError, Principal, Verdict};
+use crate::metrics::lock;
 use crate::shared::Shared;
+
+/// What the node knows of `principal`.
+pub(crate) fn caller(principal: &Principal) -> Caller<'_> {
+    match principal.host.as_deref() {
+        Some(host) => Caller::host(host),
+        None => Caller::client(),
+    }
+}
 
 /// May `principal` subscribe to `channel` (or ask for its presence), with
 /// the subscription `token` it sent?
@@ -34,81 +44,59 @@ pub(crate) fn subscribe_for(
     channel: &str,
     token: Option<&str>,
 ) -> Verdict<Option<Duration>> {
+    let route = lock(&shared.node).subscribe_access(caller(principal), channel);
+    subscribe_by(shared, principal, route, token)
+}
+
+/// Ask what `route` names whether `principal` may subscribe, with the
+/// subscription `token` it sent.
+pub(crate) fn subscribe_by(
+    shared: &Shared,
+    principal: &Principal,
+    route: AccessRoute,
+    token: Option<&str>,
+) -> Verdict<Option<Duration>> {
     let auth = &shared.auth;
     let now = |verdict: Result<(), AuthError>| Verdict::Now(verdict.map(|()| None));
-    if channel.starts_with(USER_CHANNEL_PREFIX) {
-        return now(auth.authorize_subscribe(principal, channel));
-    }
-    if is_host_channel(channel) {
-        match HostChannel::parse(channel) {
-            Some(HostChannel::Calls(host)) if principal.is_host(host) => {
-                return Verdict::Now(Ok(None))
-            }
-            Some(HostChannel::State(host)) => {
-                let data = format!("{HOST_CHANNEL_PREFIX}{host}");
-                return subscribe_for(shared, principal, &data, token);
-            }
-            Some(HostChannel::Data(_)) => {}
-            _ => {
-                return Verdict::Now(Err(AuthError::Forbidden(format!(
-                    "{channel:?} is not a channel a client may subscribe to"
-                ))))
-            }
+    match route {
+        AccessRoute::Allowed => Verdict::Now(Ok(None)),
+        AccessRoute::Grant { channel } => now(auth.authorize_subscribe(principal, &channel)),
+        AccessRoute::Backend { channel } => {
+            auth.check_subscribe(principal, &channel).map(|()| None)
         }
-    }
-    match shared.config.namespaces.options_for(channel).subscribe {
-        Access::Anyone => Verdict::Now(Ok(None)),
-        Access::Nobody => Verdict::Now(Err(AuthError::Forbidden(format!(
-            "no client may subscribe to {channel:?}"
-        )))),
-        Access::Backend => auth.check_subscribe(principal, channel).map(|()| None),
-        Access::Token => auth.check_subscription_token(principal, channel, token),
-        _ => now(auth.authorize_subscribe(principal, channel)),
+        AccessRoute::SubscriptionToken { channel } => {
+            auth.check_subscription_token(principal, &channel, token)
+        }
+        refusal => Verdict::Now(Err(refused(refusal))),
     }
 }
 
-/// May `principal` publish `data` to `channel` from the client?
-pub(crate) fn publish(
+/// Ask what `route` names whether `principal` may publish `data`.
+pub(crate) fn publish_by(
     shared: &Shared,
     principal: &Principal,
-    channel: &str,
+    route: AccessRoute,
     data: &Payload,
 ) -> Verdict<()> {
     let auth = &shared.auth;
-    let namespaces = &shared.config.namespaces;
-    let access = if channel.starts_with(USER_CHANNEL_PREFIX) {
-        // A user channel is the server's (and the HTTP API's) to write: a
-        // client publish needs a rule that covers it and allows it, so a
-        // wide publish grant (`*`) never writes into another user's
-        // channel by default, and a rule's `nobody` holds whatever the grant.
-        namespaces
-            .rule_for(channel)
-            .map_or(Access::Nobody, |o| o.publish)
-    } else {
-        namespaces.options_for(channel).publish
-    };
-    if is_host_channel(channel) {
-        return Verdict::Now(match HostChannel::parse(channel) {
-            Some(HostChannel::Data(host)) if principal.is_host(host) => Ok(()),
-            _ => Err(AuthError::Forbidden(format!(
-                "only its host publishes to {channel:?}"
-            ))),
-        });
+    match route {
+        AccessRoute::Allowed => Verdict::Now(Ok(())),
+        AccessRoute::Grant { channel } => Verdict::Now(auth.authorize_publish(principal, &channel)),
+        AccessRoute::Backend { channel } => auth.check_publish(principal, &channel, data),
+        refusal => Verdict::Now(Err(refused(refusal))),
     }
-    // Every other `$` channel is the server's (presence, and whatever it
-    // adds later): no grant, rule or backend may open it to clients.
-    if is_reserved_channel(channel) {
-        return Verdict::Now(Err(AuthError::Forbidden(format!(
-            "{channel:?} is a server channel: only the server publishes to it"
-        ))));
-    }
-    match access {
-        Access::Anyone => Verdict::Now(Ok(())),
-        Access::Nobody | Access::Token => Verdict::Now(Err(AuthError::Forbidden(format!(
-            "no client may publish to {channel:?}"
-        )))),
-        Access::Backend => auth.check_publish(principal, channel, data),
-        _ => Verdict::Now(auth.authorize_publish(principal, channel)),
+}
+
+/// The error of a route that refuses (`forbidden`); a route this driver
+/// does not know (a newer core) refuses too, loudly.
+fn refused(route: AccessRoute) -> AuthError {
+    match route {
+        AccessRoute::Refused { reason } => AuthError::Forbidden(reason),
+        other => {
+            tracing::error!(?other, "the server does not handle this access route");
+            debug_assert!(false, "unhandled access route {other:?}");
+            AuthError::Forbidden("refused".into())
+        }
     }
 }
 

@@ -257,6 +257,17 @@ impl ServerConfig {
         self
     }
 
+    /// What the server-wide core needs of this configuration.
+    pub(crate) fn node_config(&self) -> belay_proto::server::NodeConfig {
+        let mut config = belay_proto::server::NodeConfig::default();
+        config
+            .set_namespaces(self.namespaces.clone())
+            .set_drain(self.drain.clone())
+            .set_max_publication_len(self.max_publication_len)
+            .set_max_channel_len(self.limits.max_channel_len());
+        config
+    }
+
     /// The per-source limits this configuration implies.
     pub(crate) fn source_limits(&self) -> belay_proto::server::SourceLimits {
         let mut sources = belay_proto::server::SourceLimits::default();

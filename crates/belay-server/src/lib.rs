@@ -43,7 +43,6 @@ mod clock;
 pub mod config;
 pub mod conformance;
 mod connection;
-mod drain;
 pub mod events;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -53,6 +52,7 @@ mod idempotency_expiry;
 mod inspect;
 mod mailbox;
 pub mod metrics;
+mod node;
 mod outbound;
 mod peer_limits;
 mod requests;

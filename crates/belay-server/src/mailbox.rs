@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use belay_proto::message::{ReconnectAdvice, Reply};
-use belay_proto::server::Ticket;
+use belay_proto::message::Reply;
+use belay_proto::server::{ConnectionOrder, Ticket};
 
 use crate::auth::{AuthError, Principal};
 use crate::metrics::lock;
@@ -23,16 +23,10 @@ use crate::metrics::lock;
 /// Orders from the rest of the server to one connection.
 #[derive(Debug)]
 pub(crate) enum Control {
-    /// Send reconnect advice (a drain).
-    Advise(ReconnectAdvice),
-    /// Close 1012 once the requests in flight are answered, within the
-    /// drain's deadline (the connection's core decides when).
-    Drain,
+    /// An order of the server-wide core (advice, a drain, a close).
+    Order(ConnectionOrder),
     /// A request the connection called finished with this outcome.
     Reply(Ticket, Reply),
-    /// Close now with this code and reason (the application disconnects
-    /// the connection's user).
-    Disconnect(u16, String),
     /// The authenticator's later verdict on what the core asked under this
     /// ticket.
     Checked(Ticket, Checked),
@@ -106,22 +100,35 @@ impl Drop for ControlReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use belay_proto::message::ReconnectAdvice;
+
+    fn drain() -> Control {
+        Control::Order(ConnectionOrder::Drain {
+            until: belay_proto::Instant::ZERO,
+        })
+    }
 
     #[tokio::test]
     async fn orders_arrive_in_order_and_a_closed_mailbox_refuses() {
         let (tx, mut rx) = mailbox();
-        tx.send(Control::Drain).unwrap();
-        tx.send(Control::Advise(ReconnectAdvice {
+        tx.send(drain()).unwrap();
+        tx.send(Control::Order(ConnectionOrder::Advise(ReconnectAdvice {
             reason: "deploy".into(),
             min_delay_ms: 0,
             max_delay_ms: 0,
             message: None,
-        }))
+        })))
         .unwrap();
-        assert!(matches!(rx.recv().await, Control::Drain));
-        assert!(matches!(rx.recv().await, Control::Advise(_)));
+        assert!(matches!(
+            rx.recv().await,
+            Control::Order(ConnectionOrder::Drain { .. })
+        ));
+        assert!(matches!(
+            rx.recv().await,
+            Control::Order(ConnectionOrder::Advise(_))
+        ));
         drop(rx);
-        assert!(tx.send(Control::Drain).is_err());
+        assert!(tx.send(drain()).is_err());
     }
 
     #[tokio::test]
@@ -129,7 +136,10 @@ mod tests {
         let (tx, mut rx) = mailbox();
         let waiter = tokio::spawn(async move { rx.recv().await });
         tokio::task::yield_now().await;
-        tx.send(Control::Drain).unwrap();
-        assert!(matches!(waiter.await.unwrap(), Control::Drain));
+        tx.send(drain()).unwrap();
+        assert!(matches!(
+            waiter.await.unwrap(),
+            Control::Order(ConnectionOrder::Drain { .. })
+        ));
     }
 }

@@ -2,7 +2,7 @@
 //! its HTTP routes (the state they share is in `shared.rs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
@@ -12,9 +12,8 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Payload, RawJson};
-use belay_proto::server::{check_channel_name, payload_depth, IdempotencyCache, MAX_PAYLOAD_DEPTH};
+use belay_proto::server::{IdempotencyCache, Node};
 use belay_proto::server::{SourceTable, TokenBucket};
-use belay_proto::CloseCode;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
 
@@ -22,7 +21,6 @@ use crate::auth::{AllowAll, Authenticator};
 use crate::broker::{Broker, MemoryBroker, PublishError, Publishing};
 use crate::clock::Clock;
 use crate::config::ServerConfig;
-use crate::mailbox::Control;
 use crate::metrics::{lock, Metrics};
 use crate::rpc::Methods;
 use crate::shared::{Lifecycle, Server, Shared};
@@ -129,6 +127,7 @@ impl ServerBuilder {
                 plan.set_expected_fleet(self.config.expected_fleet);
                 plan
             }),
+            node: Mutex::new(Node::new(self.config.node_config())),
             config: self.config,
             clock,
             methods: self.methods,
@@ -137,11 +136,9 @@ impl ServerBuilder {
             presence,
             metrics: Metrics::default(),
             connections: Mutex::new(HashMap::new()),
-            next_connection: AtomicU64::new(1),
             stream_layer: self.stream_layer,
             lifecycle,
             idempotent_waiters: Mutex::new(HashMap::new()),
-            users: Mutex::new(HashMap::new()),
             events: broadcast::channel(1_024).0,
             sse: Arc::default(),
             sse_relay: self.sse_relay,
@@ -188,31 +185,8 @@ impl Server {
 
     /// `data` for `channel` as the broker takes it, or why it is refused.
     fn checked(&self, channel: &str, data: &Payload) -> Result<RawJson, PublishError> {
-        let config = &self.shared.config;
-        check_channel_name(channel, config.limits.max_channel_len())?;
-        let depth = payload_depth(data);
-        if depth > MAX_PAYLOAD_DEPTH {
-            return Err(PublishError::TooDeep {
-                depth,
-                max: MAX_PAYLOAD_DEPTH,
-            });
-        }
-        // The frame is the payload plus the envelope: type, channel, epoch
-        // and offset take at most this many bytes beyond the channel name.
-        const ENVELOPE: usize = 128;
-        let data = RawJson::from_value(data);
-        let len = data
-            .get()
-            .len()
-            .saturating_add(channel.len())
-            .saturating_add(ENVELOPE);
-        if len > config.max_publication_len {
-            return Err(PublishError::TooLarge {
-                len,
-                max: config.max_publication_len,
-            });
-        }
-        Ok(data)
+        let checked = lock(&self.shared.node).check_publication(channel, data);
+        checked.map_err(PublishError::from)
     }
 
     /// The time a POST body has to arrive in full
@@ -260,28 +234,15 @@ impl Server {
     /// `disconnected: REASON` (a final close: Belay clients stop
     /// reconnecting, `HaltReason::ServerClosed`). Returns how many.
     pub fn disconnect_user(&self, user: &str, reason: &str) -> usize {
-        let ids: Vec<u64> = lock(&self.shared.users)
-            .iter()
-            .filter(|(_, u)| &***u == user)
-            .map(|(id, _)| *id)
-            .collect();
-        let connections = lock(&self.shared.connections);
-        let reason = format!("disconnected: {reason}");
-        ids.iter()
-            .filter_map(|id| connections.get(id))
-            .filter(|control| {
-                control
-                    .send(Control::Disconnect(CloseCode::FORBIDDEN.0, reason.clone()))
-                    .is_ok()
-            })
-            .count()
+        self.shared
+            .with_node(|node| node.disconnect_user(user, reason))
     }
 
     /// Start a graceful drain (idempotent): `/readyz` answers 503 at once;
     /// after the load-balancer delay every client gets reconnect advice,
     /// then close 1012; [`Server::drained`] resolves when all are gone.
     pub fn drain(&self) {
-        crate::drain::start(Arc::clone(&self.shared));
+        self.shared.start_drain();
     }
 
     /// The public HTTP routes: [`Server::client_router`]'s and `/metrics`.

@@ -5,33 +5,23 @@
 //! (`server.rs` builds the state and puts the public API on the handle).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::Reply;
-use belay_proto::server::{IdempotencyCache, SourceTable, TokenBucket};
+use belay_proto::server::{ConnectionHandle, IdempotencyCache, Node, SourceTable, TokenBucket};
 use tokio::sync::{broadcast, watch};
 
 use crate::auth::Authenticator;
 use crate::broker::Broker;
 use crate::clock::Clock;
 use crate::config::ServerConfig;
-use crate::metrics::{lock, Metrics};
+use crate::metrics::Metrics;
 use crate::rpc::Methods;
 use crate::stream::StreamLayer;
 
-/// Where the server is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Lifecycle {
-    /// Accepting sessions.
-    Serving,
-    /// Draining: `/readyz` answers 503, new sessions are refused.
-    Draining,
-    /// Every connection is gone (or the drain deadline passed).
-    Drained,
-}
+pub use belay_proto::server::Lifecycle;
 
 /// What every connection task shares.
 pub(crate) struct Shared {
@@ -53,10 +43,11 @@ pub(crate) struct Shared {
     pub(crate) limits: Arc<belay_proto::server::Limits>,
     /// Keyed executions running now.
     pub(crate) keyed_running: AtomicUsize,
-    pub(crate) connections: Mutex<HashMap<u64, crate::mailbox::ControlSender>>,
-    /// The user of each authenticated connection.
-    pub(crate) users: Mutex<HashMap<u64, Arc<str>>>,
-    pub(crate) next_connection: AtomicU64,
+    /// The server-wide decisions: connections and users, the drain,
+    /// access routes, presence keys, the reserved methods.
+    pub(crate) node: Mutex<Node>,
+    /// Each connection's mailbox, for the node's orders.
+    pub(crate) connections: Mutex<HashMap<ConnectionHandle, crate::mailbox::ControlSender>>,
     pub(crate) stream_layer: Option<Arc<dyn StreamLayer>>,
     pub(crate) lifecycle: watch::Sender<Lifecycle>,
     pub(crate) idempotency: Mutex<IdempotencyCache>,
@@ -81,22 +72,6 @@ impl Shared {
 }
 
 impl Shared {
-    pub(crate) fn register(&self, control: crate::mailbox::ControlSender) -> u64 {
-        let id = self.next_connection.fetch_add(1, Ordering::Relaxed);
-        lock(&self.connections).insert(id, control);
-        id
-    }
-
-    pub(crate) fn unregister(&self, id: u64) {
-        lock(&self.connections).remove(&id);
-        lock(&self.users).remove(&id);
-    }
-
-    /// Connection `id` is `user`'s (its credentials were accepted).
-    pub(crate) fn identify(&self, id: u64, user: &str) {
-        lock(&self.users).insert(id, Arc::from(user));
-    }
-
     /// Publish a server event (dropped if nobody listens).
     pub(crate) fn emit(&self, kind: &'static str, detail: String) {
         let event = crate::events::ServerEvent {

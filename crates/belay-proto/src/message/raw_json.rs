@@ -30,6 +30,11 @@ impl RawJson {
         RawJson::from_json(text).unwrap_or_else(|_| RawJson::null())
     }
 
+    /// The JSON text of a typed `value` (a reserved method's result).
+    pub fn encode<T: serde::Serialize>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::to_string(value).and_then(RawJson::from_json)
+    }
+
     /// Check that `text` is one JSON value and keep it.
     pub fn from_json(text: String) -> Result<Self, serde_json::Error> {
         RawValue::from_string(text).map(RawJson)

@@ -171,6 +171,17 @@ pub enum PublishError {
     Unavailable(String),
 }
 
+impl From<belay_proto::server::PublicationRefused> for PublishError {
+    fn from(refused: belay_proto::server::PublicationRefused) -> Self {
+        use belay_proto::server::PublicationRefused as Refused;
+        match refused {
+            Refused::InvalidChannel(e) => PublishError::InvalidChannel(e),
+            Refused::TooDeep { depth, max } => PublishError::TooDeep { depth, max },
+            Refused::TooLarge { len, max } => PublishError::TooLarge { len, max },
+        }
+    }
+}
+
 /// Where channels live. The embedded [`MemoryBroker`] is the default; a
 /// multi-node broker must keep the same promises about offsets and history.
 pub trait Broker: Send + Sync + 'static {

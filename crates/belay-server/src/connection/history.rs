@@ -78,7 +78,7 @@ impl Driver {
         let allowed: Verdict<()> = crate::access::subscribe(
             &self.shared,
             &self.principal,
-            super::presence::authorized_as(&ask.channel),
+            &ask.channel,
             ask.token.as_deref(),
         );
         let broker = std::sync::Arc::clone(&self.shared.broker);

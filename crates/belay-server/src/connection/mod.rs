@@ -22,7 +22,9 @@ use std::task::Poll;
 use std::time::Duration;
 
 use belay_proto::message::Codec;
-use belay_proto::server::{work_units, Connection, Frame, Ticket, TransportError};
+use belay_proto::server::{
+    work_units, Connection, ConnectionHandle, ConnectionOrder, Frame, Ticket, TransportError,
+};
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
 
@@ -43,8 +45,6 @@ mod refresh;
 mod transport;
 
 pub(crate) use transport::Transport;
-
-pub(crate) use presence::PRESENCE_CHANNEL_PREFIX;
 
 /// How long a closing connection may take to flush and finish the close
 /// handshake before the socket is dropped.
@@ -115,7 +115,7 @@ struct Driver {
     /// future stays in its size class.
     reads_at: Instant,
     /// This connection's id in the server's registry.
-    id: u64,
+    id: ConnectionHandle,
 }
 
 pub(crate) async fn run<T>(shared: Arc<Shared>, mut ws: T, meta: ConnectionMeta)
@@ -357,17 +357,24 @@ impl Driver {
     fn on_control(&mut self, order: Control) {
         let now = self.now();
         match order {
-            Control::Advise(advice) => self.core.advise(advice),
-            // A drain: requests in flight are answered before the close
-            // (within the drain's deadline, after which the server exits
-            // anyway).
-            Control::Drain => {
-                let until = now.saturating_add(self.shared.config.drain.deadline());
-                self.core.drain(now, until);
-            }
+            Control::Order(order) => self.on_order(now, order),
             Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
-            Control::Disconnect(code, reason) => self.core.close(CloseCode(code), &reason),
             Control::Checked(ticket, checked) => self.checked(ticket, checked),
+        }
+    }
+
+    /// An order of the server-wide core.
+    fn on_order(&mut self, now: Instant, order: ConnectionOrder) {
+        match order {
+            ConnectionOrder::Advise(advice) => self.core.advise(advice),
+            // Requests in flight are answered before the close, by the
+            // drain's deadline.
+            ConnectionOrder::Drain { until } => self.core.drain(now, until),
+            ConnectionOrder::Close { code, reason } => self.core.close(code, &reason),
+            other => {
+                tracing::error!(?other, "the connection does not handle this order");
+                debug_assert!(false, "unhandled connection order {other:?}");
+            }
         }
     }
 

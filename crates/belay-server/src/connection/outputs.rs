@@ -184,7 +184,6 @@ impl Driver {
         token: Option<&str>,
         refresh: bool,
     ) {
-        let channel = super::presence::authorized_as(channel);
         match crate::access::subscribe_for(&self.shared, &self.principal, channel, token) {
             Verdict::Now(verdict) if refresh => self.sub_refresh_checked(ticket, verdict),
             Verdict::Now(verdict) => self.subscribe_checked(ticket, verdict),

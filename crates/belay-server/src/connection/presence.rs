@@ -1,91 +1,80 @@
-//! Presence on the connection's side: recording a granted subscription as a
-//! member, forgetting it when the subscription ends, publishing joins and
-//! leaves on `$presence:CHANNEL`, and answering the reserved `$presence`
-//! request.
+//! Presence on the connection's side, carried out: the node decides
+//! whether a granted subscription is a member, its key and whether joins
+//! and leaves are announced ([`Node::presence_change`]), and parses the
+//! reserved `$presence` / `$presence_stats` requests
+//! ([`Node::reserved_call`]); this records and forgets members in the
+//! store, publishes the announcements on `$presence:CHANNEL` and answers
+//! the requests.
 //!
 //! Store operations are started on the connection's task in the order the
 //! core decided them (so a join is recorded before its leave); the memory
 //! store answers at once and its join/leave publication takes its offset
 //! right then, so `join` precedes `leave` on `$presence:CHANNEL`.
+//!
+//! [`Node::presence_change`]: belay_proto::server::Node::presence_change
+//! [`Node::reserved_call`]: belay_proto::server::Node::reserved_call
 
 use std::sync::Arc;
 
-use belay_proto::message::{ErrorBody, RawJson, Reply, Request};
-use belay_proto::server::Ticket;
+use belay_proto::message::{
+    ErrorBody, PresenceMember, PresenceMembers, PresenceStats, RawJson, Reply, Request,
+};
+use belay_proto::server::{PresenceKind, ReservedCall, Ticket};
 use futures_util::FutureExt;
 
 use super::Driver;
 use crate::auth::Verdict;
-use crate::broker::{Member, PresenceError, PresenceStore, SubscriberId};
+use crate::broker::{Member, PresenceError, SubscriberId};
 use crate::mailbox::Control;
+use crate::metrics::lock;
 use crate::shared::Shared;
 
-/// The reserved method that lists a channel's members.
-pub(crate) const PRESENCE_METHOD: &str = "$presence";
-/// The reserved method that counts a channel's members: distinct clients
-/// and distinct users.
-pub(crate) const PRESENCE_STATS_METHOD: &str = "$presence_stats";
-/// The prefix of the derived channels that carry joins and leaves.
-pub(crate) const PRESENCE_CHANNEL_PREFIX: &str = "$presence:";
-
-/// The channel whose permissions a subscription to `channel` needs:
-/// `$presence:X` is authorized as `X`.
-pub(crate) fn authorized_as(channel: &str) -> &str {
-    channel
-        .strip_prefix(PRESENCE_CHANNEL_PREFIX)
-        .unwrap_or(channel)
-}
+pub(crate) use belay_proto::server::{PRESENCE_METHOD, PRESENCE_STATS_METHOD};
 
 impl Driver {
-    fn presence_key(&self, subscriber: SubscriberId) -> String {
-        format!("{}/{}", self.session, subscriber.get())
+    fn member(&self) -> Member {
+        Member::new(
+            self.session.to_string(),
+            self.principal.user.clone(),
+            self.principal.info.clone(),
+        )
     }
 
     /// A subscription to `channel` was granted.
     pub(super) fn presence_joined(&self, channel: &str, subscriber: SubscriberId) {
-        let options = self.shared.config.namespaces.options_for(channel);
-        if !options.presence {
+        let change =
+            lock(&self.shared.node).presence_change(channel, &self.session, subscriber.get());
+        let Some(change) = change else {
             return;
-        }
-        let member = Member::new(
-            self.session.to_string(),
-            self.principal.user.clone(),
-            self.principal.info.clone(),
-        );
-        let added =
-            self.shared
-                .presence
-                .add(channel, &self.presence_key(subscriber), member.clone());
-        let announce = options.join_leave.then(|| (channel.to_owned(), member));
+        };
+        let member = self.member();
+        let added = self
+            .shared
+            .presence
+            .add(channel, &change.key, member.clone());
+        let announce = change.announce_on.map(|on| (on, member));
         settle(
             &self.shared,
             added.map(|r| r.map(|()| true)),
             announce,
-            "join",
+            PresenceKind::Join,
         );
     }
 
     /// A subscription to `channel` ended.
     pub(super) fn presence_left(&self, channel: &str, subscriber: SubscriberId) {
-        let options = self.shared.config.namespaces.options_for(channel);
-        if !options.presence {
+        let change =
+            lock(&self.shared.node).presence_change(channel, &self.session, subscriber.get());
+        let Some(change) = change else {
             return;
-        }
-        let member = Member::new(
-            self.session.to_string(),
-            self.principal.user.clone(),
-            self.principal.info.clone(),
-        );
-        let removed = self
-            .shared
-            .presence
-            .remove(channel, &self.presence_key(subscriber));
-        let announce = options.join_leave.then(|| (channel.to_owned(), member));
+        };
+        let removed = self.shared.presence.remove(channel, &change.key);
+        let announce = change.announce_on.map(|on| (on, self.member()));
         settle(
             &self.shared,
             removed.map(|r| r.map(|was| was.is_some())),
             announce,
-            "leave",
+            PresenceKind::Leave,
         );
     }
 
@@ -93,78 +82,69 @@ impl Driver {
     /// or `$presence_stats` → `{"clients": N, "users": M}`; allowed iff
     /// the principal may subscribe to the channel.
     pub(super) fn presence_query(&mut self, ticket: Ticket, request: &Request) {
-        let stats = request.method == PRESENCE_STATS_METHOD;
         let now = self.now();
-        let members = match self.presence_members(request) {
-            Ok(members) => members,
-            Err(error) => {
+        let caller = crate::access::caller(&self.principal);
+        let call = lock(&self.shared.node).reserved_call(caller, &request.method, &request.params);
+        let (params, stats, access) = match call {
+            Some(Ok(ReservedCall::Presence {
+                params,
+                stats,
+                access,
+            })) => (params, stats, access),
+            Some(Err(error)) => {
+                self.core.handle_reply(now, ticket, Reply::Error(error));
+                return;
+            }
+            other => {
+                tracing::error!(
+                    ?other,
+                    "the server does not handle the node's answer to $presence"
+                );
+                debug_assert!(false, "unhandled reserved call for $presence");
+                let error = ErrorBody::new("internal", "the server cannot answer $presence");
                 self.core.handle_reply(now, ticket, Reply::Error(error));
                 return;
             }
         };
+        let allowed: Verdict<()> = crate::access::subscribe_by(
+            &self.shared,
+            &self.principal,
+            access,
+            params.token.as_deref(),
+        )
+        .map(drop);
+        let store = Arc::clone(&self.shared.presence);
         let control = self.control.clone();
-        let PresenceAsk {
-            allowed,
-            store,
-            channel,
-        } = members;
         tokio::spawn(async move {
             let reply = match crate::access::settle(allowed).await {
                 Err(denied) => Reply::Error(ErrorBody::new(denied.code(), denied.to_string())),
-                Ok(()) => match store.members(&channel).await {
-                    Ok(members) if stats => Reply::Result(stats_json(&members)),
-                    Ok(members) => Reply::Result(members_json(&members)),
+                Ok(()) => match store.members(&params.channel).await {
+                    Ok(members) if stats => result(&PresenceStats::of(&typed(&members))),
+                    Ok(members) => result(&PresenceMembers::new(typed(&members))),
                     Err(error) => Reply::Error(presence_error(&error)),
                 },
             };
             let _ = control.send(Control::Reply(ticket, reply));
         });
     }
+}
 
-    /// What the query needs, or why it is refused at once.
-    fn presence_members(&self, request: &Request) -> Result<PresenceAsk, ErrorBody> {
-        let Some(channel) = request.params.get("channel").and_then(|c| c.as_str()) else {
-            return Err(ErrorBody::new(
-                "bad_request",
-                "params must be {\"channel\": \"...\"}",
-            ));
-        };
-        if !self.shared.config.namespaces.options_for(channel).presence {
-            let error = PresenceError::NotTracked(channel.to_owned());
-            return Err(presence_error(&error));
-        }
-        // A channel that needs a subscription token: the query carries one.
-        let token = request.params.get("token").and_then(|t| t.as_str());
-        let allowed = crate::access::subscribe(&self.shared, &self.principal, channel, token);
-        Ok(PresenceAsk {
-            allowed,
-            store: Arc::clone(&self.shared.presence),
-            channel: channel.to_owned(),
+/// The store's members as the wire's.
+fn typed(members: &[Member]) -> Vec<PresenceMember> {
+    members
+        .iter()
+        .map(|m| {
+            let info = m.info.as_ref().and_then(|i| i.to_value().ok());
+            PresenceMember::new(m.client.clone(), m.user.clone(), info)
         })
+        .collect()
+}
+
+fn result<T: serde::Serialize>(value: &T) -> Reply {
+    match RawJson::encode(value) {
+        Ok(json) => Reply::Result(json),
+        Err(e) => Reply::Error(ErrorBody::new("internal", e.to_string())),
     }
-}
-
-/// A `$presence` query to run: whether the principal may ask (as for a
-/// subscribe: the verdict may come later), the store and the channel.
-struct PresenceAsk {
-    allowed: Verdict<()>,
-    store: Arc<dyn PresenceStore>,
-    channel: String,
-}
-
-/// `{"members": [...]}`.
-pub(crate) fn members_json(members: &[Member]) -> RawJson {
-    let members: Vec<serde_json::Value> = members.iter().map(Member::to_json).collect();
-    RawJson::from_value(&serde_json::json!({ "members": members }))
-}
-
-/// `{"clients": N, "users": M}`: distinct session ids and distinct users
-/// among the members (a client subscribed once per channel is one member).
-pub(crate) fn stats_json(members: &[Member]) -> RawJson {
-    let clients: std::collections::HashSet<&str> =
-        members.iter().map(|m| m.client.as_str()).collect();
-    let users: std::collections::HashSet<&str> = members.iter().map(|m| m.user.as_str()).collect();
-    RawJson::from_value(&serde_json::json!({ "clients": clients.len(), "users": users.len() }))
 }
 
 /// The error a failed presence read answers.
@@ -195,19 +175,15 @@ fn settle(
     shared: &Arc<Shared>,
     changed: impl std::future::Future<Output = Result<bool, PresenceError>> + Send + 'static,
     announce: Option<(String, Member)>,
-    kind: &'static str,
+    kind: PresenceKind,
 ) {
     let mut changed = Box::pin(changed);
     let publish = {
         let shared = Arc::clone(shared);
         move |announce: Option<(String, Member)>| {
             let (channel, member) = announce?;
-            let data = RawJson::from_value(&serde_json::json!({ kind: member.to_json() }));
-            Some(
-                shared
-                    .broker
-                    .publish(&format!("{PRESENCE_CHANNEL_PREFIX}{channel}"), data),
-            )
+            let data = RawJson::from_value(&serde_json::json!({ kind.as_str(): member.to_json() }));
+            Some(shared.broker.publish(&channel, data))
         }
     };
     if let Some(result) = changed.as_mut().now_or_never() {

@@ -17,7 +17,9 @@ pub const EPOCH_ALLOWANCE: usize = 64;
 
 /// Why a publication is refused before the broker is asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
+// Exhaustive on purpose: every driver maps each refusal to its own error,
+// and a new refusal must break the drivers' build until they do.
+#[allow(clippy::exhaustive_enums)]
 pub enum PublicationRefused {
     /// The channel name is empty, too long or malformed (`bad_request`).
     #[error(transparent)]
@@ -45,7 +47,9 @@ impl PublicationRefused {
     pub fn code(&self) -> &'static str {
         match self {
             PublicationRefused::TooLarge { .. } => "too_large",
-            _ => "bad_request",
+            PublicationRefused::InvalidChannel(_) | PublicationRefused::TooDeep { .. } => {
+                "bad_request"
+            }
         }
     }
 }
