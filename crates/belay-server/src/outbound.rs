@@ -6,21 +6,16 @@
 //! bounded in frames and in bytes, per connection and server-wide:
 //! `try_send` fails when the connection's [`Limits::check_outbound`]
 //! refuses (too many frames or bytes waiting; one frame always fits), or
-//! when the frame would take the connection past [`FAIR_SHARE`] bytes while
-//! every connection together already holds the server-wide budget. The
-//! core treats a refusal as a slow consumer (close 4009). A connection
-//! whose client reads keeps a short queue, so another client's backlog
-//! never gets it closed.
+//! when the core's fair share of the server-wide budget does
+//! ([`fair_share_admits`]). The core treats a refusal as a slow consumer
+//! (close 4009).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use belay_proto::server::{Limits, OutboundRoom};
+use belay_proto::server::{fair_share_admits, fair_share_room, Limits, OutboundRoom};
 use bytes::Bytes;
-
-/// Bytes a connection may always queue, whatever the server-wide total.
-pub(crate) const FAIR_SHARE: usize = 64 * 1024;
 
 /// One connection's waiting frames.
 #[derive(Debug)]
@@ -63,11 +58,10 @@ impl Outbound {
         {
             return Err(frame);
         }
-        let after = self.bytes.saturating_add(len);
-        if after > FAIR_SHARE && self.total.load(Ordering::Relaxed) + len > budget {
+        if !fair_share_admits(self.bytes, len, self.total.load(Ordering::Relaxed), budget) {
             return Err(frame);
         }
-        self.bytes = after;
+        self.bytes = self.bytes.saturating_add(len);
         self.total.fetch_add(len, Ordering::Relaxed);
         self.frames.push_back(frame);
         Ok(())
@@ -79,11 +73,7 @@ impl Outbound {
     pub(crate) fn room(&self, limits: &Limits, budget: usize) -> OutboundRoom {
         let frames = limits.outbound_queue().saturating_sub(self.frames.len());
         let own = limits.outbound_bytes().saturating_sub(self.bytes);
-        // Past the budget only the fair share is left; within it, the rest
-        // of the budget (whichever is more).
-        let server_wide = FAIR_SHARE
-            .saturating_sub(self.bytes)
-            .max(budget.saturating_sub(self.total.load(Ordering::Relaxed)));
+        let server_wide = fair_share_room(self.bytes, self.total.load(Ordering::Relaxed), budget);
         OutboundRoom::new(frames, own.min(server_wide))
     }
 
@@ -108,6 +98,7 @@ impl Outbound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use belay_proto::server::FAIR_SHARE;
 
     fn limits(frames: usize, bytes: usize) -> Limits {
         let mut limits = Limits::default();

@@ -38,10 +38,12 @@ mod limits;
 mod live_follow;
 mod namespaces;
 mod node;
+mod outbound_share;
 mod rate;
 mod resume;
 mod send_order;
 mod sources;
+mod sse_answer;
 mod upgrade;
 mod violation;
 mod work_share;
@@ -75,10 +77,12 @@ pub use node::{
     ReservedCall, EPOCH_ALLOWANCE, PRESENCE_CHANNEL_PREFIX, PRESENCE_METHOD, PRESENCE_STATS_METHOD,
     PUBLISH_METHOD, USER_CHANNEL_PREFIX,
 };
+pub use outbound_share::{fair_share_admits, fair_share_room, FAIR_SHARE};
 pub use rate::{RateDecision, RateLimiter};
 pub use resume::{can_resume, HeldHistory};
 pub use send_order::{SendOrder, SendVerdict};
 pub use sources::{SourceKey, SourceLimits, SourceTable};
+pub use sse_answer::{BadBody, HttpAnswer, SseAnswer};
 pub use upgrade::{UpgradeDecision, UpgradeVerdict, DRAINING_RETRY_AFTER};
 pub use violation::{Violation, ViolationResponse};
 pub use work_share::{work_units, WorkPacer, MAX_WORK_WAIT, WORK_UNIT_BYTES};

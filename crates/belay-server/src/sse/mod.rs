@@ -79,15 +79,7 @@ pub(crate) async fn open(
     };
     if let Admission::Refused { retry_after } = admitted.admission {
         // A page can read this status (unlike a failed upgrade's).
-        let ms = retry_after.as_millis();
-        let mut response = (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("over capacity; retry after {ms} ms"),
-        )
-            .into_response();
-        let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-        insert_header(&mut response, header::RETRY_AFTER, &secs.max(1).to_string());
-        return response;
+        return respond(Answer::Overloaded { retry_after });
     }
     let connection = request.extensions().get::<SlotCell>().cloned();
     let limit = shared.config.limits.max_frame_len();
@@ -95,7 +87,7 @@ pub(crate) async fn open(
     // slot, bounded in number, and for `body_timeout` at most.
     let body = match read_body(request.into_body(), limit, shared.config.body_timeout).await {
         Ok(body) => body,
-        Err(refused) => return refused.response(),
+        Err(refused) => return respond(Answer::BadBody(refused)),
     };
     admitted.upgraded();
     let (id, inbound, guard) = shared.sse.open(shared.node_id());
@@ -129,7 +121,7 @@ pub(crate) async fn open(
 pub(crate) async fn send(State(server): State<Server>, request: Request) -> Response {
     let shared = &server.shared;
     let Some(id) = stream_of(request.headers()).map(str::to_owned) else {
-        return Answer::UnknownStream.into_response();
+        return respond(Answer::UnknownStream);
     };
     let Some(seq) = request
         .headers()
@@ -137,7 +129,7 @@ pub(crate) async fn send(State(server): State<Server>, request: Request) -> Resp
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
     else {
-        return Answer::BadSeq.into_response();
+        return respond(Answer::BadSeq);
     };
     let slot = request.extensions().get::<SlotCell>().cloned();
     let limit = shared.config.limits.max_frame_len();
@@ -157,7 +149,7 @@ pub(crate) async fn send(State(server): State<Server>, request: Request) -> Resp
         // it no longer counts as a connection waiting to be upgraded.
         slot.settle();
     }
-    answer.into_response()
+    respond(answer)
 }
 
 /// A send for `entry`: numbered `seq`, its body read (only when it is the
@@ -210,7 +202,7 @@ async fn take_send(
 pub(crate) async fn close(State(server): State<Server>, request: Request) -> Response {
     let shared = &server.shared;
     let Some(id) = stream_of(request.headers()).map(str::to_owned) else {
-        return Answer::UnknownStream.into_response();
+        return respond(Answer::UnknownStream);
     };
     let code = match read_body(
         request.into_body(),
@@ -220,17 +212,15 @@ pub(crate) async fn close(State(server): State<Server>, request: Request) -> Res
     .await
     {
         Ok(body) => close_code(&body),
-        Err(refused) => return Answer::BadBody(refused).into_response(),
+        Err(refused) => return respond(Answer::BadBody(refused)),
     };
     match shared.sse.get(&id) {
-        Some(entry) => take_close(&entry, code).await.into_response(),
+        Some(entry) => respond(take_close(&entry, code).await),
         None => match relay::route(shared, &id) {
             Some((relay, node)) => {
-                relay::forward(relay, node, relay::RelayedSend::close(&id, code))
-                    .await
-                    .into_response()
+                respond(relay::forward(relay, node, relay::RelayedSend::close(&id, code)).await)
             }
-            None => Answer::UnknownStream.into_response(),
+            None => respond(Answer::UnknownStream),
         },
     }
 }
@@ -254,44 +244,25 @@ async fn take_close(entry: &streams::StreamEntry, code: Option<u16>) -> Answer {
 }
 
 /// What a send or a close is answered (on this node, or relayed from the
-/// node holding the stream).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
-    /// 204.
-    Taken,
-    /// 404.
-    UnknownStream,
-    /// 400: no or a malformed `Belay-Seq`.
-    BadSeq,
-    /// 409, the stream closed 1002.
-    OutOfOrder,
-    /// 413 or 400, the stream closed 1009 or 1007; 408, the stream ended.
-    BadBody(BadBody),
-    /// 503 + `Retry-After: 1`, the stream ended.
-    NotReadInTime,
-    /// 503 + `Retry-After: 1`: the node holding the stream did not answer.
-    OwnerUnreachable,
-}
+/// node holding the stream): the core's table.
+pub(crate) use belay_proto::server::{BadBody, SseAnswer as Answer};
 
-impl IntoResponse for Answer {
-    fn into_response(self) -> Response {
-        let retry = |text: &'static str| {
-            let mut response = (StatusCode::SERVICE_UNAVAILABLE, text).into_response();
-            insert_header(&mut response, header::RETRY_AFTER, "1");
-            response
-        };
-        match self {
-            Answer::Taken => StatusCode::NO_CONTENT.into_response(),
-            Answer::UnknownStream => (StatusCode::NOT_FOUND, "unknown stream").into_response(),
-            Answer::BadSeq => {
-                (StatusCode::BAD_REQUEST, "Belay-Seq missing or not a number").into_response()
-            }
-            Answer::OutOfOrder => (StatusCode::CONFLICT, "out of order").into_response(),
-            Answer::BadBody(bad) => bad.response(),
-            Answer::NotReadInTime => retry("send not read in time"),
-            Answer::OwnerUnreachable => retry("the node holding the stream did not answer"),
-        }
+/// The HTTP response of `answer`.
+fn respond(answer: Answer) -> Response {
+    let answer = answer.http();
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = if answer.text.is_empty() {
+        status.into_response()
+    } else {
+        (status, answer.text).into_response()
+    };
+    if let Some(secs) = answer.retry_after_secs {
+        insert_header(&mut response, header::RETRY_AFTER, &secs.to_string());
     }
+    if answer.close_connection {
+        insert_header(&mut response, header::CONNECTION, "close");
+    }
+    response
 }
 
 fn stream_of(headers: &HeaderMap) -> Option<&str> {
@@ -315,31 +286,12 @@ fn insert_header(response: &mut Response, name: header::HeaderName, value: &str)
     }
 }
 
-/// Why a POST body was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BadBody {
-    TooLarge,
-    NotUtf8,
-    /// Not in full within `body_timeout`.
-    TimedOut,
+/// The connection's error for a refused body.
+trait BadBodyError {
+    fn error(self) -> WsError;
 }
 
-impl BadBody {
-    fn response(self) -> Response {
-        match self {
-            BadBody::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "message too big").into_response(),
-            BadBody::NotUtf8 => (StatusCode::BAD_REQUEST, "invalid utf-8").into_response(),
-            // The rest of the body may still come: the connection cannot
-            // carry another request, so it closes.
-            BadBody::TimedOut => (
-                StatusCode::REQUEST_TIMEOUT,
-                [(header::CONNECTION, "close")],
-                "body not received in time",
-            )
-                .into_response(),
-        }
-    }
-
+impl BadBodyError for BadBody {
     fn error(self) -> WsError {
         match self {
             BadBody::TooLarge => WsError::TooBig,

@@ -60,9 +60,7 @@ impl RelayedSend {
         let (body, refused) = match body {
             // Checked as UTF-8 when read.
             Ok(body) => (Some(String::from_utf8_lossy(&body).into_owned()), None),
-            Err(BadBody::TooLarge) => (None, Some("too_large".into())),
-            Err(BadBody::NotUtf8) => (None, Some("not_utf8".into())),
-            Err(BadBody::TimedOut) => (None, Some("timed_out".into())),
+            Err(bad) => (None, Answer::BadBody(bad).name().map(str::to_owned)),
         };
         RelayedSend {
             stream: stream.to_owned(),
@@ -84,37 +82,17 @@ impl RelayedSend {
     }
 }
 
-const ANSWERS: [(Answer, &str); 10] = [
-    (Answer::Taken, "taken"),
-    (Answer::UnknownStream, "unknown_stream"),
-    (Answer::BadSeq, "bad_seq"),
-    (Answer::OutOfOrder, "out_of_order"),
-    (Answer::BadBody(BadBody::TooLarge), "too_large"),
-    (Answer::BadBody(BadBody::NotUtf8), "not_utf8"),
-    (Answer::BadBody(BadBody::TimedOut), "timed_out"),
-    (Answer::NotReadInTime, "not_read_in_time"),
-    (Answer::OwnerUnreachable, "owner_unreachable"),
-    (Answer::OwnerUnreachable, "unreachable"),
-];
-
 impl From<Answer> for RelayAnswer {
     fn from(answer: Answer) -> Self {
-        let name = ANSWERS
-            .iter()
-            .find(|(a, _)| *a == answer)
-            .map_or("owner_unreachable", |(_, name)| name);
         RelayAnswer {
-            answer: name.to_owned(),
+            answer: answer.name().unwrap_or("owner_unreachable").to_owned(),
         }
     }
 }
 
 impl From<&RelayAnswer> for Answer {
     fn from(answer: &RelayAnswer) -> Self {
-        ANSWERS
-            .iter()
-            .find(|(_, name)| *name == answer.answer)
-            .map_or(Answer::OwnerUnreachable, |(a, _)| *a)
+        Answer::from_name(&answer.answer)
     }
 }
 

@@ -74,13 +74,13 @@ impl DrainRun {
         }
         if let Some(targets) = &self.targets {
             let due = self.plan.due_by(now).min(targets.len());
-            for index in self.advised..due {
+            for (index, &connection) in targets.iter().enumerate().take(due).skip(self.advised) {
                 order(
-                    targets[index],
+                    connection,
                     ConnectionOrder::Advise(self.plan.advice_for(index)),
                 );
                 self.closing
-                    .push_back((self.plan.close_at(index), targets[index]));
+                    .push_back((self.plan.close_at(index), connection));
             }
             self.advised = self.advised.max(due);
         }

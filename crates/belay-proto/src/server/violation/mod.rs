@@ -293,7 +293,7 @@ fn ceil_ms(duration: Duration) -> u64 {
 
 /// Whole seconds, rounded up, at least 1 (a `Retry-After: 0` invites an
 /// immediate retry).
-fn ceil_secs(duration: Duration) -> u64 {
+pub(super) fn ceil_secs(duration: Duration) -> u64 {
     let nanos = duration.as_nanos();
     u64::try_from(nanos.div_ceil(1_000_000_000))
         .unwrap_or(u64::MAX)
