@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::time::Duration;
 
 use belay_proto::message::{encode_client, encode_server, ErrorBody, RawJson, Reply};
-use belay_proto::server::{AuthVerdict, Connection, Event as ServerEvent, Frame, Limits, Output};
+use belay_proto::server::{
+    AuthVerdict, Connection, Event as ServerEvent, Frame, Input as ServerInput, Limits, Output,
+};
 use belay_proto::{
     CloseCode, CloseInfo, Config, Event, Input, Instant, Output as ClientOutput, Session,
     TransportId,
@@ -169,7 +171,15 @@ impl Pair {
                 .publish(self.now, channel, RawJson::from_value(&data));
         for ((id, subscription), frame) in deliveries {
             if let Some(mut conn) = self.servers.remove(&id) {
-                conn.handle_live(channel, subscription, offset, frame);
+                conn.handle_input(
+                    self.now,
+                    ServerInput::Live {
+                        channel,
+                        subscription,
+                        offset,
+                        frame,
+                    },
+                );
                 self.pump_server(id, conn);
             }
         }
@@ -289,8 +299,12 @@ impl Pair {
                     return;
                 };
                 match &wire {
-                    Wire::Text(text) => conn.handle_frame(now, Frame::Text(text)),
-                    Wire::Close(code, _) => conn.handle_frame(now, Frame::Close(Some(*code))),
+                    Wire::Text(text) => {
+                        conn.handle_input(now, ServerInput::Frame(Frame::Text(text)))
+                    }
+                    Wire::Close(code, _) => {
+                        conn.handle_input(now, ServerInput::Frame(Frame::Close(Some(*code))))
+                    }
                 }
                 self.pump_server(id, conn);
             }
@@ -346,33 +360,52 @@ impl Pair {
             match output {
                 Output::Send(message) => self.send_down(id, Wire::Text(encode_server(&message))),
                 Output::SendEncoded(frame) => self.send_down(id, Wire::Text(frame)),
-                Output::Authenticate { ticket, .. } => {
-                    conn.handle_auth(now, ticket, AuthVerdict::accepted())
-                }
-                Output::AuthorizeSubscribe { ticket, .. } => {
-                    conn.handle_subscribe_authorized(now, ticket, Ok(()))
-                }
+                Output::Authenticate { ticket, .. } => conn.handle_input(
+                    now,
+                    ServerInput::Auth {
+                        ticket,
+                        verdict: AuthVerdict::accepted(),
+                    },
+                ),
+                Output::AuthorizeSubscribe { ticket, .. } => conn.handle_input(
+                    now,
+                    ServerInput::SubscribeAuthorized {
+                        ticket,
+                        verdict: Ok(None),
+                    },
+                ),
                 Output::Join {
                     ticket,
                     channel,
                     since,
                 } => {
                     let answer = self.broker.join(now, id, &channel, since.as_ref());
-                    conn.handle_joined(now, ticket, answer);
+                    conn.handle_input(
+                        now,
+                        ServerInput::Joined {
+                            ticket,
+                            answer,
+                            room: None,
+                        },
+                    );
                 }
                 Output::Leave {
                     channel,
                     subscription,
                 } => self.broker.leave(&channel, subscription),
-                Output::AuthorizeRequest { ticket, .. } => {
-                    conn.handle_request_authorized(now, ticket, Ok(()))
-                }
+                Output::AuthorizeRequest { ticket, .. } => conn.handle_input(
+                    now,
+                    ServerInput::RequestAuthorized {
+                        ticket,
+                        verdict: Ok(()),
+                    },
+                ),
                 Output::Call { ticket, request } => {
                     let reply = match request.method.as_str() {
                         "echo" => Reply::Result(RawJson::from_value(&request.params)),
                         _ => Reply::Error(ErrorBody::new("unknown_method", "no such method")),
                     };
-                    conn.handle_reply(now, ticket, reply);
+                    conn.handle_input(now, ServerInput::Reply { ticket, reply });
                 }
                 Output::Close { code, reason, .. } => {
                     self.server_log.push(ServerRecord::Closed {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use belay_proto::message::{ErrorBody, RawJson, Reply, Request};
-use belay_proto::server::Ticket;
+use belay_proto::server::{Input, Ticket};
 use futures_util::FutureExt;
 
 use super::Driver;
@@ -98,7 +98,13 @@ impl Driver {
         let members = match self.presence_members(request) {
             Ok(members) => members,
             Err(error) => {
-                self.core.handle_reply(now, ticket, Reply::Error(error));
+                self.core.handle_input(
+                    now,
+                    Input::Reply {
+                        ticket,
+                        reply: Reply::Error(error),
+                    },
+                );
                 return;
             }
         };
