@@ -97,6 +97,8 @@ pub mod time;
 // The harnesses of the fuzz targets (both sides).
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 // The client's modules, at the paths they had before the crate was split by side.
 pub use client::{

@@ -22,7 +22,7 @@ use belay_proto::message::{
     encode_server, ErrorBody, Pacing, RawJson, ReconnectAdvice, Reply, Subscribed,
 };
 use belay_proto::server::{
-    AuthVerdict, Connection, Event, Frame, JoinAnswer, Limits, Output, Phase, Ticket,
+    AuthVerdict, Connection, Event, Frame, Input, JoinAnswer, Limits, Output, Phase, Ticket,
     TransportError, UpgradeDecision, UpgradeVerdict, Violation,
 };
 use belay_proto::{CloseCode, Instant};
@@ -650,21 +650,21 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
     match action {
         "text" => {
             let text = text_of(arg)?;
-            conn.handle_frame(now, Frame::Text(&text));
+            conn.handle_input(now, Input::Frame(Frame::Text(&text)));
         }
-        "binary" => conn.handle_frame(now, Frame::Binary(b"\x00\x01")),
+        "binary" => conn.handle_input(now, Input::Frame(Frame::Binary(b"\x00\x01"))),
         "ws_ping" => {
             let payload = arg
                 .as_str()
                 .ok_or("ws_ping takes its payload as a string")?;
-            conn.handle_frame(now, Frame::Ping(payload.as_bytes()));
+            conn.handle_input(now, Input::Frame(Frame::Ping(payload.as_bytes())));
         }
-        "ws_pong" => conn.handle_frame(now, Frame::Pong),
+        "ws_pong" => conn.handle_input(now, Input::Frame(Frame::Pong)),
         "peer_close" => {
             let code = opt_u64(Some(arg), "peer_close")?
                 .map(|c| u16::try_from(c).map_err(|_| format!("close code {c} is not a u16")))
                 .transpose()?;
-            conn.handle_frame(now, Frame::Close(code));
+            conn.handle_input(now, Input::Frame(Frame::Close(code)));
         }
         "transport_error" => {
             let error = match arg.as_str() {
@@ -674,7 +674,7 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
                 Some("gone") => TransportError::Gone,
                 _ => return Err(format!("unknown transport error {arg}")),
             };
-            conn.handle_transport_error(now, error);
+            conn.handle_input(now, Input::TransportError(error));
         }
         "timeout" => conn.handle_timeout(now),
         "auth" => {
@@ -690,14 +690,22 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
                 "refused" => AuthVerdict::Refused,
                 other => return Err(format!("unknown verdict {other:?}")),
             };
-            conn.handle_auth(now, ticket, verdict);
+            conn.handle_input(now, Input::Auth { ticket, verdict });
         }
-        "subscribe_authorized" => {
-            conn.handle_subscribe_authorized(now, tickets.get(arg)?, verdict_of(arg)?)
-        }
-        "request_authorized" => {
-            conn.handle_request_authorized(now, tickets.get(arg)?, verdict_of(arg)?)
-        }
+        "subscribe_authorized" => conn.handle_input(
+            now,
+            Input::SubscribeAuthorized {
+                ticket: tickets.get(arg)?,
+                verdict: verdict_of(arg)?.map(|()| None),
+            },
+        ),
+        "request_authorized" => conn.handle_input(
+            now,
+            Input::RequestAuthorized {
+                ticket: tickets.get(arg)?,
+                verdict: verdict_of(arg)?,
+            },
+        ),
         "join_answer" => {
             let ticket = tickets.get(arg)?;
             let answer = if let Some(joined) = arg.get("joined") {
@@ -729,7 +737,14 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
                     "join_answer needs joined, no_room or unavailable: {arg}"
                 ));
             };
-            conn.handle_joined(now, ticket, answer);
+            conn.handle_input(
+                now,
+                Input::Joined {
+                    ticket,
+                    answer,
+                    room: None,
+                },
+            );
         }
         "reply" => {
             let ticket = tickets.get(arg)?;
@@ -742,19 +757,31 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
                     ))
                 }
             };
-            conn.handle_reply(now, ticket, reply);
+            conn.handle_input(now, Input::Reply { ticket, reply });
         }
-        "live" => conn.handle_live(
-            str_field(arg, "channel")?,
-            u64_field(arg, "subscription")?,
-            u64_field(arg, "offset")?,
-            text_of(field(arg, "frame")?)?,
+        "live" => conn.handle_input(
+            now,
+            Input::Live {
+                channel: str_field(arg, "channel")?,
+                subscription: u64_field(arg, "subscription")?,
+                offset: u64_field(arg, "offset")?,
+                frame: text_of(field(arg, "frame")?)?,
+            },
         ),
-        "lagged" => conn.handle_lagged(str_field(arg, "channel")?, u64_field(arg, "subscription")?),
-        "subscription_ended" => conn.handle_subscription_ended(
-            str_field(arg, "channel")?,
-            u64_field(arg, "subscription")?,
-            &error_of(field(arg, "error")?)?,
+        "lagged" => conn.handle_input(
+            now,
+            Input::Lagged {
+                channel: str_field(arg, "channel")?,
+                subscription: u64_field(arg, "subscription")?,
+            },
+        ),
+        "subscription_ended" => conn.handle_input(
+            now,
+            Input::SubscriptionEnded {
+                channel: str_field(arg, "channel")?,
+                subscription: u64_field(arg, "subscription")?,
+                error: &error_of(field(arg, "error")?)?,
+            },
         ),
         "unsubscribe_all" => conn.unsubscribe_all(&error_of(arg)?),
         "set_upgrade_token" => conn.set_upgrade_token(arg.as_str().map(str::to_owned)),
@@ -768,7 +795,7 @@ fn act(conn: &mut Conn, tickets: &Tickets, now: Instant, action: &str, arg: &Val
         "refuse_overload" => {
             conn.refuse_overload(Duration::from_millis(u64_field(arg, "retry_after_ms")?))
         }
-        "queue_full" => conn.handle_queue_full(),
+        "queue_full" => conn.handle_input(now, Input::QueueFull),
         other => return Err(format!("unknown action {other:?}")),
     }
     Ok(())

@@ -34,7 +34,7 @@ use crate::message::{
 };
 use crate::message::{Connect, Request, StreamPosition, Subscribe, Unsubscribe, PROTOCOL_VERSION};
 use crate::server::{
-    AuthVerdict, Connection, Frame, JoinAnswer, Limits, Output, Ticket, TransportError,
+    AuthVerdict, Connection, Frame, Input, JoinAnswer, Limits, Output, Ticket, TransportError,
 };
 use crate::{CloseCode, Instant};
 
@@ -192,7 +192,7 @@ impl Harness {
                 } else {
                     AuthVerdict::Refused
                 };
-                self.conn.handle_auth(now, ticket, verdict);
+                self.conn.handle_input(now, Input::Auth { ticket, verdict });
             }
             Answer::Subscribe(ok) => {
                 let Some((ticket, _)) = ticket else { return };
@@ -201,7 +201,13 @@ impl Harness {
                 } else {
                     Err(ErrorBody::new("forbidden", "no"))
                 };
-                self.conn.handle_subscribe_authorized(now, ticket, verdict);
+                self.conn.handle_input(
+                    now,
+                    Input::SubscribeAuthorized {
+                        ticket,
+                        verdict: verdict.map(|()| None),
+                    },
+                );
             }
             Answer::Join(kind) => {
                 let Some((ticket, channel)) = ticket else {
@@ -227,7 +233,14 @@ impl Harness {
                     1 => JoinAnswer::NoRoom,
                     _ => JoinAnswer::Unavailable(ErrorBody::new("unavailable", "down")),
                 };
-                self.conn.handle_joined(now, ticket, answer);
+                self.conn.handle_input(
+                    now,
+                    Input::Joined {
+                        ticket,
+                        answer,
+                        room: None,
+                    },
+                );
                 // A join the connection no longer wanted is left at once;
                 // it must not count as granted.
                 self.drain();
@@ -240,7 +253,8 @@ impl Harness {
                 } else {
                     Err(ErrorBody::new("forbidden", "no"))
                 };
-                self.conn.handle_request_authorized(now, ticket, verdict);
+                self.conn
+                    .handle_input(now, Input::RequestAuthorized { ticket, verdict });
             }
             Answer::Reply(ok) => {
                 let Some((ticket, _)) = ticket else { return };
@@ -251,7 +265,7 @@ impl Harness {
                 };
                 let first = self.calls_answered.insert(ticket);
                 let before: usize = self.responses.values().sum();
-                self.conn.handle_reply(now, ticket, reply);
+                self.conn.handle_input(now, Input::Reply { ticket, reply });
                 self.drain();
                 let after: usize = self.responses.values().sum();
                 if !first && after > before {
@@ -294,7 +308,7 @@ impl Harness {
             ClientFrame::Unknown if self.binary() => {
                 return self
                     .conn
-                    .handle_frame(self.now, Frame::Binary(&[0x12, 0x34]));
+                    .handle_input(self.now, Input::Frame(Frame::Binary(&[0x12, 0x34])));
             }
             ClientFrame::Unknown => {
                 return self.text(r#"{"type":"frobnicate"}"#);
@@ -306,14 +320,17 @@ impl Harness {
                     let mut frame = vec![0x00, 0x10, 0x00];
                     frame.extend(leb128(u64::from(*id)));
                     frame.push(0x7f);
-                    return self.conn.handle_frame(self.now, Frame::Binary(&frame));
+                    return self
+                        .conn
+                        .handle_input(self.now, Input::Frame(Frame::Binary(&frame)));
                 }
                 return self.text(&format!(r#"{{"type":"request","id":{id},"method":5}}"#));
             }
         };
         if self.binary() {
             let frame = encode_client_binary(&message);
-            self.conn.handle_frame(self.now, Frame::Binary(&frame));
+            self.conn
+                .handle_input(self.now, Input::Frame(Frame::Binary(&frame)));
         } else {
             self.text(&encode_client(&message));
         }
@@ -324,7 +341,8 @@ impl Harness {
     }
 
     fn text(&mut self, text: &str) {
-        self.conn.handle_frame(self.now, Frame::Text(text));
+        self.conn
+            .handle_input(self.now, Input::Frame(Frame::Text(text)));
     }
 
     /// Move time to `until`, firing every deadline on the way.
@@ -355,14 +373,19 @@ impl Harness {
         match step {
             Step::Frame(frame) => self.frame(frame),
             Step::Text(text) => self.text(text),
-            Step::Binary(bytes) => self.conn.handle_frame(now, Frame::Binary(bytes)),
+            Step::Binary(bytes) => self
+                .conn
+                .handle_input(now, Input::Frame(Frame::Binary(bytes))),
             Step::UseBinaryCodec => self.conn.set_codec(Codec::Binary),
             Step::WsPing(payload) => {
                 let payload = &payload[..payload.len().min(125)];
-                self.conn.handle_frame(now, Frame::Ping(payload));
+                self.conn
+                    .handle_input(now, Input::Frame(Frame::Ping(payload)));
             }
-            Step::WsPong => self.conn.handle_frame(now, Frame::Pong),
-            Step::PeerClose(code) => self.conn.handle_frame(now, Frame::Close(*code)),
+            Step::WsPong => self.conn.handle_input(now, Input::Frame(Frame::Pong)),
+            Step::PeerClose(code) => self
+                .conn
+                .handle_input(now, Input::Frame(Frame::Close(*code))),
             Step::TransportError(kind) => {
                 let error = match kind % 4 {
                     0 => TransportError::TooLarge,
@@ -370,7 +393,7 @@ impl Harness {
                     2 => TransportError::Protocol,
                     _ => TransportError::Gone,
                 };
-                self.conn.handle_transport_error(now, error);
+                self.conn.handle_input(now, Input::TransportError(error));
             }
             Step::Wait(ms) => self.wait(Duration::from_millis(u64::from(*ms))),
             Step::LongWait(s) => self.wait(Duration::from_secs(u64::from(*s))),
@@ -402,13 +425,26 @@ impl Harness {
                         subscription
                     };
                     let frame = format!("live {offset}");
-                    self.conn
-                        .handle_live(&channel, id, u64::from(*offset), frame);
+                    self.conn.handle_input(
+                        now,
+                        Input::Live {
+                            channel: &channel,
+                            subscription: id,
+                            offset: u64::from(*offset),
+                            frame,
+                        },
+                    );
                 }
             }
             Step::Lagged(pick) => {
                 if let Some((channel, subscription)) = self.pick(*pick) {
-                    self.conn.handle_lagged(&channel, subscription);
+                    self.conn.handle_input(
+                        now,
+                        Input::Lagged {
+                            channel: &channel,
+                            subscription,
+                        },
+                    );
                 }
             }
             Step::Ended(pick, unavailable) => {
@@ -418,8 +454,14 @@ impl Harness {
                     } else {
                         crate::message::ErrorBody::new("moved", "channel moved")
                     };
-                    self.conn
-                        .handle_subscription_ended(&channel, subscription, &error);
+                    self.conn.handle_input(
+                        now,
+                        Input::SubscriptionEnded {
+                            channel: &channel,
+                            subscription,
+                            error: &error,
+                        },
+                    );
                 }
             }
             Step::Advise => self.conn.advise(crate::message::ReconnectAdvice {
@@ -433,7 +475,7 @@ impl Harness {
                 let until = now.saturating_add(Duration::from_secs(u64::from(*s)));
                 self.conn.drain(now, until);
             }
-            Step::QueueFull => self.conn.handle_queue_full(),
+            Step::QueueFull => self.conn.handle_input(now, Input::QueueFull),
             Step::UnsubscribeAll => self
                 .conn
                 .unsubscribe_all(&ErrorBody::new("unavailable", "down")),

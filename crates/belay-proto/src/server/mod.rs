@@ -55,7 +55,7 @@ pub use channel::{
 };
 pub use channel_pattern::ChannelPattern;
 pub use connection::{
-    AuthVerdict, Connection, Event, Frame, JoinAnswer, OutboundRoom, Output, Phase, Ticket,
+    AuthVerdict, Connection, Event, Frame, Input, JoinAnswer, OutboundRoom, Output, Phase, Ticket,
     TransportError, MAX_BEFORE_WELCOME,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};

@@ -25,7 +25,7 @@
 //! answer now, `unknown_method` with a broker that does not read history.
 
 use belay_proto::message::{ErrorBody, RawJson, Reply, Request, StreamPosition, MAX_FRAME_LEN};
-use belay_proto::server::{Ticket, MAX_OFFSET};
+use belay_proto::server::{Input, Ticket, MAX_OFFSET};
 use serde_json::{Map, Value};
 
 use super::Driver;
@@ -71,7 +71,13 @@ impl Driver {
             Err(message) => {
                 let now = self.now();
                 let error = ErrorBody::new("bad_request", message);
-                self.core.handle_reply(now, ticket, Reply::Error(error));
+                self.core.handle_input(
+                    now,
+                    Input::Reply {
+                        ticket,
+                        reply: Reply::Error(error),
+                    },
+                );
                 return;
             }
         };

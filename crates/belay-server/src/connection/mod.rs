@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use belay_proto::message::Codec;
 use belay_proto::server::{
-    work_units, Connection, ConnectionHandle, ConnectionOrder, Frame, Ticket, TransportError,
+    work_units, Connection, ConnectionHandle, ConnectionOrder, Frame, Input, Ticket, TransportError,
 };
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
@@ -327,7 +327,9 @@ impl Driver {
             // The write buffer has room again: the loop re-enables the
             // queue branch.
             Event::Room => {}
-            Event::End => self.core.handle_transport_error(now, TransportError::Gone),
+            Event::End => self
+                .core
+                .handle_input(now, Input::TransportError(TransportError::Gone)),
             Event::Error(error) => {
                 let error = match error {
                     WsError::TooBig => TransportError::TooLarge,
@@ -335,20 +337,26 @@ impl Driver {
                     WsError::Protocol(_) => TransportError::Protocol,
                     WsError::Io(_) => TransportError::Gone,
                 };
-                self.core.handle_transport_error(now, error);
+                self.core.handle_input(now, Input::TransportError(error));
             }
             Event::Message(message) => match message {
                 Message::Text(bytes) => match std::str::from_utf8(&bytes) {
-                    Ok(text) => self.core.handle_frame(now, Frame::Text(text)),
+                    Ok(text) => self.core.handle_input(now, Input::Frame(Frame::Text(text))),
                     // The codec has validated the UTF-8 already.
                     Err(_) => self
                         .core
-                        .handle_transport_error(now, TransportError::InvalidUtf8),
+                        .handle_input(now, Input::TransportError(TransportError::InvalidUtf8)),
                 },
-                Message::Binary(bytes) => self.core.handle_frame(now, Frame::Binary(&bytes)),
-                Message::Ping(payload) => self.core.handle_frame(now, Frame::Ping(&payload)),
-                Message::Pong => self.core.handle_frame(now, Frame::Pong),
-                Message::Close(code) => self.core.handle_frame(now, Frame::Close(code)),
+                Message::Binary(bytes) => self
+                    .core
+                    .handle_input(now, Input::Frame(Frame::Binary(&bytes))),
+                Message::Ping(payload) => self
+                    .core
+                    .handle_input(now, Input::Frame(Frame::Ping(&payload))),
+                Message::Pong => self.core.handle_input(now, Input::Frame(Frame::Pong)),
+                Message::Close(code) => self
+                    .core
+                    .handle_input(now, Input::Frame(Frame::Close(code))),
             },
         }
     }
@@ -358,7 +366,9 @@ impl Driver {
         let now = self.now();
         match order {
             Control::Order(order) => self.on_order(now, order),
-            Control::Reply(ticket, reply) => self.core.handle_reply(now, ticket, reply),
+            Control::Reply(ticket, reply) => {
+                self.core.handle_input(now, Input::Reply { ticket, reply })
+            }
             Control::Checked(ticket, checked) => self.checked(ticket, checked),
         }
     }
@@ -385,38 +395,57 @@ impl Driver {
     where
         T: Transport,
     {
-        self.on_live(item);
+        // One clock read for the batch (live items do not depend on it).
+        let now = self.now();
+        self.on_live(now, item);
         for _ in 0..64 {
             if let Some(end) = self.carry_out(ws) {
                 return Some(end);
             }
             let item = self.inbox.as_mut().and_then(LiveInbox::try_next)?;
-            self.on_live(item);
+            self.on_live(now, item);
         }
         None
     }
 
-    fn on_live(&mut self, item: LiveItem) {
+    fn on_live(&mut self, now: Instant, item: LiveItem) {
         match item {
             LiveItem::Frame {
                 channel,
                 subscriber,
                 offset,
                 frame,
-            } => self
-                .core
-                .handle_live(&channel, subscriber.get(), offset, frame),
+            } => self.core.handle_input(
+                now,
+                Input::Live {
+                    channel: &channel,
+                    subscription: subscriber.get(),
+                    offset,
+                    frame,
+                },
+            ),
             LiveItem::Lagged {
                 channel,
                 subscriber,
-            } => self.core.handle_lagged(&channel, subscriber.get()),
+            } => self.core.handle_input(
+                now,
+                Input::Lagged {
+                    channel: &channel,
+                    subscription: subscriber.get(),
+                },
+            ),
             LiveItem::Ended {
                 channel,
                 subscriber,
                 error,
-            } => self
-                .core
-                .handle_subscription_ended(&channel, subscriber.get(), &error),
+            } => self.core.handle_input(
+                now,
+                Input::SubscriptionEnded {
+                    channel: &channel,
+                    subscription: subscriber.get(),
+                    error: &error,
+                },
+            ),
             LiveItem::Joined { subscriber, answer } => self.joined(subscriber, *answer),
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use belay_proto::message::{encode_server_binary, Codec, ErrorBody};
-use belay_proto::server::{AuthVerdict, Event, JoinAnswer, OutboundRoom, Output, Ticket};
+use belay_proto::server::{AuthVerdict, Event, Input, JoinAnswer, OutboundRoom, Output, Ticket};
 use belay_proto::Instant;
 use bytes::Bytes;
 
@@ -81,8 +81,14 @@ impl Driver {
                 } => {
                     if let Some(answer) = self.join(ticket, &channel, since.as_ref()) {
                         let room = self.outbound_room();
-                        self.core
-                            .handle_joined_within(self.now(), ticket, answer, room);
+                        self.core.handle_input(
+                            self.now(),
+                            Input::Joined {
+                                ticket,
+                                answer,
+                                room: Some(room),
+                            },
+                        );
                     }
                 }
                 Output::Leave {
@@ -105,7 +111,8 @@ impl Driver {
                             .authorize_request(&self.principal, &method)
                             .map_err(|denied| refusal(&denied))
                     };
-                    self.core.handle_request_authorized(now, ticket, verdict);
+                    self.core
+                        .handle_input(now, Input::RequestAuthorized { ticket, verdict });
                 }
                 Output::Call { ticket, request } => self.call(self.now(), ticket, request),
                 Output::Close {
@@ -146,7 +153,8 @@ impl Driver {
             .try_send(frame, &shared.limits, shared.config.max_outbound_bytes)
             .is_err()
         {
-            self.core.handle_queue_full();
+            let now = self.now();
+            self.core.handle_input(now, Input::QueueFull);
         }
     }
 
@@ -201,7 +209,8 @@ impl Driver {
     fn subscribe_checked(&mut self, ticket: Ticket, verdict: Result<Option<Duration>, AuthError>) {
         let now = self.now();
         let verdict = verdict.map_err(|denied| refusal(&denied));
-        self.core.handle_subscribe_granted(now, ticket, verdict);
+        self.core
+            .handle_input(now, Input::SubscribeAuthorized { ticket, verdict });
     }
 
     fn sub_refresh_checked(
@@ -211,7 +220,8 @@ impl Driver {
     ) {
         let now = self.now();
         let verdict = verdict.map_err(|denied| refusal(&denied));
-        self.core.handle_sub_refresh_checked(now, ticket, verdict);
+        self.core
+            .handle_input(now, Input::SubRefreshChecked { ticket, verdict });
     }
 
     /// The verdict on `connect`'s credentials.
@@ -232,7 +242,7 @@ impl Driver {
             }
             Err(error) => core_refusal(error),
         };
-        self.core.handle_auth(now, ticket, verdict);
+        self.core.handle_input(now, Input::Auth { ticket, verdict });
     }
 
     /// Ask the broker for a subscription: its answer, or `None` when it
@@ -291,7 +301,14 @@ impl Driver {
         }
         let (now, codec, room) = (self.now(), self.core.codec(), self.outbound_room());
         let answer = join_answer(subscriber, answer, codec);
-        self.core.handle_joined_within(now, ticket, answer, room);
+        self.core.handle_input(
+            now,
+            Input::Joined {
+                ticket,
+                answer,
+                room: Some(room),
+            },
+        );
     }
 
     /// What the outbound queue can still take, for the core's measure of a
@@ -319,7 +336,7 @@ impl Driver {
         }
         let start = requests::admit(&self.shared, &self.principal, &request);
         if let Admit::Answer(reply) = start {
-            self.core.handle_reply(now, ticket, reply);
+            self.core.handle_input(now, Input::Reply { ticket, reply });
             return;
         }
         let keyed = matches!(start, Admit::Run(Some(_)));

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use belay_proto::message::{
     ErrorBody, PresenceMember, PresenceMembers, PresenceStats, RawJson, Reply, Request,
 };
-use belay_proto::server::{PresenceKind, ReservedCall, Ticket};
+use belay_proto::server::{Input, PresenceKind, ReservedCall, Ticket};
 use futures_util::FutureExt;
 
 use super::Driver;
@@ -92,7 +92,13 @@ impl Driver {
                 access,
             })) => (params, stats, access),
             Some(Err(error)) => {
-                self.core.handle_reply(now, ticket, Reply::Error(error));
+                self.core.handle_input(
+                    now,
+                    Input::Reply {
+                        ticket,
+                        reply: Reply::Error(error),
+                    },
+                );
                 return;
             }
             other => {
@@ -102,7 +108,13 @@ impl Driver {
                 );
                 debug_assert!(false, "unhandled reserved call for $presence");
                 let error = ErrorBody::new("internal", "the server cannot answer $presence");
-                self.core.handle_reply(now, ticket, Reply::Error(error));
+                self.core.handle_input(
+                    now,
+                    Input::Reply {
+                        ticket,
+                        reply: Reply::Error(error),
+                    },
+                );
                 return;
             }
         };

@@ -6,7 +6,8 @@
 
 use belay_proto::host::{HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::ErrorBody;
-use belay_proto::server::{Access, AuthVerdict, Ticket};
+use belay_proto::server::{Access, AuthVerdict, Input, Ticket};
+use belay_proto::Instant;
 
 use super::outputs::core_refusal;
 use super::Driver;
@@ -48,20 +49,27 @@ impl Driver {
             }
             Err(error) => core_refusal(error),
         };
-        self.core.handle_refresh(now, ticket, verdict);
+        self.core
+            .handle_input(now, Input::Refresh { ticket, verdict });
         if regrant {
-            self.drop_ungranted();
+            self.drop_ungranted(now);
         }
     }
 
     /// End, with `unsubscribed` `forbidden`, every subscription the
     /// principal's (new) grants no longer allow.
-    fn drop_ungranted(&mut self) {
+    fn drop_ungranted(&mut self, now: Instant) {
         for (channel, subscription) in self.core.subscriptions() {
             if let Err(denied) = still_granted(self, &channel) {
                 let error = ErrorBody::new(denied.code(), denied.to_string());
-                self.core
-                    .handle_subscription_ended(&channel, subscription, &error);
+                self.core.handle_input(
+                    now,
+                    Input::SubscriptionEnded {
+                        channel: &channel,
+                        subscription,
+                        error: &error,
+                    },
+                );
             }
         }
     }

@@ -24,8 +24,8 @@ enum Budget {
 }
 
 impl<F> Connection<F> {
-    /// A frame from the peer arrived at `now`.
-    pub fn handle_frame(&mut self, now: Instant, frame: Frame<'_>) {
+    /// A frame from the peer arrived at `now` ([`Input::Frame`](super::Input::Frame)).
+    pub(super) fn handle_frame(&mut self, now: Instant, frame: Frame<'_>) {
         match &mut self.stage {
             Stage::Closed => return,
             Stage::Open(open) | Stage::Draining { open, .. } => open.heartbeat.handle_frame(now),
@@ -107,8 +107,7 @@ impl<F> Connection<F> {
     }
 
     /// The transport failed to deliver the next frame.
-    pub fn handle_transport_error(&mut self, now: Instant, error: TransportError) {
-        let _ = now;
+    pub(super) fn handle_transport_error(&mut self, error: TransportError) {
         if self.is_closed() {
             return;
         }

@@ -55,7 +55,7 @@ impl<F> Connection<F> {
     /// `welcome`, then the messages that followed `connect`. Nobody could
     /// judge it ([`AuthVerdict::Unavailable`]): close 1013. Otherwise
     /// close 4001.
-    pub fn handle_auth(&mut self, now: Instant, ticket: Ticket, verdict: AuthVerdict) {
+    pub(super) fn handle_auth(&mut self, now: Instant, ticket: Ticket, verdict: AuthVerdict) {
         let Stage::Authenticating {
             ticket: asked,
             backlog,

@@ -139,7 +139,7 @@ pub enum Output<F> {
     Pong(Vec<u8>),
     /// Authenticate this credential (the `connect`'s token, or else the one
     /// the upgrade carried), then call
-    /// [`handle_auth`](super::Connection::handle_auth).
+    /// [`Input::Auth`](super::Input::Auth).
     Authenticate {
         /// The question.
         ticket: Ticket,
@@ -148,7 +148,7 @@ pub enum Output<F> {
     },
     /// Check the credential of a `refresh`: it must be good and name the
     /// connection's principal (the same user). Answer with
-    /// [`handle_refresh`](super::Connection::handle_refresh).
+    /// [`Input::Refresh`](super::Input::Refresh).
     Reauthenticate {
         /// The question.
         ticket: Ticket,
@@ -156,7 +156,7 @@ pub enum Output<F> {
         token: String,
     },
     /// May this connection's principal subscribe to `channel`? Answer with
-    /// [`handle_subscribe_authorized`](super::Connection::handle_subscribe_authorized).
+    /// [`Input::SubscribeAuthorized`](super::Input::SubscribeAuthorized).
     AuthorizeSubscribe {
         /// The question.
         ticket: Ticket,
@@ -168,7 +168,7 @@ pub enum Output<F> {
     /// Check the subscription token of a `sub_refresh` for `channel`, held
     /// (spec/PROTOCOL.md §5.8), as a subscribe's: good for this principal
     /// and channel, and for how long. Answer with
-    /// [`handle_sub_refresh_checked`](super::Connection::handle_sub_refresh_checked).
+    /// [`Input::SubRefreshChecked`](super::Input::SubRefreshChecked).
     CheckSubscriptionToken {
         /// The question.
         ticket: Ticket,
@@ -178,7 +178,7 @@ pub enum Output<F> {
         token: String,
     },
     /// Subscribe to `channel` in the broker, resuming after `since`; answer
-    /// with [`handle_joined`](super::Connection::handle_joined).
+    /// with [`Input::Joined`](super::Input::Joined).
     Join {
         /// The question.
         ticket: Ticket,
@@ -196,7 +196,7 @@ pub enum Output<F> {
         subscription: u64,
     },
     /// May this connection's principal call `method`? Answer with
-    /// [`handle_request_authorized`](super::Connection::handle_request_authorized).
+    /// [`Input::RequestAuthorized`](super::Input::RequestAuthorized).
     AuthorizeRequest {
         /// The question.
         ticket: Ticket,
@@ -204,7 +204,7 @@ pub enum Output<F> {
         method: String,
     },
     /// Run this request (idempotency included) and answer with
-    /// [`handle_reply`](super::Connection::handle_reply); exactly one
+    /// [`Input::Reply`](super::Input::Reply); exactly one
     /// `response` goes to the client.
     Call {
         /// The question.

@@ -13,6 +13,7 @@ use super::{Limits, RateLimiter, Violation, ViolationResponse};
 
 mod frames;
 mod handshake;
+mod input;
 mod io;
 mod open;
 mod outbound_room;
@@ -22,6 +23,7 @@ mod requests;
 mod sub_refresh;
 mod subscriptions;
 
+pub use input::Input;
 pub use io::{AuthVerdict, Event, Frame, JoinAnswer, Output, Ticket, TransportError};
 pub use outbound_room::OutboundRoom;
 
@@ -93,9 +95,10 @@ enum Pipelined {
 /// The driver (belay-server's connection task, a test, the simulator) owns
 /// the socket, the timers, the broker and the authenticator; the connection
 /// owns the rules. It is driven like the client [`Session`](crate::Session):
-/// inputs go in with `now` (`handle_frame`, `handle_timeout`, the answers
-/// to what it asked), commands change it (`advise`, `close`, `drain`), and
-/// the driver carries out what [`poll_output`](Connection::poll_output)
+/// facts go in with `now` through [`handle_input`](Connection::handle_input)
+/// (frames, transport failures, the answers to what it asked), time through
+/// [`handle_timeout`](Connection::handle_timeout); commands change it
+/// (`advise`, `close`, `drain`), and the driver carries out what [`poll_output`](Connection::poll_output)
 /// returns, in order, then sleeps until
 /// [`poll_timeout`](Connection::poll_timeout).
 ///
@@ -119,15 +122,17 @@ enum Pipelined {
 /// through untouched.
 ///
 /// ```
-/// use belay_proto::server::{AuthVerdict, Connection, Frame, Limits, Output};
+/// use belay_proto::server::{AuthVerdict, Connection, Frame, Input, Limits, Output};
 /// use belay_proto::message::ServerMessage;
 /// use belay_proto::Instant;
 ///
 /// let mut conn: Connection<Vec<u8>> = Connection::new(Limits::default(), Instant::ZERO, 7);
-/// conn.handle_frame(Instant::ZERO, Frame::Text(r#"{"type":"connect","protocol":1}"#));
+/// let connect = Frame::Text(r#"{"type":"connect","protocol":1}"#);
+/// conn.handle_input(Instant::ZERO, Input::Frame(connect));
 /// let Some(Output::Authenticate { ticket, token }) = conn.poll_output() else { panic!() };
 /// assert_eq!(token, None);
-/// conn.handle_auth(Instant::ZERO, ticket, AuthVerdict::accepted());
+/// let verdict = AuthVerdict::accepted();
+/// conn.handle_input(Instant::ZERO, Input::Auth { ticket, verdict });
 /// assert!(matches!(conn.poll_output(), Some(Output::Send(ServerMessage::Welcome(_)))));
 /// ```
 pub struct Connection<F> {
@@ -212,8 +217,8 @@ impl<F> Connection<F> {
     }
 
     /// The confirmed subscriptions: each channel with the broker's id of
-    /// its subscription (what [`handle_subscription_ended`](Self::handle_subscription_ended)
-    /// takes), in no particular order.
+    /// its subscription (what [`Input::SubscriptionEnded`] takes), in no
+    /// particular order.
     pub fn subscriptions(&self) -> Vec<(String, u64)> {
         self.activity
             .as_ref()
@@ -397,7 +402,7 @@ impl<F> Connection<F> {
 
     /// The driver could not queue a frame for the peer (its outbound budget
     /// is full): close 4009.
-    pub fn handle_queue_full(&mut self) {
+    fn handle_queue_full(&mut self) {
         if !self.is_closed() {
             self.violate(Violation::SlowConsumer);
         }

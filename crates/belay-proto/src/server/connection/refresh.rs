@@ -26,7 +26,7 @@ impl<F> Connection<F> {
     /// at `now`: accepted and not yet expired, the session's expiry becomes
     /// the new one and `refreshed` is sent; otherwise close 4001 (the
     /// driver refuses a credential that names another user).
-    pub fn handle_refresh(&mut self, now: Instant, ticket: Ticket, verdict: AuthVerdict) {
+    pub(super) fn handle_refresh(&mut self, now: Instant, ticket: Ticket, verdict: AuthVerdict) {
         let Stage::Open(open) = &mut self.stage else {
             return;
         };

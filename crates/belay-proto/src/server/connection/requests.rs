@@ -4,7 +4,6 @@
 use crate::message::{
     encoded_server_len, ErrorBody, Reply, Request, Response, ServerMessage, MAX_FRAME_LEN,
 };
-use crate::time::Instant;
 
 use super::{Connection, Event, Output, Stage, Ticket};
 
@@ -56,13 +55,11 @@ impl<F> Connection<F> {
     /// The authorizer's answer for [`Output::AuthorizeRequest`]: allowed
     /// (the request is called, [`Output::Call`]), or refused with the error
     /// the client gets.
-    pub fn handle_request_authorized(
+    pub(super) fn handle_request_authorized(
         &mut self,
-        now: Instant,
         ticket: Ticket,
         verdict: Result<(), ErrorBody>,
     ) {
-        let _ = now;
         let Some(request) = take(&mut self.activity().requests.authorizing, ticket) else {
             return;
         };
@@ -80,8 +77,7 @@ impl<F> Connection<F> {
     /// A second answer for the same ticket, or one after the connection
     /// closed, is ignored. A drain waiting for this answer closes 1012 once
     /// it was the last.
-    pub fn handle_reply(&mut self, now: Instant, ticket: Ticket, reply: Reply) {
-        let _ = now;
+    pub(super) fn handle_reply(&mut self, ticket: Ticket, reply: Reply) {
         let Some(id) = take(&mut self.activity().requests.running, ticket) else {
             return;
         };

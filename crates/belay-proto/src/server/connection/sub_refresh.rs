@@ -44,7 +44,7 @@ impl<F> Connection<F> {
     /// the subscription lasts until `now + d` and the client is told with
     /// `sub_expiring`; good with no expiry, it no longer expires; refused,
     /// the subscription ends with `unsubscribed` carrying the error.
-    pub fn handle_sub_refresh_checked(
+    pub(super) fn handle_sub_refresh_checked(
         &mut self,
         now: Instant,
         ticket: Ticket,

@@ -201,24 +201,9 @@ impl<F> Connection<F> {
         self.leave(channel);
     }
 
-    /// The authorizer's answer for [`Output::AuthorizeSubscribe`]: allowed,
-    /// or refused with the error the client gets in `unsubscribed`. An
-    /// allowed subscribe within the connection's limit is asked of the
-    /// broker ([`Output::Join`]).
-    pub fn handle_subscribe_authorized(
-        &mut self,
-        now: Instant,
-        ticket: Ticket,
-        verdict: Result<(), ErrorBody>,
-    ) {
-        self.handle_subscribe_granted(now, ticket, verdict.map(|()| None));
-    }
-
-    /// As [`handle_subscribe_authorized`](Self::handle_subscribe_authorized),
-    /// for a subscription token good for `Some(d)` from `now`: the
-    /// subscription then lasts until `now + d` unless `sub_refresh` extends
-    /// it (spec/PROTOCOL.md §5.8).
-    pub fn handle_subscribe_granted(
+    /// The authorizer's answer for [`Output::AuthorizeSubscribe`]
+    /// ([`Input::SubscribeAuthorized`](super::Input::SubscribeAuthorized)).
+    pub(super) fn handle_subscribe_authorized(
         &mut self,
         now: Instant,
         ticket: Ticket,
@@ -254,26 +239,15 @@ impl<F> Connection<F> {
         });
     }
 
-    /// The broker's answer for [`Output::Join`], with the outbound queue
-    /// empty ([`OutboundRoom::whole`]): see
-    /// [`handle_joined_within`](Self::handle_joined_within).
-    pub fn handle_joined(&mut self, now: Instant, ticket: Ticket, answer: JoinAnswer<F>)
-    where
-        F: AsRef<[u8]>,
-    {
-        let room = OutboundRoom::whole(&self.limits);
-        self.handle_joined_within(now, ticket, answer, room);
-    }
-
     /// The broker's answer for [`Output::Join`], while the driver's
-    /// outbound queue has `room`. Joined: `subscribed`, the replay, and
+    /// outbound queue has `room` ([`Input::Joined`](super::Input::Joined)). Joined: `subscribed`, the replay, and
     /// from then on live frames. A replay the room does not take
     /// ([`OutboundRoom::takes_replay`]) is not sent: `subscribed` says
     /// `recovered: false` at the replay's top instead (spec/PROTOCOL.md
     /// §5.7), so a resume is never answered by a slow-consumer close. A
     /// join the connection no longer wants (replaced, ended, closed) is
     /// left again at once.
-    pub fn handle_joined_within(
+    pub(super) fn handle_joined(
         &mut self,
         now: Instant,
         ticket: Ticket,
@@ -357,7 +331,7 @@ impl<F> Connection<F> {
     /// A live publication at `offset` of `subscription` on `channel`,
     /// encoded as `frame`: sent unless the subscription was replaced or
     /// ended, or `offset` was already sent (by the replay).
-    pub fn handle_live(&mut self, channel: &str, subscription: u64, offset: u64, frame: F) {
+    pub(super) fn handle_live(&mut self, channel: &str, subscription: u64, offset: u64, frame: F) {
         let Some(held) = self
             .activity
             .as_mut()
@@ -375,7 +349,7 @@ impl<F> Connection<F> {
     /// The broker stopped delivering `subscription` because this connection
     /// fell behind: the client is told (`unsubscribed` `lagged`) and
     /// resubscribes from its position, so the history replays what it missed.
-    pub fn handle_lagged(&mut self, channel: &str, subscription: u64) {
+    pub(super) fn handle_lagged(&mut self, channel: &str, subscription: u64) {
         let lagged = ErrorBody::new("lagged", "subscriber fell behind");
         self.handle_subscription_ended(channel, subscription, &lagged);
     }
@@ -386,7 +360,7 @@ impl<F> Connection<F> {
     /// code whether and when to subscribe again (spec §5.3). A stale
     /// `subscription` (the channel was left or subscribed again since) is
     /// ignored.
-    pub fn handle_subscription_ended(
+    pub(super) fn handle_subscription_ended(
         &mut self,
         channel: &str,
         subscription: u64,

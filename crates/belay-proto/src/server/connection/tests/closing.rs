@@ -16,7 +16,15 @@ fn closing_leaves_every_subscription_then_closes_and_nothing_follows() {
     assert_eq!(leaves, 2);
     assert!(matches!(out.last(), Some(Output::Close { code, .. }) if code.0 == 1001));
     text(&mut conn, T0, json!({"type": "subscribe", "channel": "c"}));
-    conn.handle_live("a", 1, 9, "late");
+    conn.handle_input(
+        T0,
+        Input::Live {
+            channel: "a",
+            subscription: 1,
+            offset: 9,
+            frame: "late",
+        },
+    );
     conn.close(CloseCode::NORMAL, "again");
     assert!(drain(&mut conn).is_empty());
 }
@@ -25,7 +33,7 @@ fn closing_leaves_every_subscription_then_closes_and_nothing_follows() {
 fn the_peers_close_ends_the_connection() {
     let mut conn = open();
     subscribe(&mut conn, T0, "a", 1, 0);
-    conn.handle_frame(T0, Frame::Close(Some(1000)));
+    conn.handle_input(T0, Input::Frame(Frame::Close(Some(1000))));
     let out = drain(&mut conn);
     assert_eq!(sent(&out), ["peer gone Some(1000)"]);
     assert_eq!(conn.phase(), Phase::Closed);
@@ -55,7 +63,13 @@ fn a_drain_closes_1012_once_the_requests_in_flight_are_answered() {
     assert!(!out
         .iter()
         .any(|o| matches!(o, Output::AuthorizeRequest { .. })));
-    conn.handle_reply(at(100), call, Reply::Result(RawJson::null()));
+    conn.handle_input(
+        at(100),
+        Input::Reply {
+            ticket: call,
+            reply: Reply::Result(RawJson::null()),
+        },
+    );
     let out = sent(&drain(&mut conn));
     assert_eq!(out[0], r#"{"type":"response","id":1,"result":null}"#);
     assert_eq!(out[1], "close 1012 server restarting");
@@ -89,7 +103,7 @@ fn over_capacity_a_browser_is_told_when_to_return_then_closed_1013() {
 #[test]
 fn a_full_outbound_queue_closes_4009_without_writing_what_waits() {
     let mut conn = open();
-    conn.handle_queue_full();
+    conn.handle_input(T0, Input::QueueFull);
     let out = drain(&mut conn);
     assert!(out.contains(&Output::Close {
         code: CloseCode::SLOW_CONSUMER,

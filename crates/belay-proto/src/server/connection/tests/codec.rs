@@ -6,7 +6,10 @@ use super::*;
 use crate::message::{encode_client_binary, ClientMessage, Codec, Connect, Request};
 
 fn binary(conn: &mut Conn, now: Instant, message: &ClientMessage) {
-    conn.handle_frame(now, Frame::Binary(&encode_client_binary(message)));
+    conn.handle_input(
+        now,
+        Input::Frame(Frame::Binary(&encode_client_binary(message))),
+    );
 }
 
 fn connect() -> ClientMessage {
@@ -25,7 +28,13 @@ fn open_binary() -> Conn {
     let Some(Output::Authenticate { ticket, .. }) = conn.poll_output() else {
         panic!("a binary connect must be authenticated")
     };
-    conn.handle_auth(T0, ticket, AuthVerdict::accepted());
+    conn.handle_input(
+        T0,
+        Input::Auth {
+            ticket,
+            verdict: AuthVerdict::accepted(),
+        },
+    );
     assert!(matches!(
         conn.poll_output(),
         Some(Output::Send(ServerMessage::Welcome(_)))
@@ -82,7 +91,10 @@ fn a_text_connect_on_a_binary_connection_is_not_a_connect() {
 fn a_binary_request_that_does_not_decode_gets_its_one_response() {
     let mut conn = open_binary();
     // Code 0x0010, flags 0, id 9, then a method length past the frame.
-    conn.handle_frame(at(1), Frame::Binary(&[0x00, 0x10, 0x00, 0x09, 0x7f]));
+    conn.handle_input(
+        at(1),
+        Input::Frame(Frame::Binary(&[0x00, 0x10, 0x00, 0x09, 0x7f])),
+    );
     let outputs = drain(&mut conn);
     let responses: Vec<_> = outputs
         .iter()
@@ -98,7 +110,7 @@ fn a_binary_request_that_does_not_decode_gets_its_one_response() {
 #[test]
 fn an_unknown_binary_code_is_answered_bad_request() {
     let mut conn = open_binary();
-    conn.handle_frame(at(1), Frame::Binary(&[0x12, 0x34]));
+    conn.handle_input(at(1), Input::Frame(Frame::Binary(&[0x12, 0x34])));
     let outputs = drain(&mut conn);
     assert_eq!(
         sent(&outputs),

@@ -6,7 +6,7 @@ use super::*;
 fn unknown_types_and_binary_frames_are_answered_and_keep_the_connection() {
     let mut conn = open();
     text(&mut conn, T0, json!({"type": "frobnicate"}));
-    conn.handle_frame(T0, Frame::Binary(b"\x00\x01"));
+    conn.handle_input(T0, Input::Frame(Frame::Binary(b"\x00\x01")));
     let out = drain(&mut conn);
     assert_eq!(
         sent(&out),
@@ -47,11 +47,11 @@ fn frames_over_the_budget_are_refused_and_a_flood_closes_4029() {
 #[test]
 fn websocket_pings_are_answered_with_their_payload_within_the_liveness_budget() {
     let mut conn = open();
-    conn.handle_frame(T0, Frame::Ping(b"abc"));
+    conn.handle_input(T0, Input::Frame(Frame::Ping(b"abc")));
     assert_eq!(drain(&mut conn), [Output::Pong(b"abc".to_vec())]);
     let mut closed = false;
     for _ in 0..100_000 {
-        conn.handle_frame(T0, Frame::Ping(b""));
+        conn.handle_input(T0, Input::Frame(Frame::Ping(b"")));
         if closed_with(&drain(&mut conn)).is_some_and(|c| c == (4029, "ping flood".into())) {
             closed = true;
             break;
@@ -83,7 +83,7 @@ fn a_silent_peer_is_probed_then_reaped_4000_dropping_what_is_unsent() {
 #[test]
 fn any_frame_keeps_the_peer_alive() {
     let mut conn = open();
-    conn.handle_frame(at(20_000), Frame::Pong);
+    conn.handle_input(at(20_000), Input::Frame(Frame::Pong));
     assert_eq!(conn.poll_timeout(), Some(at(45_000)));
 }
 
@@ -96,7 +96,7 @@ fn transport_failures_close_with_their_documented_codes() {
         (TransportError::Gone, None),
     ] {
         let mut conn = open();
-        conn.handle_transport_error(T0, error);
+        conn.handle_input(T0, Input::TransportError(error));
         let out = drain(&mut conn);
         assert_eq!(closed_with(&out).map(|c| c.0), want, "{error:?}");
         assert_eq!(conn.phase(), Phase::Closed);

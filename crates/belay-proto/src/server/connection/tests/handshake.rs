@@ -9,7 +9,13 @@ fn connect_is_authenticated_then_welcomed_with_a_seeded_session_id() {
     text(&mut a, T0, json!({"type": "connect", "protocol": 1}));
     let out = drain(&mut a);
     assert!(matches!(&out[..], [Output::Authenticate { token: Some(t), .. }] if t == "header"));
-    a.handle_auth(T0, ticket_of(&out), AuthVerdict::accepted());
+    a.handle_input(
+        T0,
+        Input::Auth {
+            ticket: ticket_of(&out),
+            verdict: AuthVerdict::accepted(),
+        },
+    );
     let out = drain(&mut a);
     let Some(Output::Send(ServerMessage::Welcome(welcome))) = out.first() else {
         panic!("{out:?}")
@@ -25,7 +31,13 @@ fn connect_is_authenticated_then_welcomed_with_a_seeded_session_id() {
     let mut b = Conn::new(Limits::default(), T0, 43);
     text(&mut b, T0, json!({"type": "connect", "protocol": 1}));
     let t = ticket_of(&drain(&mut b));
-    b.handle_auth(T0, t, AuthVerdict::accepted());
+    b.handle_input(
+        T0,
+        Input::Auth {
+            ticket: t,
+            verdict: AuthVerdict::accepted(),
+        },
+    );
     assert_ne!(b.session_id(), open().session_id());
 }
 
@@ -52,7 +64,7 @@ fn anything_but_connect_first_closes_1002() {
         Frame::Binary(b"\x00\x01"),
     ] {
         let mut conn = Conn::new(Limits::default(), T0, 1);
-        conn.handle_frame(T0, frame);
+        conn.handle_input(T0, Input::Frame(frame));
         let out = drain(&mut conn);
         assert_eq!(closed_with(&out), Some((1002, "connect expected".into())));
         assert_eq!(conn.phase(), Phase::Closed);
@@ -87,7 +99,13 @@ fn an_authenticator_slower_than_the_handshake_timeout_closes_4008() {
     let deadline = conn.poll_timeout().unwrap();
     conn.handle_timeout(deadline);
     assert_eq!(closed_with(&drain(&mut conn)).map(|c| c.0), Some(4008));
-    conn.handle_auth(deadline, ticket, AuthVerdict::accepted());
+    conn.handle_input(
+        deadline,
+        Input::Auth {
+            ticket,
+            verdict: AuthVerdict::accepted(),
+        },
+    );
     assert!(
         drain(&mut conn).is_empty(),
         "a late verdict changes nothing"
@@ -106,7 +124,7 @@ fn a_refused_or_already_expired_credential_closes_4001() {
         let mut conn = Conn::new(Limits::default(), T0, 1);
         text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
         let ticket = ticket_of(&drain(&mut conn));
-        conn.handle_auth(T0, ticket, verdict);
+        conn.handle_input(T0, Input::Auth { ticket, verdict });
         assert_eq!(
             sent(&drain(&mut conn)),
             ["close 4001 unauthorized".to_owned()]
@@ -119,11 +137,13 @@ fn a_refusal_with_a_reason_closes_4001_with_that_reason() {
     let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let ticket = ticket_of(&drain(&mut conn));
-    conn.handle_auth(
+    conn.handle_input(
         T0,
-        ticket,
-        AuthVerdict::RefusedFor {
-            reason: "token expired".into(),
+        Input::Auth {
+            ticket,
+            verdict: AuthVerdict::RefusedFor {
+                reason: "token expired".into(),
+            },
         },
     );
     assert_eq!(
@@ -137,11 +157,13 @@ fn a_credential_nobody_could_judge_closes_1013_so_the_client_retries() {
     let mut conn = Conn::new(Limits::default(), T0, 1);
     text(&mut conn, T0, json!({"type": "connect", "protocol": 1}));
     let ticket = ticket_of(&drain(&mut conn));
-    conn.handle_auth(
+    conn.handle_input(
         T0,
-        ticket,
-        AuthVerdict::Unavailable {
-            reason: "the backend is unreachable".into(),
+        Input::Auth {
+            ticket,
+            verdict: AuthVerdict::Unavailable {
+                reason: "the backend is unreachable".into(),
+            },
         },
     );
     assert_eq!(
@@ -159,7 +181,7 @@ fn open_expiring_at(expiry: Instant) -> Conn {
         expires_at: Some(expiry),
         pacing: None,
     };
-    conn.handle_auth(T0, ticket, verdict);
+    conn.handle_input(T0, Input::Auth { ticket, verdict });
     drain(&mut conn);
     conn
 }
@@ -202,7 +224,13 @@ fn messages_pipelined_after_connect_run_after_welcome() {
     text(&mut conn, T0, json!({"type": "subscribe", "channel": "a"}));
     let out = drain(&mut conn);
     assert_eq!(out.len(), 1, "only the authentication is asked: {out:?}");
-    conn.handle_auth(T0, ticket_of(&out), AuthVerdict::accepted());
+    conn.handle_input(
+        T0,
+        Input::Auth {
+            ticket: ticket_of(&out),
+            verdict: AuthVerdict::accepted(),
+        },
+    );
     let out = drain(&mut conn);
     assert!(matches!(out[0], Output::Send(ServerMessage::Welcome(_))));
     assert!(out

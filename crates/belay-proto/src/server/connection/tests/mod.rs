@@ -36,7 +36,7 @@ pub(super) fn sent(outputs: &[Output<&'static str>]) -> Vec<String> {
 }
 
 pub(super) fn text(conn: &mut Conn, now: Instant, frame: serde_json::Value) {
-    conn.handle_frame(now, Frame::Text(&frame.to_string()));
+    conn.handle_input(now, Input::Frame(Frame::Text(&frame.to_string())));
 }
 
 /// A connection through `welcome`, its outputs so far drained.
@@ -51,7 +51,13 @@ pub(super) fn open_with(limits: Limits) -> Conn {
     let Some(Output::Authenticate { ticket, .. }) = conn.poll_output() else {
         panic!("connect must be authenticated")
     };
-    conn.handle_auth(T0, ticket, AuthVerdict::accepted());
+    conn.handle_input(
+        T0,
+        Input::Auth {
+            ticket,
+            verdict: AuthVerdict::accepted(),
+        },
+    );
     drain(&mut conn);
     conn
 }
@@ -85,16 +91,35 @@ pub(super) fn called(conn: &mut Conn, id: u64, method: &str) -> Ticket {
         json!({"type": "request", "id": id, "method": method}),
     );
     let ask = ticket_of(&drain(conn));
-    conn.handle_request_authorized(T0, ask, Ok(()));
+    conn.handle_input(
+        T0,
+        Input::RequestAuthorized {
+            ticket: ask,
+            verdict: Ok(()),
+        },
+    );
     ticket_of(&drain(conn))
 }
 
 pub(super) fn subscribe(conn: &mut Conn, now: Instant, channel: &str, subscription: u64, top: u64) {
     text(conn, now, json!({"type": "subscribe", "channel": channel}));
     let ask = ticket_of(&drain(conn));
-    conn.handle_subscribe_authorized(now, ask, Ok(()));
+    conn.handle_input(
+        now,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Ok(None),
+        },
+    );
     let join = ticket_of(&drain(conn));
-    conn.handle_joined(now, join, joined(channel, subscription, top, vec![]));
+    conn.handle_input(
+        now,
+        Input::Joined {
+            ticket: join,
+            answer: joined(channel, subscription, top, vec![]),
+            room: None,
+        },
+    );
     drain(conn);
 }
 

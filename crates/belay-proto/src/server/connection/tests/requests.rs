@@ -12,7 +12,13 @@ fn a_request_is_authorized_called_and_answered_exactly_once() {
     );
     let out = drain(&mut conn);
     assert!(matches!(&out[..], [Output::AuthorizeRequest { method, .. }] if method == "echo"));
-    conn.handle_request_authorized(T0, ticket_of(&out), Ok(()));
+    conn.handle_input(
+        T0,
+        Input::RequestAuthorized {
+            ticket: ticket_of(&out),
+            verdict: Ok(()),
+        },
+    );
     let out = drain(&mut conn);
     let Output::Call { ticket, request } = &out[0] else {
         panic!("{out:?}")
@@ -20,8 +26,20 @@ fn a_request_is_authorized_called_and_answered_exactly_once() {
     assert_eq!((request.id, &request.params), (7, &Payload::from(1)));
     assert_eq!(conn.requests_in_flight(), 1);
     let ticket = *ticket;
-    conn.handle_reply(at(5), ticket, Reply::Result(RawJson::from_value(&json!(1))));
-    conn.handle_reply(at(6), ticket, Reply::Result(RawJson::null()));
+    conn.handle_input(
+        at(5),
+        Input::Reply {
+            ticket,
+            reply: Reply::Result(RawJson::from_value(&json!(1))),
+        },
+    );
+    conn.handle_input(
+        at(6),
+        Input::Reply {
+            ticket,
+            reply: Reply::Result(RawJson::null()),
+        },
+    );
     assert_eq!(
         sent(&drain(&mut conn)),
         [r#"{"type":"response","id":7,"result":1}"#.to_owned()]
@@ -38,7 +56,13 @@ fn a_denied_request_gets_its_error_and_is_never_called() {
         json!({"type": "request", "id": 1, "method": "admin"}),
     );
     let ticket = ticket_of(&drain(&mut conn));
-    conn.handle_request_authorized(T0, ticket, Err(ErrorBody::new("forbidden", "no")));
+    conn.handle_input(
+        T0,
+        Input::RequestAuthorized {
+            ticket,
+            verdict: Err(ErrorBody::new("forbidden", "no")),
+        },
+    );
     let out = drain(&mut conn);
     assert!(!out.iter().any(|o| matches!(o, Output::Call { .. })));
     assert_eq!(
@@ -59,7 +83,13 @@ fn requests_beyond_the_in_flight_bound_are_refused_rate_limited() {
         json!({"type": "request", "id": 1, "method": "slow"}),
     );
     let ticket = ticket_of(&drain(&mut conn));
-    conn.handle_request_authorized(T0, ticket, Ok(()));
+    conn.handle_input(
+        T0,
+        Input::RequestAuthorized {
+            ticket,
+            verdict: Ok(()),
+        },
+    );
     drain(&mut conn);
     text(
         &mut conn,

@@ -12,9 +12,22 @@ fn subscribe_for(conn: &mut Conn, now: Instant, channel: &str, lifetime: Duratio
         json!({"type": "subscribe", "channel": channel, "token": "s-1"}),
     );
     let ask = ticket_of(&drain(conn));
-    conn.handle_subscribe_granted(now, ask, Ok(Some(lifetime)));
+    conn.handle_input(
+        now,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Ok(Some(lifetime)),
+        },
+    );
     let join = ticket_of(&drain(conn));
-    conn.handle_joined(now, join, joined(channel, 7, 0, vec![]));
+    conn.handle_input(
+        now,
+        Input::Joined {
+            ticket: join,
+            answer: joined(channel, 7, 0, vec![]),
+            room: None,
+        },
+    );
     sent(&drain(conn))
 }
 
@@ -81,7 +94,13 @@ fn a_good_refresh_moves_the_expiry_and_says_so() {
     let mut conn = open();
     subscribe_for(&mut conn, T0, "private:1", Duration::from_secs(10));
     let check = refresh(&mut conn, at(8_000), "private:1");
-    conn.handle_sub_refresh_checked(at(8_000), check, Ok(Some(Duration::from_secs(30))));
+    conn.handle_input(
+        at(8_000),
+        Input::SubRefreshChecked {
+            ticket: check,
+            verdict: Ok(Some(Duration::from_secs(30))),
+        },
+    );
     assert_eq!(
         sent(&drain(&mut conn)),
         [r#"{"type":"sub_expiring","channel":"private:1","expires_in_ms":30000}"#]
@@ -102,7 +121,13 @@ fn a_refused_refresh_ends_the_subscription_with_the_refusal() {
     subscribe_for(&mut conn, T0, "private:1", Duration::from_secs(10));
     let check = refresh(&mut conn, at(1_000), "private:1");
     let denied = ErrorBody::new("forbidden", "the subscription token is for another user");
-    conn.handle_sub_refresh_checked(at(1_000), check, Err(denied));
+    conn.handle_input(
+        at(1_000),
+        Input::SubRefreshChecked {
+            ticket: check,
+            verdict: Err(denied),
+        },
+    );
     let outputs = drain(&mut conn);
     assert!(outputs.iter().any(|o| matches!(o, Output::Leave { .. })));
     assert_eq!(

@@ -12,7 +12,13 @@ fn subscribe_is_authorized_then_joined_then_confirmed_then_replayed() {
         json!({"type": "subscribe", "channel": "a", "since": since}),
     );
     let ask = ticket_of(&drain(&mut conn));
-    conn.handle_subscribe_authorized(T0, ask, Ok(()));
+    conn.handle_input(
+        T0,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Ok(None),
+        },
+    );
     let out = drain(&mut conn);
     let Output::Join { ticket, since, .. } = &out[0] else {
         panic!("{out:?}")
@@ -25,7 +31,14 @@ fn subscribe_is_authorized_then_joined_then_confirmed_then_replayed() {
         })
     );
     let replay = vec![(4, "pub 4"), (5, "pub 5")];
-    conn.handle_joined(T0, *ticket, joined("a", 11, 3, replay));
+    conn.handle_input(
+        T0,
+        Input::Joined {
+            ticket: *ticket,
+            answer: joined("a", 11, 3, replay),
+            room: None,
+        },
+    );
     let out = drain(&mut conn);
     assert_eq!(
         sent(&out),
@@ -37,9 +50,33 @@ fn subscribe_is_authorized_then_joined_then_confirmed_then_replayed() {
     );
     assert!(out.contains(&Output::Event(Event::Resumed { recovered: false })));
     // Live frames already replayed, or of another subscription, are dropped.
-    conn.handle_live("a", 11, 5, "dup 5");
-    conn.handle_live("a", 10, 6, "stale 6");
-    conn.handle_live("a", 11, 6, "pub 6");
+    conn.handle_input(
+        T0,
+        Input::Live {
+            channel: "a",
+            subscription: 11,
+            offset: 5,
+            frame: "dup 5",
+        },
+    );
+    conn.handle_input(
+        T0,
+        Input::Live {
+            channel: "a",
+            subscription: 10,
+            offset: 6,
+            frame: "stale 6",
+        },
+    );
+    conn.handle_input(
+        T0,
+        Input::Live {
+            channel: "a",
+            subscription: 11,
+            offset: 6,
+            frame: "pub 6",
+        },
+    );
     assert_eq!(sent(&drain(&mut conn)), ["pub 6"]);
     assert_eq!(conn.subscription_count(), 1);
 }
@@ -53,7 +90,13 @@ fn a_denied_subscribe_is_answered_unsubscribed_and_never_joined() {
         json!({"type": "subscribe", "channel": "secret"}),
     );
     let ask = ticket_of(&drain(&mut conn));
-    conn.handle_subscribe_authorized(T0, ask, Err(ErrorBody::new("forbidden", "no")));
+    conn.handle_input(
+        T0,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Err(ErrorBody::new("forbidden", "no")),
+        },
+    );
     let out = drain(&mut conn);
     assert!(!out.iter().any(|o| matches!(o, Output::Join { .. })));
     assert_eq!(
@@ -81,7 +124,13 @@ fn invalid_names_and_limits_refuse_a_subscribe() {
     subscribe(&mut conn, T0, "a", 1, 0);
     text(&mut conn, T0, json!({"type": "subscribe", "channel": "b"}));
     let ask = ticket_of(&drain(&mut conn));
-    conn.handle_subscribe_authorized(T0, ask, Ok(()));
+    conn.handle_input(
+        T0,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Ok(None),
+        },
+    );
     let out = drain(&mut conn);
     assert!(sent(&out)[0].contains(r#""code":"forbidden""#), "{out:?}");
     assert!(out.contains(&Output::Event(Event::SubscribeRefused)));
@@ -92,9 +141,22 @@ fn a_broker_without_room_refuses_unavailable() {
     let mut conn = open();
     text(&mut conn, T0, json!({"type": "subscribe", "channel": "a"}));
     let ask = ticket_of(&drain(&mut conn));
-    conn.handle_subscribe_authorized(T0, ask, Ok(()));
+    conn.handle_input(
+        T0,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Ok(None),
+        },
+    );
     let join = ticket_of(&drain(&mut conn));
-    conn.handle_joined(T0, join, JoinAnswer::NoRoom);
+    conn.handle_input(
+        T0,
+        Input::Joined {
+            ticket: join,
+            answer: JoinAnswer::NoRoom,
+            room: None,
+        },
+    );
     assert!(sent(&drain(&mut conn))[0].contains(r#""code":"unavailable""#));
     assert_eq!(conn.subscription_count(), 0);
 }
@@ -128,14 +190,27 @@ fn a_join_answered_after_its_subscribe_was_replaced_is_left_again() {
     let mut conn = open();
     text(&mut conn, T0, json!({"type": "subscribe", "channel": "a"}));
     let ask = ticket_of(&drain(&mut conn));
-    conn.handle_subscribe_authorized(T0, ask, Ok(()));
+    conn.handle_input(
+        T0,
+        Input::SubscribeAuthorized {
+            ticket: ask,
+            verdict: Ok(None),
+        },
+    );
     let first = ticket_of(&drain(&mut conn));
     text(
         &mut conn,
         T0,
         json!({"type": "unsubscribe", "channel": "a"}),
     );
-    conn.handle_joined(T0, first, joined("a", 5, 0, vec![]));
+    conn.handle_input(
+        T0,
+        Input::Joined {
+            ticket: first,
+            answer: joined("a", 5, 0, vec![]),
+            room: None,
+        },
+    );
     assert_eq!(
         drain(&mut conn),
         [Output::Leave {
@@ -150,9 +225,21 @@ fn a_join_answered_after_its_subscribe_was_replaced_is_left_again() {
 fn a_lagging_subscription_is_ended_and_the_client_told() {
     let mut conn = open();
     subscribe(&mut conn, T0, "a", 3, 0);
-    conn.handle_lagged("a", 2);
+    conn.handle_input(
+        T0,
+        Input::Lagged {
+            channel: "a",
+            subscription: 2,
+        },
+    );
     assert!(drain(&mut conn).is_empty(), "a replaced subscription's lag");
-    conn.handle_lagged("a", 3);
+    conn.handle_input(
+        T0,
+        Input::Lagged {
+            channel: "a",
+            subscription: 3,
+        },
+    );
     let out = drain(&mut conn);
     assert!(out.contains(&Output::Leave {
         channel: "a".into(),
@@ -189,9 +276,23 @@ fn a_subscription_the_broker_ends_is_left_with_the_brokers_error() {
     subscribe(&mut conn, T0, "a", 1, 0);
     subscribe(&mut conn, T0, "b", 2, 0);
     let down = ErrorBody::new("unavailable", "service down");
-    conn.handle_subscription_ended("a", 7, &down);
+    conn.handle_input(
+        T0,
+        Input::SubscriptionEnded {
+            channel: "a",
+            subscription: 7,
+            error: &down,
+        },
+    );
     assert!(drain(&mut conn).is_empty(), "a stale subscription's end");
-    conn.handle_subscription_ended("a", 1, &down);
+    conn.handle_input(
+        T0,
+        Input::SubscriptionEnded {
+            channel: "a",
+            subscription: 1,
+            error: &down,
+        },
+    );
     let out = drain(&mut conn);
     assert!(out.contains(&Output::Leave {
         channel: "a".into(),

@@ -4,12 +4,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use belay_proto::message::{encode_server, RawJson, ServerMessage, StreamPosition};
-use belay_proto::server::{ChannelLog, JoinAnswer};
-use belay_proto::{Instant, TransportId};
+use crate::message::{encode_server, RawJson, ServerMessage, StreamPosition};
+use crate::server::{ChannelLog, JoinAnswer};
+use crate::time::Instant;
+
+use super::records::ConnectionId;
 
 /// A subscriber: which server connection, and which subscription of it.
-pub type Subscriber = (TransportId, u64);
+pub type Subscriber = (ConnectionId, u64);
 
 /// Channels with bounded history and their live subscribers.
 #[derive(Debug)]
@@ -43,7 +45,7 @@ impl ModelBroker {
     pub fn join(
         &mut self,
         now: Instant,
-        connection: TransportId,
+        connection: ConnectionId,
         channel: &str,
         since: Option<&StreamPosition>,
     ) -> JoinAnswer<String> {

@@ -2,10 +2,12 @@
 
 use std::time::Duration;
 
-use belay_proto::rng::{RandomSource, SplitMix64};
+use crate::rng::{RandomSource, SplitMix64};
 
 /// Which way a frame travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+// A link has two ends: there is no third direction to add.
+#[allow(clippy::exhaustive_enums)]
 pub enum Direction {
     /// Client to server.
     Up,

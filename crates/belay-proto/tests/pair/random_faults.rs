@@ -9,8 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use belay_proto::message::Payload;
+use belay_proto::testing::Pair;
 use belay_proto::{Call, CloseCode, Config, Event, RequestId};
-use belay_test_support::Pair;
+
+use crate::support::C;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, RngSeed, TestRunner};
 
@@ -54,7 +56,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// (or a new subscription after an unsubscribe) first.
 fn check_streams(pair: &Pair) -> Result<(), TestCaseError> {
     let mut last: BTreeMap<String, (String, u64)> = BTreeMap::new();
-    for (at, event) in &pair.events {
+    for (at, event) in pair.events(C) {
         match event {
             Event::Publication(p) => {
                 if let Some((epoch, offset)) = last.get(&p.channel) {
@@ -85,21 +87,21 @@ fn check_streams(pair: &Pair) -> Result<(), TestCaseError> {
 
 fn run(ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
     let mut pair = Pair::new(Config::default(), seed);
-    pair.client.start(pair.now()).unwrap();
+    pair.command(C, |s, now| s.start(now)).unwrap();
     let mut issued: BTreeSet<RequestId> = BTreeSet::new();
     let mut next = [1u64; CHANNELS.len()];
     for op in ops {
         let now = pair.now();
         match op {
             Op::Subscribe(c) => {
-                let _ = pair.client.subscribe(now, CHANNELS[c]);
+                let _ = pair.client_mut(C).session.subscribe(now, CHANNELS[c]);
             }
             Op::Unsubscribe(c) => {
-                let _ = pair.client.unsubscribe(now, CHANNELS[c]);
+                let _ = pair.client_mut(C).session.unsubscribe(now, CHANNELS[c]);
             }
             Op::Request => {
                 let call = Call::new("echo", Payload::from(7));
-                if let Ok(id) = pair.client.request(now, call) {
+                if let Ok(id) = pair.client_mut(C).session.request(now, call) {
                     issued.insert(id);
                 }
             }
@@ -107,36 +109,45 @@ fn run(ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
                 pair.publish(CHANNELS[c], serde_json::json!(next[c]));
                 next[c] += 1;
             }
-            Op::Freeze => pair.link.freeze(),
-            Op::FreezeDown => pair.link.down_frozen = true,
-            Op::Cut => pair.link.cut = true,
+            Op::Freeze => pair.client_mut(C).link.freeze(),
+            Op::FreezeDown => pair.client_mut(C).link.down_frozen = true,
+            Op::Cut => pair.client_mut(C).link.cut = true,
             Op::Heal => {
-                pair.link.heal();
-                pair.link.loss = 0.0;
+                pair.client_mut(C).link.heal();
+                pair.client_mut(C).link.loss = 0.0;
             }
-            Op::Loss(percent) => pair.link.loss = f64::from(percent) / 100.0,
+            Op::Loss(percent) => pair.client_mut(C).link.loss = f64::from(percent) / 100.0,
             Op::ServerClose => pair.close_server_connections(CloseCode::GOING_AWAY, "restart"),
             Op::Drain => pair.drain_server(Duration::from_secs(2)),
             Op::Wait(ms) => pair.run_for(Duration::from_millis(u64::from(ms))),
         }
         pair.run_for(Duration::from_millis(1));
-        prop_assert!(pair.max_open_transports <= 1, "two live transports");
+        prop_assert!(
+            pair.client(C).max_open_transports <= 1,
+            "two live transports"
+        );
     }
     // Heal everything and give reconnects, requests and reaping their time:
     // the longest backoff step, a connect timeout, the server's ping
     // interval plus its pong timeout.
-    pair.link.heal();
-    pair.link.loss = 0.0;
+    pair.client_mut(C).link.heal();
+    pair.client_mut(C).link.loss = 0.0;
     pair.run_for(Duration::from_secs(150));
-    prop_assert!(pair.max_open_transports <= 1, "two live transports");
-    prop_assert!(pair.client.is_ready(), "ready again once the link heals");
+    prop_assert!(
+        pair.client(C).max_open_transports <= 1,
+        "two live transports"
+    );
+    prop_assert!(
+        pair.client(C).session.is_ready(),
+        "ready again once the link heals"
+    );
     prop_assert!(
         pair.server_connections() <= 1,
         "{} server connections for one client",
         pair.server_connections()
     );
     let mut settled: BTreeMap<RequestId, usize> = BTreeMap::new();
-    for (_, event) in &pair.events {
+    for (_, event) in pair.events(C) {
         if let Event::Response { id, .. } = event {
             *settled.entry(*id).or_default() += 1;
         }

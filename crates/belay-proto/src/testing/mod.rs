@@ -1,0 +1,44 @@
+//! The test harness of the core (feature `testing`), as quinn-proto keeps
+//! its `Pair` beside the machines it tests.
+//!
+//! [`Pair`] runs N client cores ([`Session`](crate::Session)) against the
+//! server core ([`Connection`](crate::server::Connection)) over simulated
+//! [`Link`]s (latency, loss, one direction frozen, cut), with a
+//! [`ModelBroker`] built on the core's `ChannelLog`, all in virtual time:
+//! the clock jumps to the next thing due, so minutes of protocol take
+//! milliseconds.
+//!
+//! ```text
+//!  Client 0 ── Link ──┐                 ┌─ Connection ─┐
+//!  Client 1 ── Link ──┼── Schedule ─────┼─ Connection ─┼── ModelBroker
+//!  …                  │ (virtual clock) └─ …          ─┘
+//! ```
+//!
+//! ```
+//! use std::time::Duration;
+//! use belay_proto::Config;
+//! use belay_proto::testing::{ClientId, Pair};
+//!
+//! let mut pair = Pair::new(Config::default(), 1);
+//! let second = pair.add_client(Config::default(), 2);
+//! for client in [ClientId::FIRST, second] {
+//!     pair.command(client, |session, now| session.start(now)).unwrap();
+//! }
+//! pair.run_for(Duration::from_secs(1));
+//! assert!(pair.client(second).session.is_ready());
+//! assert_eq!(pair.server_connections(), 2);
+//! ```
+
+mod broker;
+mod client_side;
+mod link;
+mod pair;
+mod records;
+mod schedule;
+mod server_side;
+
+pub use broker::{ModelBroker, Subscriber};
+pub use client_side::Client;
+pub use link::{Direction, Link};
+pub use pair::Pair;
+pub use records::{ClientId, ConnectionId, ServerRecord};

@@ -1,0 +1,215 @@
+//! The server side of a [`Pair`]: one `Connection` per transport a client
+//! opened, answered by an accepting authenticator, an allow-all authorizer,
+//! an `echo` method and the [`ModelBroker`](super::ModelBroker).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::close::CloseCode;
+use crate::message::{encode_server, ErrorBody, Payload, RawJson, Reply};
+use crate::server::{AuthVerdict, Connection, Frame, Input, Limits, Output};
+
+use super::link::Direction;
+use super::records::{ConnectionId, ServerRecord};
+use super::schedule::{Delivery, Wire};
+use super::Pair;
+
+/// The server's connections and what happened to them.
+#[derive(Debug)]
+pub(super) struct ServerSide {
+    limits: Arc<Limits>,
+    seed: u64,
+    pub(super) connections: BTreeMap<ConnectionId, Connection<String>>,
+    pub(super) log: Vec<ServerRecord>,
+}
+
+impl ServerSide {
+    pub(super) fn new(limits: Limits, seed: u64) -> Self {
+        ServerSide {
+            limits: Arc::new(limits),
+            seed,
+            connections: BTreeMap::new(),
+            log: Vec::new(),
+        }
+    }
+}
+
+impl Pair {
+    /// Publish `data` on `channel` from the application at the current
+    /// time; returns its offset.
+    pub fn publish(&mut self, channel: &str, data: serde_json::Value) -> u64 {
+        let now = self.now();
+        let (offset, deliveries) = self
+            .broker
+            .publish(now, channel, RawJson::from_value(&data));
+        for ((id, subscription), frame) in deliveries {
+            self.with_connection(id, |conn| {
+                let live = Input::Live {
+                    channel,
+                    subscription,
+                    offset,
+                    frame,
+                };
+                conn.handle_input(now, live);
+            });
+        }
+        self.pump_clients();
+        offset
+    }
+
+    /// The server closes every connection with `code` (a restart without
+    /// a drain, a policy close).
+    pub fn close_server_connections(&mut self, code: CloseCode, reason: &str) {
+        for id in self.connection_ids() {
+            self.with_connection(id, |conn| conn.close(code, reason));
+        }
+    }
+
+    /// The server drains: every connection is closed 1012 once its requests
+    /// are answered, at most `within` from now.
+    pub fn drain_server(&mut self, within: Duration) {
+        let now = self.now();
+        let until = now.saturating_add(within);
+        for id in self.connection_ids() {
+            self.with_connection(id, |conn| conn.drain(now, until));
+        }
+    }
+
+    pub(super) fn connection_ids(&self) -> Vec<ConnectionId> {
+        self.server.connections.keys().copied().collect()
+    }
+
+    /// A client's connection reaches the server.
+    pub(super) fn accept(&mut self, id: ConnectionId) {
+        let now = self.now();
+        let server = &mut self.server;
+        let seed = server.seed ^ ((id.client.0 as u64) << 32) ^ id.transport.0;
+        let conn = Connection::new(Arc::clone(&server.limits), now, seed);
+        server.log.push(ServerRecord::Accepted { at: now, id });
+        server.connections.insert(id, conn);
+    }
+
+    /// A client's frame reaches its server connection.
+    pub(super) fn server_receives(&mut self, id: ConnectionId, wire: &Wire) {
+        let now = self.now();
+        self.with_connection(id, |conn| {
+            let frame = match wire {
+                Wire::Text(text) => Frame::Text(text),
+                Wire::Close(code, _) => Frame::Close(Some(*code)),
+            };
+            conn.handle_input(now, Input::Frame(frame));
+        });
+    }
+
+    /// Give `id`'s connection to `f` (if it is still alive), then carry out
+    /// its outputs.
+    pub(super) fn with_connection(
+        &mut self,
+        id: ConnectionId,
+        f: impl FnOnce(&mut Connection<String>),
+    ) {
+        if let Some(mut conn) = self.server.connections.remove(&id) {
+            f(&mut conn);
+            self.pump_server(id, conn);
+        }
+    }
+
+    /// Carry out a server connection's outputs, then put it back unless it
+    /// ended.
+    fn pump_server(&mut self, id: ConnectionId, mut conn: Connection<String>) {
+        let now = self.now();
+        let mut ended = false;
+        while let Some(output) = conn.poll_output() {
+            let answer = match output {
+                Output::Send(message) => {
+                    self.send_down(id, Wire::Text(encode_server(&message)));
+                    None
+                }
+                Output::SendEncoded(frame) => {
+                    self.send_down(id, Wire::Text(frame));
+                    None
+                }
+                Output::Authenticate { ticket, .. } => Some(Input::Auth {
+                    ticket,
+                    verdict: AuthVerdict::accepted(),
+                }),
+                Output::AuthorizeSubscribe { ticket, .. } => Some(Input::SubscribeAuthorized {
+                    ticket,
+                    verdict: Ok(None),
+                }),
+                Output::Join {
+                    ticket,
+                    channel,
+                    since,
+                } => {
+                    let answer = self.broker.join(now, id, &channel, since.as_ref());
+                    Some(Input::Joined {
+                        ticket,
+                        answer,
+                        room: None,
+                    })
+                }
+                Output::Leave {
+                    channel,
+                    subscription,
+                } => {
+                    self.broker.leave(&channel, subscription);
+                    None
+                }
+                Output::AuthorizeRequest { ticket, .. } => Some(Input::RequestAuthorized {
+                    ticket,
+                    verdict: Ok(()),
+                }),
+                Output::Call { ticket, request } => Some(Input::Reply {
+                    ticket,
+                    reply: answer_call(&request.method, &request.params),
+                }),
+                Output::Close { code, reason, .. } => {
+                    let closed = ServerRecord::Closed {
+                        at: now,
+                        id,
+                        code: code.0,
+                    };
+                    self.server.log.push(closed);
+                    self.send_down(id, Wire::Close(code.0, reason));
+                    ended = true;
+                    None
+                }
+                Output::PeerGone { .. } => {
+                    self.server.log.push(ServerRecord::PeerGone { at: now, id });
+                    ended = true;
+                    None
+                }
+                Output::Event(event) => {
+                    let record = ServerRecord::Event { at: now, id, event };
+                    self.server.log.push(record);
+                    None
+                }
+                _ => None,
+            };
+            if let Some(input) = answer {
+                conn.handle_input(now, input);
+            }
+        }
+        if !ended {
+            self.server.connections.insert(id, conn);
+        }
+    }
+
+    fn send_down(&mut self, id: ConnectionId, wire: Wire) {
+        let link = &mut self.clients[id.client.0].link;
+        if link.delivers(Direction::Down) {
+            let latency = link.latency;
+            self.schedule.push(latency, Delivery::ToClient(id, wire));
+        }
+    }
+}
+
+/// The application's methods: `echo` answers its params.
+fn answer_call(method: &str, params: &Payload) -> Reply {
+    match method {
+        "echo" => Reply::Result(RawJson::from_value(params)),
+        _ => Reply::Error(ErrorBody::new("unknown_method", "no such method")),
+    }
+}
