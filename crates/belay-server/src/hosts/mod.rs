@@ -28,8 +28,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use belay_proto::host::{HostState, CALLS_CHANNEL_PREFIX, STATE_CHANNEL_PREFIX};
-use belay_proto::message::{ErrorBody, Reply};
+use belay_proto::host::HostState;
+use belay_proto::message::Reply;
 use belay_proto::server::{
     BeatAnswer, CallId, CallRequest, Delivery, HostCallError, HostCallOutput, HostCalls,
     HostCallsConfig, RegistryFull,
@@ -44,6 +44,7 @@ use crate::shared::Shared;
 pub(crate) mod answer;
 pub(crate) mod call;
 pub(crate) mod heartbeat;
+mod publish;
 
 pub(crate) use heartbeat::heartbeat;
 
@@ -233,66 +234,10 @@ impl HostRegistry {
         };
         for effect in effects {
             match effect {
-                Effect::Deliver(delivery) => deliver(shared, delivery),
-                Effect::Announce(host, state) => announce(shared, &host, state),
+                Effect::Deliver(delivery) => publish::deliver(shared, delivery),
+                Effect::Announce(host, state) => publish::announce(shared, &host, state),
             }
         }
         result
     }
-}
-
-/// Publish a call on `$host-calls:ID`; if the broker refuses it, the call
-/// ends and its caller is told why.
-fn deliver(shared: &Arc<Shared>, delivery: Delivery) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let server = crate::Server {
-        shared: Arc::clone(shared),
-    };
-    let call = delivery.call;
-    let publishing = server.publish(
-        &format!("{CALLS_CHANNEL_PREFIX}{}", delivery.host),
-        serde_json::json!({
-            "call": call.as_u64(),
-            "method": delivery.method,
-            "params": delivery.params,
-        }),
-    );
-    let shared = Arc::clone(shared);
-    runtime.spawn(async move {
-        if let Err(e) = publishing.await {
-            let code = match e {
-                crate::broker::PublishError::TooLarge { .. } => "too_large",
-                _ => "unavailable",
-            };
-            let body = ErrorBody::new(code, format!("the call could not be delivered: {e}"));
-            shared
-                .hosts
-                .end_call(&shared, call, Some(Reply::Error(body)));
-        }
-    });
-}
-
-/// Publish a changed state on `$host-state:ID`. The broker takes the
-/// publication in the order of these calls; its outcome is not waited for
-/// (a state nobody could be told is told at the next change).
-fn announce(shared: &Arc<Shared>, host: &Arc<str>, state: HostState) {
-    // A call ending while the runtime shuts down has nobody left to tell.
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    let server = crate::Server {
-        shared: Arc::clone(shared),
-    };
-    let publishing = server.publish(
-        &format!("{STATE_CHANNEL_PREFIX}{host}"),
-        serde_json::json!({ "state": state.as_str() }),
-    );
-    let host = Arc::clone(host);
-    runtime.spawn(async move {
-        if let Err(error) = publishing.await {
-            tracing::debug!(%host, %error, "host state not published");
-        }
-    });
 }

@@ -13,8 +13,67 @@ use super::{
     CallId, CallRequest, Delivery, HostCallError, HostCallOutput, HostCallsConfig, NoSuchCall,
 };
 
-/// The relay's hosts and the calls to them, clock-free (see the
-/// [module docs](super) for the life of a call and the polling contract).
+/// The relay's hosts and the calls to them, clock-free.
+///
+/// A client calls a method of a host with `$call`; the relay delivers the
+/// call on `$host-calls:ID` once a session of the host holds that channel,
+/// and the host answers with `$answer`. The host may be asleep: the call
+/// makes it needed, so its next heartbeat learns it must connect, and the
+/// call waits for that up to the wake bound ([`HostTiming::wake_bound`](crate::host::HostTiming::wake_bound)).
+/// Every decision of that life is taken here, on the `now` the driver
+/// passes in:
+///
+/// ```text
+///  $call ──▶ handle_call ─┬─ unknown / offline / busy / caller's share ─▶ Err(HostCallError)
+///                         ├─ host attached ─▶ Deliver ─────────────────┐
+///                         └─ host asleep: waits (state `waking`)       │
+///  session holds $host-calls:ID ─▶ handle_attached ─▶ Deliver ─────────┤
+///  wake bound passed ─▶ handle_timeout ─▶ Settled(Err(Asleep))         │
+///                                                                      ▼
+///  $answer ─▶ handle_answer ─▶ Settled(Ok(reply))          delivered, waiting
+///  deadline passed ─▶ handle_timeout ─▶ Settled(Err(Timeout))          │
+///  last session let go ─▶ handle_detached ─▶ Settled(Err(Lost)) ◀──────┘
+/// ```
+///
+/// Polling contract (as the other machines of the core): after every
+/// `handle_*` call, drain [`HostCalls::poll_output`]; sleep until
+/// [`HostCalls::poll_timeout`] (or a call's own
+/// [`HostCalls::call_timeout`]) and call [`HostCalls::handle_timeout`]
+/// then; early calls are no-ops. `poll_timeout` changes with
+/// `handle_call` (a new deadline), with deliveries (the deadline replaces
+/// the wake bound) and with every call that ends.
+///
+/// ```
+/// use belay_proto::host::HostState;
+/// use belay_proto::message::Reply;
+/// use belay_proto::server::{CallRequest, HostCallOutput, HostCalls, HostCallsConfig};
+/// use belay_proto::Instant;
+///
+/// let mut calls = HostCalls::new(HostCallsConfig::default());
+/// let t0 = Instant::from_millis(0);
+/// calls.handle_beat(t0, "pc-1").unwrap();
+/// let call = calls
+///     .handle_call(t0, CallRequest::new("pc-1", "session-7", "ping", serde_json::json!({})))
+///     .unwrap();
+/// // Asleep: the call waits, and the host is `waking`.
+/// assert!(matches!(
+///     calls.poll_output(),
+///     Some(HostCallOutput::StateChanged { state: HostState::Waking, .. })
+/// ));
+/// // Its session holds its calls channel: the call is delivered, it is `ready`.
+/// calls.handle_attached(Instant::from_millis(3_000), "pc-1");
+/// assert!(matches!(calls.poll_output(), Some(HostCallOutput::Deliver(d)) if d.call == call));
+/// assert!(matches!(
+///     calls.poll_output(),
+///     Some(HostCallOutput::StateChanged { state: HostState::Ready, .. })
+/// ));
+/// let reply = Reply::Result(serde_json::json!("pong").into());
+/// calls.handle_answer(Instant::from_millis(3_100), "pc-1", call, reply).unwrap();
+/// assert!(matches!(
+///     calls.poll_output(),
+///     Some(HostCallOutput::Settled { call: c, outcome: Ok(_), .. }) if c == call
+/// ));
+/// ```
 ///
 /// Bounded: [`HostCallsConfig::max_hosts`] records of a few hundred bytes,
 /// [`HostCallsConfig::max_calls_per_host`] calls per host.
