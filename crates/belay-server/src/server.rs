@@ -113,6 +113,7 @@ impl ServerBuilder {
         });
         let rate = self.config.accept_rate;
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
+        let hosts = crate::hosts::HostRegistry::new(&self.config);
         let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
         idempotency.set_max_bytes(self.config.idempotency_max_bytes);
         let shared = Shared {
@@ -142,7 +143,7 @@ impl ServerBuilder {
             events: broadcast::channel(1_024).0,
             sse: Arc::default(),
             sse_relay: self.sse_relay,
-            hosts: crate::hosts::HostRegistry::default(),
+            hosts,
         };
         Server {
             shared: Arc::new(shared),

@@ -17,6 +17,7 @@
 //!  subscribe       ──▶ ChannelLog::recover                                (subscribed + replay)
 //!                      can_resume, LiveFollow (a store shared by nodes)   (replay + live in step, or unavailable)
 //!  publish         ──▶ ChannelLog::publish                                (offsets, bounded history)
+//!  $call / $answer ──▶ HostCalls: wake, deliver, answer, deadlines        (host_asleep, host_lost, timeout)
 //!  SSE send        ──▶ SendOrder: one at a time, in number order          (204, 409 + 1002)
 //!  deploy          ──▶ DrainPlan                                          (503, advice, 1012)
 //!  every welcome   ──▶ FleetPacing: slot grid, restart advice             (pacing, reconnect)
@@ -33,6 +34,7 @@ mod drain;
 mod fleet;
 mod forwarded;
 mod history;
+mod host_calls;
 mod idempotency;
 mod limits;
 mod live_follow;
@@ -64,6 +66,10 @@ pub use forwarded::{
     parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,
 };
 pub use history::{ChannelLog, Recovery, MAX_OFFSET};
+pub use host_calls::{
+    BeatAnswer, CallId, CallRequest, Delivery, HostCallError, HostCallOutput, HostCalls,
+    HostCallsConfig, HostView, NoSuchCall, RegistryFull, DEFAULT_ANSWER_TIMEOUT,
+};
 pub use idempotency::{
     lost_attempt, params_digest, Begin, IdempotencyCache, SharedOutcome, DEFAULT_IN_FLIGHT_LIMIT,
     DEFAULT_MAX_BYTES, ENTRY_OVERHEAD,

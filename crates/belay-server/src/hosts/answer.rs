@@ -8,6 +8,7 @@
 //! `not_found`.
 
 use belay_proto::message::{ErrorBody, Payload, Reply};
+use belay_proto::server::CallId;
 
 use crate::rpc::CallContext;
 
@@ -23,7 +24,11 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
         Ok(parsed) => parsed,
         Err(why) => return refused("bad_request", format!("invalid $answer params: {why}")),
     };
-    if ctx.server.shared.hosts.answer(host, call, reply) {
+    let shared = &ctx.server.shared;
+    if shared
+        .hosts
+        .answer(shared, host, CallId::from_u64(call), reply)
+    {
         Reply::Result(serde_json::json!({}).into())
     } else {
         refused(

@@ -8,17 +8,22 @@
 //! the connect allowance, [`HostTiming::wake_bound`]); past that it
 //! settles `host_asleep`. Once published on `$host-calls:ID` the call
 //! waits for the host's `$answer` up to
-//! [`HostTiming::call_deadline`]`(answer_timeout)` from its start.
+//! [`HostTiming::call_deadline`]`(answer_timeout)` from its start. Those
+//! decisions are the core's [`HostCalls`](belay_proto::server::HostCalls)
+//! (see [`super`]); this file checks the params and the caller's access,
+//! and waits.
+//!
+//! [`HostTiming::wake_bound`]: belay_proto::host::HostTiming::wake_bound
+//! [`HostTiming::call_deadline`]: belay_proto::host::HostTiming::call_deadline
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::host::{valid_host_id, HostTiming, CALLS_CHANNEL_PREFIX, HOST_CHANNEL_PREFIX};
+use belay_proto::host::{valid_host_id, HOST_CHANNEL_PREFIX};
 use belay_proto::message::{ErrorBody, Payload, Reply};
+use belay_proto::server::{CallId, CallRequest, DEFAULT_ANSWER_TIMEOUT};
 use serde::Deserialize;
-use tokio::time::Instant;
 
-use super::CallRefusal;
 use crate::rpc::CallContext;
 use crate::shared::Shared;
 
@@ -26,7 +31,7 @@ use crate::shared::Shared;
 pub(crate) const METHOD: &str = "$call";
 
 /// How long a woken host may take to answer a call, beyond the wake.
-pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const ANSWER_TIMEOUT: Duration = DEFAULT_ANSWER_TIMEOUT;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,109 +64,46 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
     if let Err(e) = crate::access::settle(verdict).await {
         return refused(e.code(), e.to_string(), None);
     }
-    let timing = &shared.config.host_timing;
-    let ticket = match shared.hosts.start_call(shared, &params.host, &ctx.session) {
-        Ok(ticket) => ticket,
-        Err(refusal) => return refusal_reply(&refusal, &params.host, timing),
+    let host = params.host;
+    let request = CallRequest::new(
+        host.as_str(),
+        Arc::clone(&ctx.session),
+        params.method,
+        params.params,
+    );
+    let (call, mut reply) = match shared.hosts.start_call(shared, request) {
+        Ok(started) => started,
+        Err(refusal) => {
+            return Reply::Error(refusal.error_body(&host, &shared.config.host_timing));
+        }
     };
     let _ending = Ending {
         shared: Arc::clone(shared),
-        host: params.host.clone(),
-        call: ticket.id,
-        caller: Arc::clone(&ctx.session),
+        call,
     };
-    let started = Instant::now();
-    // Wait for the host to hold its calls channel, up to the wake bound.
-    let woken_by = started + timing.wake_bound();
-    loop {
-        let notified = ticket.ready.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if shared.hosts.is_attached(&params.host) {
-            break;
-        }
-        if tokio::time::timeout_at(woken_by, notified).await.is_err() {
-            return refused(
-                "host_asleep",
-                format!(
-                    "host {:?} did not wake within {} ms (one heartbeat interval plus the connect allowance)",
-                    params.host,
-                    timing.wake_bound().as_millis()
-                ),
-                Some(timing.heartbeat_interval),
-            );
+    // The core settles the call (answered, host_asleep, host_lost,
+    // timeout); this task only wakes it at the call's deadlines.
+    while let Some(deadline) = shared.hosts.call_timeout(call) {
+        tokio::select! {
+            settled = &mut reply => return settled.unwrap_or_else(|_| lost()),
+            () = tokio::time::sleep_until(shared.clock.to_std(deadline).into()) => {
+                shared.hosts.timeout(shared);
+            }
         }
     }
-    let Some(answer) = shared.hosts.expect_answer(&params.host, ticket.id) else {
-        return lost();
-    };
-    let call = serde_json::json!({
-        "call": ticket.id,
-        "method": params.method,
-        "params": params.params,
-    });
-    let channel = format!("{CALLS_CHANNEL_PREFIX}{}", params.host);
-    if let Err(e) = ctx.server.publish(&channel, call).await {
-        let code = match e {
-            crate::broker::PublishError::TooLarge { .. } => "too_large",
-            _ => "unavailable",
-        };
-        return refused(code, format!("the call could not be delivered: {e}"), None);
-    }
-    let deadline = started + timing.call_deadline(ANSWER_TIMEOUT);
-    match tokio::time::timeout_at(deadline, answer).await {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(_)) => lost(),
-        Err(_) => refused(
-            "timeout",
-            format!("host {:?} did not answer in time", params.host),
-            None,
-        ),
-    }
+    reply.await.unwrap_or_else(|_| lost())
 }
 
-/// Ends the call in the registry however `run` returns (or is dropped,
-/// when the caller's connection closes).
+/// Ends the call in the registry when `run` is dropped before it settles
+/// (the caller's connection closed); a no-op once it settled.
 struct Ending {
     shared: Arc<Shared>,
-    host: String,
-    call: u64,
-    caller: Arc<str>,
+    call: CallId,
 }
 
 impl Drop for Ending {
     fn drop(&mut self) {
-        self.shared
-            .hosts
-            .end_call(&self.shared, &self.host, self.call, &self.caller);
-    }
-}
-
-fn refusal_reply(refusal: &CallRefusal, host: &str, timing: &HostTiming) -> Reply {
-    match refusal {
-        CallRefusal::Unknown => refused(
-            "not_found",
-            format!("no host {host:?} has registered"),
-            None,
-        ),
-        CallRefusal::Offline => refused(
-            "host_offline",
-            format!(
-                "host {host:?} has not called the heartbeat endpoint for {} ms",
-                timing.offline_after().as_millis()
-            ),
-            None,
-        ),
-        CallRefusal::Busy => refused(
-            "rate_limited",
-            format!("host {host:?} has as many calls as it may"),
-            Some(Duration::from_secs(1)),
-        ),
-        CallRefusal::CallerBusy => refused(
-            "rate_limited",
-            format!("this connection holds its share of host {host:?}'s calls"),
-            Some(Duration::from_secs(1)),
-        ),
+        self.shared.hosts.end_call(&self.shared, self.call, None);
     }
 }
 

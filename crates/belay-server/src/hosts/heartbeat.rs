@@ -35,10 +35,10 @@ pub(crate) async fn heartbeat(State(server): State<Server>, headers: HeaderMap) 
         ));
     };
     match shared.hosts.beat(shared, &host) {
-        Ok((needed, state)) => Json(serde_json::json!({
+        Ok(beat) => Json(serde_json::json!({
             "host": &*host,
-            "needed": needed,
-            "state": state.as_str(),
+            "needed": beat.needed,
+            "state": beat.state.as_str(),
             "interval_ms": u64::try_from(shared.config.host_timing.heartbeat_interval.as_millis())
                 .unwrap_or(u64::MAX),
         }))

@@ -12,7 +12,8 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::{poll_read_scratch, WebSocket};
+use super::scratch::poll_read_scratch;
+use super::WebSocket;
 
 /// Most bytes a closing connection reads (and drops) from its peer while it
 /// waits for the peer's close: enough for what a client that broke the
@@ -113,7 +114,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WebSocket<S> {
             }
             if input.discarding {
                 self.read = BytesMut::new();
-                self.partial = None;
+                self.assembler.clear();
             }
         }
         let n = if input.discarding {

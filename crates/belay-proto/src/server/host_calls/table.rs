@@ -1,0 +1,194 @@
+//! The host table of [`HostCalls`]: registration (bounded, forgetting
+//! offline hosts), heartbeats, sessions attaching and leaving, subscribers,
+//! and the state announced on `$host-state:ID`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::host::{HostRecord, HostState};
+use crate::time::Instant;
+
+use super::HostCallOutput;
+use super::{
+    BeatAnswer, CallId, HostCallError, HostCalls, HostCallsConfig, HostView, RegistryFull,
+};
+
+/// One host: its record, the state last announced, its callers' shares.
+#[derive(Debug)]
+pub(super) struct Host {
+    pub(super) record: HostRecord,
+    /// The state last announced.
+    pub(super) published: HostState,
+    /// The calls each caller holds (only callers holding one).
+    pub(super) callers: HashMap<Arc<str>, usize>,
+}
+
+impl HostCalls {
+    /// A heartbeat from `host` at `now`: registered if new (refused when
+    /// the table is full); whether it is needed, and its state.
+    pub fn handle_beat(&mut self, now: Instant, host: &str) -> Result<BeatAnswer, RegistryFull> {
+        let timing = &self.config.timing;
+        let entry = register(
+            &mut self.hosts,
+            &mut self.early_subscribers,
+            &self.config,
+            now,
+            host,
+        )?;
+        entry.record.handle_beat(now);
+        let answer = BeatAnswer {
+            needed: entry.record.needed(now, timing),
+            state: entry.record.state(now, timing),
+        };
+        self.note(now, host);
+        Ok(answer)
+    }
+
+    /// A session of `host` now holds its calls channel: the calls waiting
+    /// for it are delivered. A host may attach before its first heartbeat;
+    /// when the table is full it is served all the same, only not counted.
+    pub fn handle_attached(&mut self, now: Instant, host: &str) {
+        let Ok(entry) = register(
+            &mut self.hosts,
+            &mut self.early_subscribers,
+            &self.config,
+            now,
+            host,
+        ) else {
+            return;
+        };
+        entry.record.handle_attached();
+        let mut waiting: Vec<CallId> = (self.calls.iter())
+            .filter(|(_, call)| &*call.host == host && call.request.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        waiting.sort_unstable();
+        for id in waiting {
+            self.deliver(id);
+        }
+        self.note(now, host);
+    }
+
+    /// A session of `host` let go of its calls channel. When it was the
+    /// last, the calls delivered to it settle [`HostCallError::Lost`] (it
+    /// may have run them); calls still waiting for the host go on waiting.
+    pub fn handle_detached(&mut self, now: Instant, host: &str) {
+        let Some(entry) = self.hosts.get_mut(host) else {
+            return;
+        };
+        entry.record.handle_detached(now);
+        if !entry.record.is_attached() {
+            let mut lost: Vec<CallId> = (self.calls.iter())
+                .filter(|(_, call)| &*call.host == host && call.request.is_none())
+                .map(|(id, _)| *id)
+                .collect();
+            lost.sort_unstable();
+            for id in lost {
+                self.settle(now, id, Err(HostCallError::Lost));
+            }
+        }
+        self.note(now, host);
+    }
+
+    /// A client subscribed to `$host:ID`.
+    pub fn handle_subscribed(&mut self, now: Instant, host: &str) {
+        self.subscription(now, host, true);
+    }
+
+    /// A client's subscription to `$host:ID` ended.
+    pub fn handle_unsubscribed(&mut self, now: Instant, host: &str) {
+        self.subscription(now, host, false);
+    }
+
+    fn subscription(&mut self, now: Instant, host: &str, up: bool) {
+        if let Some(entry) = self.hosts.get_mut(host) {
+            if up {
+                entry.record.handle_subscribed();
+            } else {
+                entry.record.handle_unsubscribed();
+            }
+            self.note(now, host);
+            return;
+        }
+        let early = self.early_subscribers.entry(Arc::from(host)).or_default();
+        *early = if up {
+            early.saturating_add(1)
+        } else {
+            early.saturating_sub(1)
+        };
+        if *early == 0 {
+            self.early_subscribers.remove(host);
+        }
+    }
+
+    /// Whether a session of `host` holds its calls channel.
+    pub fn is_attached(&self, host: &str) -> bool {
+        self.hosts
+            .get(host)
+            .is_some_and(|entry| entry.record.is_attached())
+    }
+
+    /// Hosts recorded.
+    pub fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Every host as seen at `now`, in no particular order.
+    pub fn hosts(&self, now: Instant) -> impl Iterator<Item = HostView> + '_ {
+        let timing = &self.config.timing;
+        self.hosts.iter().map(move |(host, entry)| HostView {
+            host: Arc::clone(host),
+            state: entry.record.state(now, timing),
+            needed: entry.record.needed(now, timing),
+            calls: entry.record.calls(),
+        })
+    }
+
+    /// Announce `host`'s state if it changed since the last announcement.
+    pub(super) fn note(&mut self, now: Instant, host: &str) {
+        let Some((host, entry)) = self.hosts.get_key_value(host) else {
+            return;
+        };
+        let state = entry.record.state(now, &self.config.timing);
+        if state == entry.published {
+            return;
+        }
+        let host = Arc::clone(host);
+        if let Some(entry) = self.hosts.get_mut(&host) {
+            entry.published = state;
+        }
+        self.outputs
+            .push_back(HostCallOutput::StateChanged { host, state });
+    }
+}
+
+/// The entry of `host`, registered if there is room (offline hosts nobody
+/// refers to are forgotten when there is not).
+fn register<'a>(
+    hosts: &'a mut HashMap<Arc<str>, Host>,
+    early_subscribers: &mut HashMap<Arc<str>, u32>,
+    config: &HostCallsConfig,
+    now: Instant,
+    host: &str,
+) -> Result<&'a mut Host, RegistryFull> {
+    let timing = &config.timing;
+    if !hosts.contains_key(host) {
+        if hosts.len() >= config.max_hosts {
+            hosts.retain(|_, entry| !entry.record.is_forgettable(now, timing));
+        }
+        if hosts.len() >= config.max_hosts {
+            return Err(RegistryFull);
+        }
+        let mut record = HostRecord::new(now);
+        for _ in 0..early_subscribers.remove(host).unwrap_or(0) {
+            record.handle_subscribed();
+        }
+        let entry = Host {
+            published: record.state(now, timing),
+            record,
+            callers: HashMap::new(),
+        };
+        return Ok(hosts.entry(Arc::from(host)).or_insert(entry));
+    }
+    hosts.get_mut(host).ok_or(RegistryFull)
+}

@@ -1,0 +1,67 @@
+//! What the registry asks the broker to carry: a call to its host's
+//! `$host-calls:ID`, a host's state to `$host-state:ID`. Both are spawned
+//! and not waited for by the input that caused them.
+
+use std::sync::Arc;
+
+use belay_proto::host::{HostState, CALLS_CHANNEL_PREFIX, STATE_CHANNEL_PREFIX};
+use belay_proto::message::{ErrorBody, Reply};
+use belay_proto::server::Delivery;
+
+use crate::shared::Shared;
+
+/// Publish a call on `$host-calls:ID`; if the broker refuses it, the call
+/// ends and its caller is told why.
+pub(super) fn deliver(shared: &Arc<Shared>, delivery: Delivery) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let server = crate::Server {
+        shared: Arc::clone(shared),
+    };
+    let call = delivery.call;
+    let publishing = server.publish(
+        &format!("{CALLS_CHANNEL_PREFIX}{}", delivery.host),
+        serde_json::json!({
+            "call": call.as_u64(),
+            "method": delivery.method,
+            "params": delivery.params,
+        }),
+    );
+    let shared = Arc::clone(shared);
+    runtime.spawn(async move {
+        if let Err(e) = publishing.await {
+            let code = match e {
+                crate::broker::PublishError::TooLarge { .. } => "too_large",
+                _ => "unavailable",
+            };
+            let body = ErrorBody::new(code, format!("the call could not be delivered: {e}"));
+            shared
+                .hosts
+                .end_call(&shared, call, Some(Reply::Error(body)));
+        }
+    });
+}
+
+/// Publish a changed state on `$host-state:ID`. The broker takes the
+/// publication in the order of these calls; its outcome is not waited for
+/// (a state nobody could be told is told at the next change).
+pub(super) fn announce(shared: &Arc<Shared>, host: &Arc<str>, state: HostState) {
+    // A call ending while the runtime shuts down has nobody left to tell.
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let server = crate::Server {
+        shared: Arc::clone(shared),
+    };
+    let publishing = server.publish(
+        &format!("{STATE_CHANNEL_PREFIX}{host}"),
+        serde_json::json!({ "state": state.as_str() }),
+    );
+    let host = Arc::clone(host);
+    runtime.spawn(async move {
+        if let Err(error) = publishing.await {
+            tracing::debug!(%host, %error, "host state not published");
+        }
+    });
+}
