@@ -264,7 +264,13 @@ impl ServerConfig {
             .set_namespaces(self.namespaces.clone())
             .set_drain(self.drain.clone())
             .set_max_publication_len(self.max_publication_len)
-            .set_max_channel_len(self.limits.max_channel_len());
+            .set_max_channel_len(self.limits.max_channel_len())
+            .set_host_calls(
+                belay_proto::server::HostCallsConfig::default()
+                    .with_timing(self.host_timing.clone())
+                    .with_bounds(self.max_hosts, self.max_calls_per_host)
+                    .with_answer_timeout(crate::hosts::call::ANSWER_TIMEOUT),
+            );
         config
     }
 

@@ -113,7 +113,6 @@ impl ServerBuilder {
         });
         let rate = self.config.accept_rate;
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
-        let hosts = crate::hosts::HostRegistry::new(&self.config);
         let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
         idempotency.set_max_bytes(self.config.idempotency_max_bytes);
         let shared = Shared {
@@ -143,7 +142,7 @@ impl ServerBuilder {
             events: broadcast::channel(1_024).0,
             sse: Arc::default(),
             sse_relay: self.sse_relay,
-            hosts,
+            hosts: crate::hosts::HostRegistry::default(),
         };
         Server {
             shared: Arc::new(shared),
@@ -353,7 +352,7 @@ impl Server {
             (
                 "belay_hosts",
                 "Resident hosts the relay keeps a record of (docs/HOSTS.md).",
-                shared.hosts.len(),
+                crate::hosts::HostRegistry::len(shared),
             ),
             (
                 "belay_pending_upgrades",

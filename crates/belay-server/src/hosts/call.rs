@@ -83,7 +83,7 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
     };
     // The core settles the call (answered, host_asleep, host_lost,
     // timeout); this task only wakes it at the call's deadlines.
-    while let Some(deadline) = shared.hosts.call_timeout(call) {
+    while let Some(deadline) = crate::hosts::HostRegistry::call_timeout(shared, call) {
         tokio::select! {
             settled = &mut reply => return settled.unwrap_or_else(|_| lost()),
             () = tokio::time::sleep_until(shared.clock.to_std(deadline).into()) => {

@@ -11,8 +11,9 @@
 //!
 //! Every decision (registration, needed, state, admitting a call, the
 //! wake bound, delivery, matching an answer, the answer deadline,
-//! `host_lost`) is belay-proto's [`HostCalls`], driven here on the
-//! server's clock (`shared.clock`): this module feeds it what the relay
+//! `host_lost`) is belay-proto's [`HostCalls`], held by the server's
+//! [`Node`](belay_proto::server::Node) and driven here on the server's
+//! clock (`shared.clock`): this module feeds it what the relay
 //! sees and does what it outputs (publish a call or a state, answer a
 //! waiting caller). A call's own task sleeps until that call's next
 //! deadline ([`HostCalls::call_timeout`]) and then lets the machine
@@ -32,12 +33,11 @@ use belay_proto::host::HostState;
 use belay_proto::message::Reply;
 use belay_proto::server::{
     BeatAnswer, CallId, CallRequest, Delivery, HostCallError, HostCallOutput, HostCalls,
-    HostCallsConfig, RegistryFull,
+    RegistryFull,
 };
 use belay_proto::Instant;
 use tokio::sync::oneshot;
 
-use crate::config::ServerConfig;
 use crate::metrics::lock;
 use crate::shared::Shared;
 
@@ -48,16 +48,13 @@ mod publish;
 
 pub(crate) use heartbeat::heartbeat;
 
-/// The registry of hosts, in [`Shared`]: the core's machine and the
-/// callers waiting for its verdicts.
+/// The relay's side of the hosts, in [`Shared`]: the callers waiting for
+/// the verdicts of the node's [`HostCalls`]. Lock order: the node, then
+/// the waiting callers.
+#[derive(Default)]
 pub(crate) struct HostRegistry {
-    inner: Mutex<Inner>,
-}
-
-struct Inner {
-    calls: HostCalls,
     /// Each started call's caller, waiting for its reply.
-    waiting: HashMap<CallId, oneshot::Sender<Reply>>,
+    waiting: Mutex<HashMap<CallId, oneshot::Sender<Reply>>>,
 }
 
 /// One host as a listing shows it.
@@ -78,20 +75,6 @@ enum Effect {
 }
 
 impl HostRegistry {
-    /// An empty registry with `config`'s bounds and timing.
-    pub(crate) fn new(config: &ServerConfig) -> Self {
-        let calls = HostCallsConfig::default()
-            .with_timing(config.host_timing.clone())
-            .with_bounds(config.max_hosts, config.max_calls_per_host)
-            .with_answer_timeout(call::ANSWER_TIMEOUT);
-        HostRegistry {
-            inner: Mutex::new(Inner {
-                calls: HostCalls::new(calls),
-                waiting: HashMap::new(),
-            }),
-        }
-    }
-
     /// A heartbeat from `host`: registered if new (refused when the
     /// registry is full); answers whether it is needed, and its state.
     pub(crate) fn beat(
@@ -99,26 +82,26 @@ impl HostRegistry {
         shared: &Arc<Shared>,
         host: &str,
     ) -> Result<BeatAnswer, RegistryFull> {
-        self.drive(shared, |inner, now| inner.calls.handle_beat(now, host))
+        self.drive(shared, |calls, now| calls.handle_beat(now, host))
     }
 
     /// A session of `host` now holds its calls channel.
     pub(crate) fn attached(&self, shared: &Arc<Shared>, host: &str) {
-        self.drive(shared, |inner, now| inner.calls.handle_attached(now, host));
+        self.drive(shared, |calls, now| calls.handle_attached(now, host));
     }
 
     /// A session of `host` let go of its calls channel.
     pub(crate) fn detached(&self, shared: &Arc<Shared>, host: &str) {
-        self.drive(shared, |inner, now| inner.calls.handle_detached(now, host));
+        self.drive(shared, |calls, now| calls.handle_detached(now, host));
     }
 
     /// A client subscribed to `$host:ID` (`up`) or left it.
     pub(crate) fn subscribers(&self, shared: &Arc<Shared>, host: &str, up: bool) {
-        self.drive(shared, |inner, now| {
+        self.drive(shared, |calls, now| {
             if up {
-                inner.calls.handle_subscribed(now, host);
+                calls.handle_subscribed(now, host);
             } else {
-                inner.calls.handle_unsubscribed(now, host);
+                calls.handle_unsubscribed(now, host);
             }
         });
     }
@@ -132,22 +115,22 @@ impl HostRegistry {
         let (tx, rx) = oneshot::channel();
         // The caller waits from before the call's first output: an answer
         // may come as soon as the delivery is out.
-        let id = self.drive(shared, |inner, now| {
-            let id = inner.calls.handle_call(now, request)?;
-            inner.waiting.insert(id, tx);
+        let id = self.drive(shared, |calls, now| {
+            let id = calls.handle_call(now, request)?;
+            lock(&self.waiting).insert(id, tx);
             Ok(id)
         })?;
         Ok((id, rx))
     }
 
     /// When `call` may next settle by time (`None`: it ended).
-    pub(crate) fn call_timeout(&self, call: CallId) -> Option<Instant> {
-        lock(&self.inner).calls.call_timeout(call)
+    pub(crate) fn call_timeout(shared: &Shared, call: CallId) -> Option<Instant> {
+        lock(&shared.node).host_calls().call_timeout(call)
     }
 
     /// Let the machine settle the calls whose deadline passed.
     pub(crate) fn timeout(&self, shared: &Arc<Shared>) {
-        self.drive(shared, |inner, now| inner.calls.handle_timeout(now));
+        self.drive(shared, |calls, now| calls.handle_timeout(now));
     }
 
     /// The host's answer to `call`; `false` when no such call waits.
@@ -158,8 +141,8 @@ impl HostRegistry {
         call: CallId,
         reply: Reply,
     ) -> bool {
-        self.drive(shared, |inner, now| {
-            inner.calls.handle_answer(now, host, call, reply)
+        self.drive(shared, |calls, now| {
+            calls.handle_answer(now, host, call, reply)
         })
         .is_ok()
     }
@@ -167,9 +150,9 @@ impl HostRegistry {
     /// `call` ended outside the machine: its caller left (`reply` `None`),
     /// or it could not be delivered (its caller gets `reply`).
     pub(crate) fn end_call(&self, shared: &Arc<Shared>, call: CallId, reply: Option<Reply>) {
-        let (ended, waiter) = self.drive(shared, |inner, now| {
-            let ended = inner.calls.handle_call_ended(now, call);
-            (ended, inner.waiting.remove(&call))
+        let (ended, waiter) = self.drive(shared, |calls, now| {
+            let ended = calls.handle_call_ended(now, call);
+            (ended, lock(&self.waiting).remove(&call))
         });
         if let (true, Some(waiter), Some(reply)) = (ended, waiter, reply) {
             let _ = waiter.send(reply);
@@ -179,8 +162,9 @@ impl HostRegistry {
     /// Every host, for the admin listing.
     pub(crate) fn list(&self, shared: &Arc<Shared>) -> Vec<HostView> {
         let now = shared.clock.now();
-        let mut views: Vec<HostView> = lock(&self.inner)
-            .calls
+        let node = lock(&shared.node);
+        let mut views: Vec<HostView> = node
+            .host_calls()
             .hosts(now)
             .map(|view| HostView {
                 host: view.host.to_string(),
@@ -194,20 +178,24 @@ impl HostRegistry {
     }
 
     /// Registered hosts.
-    pub(crate) fn len(&self) -> usize {
-        lock(&self.inner).calls.host_count()
+    pub(crate) fn len(shared: &Shared) -> usize {
+        lock(&shared.node).host_calls().host_count()
     }
 
     /// Feed the machine one input at the server's `now`, answer the
     /// callers it settled (under the lock: a oneshot send never waits),
     /// then publish what it asked for once the lock is released, in its
     /// order.
-    fn drive<R>(&self, shared: &Arc<Shared>, input: impl FnOnce(&mut Inner, Instant) -> R) -> R {
+    fn drive<R>(
+        &self,
+        shared: &Arc<Shared>,
+        input: impl FnOnce(&mut HostCalls, Instant) -> R,
+    ) -> R {
         let mut effects = Vec::new();
         let result = {
-            let mut inner = lock(&self.inner);
-            let result = input(&mut inner, shared.clock.now());
-            let Inner { calls, waiting } = &mut *inner;
+            let mut node = lock(&shared.node);
+            let calls = node.host_calls_mut();
+            let result = input(calls, shared.clock.now());
             while let Some(output) = calls.poll_output() {
                 match output {
                     HostCallOutput::Deliver(delivery) => effects.push(Effect::Deliver(delivery)),
@@ -222,12 +210,14 @@ impl HostRegistry {
                         let reply = outcome.unwrap_or_else(|error| {
                             Reply::Error(error.error_body(&host, &calls.config().timing))
                         });
-                        if let Some(waiter) = waiting.remove(&call) {
+                        if let Some(waiter) = lock(&self.waiting).remove(&call) {
                             let _ = waiter.send(reply);
                         }
                     }
-                    // A later kind of output: nothing this relay does yet.
-                    _ => {}
+                    other => {
+                        tracing::error!(?other, "the relay does not handle this host-call output");
+                        debug_assert!(false, "unhandled host-call output {other:?}");
+                    }
                 }
             }
             result

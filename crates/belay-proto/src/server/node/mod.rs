@@ -20,6 +20,7 @@
 //! | presence | `presence.rs` | whether a subscription is a presence member, its key, and whether its join and leave are announced |
 //! | reserved methods | `reserved/` | `$publish`, `$presence`, `$presence_stats`: their typed params, refusals and checks |
 //! | publications | `publication.rs` | the longest frame a publication can make, checked before the broker is asked |
+//! | resident hosts | [`HostCalls`] | the host table and every call's life (admit, wake bound, delivery, answer, deadline, `host_lost`), held by the node and reached through [`host_calls_mut`](Node::host_calls_mut) |
 //!
 //! The driver's run loop:
 //!
@@ -57,7 +58,9 @@ pub use reserved::{ReservedCall, PRESENCE_METHOD, PRESENCE_STATS_METHOD, PUBLISH
 
 use self::drain::DrainRun;
 use self::registry::Registry;
-use super::{DrainConfig, DrainPhase, Namespaces, DEFAULT_MAX_CHANNEL_LEN};
+use super::{
+    DrainConfig, DrainPhase, HostCalls, HostCallsConfig, Namespaces, DEFAULT_MAX_CHANNEL_LEN,
+};
 use crate::close::CloseCode;
 use crate::message::ReconnectAdvice;
 use crate::time::Instant;
@@ -83,6 +86,7 @@ pub struct NodeConfig {
     drain: DrainConfig,
     max_publication_len: usize,
     max_channel_len: usize,
+    host_calls: HostCallsConfig,
 }
 
 impl Default for NodeConfig {
@@ -92,6 +96,7 @@ impl Default for NodeConfig {
             drain: DrainConfig::default(),
             max_publication_len: 64 * 1024,
             max_channel_len: DEFAULT_MAX_CHANNEL_LEN,
+            host_calls: HostCallsConfig::default(),
         }
     }
 }
@@ -140,6 +145,17 @@ impl NodeConfig {
     /// See [`max_channel_len`](Self::max_channel_len).
     pub fn set_max_channel_len(&mut self, value: usize) -> &mut Self {
         self.max_channel_len = value;
+        self
+    }
+
+    /// The resident hosts' bounds and timing.
+    pub fn host_calls(&self) -> &HostCallsConfig {
+        &self.host_calls
+    }
+
+    /// See [`host_calls`](Self::host_calls).
+    pub fn set_host_calls(&mut self, value: HostCallsConfig) -> &mut Self {
+        self.host_calls = value;
         self
     }
 }
@@ -201,6 +217,7 @@ pub struct Node {
     registry: Registry,
     lifecycle: Lifecycle,
     drain: Option<DrainRun>,
+    host_calls: HostCalls,
     outputs: VecDeque<NodeOutput>,
 }
 
@@ -208,6 +225,7 @@ impl Node {
     /// A serving node with no connections.
     pub fn new(config: NodeConfig) -> Self {
         Node {
+            host_calls: HostCalls::new(config.host_calls.clone()),
             config,
             registry: Registry::default(),
             lifecycle: Lifecycle::Serving,
@@ -246,6 +264,17 @@ impl Node {
     /// Where a drain is at `now`, if one started.
     pub fn drain_phase(&self, now: Instant) -> Option<DrainPhase> {
         self.drain.as_ref().map(|run| run.phase(now))
+    }
+
+    /// The resident hosts' machine (its own inputs, outputs and timers:
+    /// each call's deadline is [`HostCalls::call_timeout`]).
+    pub fn host_calls(&self) -> &HostCalls {
+        &self.host_calls
+    }
+
+    /// See [`host_calls`](Self::host_calls).
+    pub fn host_calls_mut(&mut self) -> &mut HostCalls {
+        &mut self.host_calls
     }
 
     // ----- inputs -----
