@@ -100,7 +100,23 @@ fn given_on_command_line(matches: &clap::ArgMatches, subcommand: &str) -> Vec<St
         .collect()
 }
 
+/// The subcommands built only with the `tools` feature.
+#[cfg(not(feature = "tools"))]
+const TOOLS: [&str; 5] = ["abuse", "lab", "load", "proxy", "sim"];
+
 fn main() -> ExitCode {
+    // Say why a tool subcommand is missing rather than "unrecognized".
+    #[cfg(not(feature = "tools"))]
+    if let Some(tool) = std::env::args()
+        .nth(1)
+        .filter(|a| TOOLS.contains(&a.as_str()))
+    {
+        eprintln!(
+            "belay: `{tool}` is a tool subcommand, not in this build: build belay with \
+             `cargo build --release -p belay-cli --features tools`"
+        );
+        return ExitCode::from(2);
+    }
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
