@@ -1,8 +1,11 @@
 //! The minimal protocol clients every load runs: one task and one socket per
 //! session, frames told apart by their kind without a full decode, so one
 //! process can hold tens of thousands of sessions next to the server it
-//! measures. Not the core's `Session`: these clients measure the server,
-//! they do not decide anything about reconnecting.
+//! measures. They are not the core's `Session`: the few suites whose
+//! clients come back after a loss (the abuse victim, the cluster's capacity
+//! and recovery runs) resubscribe by hand, from their last position, so the
+//! run measures the server rather than a reconnect policy; `herd` is the
+//! suite that runs real `Session`s (through belay-client).
 //!
 //! * [`target`]: where the load goes (loopback only) and where it comes from
 //!   (127.0.0.x source addresses).
