@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cluster benchmarks: Belay nodes on the Redis broker (cluster-bench,
-# crates/belay-load/src/cluster; results in docs/BENCHMARKS.md, "Cluster on
+# crates/belay-load/src/suites/cluster; results in docs/BENCHMARKS.md, "Cluster on
 # Redis"). Each benchmark starts its own redis-server on a free loopback port
 # in a temporary directory (--save "" --appendonly no) and stops it at the end;
 # nodes and load-client groups are child processes, read through /proc.

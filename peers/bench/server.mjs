@@ -13,7 +13,7 @@
 //
 //   node server.mjs --kind ws [--ping-interval-ms 10000]
 //     ws 8.23.1 (WebSocketServer, path /ws) speaking the same small JSON
-//     protocol as the Rust floor server (crates/belay-load/src/floor.rs),
+//     protocol as the Rust floor server (crates/belay-load/src/servers/floor.rs),
 //     written the way a user of ws writes it: JSON.parse every message,
 //     JSON.stringify every answer, a Set of subscribers, one string sent to
 //     each. Frames: connect -> welcome; request echo -> response with the

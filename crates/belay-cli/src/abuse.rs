@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use belay_load::abuse::report::{self, AbuseReport};
-use belay_load::abuse::runner::{self, RunConfig};
-use belay_load::abuse::{self, Abuse};
+use belay_load::suites::abuse::report::{self, AbuseReport};
+use belay_load::suites::abuse::runner::{self, RunConfig};
+use belay_load::suites::abuse::{self, Abuse};
 
 /// Arguments of `belay abuse`.
 #[derive(Debug, clap::Args)]
@@ -41,7 +41,7 @@ pub(crate) struct Args {
     /// The attacker thread's nice value (0–19): 19 lets it use only the CPU
     /// the server and the victim leave idle, as an attacker on another
     /// host would; 0 runs it at the victim's priority.
-    #[arg(long, default_value_t = belay_load::abuse::attacker::DEFAULT_NICE, value_parser = clap::value_parser!(i32).range(0..=19))]
+    #[arg(long, default_value_t = belay_load::suites::abuse::attacker::DEFAULT_NICE, value_parser = clap::value_parser!(i32).range(0..=19))]
     attacker_nice: i32,
     /// The executable whose `serve --demo` is abused (default: this one).
     #[arg(long, value_name = "FILE")]

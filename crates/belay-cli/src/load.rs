@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use belay_load::broadcast::{self, BroadcastConfig};
-use belay_load::echo::{self, EchoConfig};
-use belay_load::idle::{self, IdleConfig};
-use belay_load::stats::ms;
-use belay_load::target::{parse_sources, Target};
+use belay_load::clients::target::{parse_sources, Target};
+use belay_load::loads::broadcast::{self, BroadcastConfig};
+use belay_load::loads::echo::{self, EchoConfig};
+use belay_load::loads::idle::{self, IdleConfig};
+use belay_load::measure::stats::ms;
 
 /// Arguments of `belay load`.
 #[derive(Debug, clap::Args)]

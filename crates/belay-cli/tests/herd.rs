@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use belay_load::herd::{self, HerdConfig, ServeSettings};
+use belay_load::suites::herd::{self, HerdConfig, ServeSettings};
 use belay_sim::policy::select_cases;
 
 const CLIENTS: usize = 200;

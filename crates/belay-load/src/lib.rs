@@ -1,56 +1,57 @@
-//! belay-load: the load generator behind `belay load` and the server
-//! benchmark harness (`server-bench`).
+//! belay-load: the load generator behind `belay load` and `belay abuse`, and
+//! the benchmark harness (`server-bench`, `cluster-bench`, `herd-bench`,
+//! `host-bench`).
 //!
 //! Every load is bounded in count and in time and aims at loopback only
-//! ([`target::Target::parse`] refuses anything else). Clients are minimal:
-//! one task and one tokio-websockets stream each, frames recognised by their
-//! `"type"` field without a full decode, so one process can hold tens of
-//! thousands of sessions next to the server it measures.
+//! ([`clients::target::Target::parse`] refuses anything else).
 //!
 //! ```text
-//!  server-bench ──spawns──▶ server process (Belay | floor) ◀── /proc/PID/{status,stat}
+//!  server-bench ──spawns──▶ server process (servers::belay | servers::floor) ◀── measure::procfs
 //!       │                          ▲
-//!       └── idle / echo / broadcast loads (this crate) ── 127.0.0.x sources
+//!       └── loads::{idle, echo, broadcast, …} over clients::{websocket, wire, sse} ── 127.0.0.x sources
 //! ```
 //!
-//! * [`idle`]: open N sessions, answer pings, hold them.
-//! * [`echo`]: C sessions × R sequential `echo` requests; throughput and latency.
-//! * [`broadcast`]: S subscribers of one channel, a publisher asking the
-//!   server to publish M stamped messages; deliveries/s and delivery latency.
-//! * [`http_publish`]: the broadcast load's other publisher, `POST /api/publish`
-//!   over keep-alive HTTP connections.
-//! * [`channels`]: S sessions × N distinct channels each, subscribed then
-//!   left, in rounds; what a channel costs and whether memory comes back.
-//! * [`floor`]: the bare tokio-websockets server Belay is compared with.
-//! * [`bench_server`]: the Belay server as the benchmarks configure it.
-//! * [`peers`]: the same loads against socket.io and a Node `ws` server (`server-bench peers`).
-//! * [`herd`]: `herd-bench`, real clients reconnecting after a real server
-//!   outage, per reconnect policy (docs/HERD.md).
-//! * [`abuse`]: the abuse harness behind `belay abuse` (docs/ABUSE.md).
-//! * [`server_runtime`]: the runtime a server process runs on.
+//! The modules, by kind:
+//!
+//! * [`clients`]: the minimal protocol clients the loads run.
+//!   * [`target`](clients::target): where the load goes and where it comes from.
+//!   * [`websocket`](clients::websocket): a Belay session over tokio-websockets (JSON).
+//!   * [`wire`](clients::wire): the same session in either codec (JSON or binary).
+//!   * [`sse`](clients::sse): a Belay session over the SSE fallback.
+//!   * [`socketio`](clients::socketio): a socket.io v4 client, for the peers.
+//! * [`loads`]: bounded loads that return a report.
+//!   * [`idle`](loads::idle): open N sessions, answer pings, hold them.
+//!   * [`echo`](loads::echo): C sessions × R sequential `echo` requests.
+//!   * [`broadcast`](loads::broadcast): S subscribers, M stamped messages; delivery latency.
+//!   * [`http_publish`](loads::http_publish): the broadcast's publisher over `POST /api/publish`.
+//!   * [`channels`](loads::channels): many distinct channels per session, subscribed then left.
+//!   * [`sse_compare`](loads::sse_compare): the SSE fallback against WebSocket on one server.
+//!   * [`socketio`](loads::socketio): the idle, echo and broadcast loads in socket.io.
+//! * [`servers`]: the servers under test.
+//!   * [`belay`](servers::belay): Belay's server as the benchmarks configure it.
+//!   * [`floor`](servers::floor): the bare tokio-websockets server Belay is compared with.
+//!   * [`child`](servers::child): a server under test as a child process.
+//! * [`suites`]: whole runs that start their own servers and write a report.
+//!   * [`peers`](suites::peers): Belay against the floor, `ws` and socket.io (`server-bench peers`).
+//!   * [`cluster`](suites::cluster): the Redis cluster broker over several nodes (`cluster-bench`).
+//!   * [`herd`](suites::herd): a fleet reconnecting after a real outage (`herd-bench`).
+//!   * [`hosts`](suites::hosts): idle resident hosts asleep and awake (`host-bench`).
+//!   * [`abuse`](suites::abuse): attackers next to a victim (`belay abuse`).
+//! * [`measure`]: what the loads measure with.
+//!   * [`stats`](measure::stats): latency samples and percentiles.
+//!   * [`procfs`](measure::procfs): a process's RSS and CPU time from `/proc`.
+//!
+//! The binaries (`src/bin/`): `server-bench/` (the loads against Belay and
+//! the floor, one module per benchmark), `cluster-bench.rs`, `herd-bench.rs`
+//! and `host-bench.rs` (thin fronts of their suites).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod abuse;
-pub mod bench_server;
-pub mod broadcast;
-pub mod channels;
-pub mod client;
-pub mod cluster;
-pub mod echo;
-pub mod floor;
-pub mod herd;
-pub mod hosts;
-pub mod http_publish;
-pub mod idle;
-pub mod peers;
-pub mod procfs;
-pub mod server_runtime;
-pub mod sse;
-pub mod sse_compare;
-pub mod stats;
-pub mod target;
-pub mod wire;
+pub mod clients;
+pub mod loads;
+pub mod measure;
+pub mod servers;
+pub mod suites;
 
 /// Why a load could not run or a session failed.
 #[derive(Debug, thiserror::Error)]

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use belay_load::broadcast::{self, BroadcastConfig, Publisher};
-use belay_load::http_publish::{self, HttpPublisher};
-use belay_load::target::Target;
+use belay_load::clients::target::Target;
+use belay_load::loads::broadcast::{self, BroadcastConfig, Publisher};
+use belay_load::loads::http_publish::{self, HttpPublisher};
 
 const KEY: &str = "a-test-api-key-0123456789";
 
@@ -17,7 +17,7 @@ async fn server() -> Target {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let server = belay_load::bench_server::build(Duration::from_secs(25));
+    let server = belay_load::servers::belay::build(Duration::from_secs(25));
     let router = server
         .router()
         .merge(belay_standalone::api::router(&server, KEY, 1 << 20, None));

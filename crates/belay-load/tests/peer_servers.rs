@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use belay_load::broadcast::{self, BroadcastConfig};
-use belay_load::echo::{self, EchoConfig};
-use belay_load::idle::{self, IdleConfig};
-use belay_load::peers::process::ServerChild;
-use belay_load::peers::{socketio_load, Peer};
+use belay_load::loads::broadcast::{self, BroadcastConfig};
+use belay_load::loads::echo::{self, EchoConfig};
+use belay_load::loads::idle::{self, IdleConfig};
+use belay_load::loads::socketio as socketio_load;
+use belay_load::servers::child::ServerChild;
+use belay_load::suites::peers::Peer;
 
 /// peers/bench, its packages installed.
 fn peers_bench() -> PathBuf {
@@ -32,7 +33,7 @@ fn peers_bench() -> PathBuf {
 
 /// A Node server of `peer` with a 1 s heartbeat (ping, and the allowance
 /// for the answer).
-fn start(peer: Peer) -> (ServerChild, belay_load::target::Target) {
+fn start(peer: Peer) -> (ServerChild, belay_load::clients::target::Target) {
     let dir = peers_bench();
     let command = peer.command(
         std::path::Path::new("unused: not a Rust server"),

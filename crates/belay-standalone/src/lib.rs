@@ -32,6 +32,10 @@
 //! .build();
 //! # let _ = server;
 //! ```
+//!
+//! The process runs on [`runtime::build_with_workers`]: tokio's
+//! multi-threaded runtime whose idle workers hand jemalloc's thread cache
+//! back (also the benchmark servers' runtime, belay-load).
 
 pub mod api;
 pub mod auth;
@@ -40,6 +44,7 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod proxy;
+pub mod runtime;
 
 pub use auth::{JwtAuthenticator, JwtError, MissingChannels};
 pub use config::{defaults_file, BrokerPlan, ConfigError, LoadError, Plan, PlanError, Settings};

@@ -48,7 +48,7 @@ pub(crate) fn run(args: &Args, explicit: &[String]) -> Result<(), String> {
         .with_writer(std::io::stderr)
         .init();
     let workers = args.bench.worker_threads.map(usize::from);
-    let runtime = belay_load::server_runtime::build_with_workers(workers)
+    let runtime = belay_standalone::runtime::build_with_workers(workers)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(serve(args))
 }

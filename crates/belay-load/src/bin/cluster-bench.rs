@@ -1,5 +1,5 @@
 //! `cluster-bench`: benchmarks of Belay nodes on the Redis broker
-//! (crates/belay-load/src/cluster). Each node, the redis-server and the
+//! (crates/belay-load/src/suites/cluster). Each node, the redis-server and the
 //! load-client groups of `capacity` run as their own processes; CPU and RSS
 //! are read from `/proc/PID`. Run it through `scripts/bench-cluster.sh`.
 #![forbid(unsafe_code)]
@@ -10,11 +10,11 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::time::Duration;
 
-use belay_load::cluster::capacity::{self, CapacityBench, HoldArgs};
-use belay_load::cluster::node::{self, NodeArgs};
-use belay_load::cluster::publish::{self, PublishBench};
-use belay_load::cluster::recovery::{self, RecoveryBench};
-use belay_load::target::parse_sources;
+use belay_load::clients::target::parse_sources;
+use belay_load::suites::cluster::capacity::{self, CapacityBench, HoldArgs};
+use belay_load::suites::cluster::node::{self, NodeArgs};
+use belay_load::suites::cluster::publish::{self, PublishBench};
+use belay_load::suites::cluster::recovery::{self, RecoveryBench};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -130,7 +130,7 @@ fn main() -> Result<(), String> {
     let cli = Cli::parse();
     let sources = parse_sources(&cli.sources).map_err(|e| e.to_string())?;
     let ping_interval = Duration::from_millis(cli.ping_interval_ms.max(1_000));
-    let runtime = belay_load::server_runtime::build().map_err(|e| e.to_string())?;
+    let runtime = belay_standalone::runtime::build().map_err(|e| e.to_string())?;
     match cli.command {
         Cmd::Node {
             broker,

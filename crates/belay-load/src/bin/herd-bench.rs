@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use belay_load::herd::{self, HerdConfig, ServeSettings};
+use belay_load::suites::herd::{self, HerdConfig, ServeSettings};
 use belay_proto::backoff::BackoffPolicy;
 use belay_sim::parse_duration;
 use belay_sim::policy::{select_cases, PolicyCase};

@@ -11,7 +11,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use belay_load::hosts::{memory, relay, traffic, wake};
+use belay_load::suites::hosts::{memory, relay, traffic, wake};
 use clap::{Parser, Subcommand};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -55,7 +55,7 @@ enum Cmd {
 
 fn main() -> Result<(), String> {
     let cli = Cli::parse();
-    let runtime = belay_load::server_runtime::build().map_err(|e| e.to_string())?;
+    let runtime = belay_standalone::runtime::build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         match cli.command {
             Cmd::Traffic { scale, seconds } => {

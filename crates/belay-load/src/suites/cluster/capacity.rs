@@ -1,0 +1,921 @@
+//! Capacity across nodes that share one port with `SO_REUSEPORT` (no
+//! balancer: the kernel spreads new connections over the listeners).
+//!
+//! Each process may hold at most 20,000 descriptors here, so the load
+//! clients are split over `cluster-bench hold` child processes (each at
+//! most 19,000 sessions, sources 127.0.0.1–127.0.0.40 round-robin), driven
+//! by lines on their stdin:
+//!
+//! ```text
+//! parent                         hold child (sessions answer pings all along)
+//!   (start)                 ──▶  opens N sessions            ──▶ OPENED ok failed ms first-error
+//!   alive                   ──▶                              ──▶ ALIVE n
+//!   subscribe               ──▶  every session subscribes    ──▶ SUBSCRIBED ok refused retried ms first-refusal
+//!   collect SECS            ──▶  waits for M publications    ──▶ RECEIVED deliveries complete gaps last-wall-µs resumed not-recovered first-problem
+//!                                                            ──▶ LAT µs,µs,…
+//!   (stdin closed)          ──▶  closes every session, exits
+//! ```
+//!
+//! A run measures the cluster (N nodes on Redis, one shared port) and, as
+//! its baseline, one node on the memory broker with one child's worth of
+//! connections: node RSS per connection idle (after a hold with heartbeats)
+//! and subscribed, CPU over the hold, then a broadcast from node 0 that
+//! must reach every subscriber on every node.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::SinkExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio_websockets::Message;
+
+use super::node::NodeProcess;
+use super::recovery::field_str;
+use super::redis::{free_port, RedisProcess};
+use super::subscribers::{self, PublishRequest};
+use super::{cpu_seconds, med, spread};
+use crate::clients::target::Target;
+use crate::clients::websocket::{self, wall_micros};
+use crate::measure::procfs::CLK_TCK;
+use crate::measure::stats::{ms, Latencies};
+
+/// Most sessions one hold process opens (its descriptor limit is 20,000).
+pub const MAX_PER_PROCESS: usize = 19_000;
+
+// ---------------------------------------------------------------- child side
+
+/// What a hold process opens.
+#[derive(Debug, Clone)]
+pub struct HoldArgs {
+    /// The target (loopback).
+    pub url: String,
+    /// Sessions (at most [`MAX_PER_PROCESS`]).
+    pub connections: usize,
+    /// Source addresses, round-robin.
+    pub sources: Vec<IpAddr>,
+    /// The channel to subscribe on `subscribe`.
+    pub channel: String,
+    /// Publications each session waits for after subscribing.
+    pub messages: u64,
+    /// Handshakes in flight at once.
+    pub handshakes: usize,
+    /// Subscribes pending at once (sent, not yet answered for good; 0:
+    /// every session subscribes at once).
+    pub subscribes_in_flight: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Hold,
+    Subscribe,
+    Report,
+    Stop,
+}
+
+#[derive(Debug)]
+enum Event {
+    Opened(Result<(), String>),
+    Subscribed(Result<(), String>),
+    /// A subscribe refused and to be retried after the backoff.
+    Refused(String),
+    Done(Received),
+}
+
+#[derive(Debug, Default)]
+struct Received {
+    got: u64,
+    gaps: u64,
+    /// Subscriptions lost (`unsubscribed`) and subscribed again from the
+    /// last position, as a Belay client does.
+    resumed: u32,
+    /// Of those, answered `recovered: false` (publications skipped).
+    not_recovered: u32,
+    latencies: Vec<u32>,
+    last_wall: u64,
+    error: Option<String>,
+}
+
+/// The hold process's main: open, then obey stdin until it closes.
+pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
+    let target = Target::parse(&args.url).map_err(|e| e.to_string())?;
+    let connections = args.connections.min(MAX_PER_PROCESS);
+    let started = std::time::Instant::now();
+    let (phase_tx, phase_rx) = watch::channel(Phase::Hold);
+    let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
+    let alive = Arc::new(AtomicUsize::new(0));
+    let permits = Arc::new(Semaphore::new(args.handshakes.max(1)));
+    let subscribe = format!(r#"{{"type":"subscribe","channel":"{}"}}"#, args.channel);
+    let subscribe_permits = (args.subscribes_in_flight > 0)
+        .then(|| Arc::new(Semaphore::new(args.subscribes_in_flight)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..connections {
+        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+            break;
+        };
+        let session = Session {
+            target: target.clone(),
+            source: websocket::source_for(&args.sources, i),
+            phase: phase_rx.clone(),
+            events: events_tx.clone(),
+            alive: Arc::clone(&alive),
+            subscribe: subscribe.clone(),
+            channel: args.channel.clone(),
+            messages: args.messages,
+            rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
+            subscribe_permits: subscribe_permits.clone(),
+        };
+        tasks.spawn(session.run(permit));
+    }
+    drop(events_tx);
+    let (mut ok, mut failed, mut first) = (0usize, 0usize, None);
+    let mut pending = Vec::new();
+    while ok + failed < connections {
+        match tokio::time::timeout(Duration::from_secs(600), events.recv()).await {
+            Ok(Some(Event::Opened(Ok(())))) => ok += 1,
+            Ok(Some(Event::Opened(Err(e)))) => {
+                failed += 1;
+                first.get_or_insert(e);
+            }
+            Ok(Some(other)) => pending.push(other),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    println!(
+        "OPENED {ok} {failed} {} {}",
+        started.elapsed().as_millis(),
+        one_line(first.as_deref())
+    );
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut subscribed = 0usize;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("alive") => println!("ALIVE {}", alive.load(Ordering::Relaxed)),
+            Some("subscribe") => {
+                let asked = std::time::Instant::now();
+                let _ = phase_tx.send(Phase::Subscribe);
+                let (mut refused, mut retried, mut first) = (0usize, 0usize, None);
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+                while subscribed + refused < ok {
+                    match tokio::time::timeout_at(deadline, events.recv()).await {
+                        Ok(Some(Event::Subscribed(Ok(())))) => subscribed += 1,
+                        Ok(Some(Event::Subscribed(Err(e)))) => {
+                            refused += 1;
+                            first.get_or_insert(e);
+                        }
+                        Ok(Some(Event::Refused(e))) => {
+                            retried += 1;
+                            first.get_or_insert(e);
+                        }
+                        Ok(Some(other)) => pending.push(other),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+                println!(
+                    "SUBSCRIBED {subscribed} {refused} {retried} {} {}",
+                    asked.elapsed().as_millis(),
+                    one_line(first.as_deref())
+                );
+            }
+            Some("collect") => {
+                let secs: u64 = words.next().and_then(|s| s.parse().ok()).unwrap_or(60);
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(secs.min(600));
+                let mut done: Vec<Received> = pending
+                    .drain(..)
+                    .filter_map(|e| match e {
+                        Event::Done(r) => Some(r),
+                        _ => None,
+                    })
+                    .collect();
+                let mut asked = false;
+                while done.len() < subscribed {
+                    match tokio::time::timeout_at(deadline, events.recv()).await {
+                        Ok(Some(Event::Done(r))) => done.push(r),
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        // Past the deadline: every session still waiting
+                        // reports what it has.
+                        Err(_) if !asked => {
+                            asked = true;
+                            let _ = phase_tx.send(Phase::Report);
+                        }
+                        Err(_) => {
+                            match tokio::time::timeout(Duration::from_secs(30), events.recv()).await
+                            {
+                                Ok(Some(Event::Done(r))) => done.push(r),
+                                Ok(Some(_)) => {}
+                                Ok(None) | Err(_) => break,
+                            }
+                        }
+                    }
+                }
+                let deliveries: u64 = done.iter().map(|r| r.got).sum();
+                let complete = done.iter().filter(|r| r.got == args.messages).count();
+                let gaps: u64 = done.iter().map(|r| r.gaps).sum();
+                let last = done.iter().map(|r| r.last_wall).max().unwrap_or(0);
+                let first = done.iter().find_map(|r| r.error.clone());
+                let resumed: u32 = done.iter().map(|r| r.resumed).sum();
+                let not_recovered: u32 = done.iter().map(|r| r.not_recovered).sum();
+                println!(
+                    "RECEIVED {deliveries} {complete} {gaps} {last} {resumed} {not_recovered} {}",
+                    one_line(first.as_deref())
+                );
+                let mut lat = String::with_capacity(deliveries as usize * 7);
+                lat.push_str("LAT ");
+                for r in &done {
+                    for v in &r.latencies {
+                        let _ = write!(lat, "{v},");
+                    }
+                }
+                println!("{}", lat.trim_end_matches(','));
+            }
+            _ => {}
+        }
+    }
+    let _ = phase_tx.send(Phase::Stop);
+    let _ = tokio::time::timeout(Duration::from_secs(20), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(())
+}
+
+fn one_line(error: Option<&str>) -> String {
+    error.map_or_else(|| "-".into(), |e| e.replace(['\n', '\r'], " "))
+}
+
+struct Session {
+    target: Target,
+    source: Option<IpAddr>,
+    phase: watch::Receiver<Phase>,
+    events: mpsc::UnboundedSender<Event>,
+    alive: Arc<AtomicUsize>,
+    subscribe: String,
+    channel: String,
+    messages: u64,
+    /// The backoff's jitter (xorshift64*, never 0).
+    rng: u64,
+    /// Subscribes pending at once in this process (`None`: unbounded).
+    subscribe_permits: Option<Arc<Semaphore>>,
+}
+
+type Acquiring = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<tokio::sync::OwnedSemaphorePermit, tokio::sync::AcquireError>,
+            > + Send,
+    >,
+>;
+
+/// Refusals of one session's subscribe retried before it counts as refused.
+const MAX_REFUSALS: u32 = 30;
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    /// Waiting for a turn to subscribe (the in-flight bound).
+    Waiting,
+    Pending,
+    /// Refused: subscribe again at this instant.
+    Retry(tokio::time::Instant),
+    Receiving(Received, Option<u64>),
+    /// Lost after subscribing: resubscribe from the position at this instant.
+    Lost(Received, Option<u64>, tokio::time::Instant),
+    /// Resubscribed from the position, waiting for `subscribed`.
+    Resuming(Received, Option<u64>),
+    Finished,
+}
+
+impl Session {
+    async fn run(mut self, permit: tokio::sync::OwnedSemaphorePermit) {
+        let opened = websocket::open(&self.target, self.source, Duration::from_secs(30)).await;
+        drop(permit);
+        let mut ws = match opened {
+            Ok(ws) => ws,
+            Err(e) => {
+                let _ = self.events.send(Event::Opened(Err(e.to_string())));
+                return;
+            }
+        };
+        self.alive.fetch_add(1, Ordering::Relaxed);
+        let _ = self.events.send(Event::Opened(Ok(())));
+        let mut state = State::Idle;
+        let mut refusals = 0u32;
+        let mut acquiring: Option<Acquiring> = None;
+        let mut turn: Option<tokio::sync::OwnedSemaphorePermit> = None;
+        let mut epoch = String::new();
+        loop {
+            // A turn lasts until the subscribe is answered for good.
+            if !matches!(state, State::Pending | State::Retry(_)) {
+                drop(turn.take());
+            }
+            let retry_at = match state {
+                State::Retry(at) | State::Lost(_, _, at) => Some(at),
+                _ => None,
+            };
+            tokio::select! {
+                acquired = async { acquiring.as_mut().expect("guarded").await }, if acquiring.is_some() => {
+                    acquiring = None;
+                    turn = acquired.ok();
+                    if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
+                        let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
+                        state = State::Finished;
+                    } else {
+                        state = State::Pending;
+                    }
+                }
+                () = tokio::time::sleep_until(retry_at.unwrap_or_else(tokio::time::Instant::now)), if retry_at.is_some() => {
+                    if let State::Lost(r, offset, _) = std::mem::replace(&mut state, State::Finished) {
+                        let frame = serde_json::json!({
+                            "type": "subscribe", "channel": self.channel,
+                            "since": {"epoch": epoch, "offset": offset.unwrap_or(0)},
+                        });
+                        state = State::Resuming(r, offset);
+                        if ws.send(Message::text(frame.to_string())).await.is_err() {
+                            self.end(&mut state, "send failed".into());
+                        }
+                    } else if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
+                        let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
+                        state = State::Finished;
+                    } else {
+                        state = State::Pending;
+                    }
+                }
+                text = websocket::next_text(&mut ws) => {
+                    let text = match text {
+                        Ok(text) => text,
+                        Err(e) => {
+                            self.end(&mut state, e.to_string());
+                            break;
+                        }
+                    };
+                    match websocket::message_type(&text) {
+                        Some("ping") if ws.send(Message::text(websocket::PONG)).await.is_err() => {
+                            self.end(&mut state, "pong failed".into());
+                            break;
+                        }
+                        Some("subscribed") if matches!(state, State::Resuming(..)) => {
+                            if let State::Resuming(mut r, offset) = std::mem::replace(&mut state, State::Finished) {
+                                let recovered = text.contains(r#""recovered":true"#)
+                                    && field_str(&text, "epoch") == Some(epoch.as_str());
+                                let offset = if recovered {
+                                    offset
+                                } else {
+                                    r.not_recovered += 1;
+                                    websocket::field_u64(&text, "offset")
+                                };
+                                state = State::Receiving(r, offset);
+                            }
+                        }
+                        Some("subscribed") if matches!(state, State::Pending) => {
+                            epoch = field_str(&text, "epoch").unwrap_or_default().to_owned();
+                            state = State::Receiving(Received::default(), websocket::field_u64(&text, "offset"));
+                            let _ = self.events.send(Event::Subscribed(Ok(())));
+                            if self.messages == 0 {
+                                self.finish(&mut state);
+                            }
+                        }
+                        Some("publication") => {
+                            if let State::Receiving(r, offset) = &mut state {
+                                let now = wall_micros();
+                                if let Some(t) = websocket::field_u64(&text, "t") {
+                                    r.latencies.push(u32::try_from(now.saturating_sub(t)).unwrap_or(u32::MAX));
+                                }
+                                let this = websocket::field_u64(&text, "offset");
+                                if let (Some(before), Some(this)) = (*offset, this) {
+                                    if this != before + 1 {
+                                        r.gaps += 1;
+                                    }
+                                }
+                                *offset = this;
+                                r.got += 1;
+                                r.last_wall = now;
+                                if r.got >= self.messages {
+                                    self.finish(&mut state);
+                                }
+                            }
+                        }
+                        // A refused subscribe is retried after the
+                        // protocol's resubscribe backoff, equal_jitter(500
+                        // ms, 2 s), at most MAX_REFUSALS times.
+                        Some("unsubscribed") if matches!(state, State::Pending) && refusals < MAX_REFUSALS => {
+                            let window = 500u64 << refusals.min(2);
+                            refusals += 1;
+                            let delay = window / 2 + self.next_random() % (window / 2);
+                            state = State::Retry(tokio::time::Instant::now() + Duration::from_millis(delay));
+                            let _ = self.events.send(Event::Refused(text.clone()));
+                        }
+                        // A subscription lost after it was confirmed is
+                        // subscribed again from its position, after the same
+                        // backoff (at most MAX_REFUSALS times).
+                        Some("unsubscribed") if matches!(state, State::Receiving(..) | State::Resuming(..)) => {
+                            match std::mem::replace(&mut state, State::Finished) {
+                                State::Receiving(mut r, offset) | State::Resuming(mut r, offset) if r.resumed < MAX_REFUSALS => {
+                                    let window = 500u64 << r.resumed.min(2);
+                                    r.resumed += 1;
+                                    r.error.get_or_insert(text.clone());
+                                    let delay = window / 2 + self.next_random() % (window / 2);
+                                    state = State::Lost(r, offset, tokio::time::Instant::now() + Duration::from_millis(delay));
+                                }
+                                other => {
+                                    state = other;
+                                    self.end(&mut state, text.clone());
+                                }
+                            }
+                        }
+                        Some("unsubscribed") => self.end(&mut state, text.clone()),
+                        _ => {}
+                    }
+                }
+                changed = self.phase.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let phase = *self.phase.borrow_and_update();
+                    match phase {
+                        Phase::Subscribe if matches!(state, State::Idle) && self.subscribe_permits.is_some() => {
+                            let permits = self.subscribe_permits.clone().expect("checked");
+                            acquiring = Some(Box::pin(permits.acquire_owned()));
+                            state = State::Waiting;
+                        }
+                        Phase::Subscribe if matches!(state, State::Idle) => {
+                            if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
+                                let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
+                                state = State::Finished;
+                            } else {
+                                state = State::Pending;
+                            }
+                        }
+                        Phase::Report => {
+                            self.end(&mut state, "not every publication arrived by the collect deadline".into());
+                        }
+                        Phase::Stop => {
+                            let _ = ws.send(Message::close(None, "")).await;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        self.alive.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn finish(&self, state: &mut State) {
+        if let State::Receiving(r, _) = std::mem::replace(state, State::Finished) {
+            let _ = self.events.send(Event::Done(r));
+        }
+    }
+
+    /// The session stops receiving: say why to whoever waits for it.
+    fn end(&self, state: &mut State, why: String) {
+        match std::mem::replace(state, State::Finished) {
+            State::Waiting | State::Pending | State::Retry(_) => {
+                let _ = self.events.send(Event::Subscribed(Err(why)));
+            }
+            State::Receiving(mut r, _) | State::Lost(mut r, _, _) | State::Resuming(mut r, _) => {
+                r.error.get_or_insert(why);
+                let _ = self.events.send(Event::Done(r));
+            }
+            other => *state = other,
+        }
+    }
+}
+
+// --------------------------------------------------------------- parent side
+
+/// A hold child process, seen from the benchmark. Killed when dropped.
+struct HoldProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl HoldProcess {
+    fn start(args: &HoldArgs) -> Result<HoldProcess, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let sources: Vec<String> = args.sources.iter().map(ToString::to_string).collect();
+        let mut child = Command::new(exe)
+            .args(["hold", "--url", &args.url])
+            .args(["--connections", &args.connections.to_string()])
+            .args(["--sources", &sources.join(",")])
+            .args(["--channel", &args.channel])
+            .args(["--messages", &args.messages.to_string()])
+            .args(["--handshakes", &args.handshakes.to_string()])
+            .args([
+                "--subscribes-in-flight",
+                &args.subscribes_in_flight.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start a hold process: {e}"))?;
+        let stdin = child.stdin.take();
+        let lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+        Ok(HoldProcess {
+            child,
+            stdin,
+            lines,
+        })
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    async fn send(&mut self, command: &str) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stopped")?;
+        stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        stdin.flush().await.map_err(|e| e.to_string())
+    }
+
+    /// The `fields` words after `prefix` on the next line that starts
+    /// with it (the last one holds the rest of the line).
+    async fn expect(
+        &mut self,
+        prefix: &str,
+        fields: usize,
+        bound: Duration,
+    ) -> Result<Vec<String>, String> {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.lines.next_line())
+                .await
+                .map_err(|_| format!("no {prefix} line within {bound:?}"))?
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("the hold process exited before {prefix}"))?;
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return Ok(rest
+                    .trim()
+                    .splitn(fields, ' ')
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>());
+            }
+        }
+    }
+
+    async fn stop(mut self) {
+        drop(self.stdin.take());
+        if tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+fn word<T: std::str::FromStr>(words: &[String], i: usize) -> Result<T, String> {
+    words
+        .get(i)
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| format!("unexpected hold output {words:?}"))
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct CapacityBench {
+    /// Nodes on Redis sharing one port.
+    pub nodes: usize,
+    /// Hold processes.
+    pub clients: usize,
+    /// Sessions per hold process (at most [`MAX_PER_PROCESS`]).
+    pub per_client: usize,
+    /// Seconds to hold the idle sessions (CPU over the hold).
+    pub hold: Duration,
+    /// Publications of the broadcast.
+    pub messages: u64,
+    /// Their rate.
+    pub rate: f64,
+    /// Runs (each: baseline, then cluster).
+    pub runs: usize,
+    /// Whether to measure the single-node baseline in each run.
+    pub baseline: bool,
+    /// Source addresses.
+    pub sources: Vec<IpAddr>,
+    /// Handshakes in flight per hold process.
+    pub handshakes: usize,
+    /// Subscribes pending at once per hold process (0: all at once).
+    pub subscribes_in_flight: usize,
+    /// The nodes' ping interval.
+    pub ping_interval: Duration,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Figures {
+    opened: f64,
+    idle_bytes: f64,
+    subscribed_bytes: f64,
+    cpu_us: f64,
+    deliveries_per_sec: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    complete: bool,
+}
+
+/// Run the benchmark; markdown rows and `MEDIAN` lines on stdout.
+pub async fn run(bench: &CapacityBench) -> Result<(), String> {
+    let redis = RedisProcess::start()?;
+    println!("redis-server {} (pid {})", redis.url(), redis.pid());
+    println!();
+    println!("| run | setup | sessions opened / asked | alive after hold | per node (min–max) | idle B/conn per node, median (min–max) | all subscribed after (s) | subscribes refused and retried | subscribed B/conn, median (min–max) | CPU µs per conn·s over the hold (nodes) | deliveries / expected | gaps | subscriptions lost and resumed (not recovered) | deliveries/s | p50 (ms) | p99 (ms) | load clients' RSS (MiB) |");
+    println!(
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut base = Vec::new();
+    let mut cluster = Vec::new();
+    for run in 1..=bench.runs {
+        if bench.baseline {
+            let nodes = vec![NodeProcess::start("memory", None, bench.ping_interval).await?];
+            let target = nodes[0].private.clone();
+            let f = measure(bench, run, "memory, 1 node", nodes, &target, 1, None).await?;
+            base.push(f);
+        }
+        let port = free_port().map_err(|e| e.to_string())?;
+        let mut nodes = Vec::new();
+        for _ in 0..bench.nodes {
+            nodes.push(NodeProcess::start(&redis.url(), Some(port), bench.ping_interval).await?);
+        }
+        let target = nodes[0].shared.clone().ok_or("no shared port")?;
+        let name = format!("redis, {} nodes, SO_REUSEPORT", bench.nodes);
+        let f = measure(
+            bench,
+            run,
+            &name,
+            nodes,
+            &target,
+            bench.clients,
+            Some(redis.pid()),
+        )
+        .await?;
+        cluster.push(f);
+    }
+    println!();
+    let pick = |v: &[Figures], f: fn(&Figures) -> f64| v.iter().map(f).collect::<Vec<f64>>();
+    let mut out = String::new();
+    type Row = (&'static str, fn(&Figures) -> f64, usize);
+    let rows: [Row; 7] = [
+        ("sessions opened", |f| f.opened, 0),
+        (
+            "idle bytes per connection (node median)",
+            |f| f.idle_bytes,
+            0,
+        ),
+        (
+            "subscribed bytes per connection (node median)",
+            |f| f.subscribed_bytes,
+            0,
+        ),
+        ("CPU µs per connection·s over the hold", |f| f.cpu_us, 2),
+        ("broadcast deliveries/s", |f| f.deliveries_per_sec, 0),
+        ("broadcast p50 ms", |f| f.p50_ms, 1),
+        ("broadcast p99 ms", |f| f.p99_ms, 1),
+    ];
+    for (what, get, digits) in rows {
+        let c = pick(&cluster, get);
+        if bench.baseline {
+            let b = pick(&base, get);
+            let _ = writeln!(
+                out,
+                "MEDIAN capacity {what}: cluster {}, single memory node {}, cluster/single {:.2}x",
+                spread(&c, digits),
+                spread(&b, digits),
+                med(&c) / med(&b)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "MEDIAN capacity {what}: cluster {}",
+                spread(&c, digits)
+            );
+        }
+    }
+    let complete = cluster.iter().filter(|f| f.complete).count();
+    let _ = writeln!(
+        out,
+        "MEDIAN capacity: every session opened, alive, subscribed and served in {complete} of {} cluster runs",
+        cluster.len()
+    );
+    print!("{out}");
+    Ok(())
+}
+
+/// One setup of one run: open, hold, subscribe, broadcast, stop.
+async fn measure(
+    bench: &CapacityBench,
+    run: usize,
+    name: &str,
+    mut nodes: Vec<NodeProcess>,
+    target: &Target,
+    clients: usize,
+    redis_pid: Option<u32>,
+) -> Result<Figures, String> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let base: Vec<u64> = nodes
+        .iter()
+        .map(|n| n.sample().map(|s| s.rss_kib))
+        .collect::<Result<_, _>>()?;
+    let channel = format!("cap.r{run}.n{}", nodes.len());
+    let per = bench.per_client.min(MAX_PER_PROCESS);
+    let asked = per * clients;
+    let args = HoldArgs {
+        url: target.uri.to_string(),
+        connections: per,
+        sources: bench.sources.clone(),
+        channel: channel.clone(),
+        messages: bench.messages,
+        handshakes: bench.handshakes,
+        subscribes_in_flight: bench.subscribes_in_flight,
+    };
+    let mut holds = Vec::new();
+    for _ in 0..clients {
+        holds.push(HoldProcess::start(&args)?);
+    }
+    let mut opened = 0usize;
+    for h in &mut holds {
+        let w = h.expect("OPENED", 4, Duration::from_secs(900)).await?;
+        opened += word::<usize>(&w, 0)?;
+        if word::<usize>(&w, 1)? > 0 {
+            eprintln!(
+                "{name}: {} sessions failed to open: {}",
+                w[1],
+                w.get(3).map_or("", String::as_str)
+            );
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let node_pids: Vec<u32> = nodes.iter().map(NodeProcess::pid).collect();
+    let cpu_before: Vec<u64> = nodes
+        .iter()
+        .map(|n| n.sample().map(|s| s.cpu_ticks))
+        .collect::<Result<_, _>>()?;
+    tokio::time::sleep(bench.hold).await;
+    let mut per_node = Vec::new();
+    let mut idle_bytes = Vec::new();
+    let mut cpu_ticks = 0u64;
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let s = node.sample()?;
+        let open = node.open_connections().await?.max(0) as usize;
+        cpu_ticks += s.cpu_ticks.saturating_sub(cpu_before[i]);
+        per_node.push(open);
+        idle_bytes.push(s.rss_kib.saturating_sub(base[i]) as f64 * 1024.0 / open.max(1) as f64);
+    }
+    let mut alive = 0usize;
+    for h in &mut holds {
+        h.send("alive").await?;
+        alive += word::<usize>(&h.expect("ALIVE", 1, Duration::from_secs(30)).await?, 0)?;
+    }
+    let total_open: usize = per_node.iter().sum();
+    let cpu_us =
+        cpu_ticks as f64 / CLK_TCK * 1e6 / (total_open.max(1) as f64 * bench.hold.as_secs_f64());
+    // Subscribe everyone.
+    let mut subscribed = 0usize;
+    let (mut retried, mut subscribe_ms) = (0usize, 0u64);
+    for h in &mut holds {
+        h.send("subscribe").await?;
+    }
+    for h in &mut holds {
+        let w = h.expect("SUBSCRIBED", 5, Duration::from_secs(900)).await?;
+        subscribed += word::<usize>(&w, 0)?;
+        retried += word::<usize>(&w, 2)?;
+        subscribe_ms = subscribe_ms.max(word::<u64>(&w, 3)?);
+        if word::<usize>(&w, 1)? > 0 || word::<usize>(&w, 2)? > 0 {
+            eprintln!(
+                "{name}: {} subscriptions refused for good, {} refusals retried: {}",
+                w[1],
+                w[2],
+                w.get(4).map_or("", String::as_str)
+            );
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut subscribed_bytes = Vec::new();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let s = node.sample()?;
+        subscribed_bytes
+            .push(s.rss_kib.saturating_sub(base[i]) as f64 * 1024.0 / per_node[i].max(1) as f64);
+    }
+    // The broadcast, from node 0.
+    let mut pids = node_pids.clone();
+    pids.extend(redis_pid);
+    let cpu0 = cpu_seconds(&pids);
+    let start_wall = wall_micros();
+    let request = PublishRequest {
+        channel,
+        messages: bench.messages,
+        rate: bench.rate,
+        concurrency: 1,
+    };
+    let collect_secs = (bench.messages as f64 / bench.rate) as u64 + 120;
+    let answer = subscribers::publish(
+        &nodes[0].private,
+        websocket::source_for(&bench.sources, 0),
+        &request,
+        Duration::from_secs(collect_secs),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    for h in &mut holds {
+        h.send(&format!("collect {collect_secs}")).await?;
+    }
+    let (mut deliveries, mut gaps, mut last_wall, mut complete_sessions) = (0u64, 0u64, 0u64, 0);
+    let (mut resumed, mut not_recovered) = (0u64, 0u64);
+    let mut latencies = Latencies::new();
+    for h in &mut holds {
+        let w = h
+            .expect("RECEIVED", 7, Duration::from_secs(collect_secs + 60))
+            .await?;
+        deliveries += word::<u64>(&w, 0)?;
+        complete_sessions += word::<usize>(&w, 1)?;
+        gaps += word::<u64>(&w, 2)?;
+        last_wall = last_wall.max(word::<u64>(&w, 3)?);
+        resumed += word::<u64>(&w, 4)?;
+        not_recovered += word::<u64>(&w, 5)?;
+        if w.get(6).is_some_and(|e| e != "-") {
+            eprintln!("{name}: first delivery problem: {}", w[6]);
+        }
+        let lat = h.expect("LAT", 1, Duration::from_secs(60)).await?.join(" ");
+        for v in lat.split(',').filter_map(|v| v.trim().parse::<u64>().ok()) {
+            latencies.record_micros(v);
+        }
+    }
+    let cpu = cpu_seconds(&pids) - cpu0;
+    // Every session was asked to wait for every publication: one refused
+    // by the broker counts as missing.
+    let expected = subscribed as u64 * bench.messages;
+    if answer.published != bench.messages {
+        eprintln!(
+            "{name}: node 0 published {} of {} (refused: {})",
+            answer.published, bench.messages, answer.failed
+        );
+    }
+    let elapsed = last_wall.saturating_sub(start_wall) as f64 / 1e6;
+    let deliveries_per_sec = deliveries as f64 / elapsed.max(1e-9);
+    let client_rss: u64 = holds
+        .iter()
+        .filter_map(HoldProcess::pid)
+        .filter_map(|pid| crate::measure::procfs::sample(pid).ok())
+        .map(|s| s.rss_kib)
+        .sum();
+    let (p50, p99) = (latencies.percentile(50.0), latencies.percentile(99.0));
+    let min = per_node.iter().min().copied().unwrap_or(0);
+    let max = per_node.iter().max().copied().unwrap_or(0);
+    println!(
+        "| {run} | {name} | {opened} / {asked} | {alive} | {min}–{max} | {} | {:.1} | {retried} | {} | {cpu_us:.2} | {deliveries} / {expected} | {gaps} | {resumed} ({not_recovered}) | {deliveries_per_sec:.0} | {} | {} | {:.0} |",
+        spread(&idle_bytes, 0),
+        subscribe_ms as f64 / 1e3,
+        spread(&subscribed_bytes, 0),
+        ms(p50),
+        ms(p99),
+        client_rss as f64 / 1024.0,
+    );
+    eprintln!(
+        "{name} run {run}: broadcast CPU {cpu:.2} s (nodes + redis), {} of {} published, {complete_sessions} sessions got every one; per node: {per_node:?}",
+        answer.published, bench.messages
+    );
+    let figures = Figures {
+        opened: opened as f64,
+        idle_bytes: med(&idle_bytes),
+        subscribed_bytes: med(&subscribed_bytes),
+        cpu_us,
+        deliveries_per_sec,
+        p50_ms: p50.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+        p99_ms: p99.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3),
+        complete: opened == asked
+            && alive == asked
+            && subscribed == asked
+            && total_open == asked
+            && deliveries == expected
+            && expected == asked as u64 * bench.messages
+            && gaps == 0
+            && not_recovered == 0,
+    };
+    for h in holds {
+        h.stop().await;
+    }
+    for n in nodes {
+        n.stop().await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(figures)
+}

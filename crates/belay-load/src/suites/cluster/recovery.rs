@@ -1,0 +1,595 @@
+//! Recovery cost: clients subscribed on node A, A killed with SIGKILL, the
+//! time until every one of them is connected to node B, resubscribed with
+//! `recovered: true`, and caught up with what B published meanwhile.
+//!
+//! Two nodes share a redis-server; every client knows both nodes' URLs
+//! (A first) and, when its connection is lost, dials the next URL at once
+//! (100 ms between failed attempts), sends `subscribe` with `since` = its
+//! last position and checks the answer. Node B publishes stamped messages
+//! at a steady rate for the whole run. A client is **caught up** once it
+//! holds every publication made before it sent its resubscribe: the moment
+//! the last of those arrived (or the `subscribed`, if it came later),
+//! known once a publication stamped after the resubscribe arrives. Every
+//! client checks that offsets follow one another to the end (the last
+//! offset B published): a gap is a lost publication.
+//!
+//! The baseline, in the same run, is the cold start: the same clients
+//! opening and subscribing on A from nothing, with the same number of
+//! handshakes in flight.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::SinkExt;
+use serde_json::Value;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio_websockets::Message;
+
+use super::node::NodeProcess;
+use super::redis::RedisProcess;
+use super::subscribers::{self, PublishRequest};
+use super::{med, spread};
+use crate::clients::target::Target;
+use crate::clients::websocket::{self, wall_micros};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RecoveryBench {
+    /// Fleet sizes on node A (each one its own set of runs).
+    pub clients: Vec<usize>,
+    /// First-dial windows after the loss (0: at once), each its own set.
+    pub reconnect_windows: Vec<Duration>,
+    /// Runs of each combination.
+    pub runs: usize,
+    /// Node B's publications per second, all along (each its own set).
+    pub rates: Vec<f64>,
+    /// Seconds B publishes in all (bounded so history covers the outage:
+    /// the Redis broker keeps 1,000 publications per channel).
+    pub publish_secs: f64,
+    /// Longest wait, from the kill, for every client to catch up; past it
+    /// the run is reported as not recovered, with what was reached.
+    pub bound: Duration,
+    /// Handshakes in flight at once, shared by the clients.
+    pub handshakes: usize,
+    /// Source addresses.
+    pub sources: Vec<IpAddr>,
+    /// The nodes' ping interval.
+    pub ping_interval: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Progress {
+    subscribed: AtomicUsize,
+    first_publication: AtomicUsize,
+    caught_up: AtomicUsize,
+}
+
+/// What one client saw (wall-clock µs).
+#[derive(Debug, Default, Clone)]
+struct Outcome {
+    lost_at: Option<u64>,
+    reconnected_at: Option<u64>,
+    resubscribed_at: Option<u64>,
+    recovered: Option<bool>,
+    caught_up_at: Option<u64>,
+    replayed: u64,
+    attempts: u32,
+    /// `unsubscribed` answers to a `subscribe` (retried with backoff).
+    refusals: u32,
+    first_refusal: Option<String>,
+    gaps: u64,
+    duplicates: u64,
+    last_offset: u64,
+    error: Option<String>,
+}
+
+/// The value of the first `"key":"…"` in `text`.
+pub(crate) fn field_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let pattern = format!("\"{key}\":\"");
+    let start = text.find(&pattern)? + pattern.len();
+    let rest = &text[start..];
+    Some(&rest[..rest.find('"')?])
+}
+
+struct Client {
+    urls: Vec<Target>,
+    source: Option<IpAddr>,
+    permits: Arc<Semaphore>,
+    channel: String,
+    progress: Arc<Progress>,
+    top: watch::Receiver<Option<u64>>,
+    deadline: tokio::time::Instant,
+    /// The jitter's state (never 0).
+    rng: u64,
+    /// The first dial after a loss waits a uniformly random part of this.
+    reconnect_window: Duration,
+    shared: Arc<std::sync::Mutex<Outcome>>,
+}
+
+impl Client {
+    /// Run until the top is reached or the time is up; what it saw is in
+    /// `self.shared`, kept up to date at every step, so a client stopped
+    /// from outside still tells where it got to.
+    async fn run(mut self) {
+        let mut out = Outcome::default();
+        self.drive(&mut out).await;
+        self.save(&out);
+    }
+
+    fn save(&self, out: &Outcome) {
+        if let Ok(mut shared) = self.shared.lock() {
+            *shared = out.clone();
+        }
+    }
+
+    async fn drive(&mut self, out: &mut Outcome) {
+        let mut url = 0usize;
+        let mut position: Option<(String, u64)> = None;
+        let mut seen_first = false;
+        loop {
+            if tokio::time::Instant::now() >= self.deadline {
+                out.error.get_or_insert("time limit".into());
+                return;
+            }
+            let opened = {
+                let Ok(_permit) = self.permits.acquire().await else {
+                    return;
+                };
+                websocket::open(&self.urls[url], self.source, Duration::from_secs(10)).await
+            };
+            let mut ws = match opened {
+                Ok(ws) => ws,
+                Err(_) => {
+                    out.attempts += 1;
+                    self.save(out);
+                    url = (url + 1) % self.urls.len();
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let resuming = position.is_some();
+            if resuming {
+                out.reconnected_at.get_or_insert(wall_micros());
+                self.save(out);
+            }
+            // Subscribe on this connection; a refusal (`unsubscribed`, not
+            // final) is retried on the same connection after the
+            // protocol's resubscribe backoff, equal_jitter(500 ms, 2 s).
+            let mut refusals_here = 0u32;
+            'subscribe: loop {
+                let frame = match &position {
+                    Some((epoch, offset)) => serde_json::json!({
+                        "type": "subscribe", "channel": self.channel,
+                        "since": {"epoch": epoch, "offset": offset},
+                    }),
+                    None => serde_json::json!({"type": "subscribe", "channel": self.channel}),
+                };
+                let sent_at = wall_micros();
+                if ws.send(Message::text(frame.to_string())).await.is_err() {
+                    break 'subscribe;
+                }
+                let answer =
+                    match tokio::time::timeout_at(self.deadline, websocket::next_non_ping(&mut ws))
+                        .await
+                    {
+                        Ok(Ok(text)) => text,
+                        Ok(Err(_)) => break 'subscribe,
+                        Err(_) => {
+                            out.error
+                                .get_or_insert("time limit while subscribing".into());
+                            return;
+                        }
+                    };
+                let parsed: Value = serde_json::from_str(&answer).unwrap_or_default();
+                if parsed["type"] == "unsubscribed" {
+                    out.refusals += 1;
+                    out.first_refusal.get_or_insert(answer);
+                    self.save(out);
+                    let window = 500u64 << refusals_here.min(2);
+                    refusals_here += 1;
+                    let delay = window / 2 + self.next_random() % (window / 2);
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                    continue 'subscribe;
+                }
+                if parsed["type"] != "subscribed" {
+                    out.error
+                        .get_or_insert(format!("expected subscribed, got {answer}"));
+                    return;
+                }
+                let epoch = parsed["epoch"].as_str().unwrap_or_default().to_owned();
+                let offset = parsed["offset"].as_u64().unwrap_or(0);
+                let recovered = parsed["recovered"].as_bool().unwrap_or(false);
+                match &position {
+                    Some((e, _)) => {
+                        if resuming {
+                            out.resubscribed_at.get_or_insert(wall_micros());
+                        }
+                        let ok = recovered && *e == epoch;
+                        out.recovered = Some(out.recovered.unwrap_or(true) && ok);
+                        if !ok {
+                            out.error
+                                .get_or_insert(format!("resume not recovered: {answer}"));
+                            position = Some((epoch, offset));
+                        }
+                    }
+                    None => {
+                        position = Some((epoch, offset));
+                        self.progress.subscribed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                refusals_here = 0;
+                self.save(out);
+                let mut last_meanwhile: Option<u64> = None;
+                // Receive until the connection or the subscription is lost,
+                // or the top is reached.
+                loop {
+                    let reached = {
+                        let top = *self.top.borrow();
+                        match (top, &position) {
+                            (Some(top), Some((_, o))) => *o >= top,
+                            _ => false,
+                        }
+                    };
+                    if reached {
+                        if resuming && out.caught_up_at.is_none() {
+                            self.catch_up(out, last_meanwhile);
+                        }
+                        if let Some((_, o)) = &position {
+                            out.last_offset = *o;
+                        }
+                        let _ = ws.send(Message::close(None, "")).await;
+                        return;
+                    }
+                    tokio::select! {
+                        text = websocket::next_non_ping(&mut ws) => {
+                            let Ok(text) = text else { break 'subscribe };
+                            match websocket::message_type(&text) {
+                                Some("publication") => {
+                                    let Some((epoch, last)) = position.as_mut() else { break 'subscribe };
+                                    if field_str(&text, "epoch") != Some(epoch.as_str()) {
+                                        out.error.get_or_insert(format!("publication of another epoch: {text}"));
+                                        continue;
+                                    }
+                                    let Some(this) = websocket::field_u64(&text, "offset") else { continue };
+                                    if this <= *last {
+                                        out.duplicates += 1;
+                                        continue;
+                                    }
+                                    out.gaps += this - *last - 1;
+                                    *last = this;
+                                    if !seen_first {
+                                        seen_first = true;
+                                        self.progress.first_publication.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    if resuming && out.caught_up_at.is_none() {
+                                        let stamp = websocket::field_u64(&text, "t").unwrap_or(0);
+                                        if stamp < sent_at {
+                                            last_meanwhile = Some(wall_micros());
+                                            out.replayed += 1;
+                                        } else {
+                                            self.catch_up(out, last_meanwhile);
+                                        }
+                                    }
+                                }
+                                Some("unsubscribed") => {
+                                    out.error.get_or_insert(format!("lost the subscription: {text}"));
+                                    continue 'subscribe;
+                                }
+                                _ => {}
+                            }
+                        }
+                        changed = self.top.changed() => {
+                            if changed.is_err() {
+                                return;
+                            }
+                        }
+                        _ = tokio::time::sleep_until(self.deadline) => {
+                            out.error.get_or_insert("time limit while receiving".into());
+                            return;
+                        }
+                    }
+                }
+            }
+            // The connection is gone: the next URL.
+            if out.lost_at.is_some() && out.reconnected_at.is_some() {
+                out.error.get_or_insert("lost a second connection".into());
+            }
+            out.lost_at.get_or_insert(wall_micros());
+            self.save(out);
+            url = (url + 1) % self.urls.len();
+            // Like the default policy's first window (server_paced, 1 s):
+            // the first dial after a loss at a uniformly random instant.
+            let window = u64::try_from(self.reconnect_window.as_millis()).unwrap_or(0);
+            if window > 0 {
+                let delay = self.next_random() % window;
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
+        }
+    }
+
+    /// xorshift64*: the jitter of the resubscribe backoff.
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn catch_up(&self, out: &mut Outcome, last_meanwhile: Option<u64>) {
+        let subscribed = out.resubscribed_at.unwrap_or(0);
+        out.caught_up_at = Some(last_meanwhile.map_or(subscribed, |t| t.max(subscribed)));
+        self.progress.caught_up.fetch_add(1, Ordering::Relaxed);
+        self.save(out);
+    }
+}
+
+/// Wait, polling every 10 ms, until `counter` reaches `want` or `bound`
+/// passes; the time it took, if it did.
+async fn wait_for(counter: &AtomicUsize, want: usize, bound: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < bound {
+        if counter.load(Ordering::Relaxed) >= want {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+#[derive(Debug, Default, Clone)]
+struct Figures {
+    cold: f64,
+    reconnected: f64,
+    resubscribed: f64,
+    caught_up: f64,
+    caught_up_p50: f64,
+    caught_up_p99: f64,
+    caught_up_count: usize,
+    complete: bool,
+}
+
+/// Seconds from `from` (µs) to the `p`-th percentile (nearest rank) of
+/// `at` counted over `n` clients: NaN when fewer than that rank got there.
+fn percentile_secs(at: &mut [u64], n: usize, from: u64, p: f64) -> f64 {
+    at.sort_unstable();
+    let rank = ((p / 100.0) * n as f64).ceil() as usize;
+    match at.get(rank.clamp(1, n.max(1)) - 1) {
+        Some(t) => t.saturating_sub(from) as f64 / 1e6,
+        None => f64::NAN,
+    }
+}
+
+fn secs(v: f64) -> String {
+    if v.is_nan() {
+        "not reached".into()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Run the benchmark; markdown rows and `MEDIAN` lines on stdout.
+pub async fn run(bench: &RecoveryBench) -> Result<(), String> {
+    let redis = RedisProcess::start()?;
+    println!("redis-server {} (pid {})", redis.url(), redis.pid());
+    println!();
+    println!("| run | B publishes (/s) | clients | first dial within (ms) | cold: all subscribed on A (s) | after kill -9 of A: all connected to B (s) | all resubscribed (s) | all caught up (s) | caught up p50 / p99 (s) | caught up ÷ cold | recovered: true | replayed per client (median) | lost (gaps) | duplicates | clients at B's last offset | dials that failed | subscribes refused (retried) |");
+    println!(
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut out = String::new();
+    for &rate in &bench.rates {
+        for &n in &bench.clients {
+            for &window in &bench.reconnect_windows {
+                let mut all = Vec::new();
+                for run in 1..=bench.runs {
+                    all.push(run_once(bench, &redis, run, n, window, rate).await?);
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+                let pick = |f: fn(&Figures) -> f64| all.iter().map(f).collect::<Vec<f64>>();
+                let cold = pick(|f| f.cold);
+                let caught = pick(|f| f.caught_up);
+                let complete = all.iter().filter(|f| f.complete).count();
+                let caught_counts: Vec<f64> =
+                    all.iter().map(|f| f.caught_up_count as f64).collect();
+                let _ = writeln!(
+                out,
+                "MEDIAN recovery, {n} clients, B publishing {rate}/s, first dial within {} ms: cold start {} s; after kill -9: all connected {} s, all resubscribed {} s, all caught up {} s ({:.2}x cold start); caught up p50 {} s, p99 {} s; caught up before the run ended (bound {} s after the kill, then 30 s after the last publication): {} of {n}; complete (every client recovered: true, 0 lost, at the last offset) in {complete} of {} runs",
+                window.as_millis(),
+                spread(&cold, 3),
+                spread(&pick(|f| f.reconnected), 3),
+                spread(&pick(|f| f.resubscribed), 3),
+                if complete == all.len() { spread(&caught, 3) } else { format!("{} (runs that did not get there: {})", spread(&caught, 3), all.len() - complete) },
+                med(&caught) / med(&cold),
+                spread(&pick(|f| f.caught_up_p50), 3),
+                spread(&pick(|f| f.caught_up_p99), 3),
+                bench.bound.as_secs(),
+                spread(&caught_counts, 0),
+                all.len()
+            );
+            }
+        }
+    }
+    println!();
+    print!("{out}");
+    Ok(())
+}
+
+async fn run_once(
+    bench: &RecoveryBench,
+    redis: &RedisProcess,
+    run: usize,
+    n: usize,
+    window: Duration,
+    rate: f64,
+) -> Result<Figures, String> {
+    let mut a = NodeProcess::start(&redis.url(), None, bench.ping_interval).await?;
+    let b = NodeProcess::start(&redis.url(), None, bench.ping_interval).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let channel = format!("rec.r{run}.{}", wall_micros());
+    let progress = Arc::new(Progress::default());
+    let permits = Arc::new(Semaphore::new(bench.handshakes.max(1)));
+    let (top_tx, top_rx) = watch::channel(None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+    let urls = vec![a.private.clone(), b.private.clone()];
+    let mut tasks = JoinSet::new();
+    let mut slots = Vec::with_capacity(n);
+    let cold_start = Instant::now();
+    for i in 0..n {
+        let shared = Arc::new(std::sync::Mutex::new(Outcome::default()));
+        slots.push(Arc::clone(&shared));
+        let c = Client {
+            urls: urls.clone(),
+            source: websocket::source_for(&bench.sources, i),
+            permits: Arc::clone(&permits),
+            channel: channel.clone(),
+            progress: Arc::clone(&progress),
+            top: top_rx.clone(),
+            deadline,
+            rng: 0x9e37_79b9_7f4a_7c15 ^ ((run as u64) << 32 | (i as u64 + 1)),
+            reconnect_window: window,
+            shared,
+        };
+        tasks.spawn(c.run());
+    }
+    let cold = wait_for(&progress.subscribed, n, Duration::from_secs(120))
+        .await
+        .map(|_| cold_start.elapsed())
+        .ok_or_else(|| {
+            format!(
+                "only {} of {n} clients subscribed on A within 120 s",
+                progress.subscribed.load(Ordering::Relaxed),
+            )
+        })?;
+    // B publishes all along.
+    let request = PublishRequest {
+        channel: channel.clone(),
+        messages: (rate * bench.publish_secs).ceil() as u64,
+        rate,
+        concurrency: 1,
+    };
+    let publisher_target = b.private.clone();
+    let publisher_source = websocket::source_for(&bench.sources, n);
+    let publisher = tokio::spawn(async move {
+        subscribers::publish(
+            &publisher_target,
+            publisher_source,
+            &request,
+            Duration::from_secs(600),
+        )
+        .await
+    });
+    wait_for(&progress.first_publication, n, Duration::from_secs(60))
+        .await
+        .ok_or("not every client got a publication on A within 60 s")?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let killed_at = wall_micros();
+    a.kill9().await?;
+    if wait_for(&progress.caught_up, n, bench.bound)
+        .await
+        .is_none()
+    {
+        eprintln!(
+            "run {run}, {n} clients: only {} caught up within {} s of the kill",
+            progress.caught_up.load(Ordering::Relaxed),
+            bench.bound.as_secs()
+        );
+    }
+    let answer = publisher
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let _ = top_tx.send(Some(answer.last_offset));
+    let finished = tokio::time::timeout(Duration::from_secs(30), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if finished.is_err() {
+        eprintln!(
+            "run {run}, {n} clients: {} clients still running 30 s after B's last publication: stopped",
+            tasks.len()
+        );
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+    b.stop().await;
+    drop(a);
+    let outcomes: Vec<Outcome> = slots
+        .iter()
+        .map(|s| s.lock().map(|o| o.clone()).unwrap_or_default())
+        .collect();
+    let mut reconnected: Vec<u64> = outcomes.iter().filter_map(|o| o.reconnected_at).collect();
+    let mut resubscribed: Vec<u64> = outcomes.iter().filter_map(|o| o.resubscribed_at).collect();
+    let mut caught_up: Vec<u64> = outcomes.iter().filter_map(|o| o.caught_up_at).collect();
+    let recovered = outcomes
+        .iter()
+        .filter(|o| o.recovered == Some(true))
+        .count();
+    let gaps: u64 = outcomes.iter().map(|o| o.gaps).sum();
+    let duplicates: u64 = outcomes.iter().map(|o| o.duplicates).sum();
+    let at_top = outcomes
+        .iter()
+        .filter(|o| o.last_offset == answer.last_offset)
+        .count();
+    let attempts: u32 = outcomes.iter().map(|o| o.attempts).sum();
+    let refusals: u32 = outcomes.iter().map(|o| o.refusals).sum();
+    let replayed: Vec<f64> = outcomes.iter().map(|o| o.replayed as f64).collect();
+    let figures = Figures {
+        cold: cold.as_secs_f64(),
+        reconnected: percentile_secs(&mut reconnected, n, killed_at, 100.0),
+        resubscribed: percentile_secs(&mut resubscribed, n, killed_at, 100.0),
+        caught_up: percentile_secs(&mut caught_up, n, killed_at, 100.0),
+        caught_up_p50: percentile_secs(&mut caught_up, n, killed_at, 50.0),
+        caught_up_p99: percentile_secs(&mut caught_up, n, killed_at, 99.0),
+        caught_up_count: caught_up.len(),
+        complete: recovered == n && caught_up.len() == n && gaps == 0 && at_top == n,
+    };
+    println!(
+        "| {run} | {rate} | {n} | {} | {:.3} | {} | {} | {} | {} / {} | {:.2} | {recovered} / {n} | {} | {gaps} | {duplicates} | {at_top} / {n} | {attempts} | {refusals} |",
+        window.as_millis(),
+        figures.cold,
+        secs(figures.reconnected),
+        secs(figures.resubscribed),
+        secs(figures.caught_up),
+        secs(figures.caught_up_p50),
+        secs(figures.caught_up_p99),
+        figures.caught_up / figures.cold,
+        med(&replayed),
+    );
+    if let Some(e) = outcomes.iter().find_map(|o| o.error.clone()) {
+        eprintln!("run {run}, {n} clients: first client problem: {e}");
+    }
+    if let Some(e) = outcomes.iter().find_map(|o| o.first_refusal.clone()) {
+        eprintln!("run {run}, {n} clients: first refusal: {e}");
+    }
+    Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_fields_are_found() {
+        let frame = r#"{"type":"publication","channel":"c","epoch":"18a3f0","offset":7,"data":{"n":1,"t":5}}"#;
+        assert_eq!(field_str(frame, "epoch"), Some("18a3f0"));
+        assert_eq!(field_str(frame, "channel"), Some("c"));
+        assert_eq!(field_str(frame, "missing"), None);
+    }
+
+    #[test]
+    fn percentiles_from_an_instant() {
+        let mut at = vec![3_000_000, 1_000_000, 2_000_000];
+        assert_eq!(percentile_secs(&mut at, 3, 1_000_000, 100.0), 2.0);
+        assert_eq!(percentile_secs(&mut at, 3, 1_000_000, 50.0), 1.0);
+        // Of 4 clients only 3 got there: no maximum, but a median.
+        assert!(percentile_secs(&mut at, 4, 1_000_000, 100.0).is_nan());
+        assert_eq!(percentile_secs(&mut at, 4, 1_000_000, 50.0), 1.0);
+        assert!(percentile_secs(&mut [], 0, 0, 50.0).is_nan());
+    }
+}
