@@ -20,12 +20,13 @@ const RECHECK: Duration = Duration::from_secs(1);
 pub(crate) async fn run(shared: Arc<Shared>) {
     loop {
         let now = shared.clock.now();
-        let next = lock(&shared.idempotency).poll_timeout();
+        let next = lock(&shared.node).idempotency().poll_timeout();
         let wake = next
             .map(|at| shared.clock.to_std(at))
             .unwrap_or_else(|| shared.clock.to_std(now) + RECHECK)
             .min(shared.clock.to_std(now) + RECHECK);
         tokio::time::sleep_until(wake.into()).await;
-        lock(&shared.idempotency).prune(shared.clock.now());
+        let now = shared.clock.now();
+        lock(&shared.node).prune_idempotency(now);
     }
 }

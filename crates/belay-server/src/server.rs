@@ -12,7 +12,7 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Payload, RawJson};
-use belay_proto::server::{IdempotencyCache, Node};
+use belay_proto::server::Node;
 use belay_proto::server::{SourceTable, TokenBucket};
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
@@ -113,14 +113,10 @@ impl ServerBuilder {
         });
         let rate = self.config.accept_rate;
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
-        let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
-        idempotency.set_max_bytes(self.config.idempotency_max_bytes);
         let shared = Shared {
-            idempotency: Mutex::new(idempotency),
             sources: Mutex::new(SourceTable::new(self.config.source_limits())),
             outbound_total: Arc::new(AtomicUsize::new(0)),
             limits: Arc::new(self.config.limits.clone()),
-            keyed_running: AtomicUsize::new(0),
             admission: Mutex::new(TokenBucket::new(rate, rate.max(1.0), now, true)),
             pacing: Mutex::new({
                 let mut plan = FleetPacing::new(rate, now);
@@ -340,8 +336,8 @@ impl Server {
         let mut out = shared.metrics.render();
         let pending = lock(&shared.sources).pending();
         let (idem_bytes, idem_keys) = {
-            let cache = lock(&shared.idempotency);
-            (cache.bytes(), cache.len())
+            let node = lock(&shared.node);
+            (node.idempotency().bytes(), node.idempotency().len())
         };
         let gauges = [
             (
@@ -377,7 +373,7 @@ impl Server {
             (
                 "belay_keyed_running",
                 "Keyed executions running.",
-                shared.keyed_running.load(Ordering::Relaxed),
+                lock(&shared.node).keyed_running(),
             ),
         ];
         for (name, help, value) in gauges {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::Reply;
-use belay_proto::server::{ConnectionHandle, IdempotencyCache, Node, SourceTable, TokenBucket};
+use belay_proto::server::{ConnectionHandle, KeyedRun, Node, SourceTable, TokenBucket};
 use tokio::sync::{broadcast, watch};
 
 use crate::auth::Authenticator;
@@ -41,8 +41,6 @@ pub(crate) struct Shared {
     pub(crate) outbound_total: Arc<AtomicUsize>,
     /// `config.limits`, shared by every connection's outbound queue.
     pub(crate) limits: Arc<belay_proto::server::Limits>,
-    /// Keyed executions running now.
-    pub(crate) keyed_running: AtomicUsize,
     /// The server-wide decisions: connections and users, the drain,
     /// access routes, presence keys, the reserved methods.
     pub(crate) node: Mutex<Node>,
@@ -50,12 +48,11 @@ pub(crate) struct Shared {
     pub(crate) connections: Mutex<HashMap<ConnectionHandle, crate::mailbox::ControlSender>>,
     pub(crate) stream_layer: Option<Arc<dyn StreamLayer>>,
     pub(crate) lifecycle: watch::Sender<Lifecycle>,
-    pub(crate) idempotency: Mutex<IdempotencyCache>,
     /// Live feed of server events (connects, closes, drain, and what
     /// extensions announce).
     pub(crate) events: broadcast::Sender<crate::events::ServerEvent>,
     /// Retries of an idempotent request that is still running wait here.
-    pub(crate) idempotent_waiters: Mutex<HashMap<(String, String), broadcast::Sender<Reply>>>,
+    pub(crate) idempotent_waiters: Mutex<HashMap<KeyedRun, broadcast::Sender<Reply>>>,
     /// The SSE streams this node holds.
     pub(crate) sse: Arc<crate::sse::Streams>,
     /// Where a send for another node's stream goes (a cluster).

@@ -78,10 +78,10 @@ pub use limits::{Limits, MIN_PING_INTERVAL, MIN_PONG_TIMEOUT};
 pub use live_follow::{Inconsistent, LiveFollow, Lost, Offer};
 pub use namespaces::{Access, ChannelOptions, Namespaces};
 pub use node::{
-    max_publication_frame_len, AccessRoute, Caller, ConnectionHandle, ConnectionOrder, Lifecycle,
-    Node, NodeConfig, NodeEvent, NodeOutput, PresenceChange, PresenceKind, PublicationRefused,
-    ReservedCall, EPOCH_ALLOWANCE, PRESENCE_CHANNEL_PREFIX, PRESENCE_METHOD, PRESENCE_STATS_METHOD,
-    PUBLISH_METHOD, USER_CHANNEL_PREFIX,
+    max_publication_frame_len, AccessRoute, Caller, ConnectionHandle, ConnectionOrder, Identity,
+    KeyedAdmit, KeyedRun, Lifecycle, Node, NodeConfig, NodeEvent, NodeOutput, PresenceChange,
+    PresenceKind, PublicationRefused, ReservedCall, EPOCH_ALLOWANCE, PRESENCE_CHANNEL_PREFIX,
+    PRESENCE_METHOD, PRESENCE_STATS_METHOD, PUBLISH_METHOD, USER_CHANNEL_PREFIX,
 };
 pub use outbound_share::{fair_share_admits, fair_share_room, FAIR_SHARE};
 pub use rate::{RateDecision, RateLimiter};

@@ -4,15 +4,15 @@
 //! session never holds more than a new connection with the same token
 //! could (spec/PROTOCOL.md §2.8).
 
-use belay_proto::host::{HostChannel, HOST_CHANNEL_PREFIX};
 use belay_proto::message::ErrorBody;
-use belay_proto::server::{Access, AuthVerdict, Input, Ticket};
+use belay_proto::server::{AuthVerdict, Identity, Input, Ticket};
 use belay_proto::Instant;
 
 use super::outputs::core_refusal;
 use super::Driver;
 use crate::access;
 use crate::auth::{AuthError, Principal, Verdict};
+use crate::metrics::lock;
 
 impl Driver {
     /// The verdict on a `refresh`'s credentials: they must be good and
@@ -27,15 +27,19 @@ impl Driver {
         let now = self.now();
         let mut regrant = false;
         let verdict = match verdict {
-            Ok(principal) if principal.user != self.principal.user => AuthVerdict::RefusedFor {
-                reason: "the refreshed token names another user".into(),
-            },
-            // A host session holds its host's calls channel: new
-            // credentials may not make it another host, nor a host of a
-            // session that was not one (nor the reverse).
-            Ok(principal) if principal.host != self.principal.host => AuthVerdict::RefusedFor {
-                reason: "the refreshed token names another host".into(),
-            },
+            Ok(principal) => {
+                let held = Identity::new(&self.principal.user, self.principal.host.as_deref());
+                let new = Identity::new(&principal.user, principal.host.as_deref());
+                match lock(&self.shared.node).check_refresh(held, new) {
+                    Ok(()) => Ok(principal),
+                    Err(reason) => Err(AuthVerdict::RefusedFor {
+                        reason: reason.into(),
+                    }),
+                }
+            }
+            Err(error) => Err(core_refusal(error)),
+        };
+        let verdict = match verdict {
             Ok(principal) => {
                 let expires_at = principal
                     .expires_at
@@ -47,7 +51,7 @@ impl Driver {
                     pacing: None,
                 }
             }
-            Err(error) => core_refusal(error),
+            Err(refused) => refused,
         };
         self.core
             .handle_input(now, Input::Refresh { ticket, verdict });
@@ -75,20 +79,16 @@ impl Driver {
     }
 }
 
-/// Whether the principal's grants still allow holding `channel`. Channels
-/// whose namespace asks the backend or a subscription token were judged at
-/// their subscribe by that, not by the grants, and are kept.
+/// Whether the principal's grants still allow holding `channel`
+/// ([`Node::regrant_route`](belay_proto::server::Node::regrant_route):
+/// channels the backend or a subscription token judged are kept).
 fn still_granted(driver: &Driver, channel: &str) -> Result<(), AuthError> {
-    let judged_by = match HostChannel::parse(channel) {
-        Some(HostChannel::State(host)) => format!("{HOST_CHANNEL_PREFIX}{host}"),
-        _ => channel.to_owned(),
-    };
-    let namespace = driver.shared.config.namespaces.options_for(&judged_by);
-    if matches!(namespace.subscribe, Access::Backend | Access::Token) {
+    let caller = access::caller(&driver.principal);
+    let Some(route) = lock(&driver.shared.node).regrant_route(caller, channel) else {
         return Ok(());
-    }
-    match access::subscribe(&driver.shared, &driver.principal, channel, None) {
-        Verdict::Now(verdict) => verdict,
+    };
+    match access::subscribe_by(&driver.shared, &driver.principal, route, None) {
+        Verdict::Now(verdict) => verdict.map(drop),
         // Not a grant's decision (see above); never waited for here.
         Verdict::Later(_) => Ok(()),
     }

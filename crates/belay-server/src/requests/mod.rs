@@ -24,11 +24,10 @@
 //! outcome can be replayed to the retry the client will send. Keyed
 //! executions are bounded server-wide (`ServerConfig::max_keyed_running`).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use belay_proto::message::{ErrorBody, Reply, Request};
-use belay_proto::server::{lost_attempt, params_digest, Begin, Ticket, Violation};
+use belay_proto::server::{lost_attempt, KeyedAdmit, KeyedRun, Ticket};
 use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
 
@@ -40,9 +39,6 @@ use crate::shared::Shared;
 
 mod shared_store;
 
-/// A request's key as the cache and the waiters know it: (scope, key).
-type KeyId = (String, String);
-
 /// What to do with a request that passed authorization.
 pub(crate) enum Admit {
     /// Run it, owning its idempotency key if it carries one.
@@ -53,43 +49,41 @@ pub(crate) enum Admit {
     Answer(Reply),
 }
 
-/// Decide, on the connection's task, what to do with `request`.
+/// Decide, on the connection's task, what to do with `request`: the
+/// node decides a keyed request ([`Node::begin_keyed`]: the key's scope,
+/// its stored outcome, the bound on keyed executions); this keeps the
+/// waiters of a key that is running.
+///
+/// [`Node::begin_keyed`]: belay_proto::server::Node::begin_keyed
 pub(crate) fn admit(shared: &Arc<Shared>, principal: &Principal, request: &Request) -> Admit {
     let Some(key) = &request.idem else {
         return Admit::Run(None);
     };
-    let scope = format!("{}\u{0}{}", principal.user, request.method);
-    let digest = params_digest(&request.params);
     let now = shared.clock.now();
-    // Lock order: waiters, then the cache. A retry that finds the key in
+    // Lock order: waiters, then the node. A retry that finds the key in
     // flight subscribes before the first call can publish its result (the
-    // first call completes the cache before it takes the waiters' lock).
+    // first call completes the key in the node before it takes the
+    // waiters' lock).
     let mut waiters = lock(&shared.idempotent_waiters);
-    let begin = lock(&shared.idempotency).begin(now, &scope, key, digest);
-    match begin {
-        Begin::New => {
-            let running = shared.keyed_running.load(Ordering::Acquire);
-            if running >= shared.config.max_keyed_running {
-                lock(&shared.idempotency).abandon(&scope, key);
-                return Admit::Answer(Reply::Error(ErrorBody::new(
-                    "rate_limited",
-                    "too many idempotent requests running",
-                )));
-            }
-            Admit::Run(Some(KeyOwner::new(shared, (scope, key.clone()))))
-        }
-        Begin::InFlight => Admit::Wait(
+    let admit =
+        lock(&shared.node).begin_keyed(now, &principal.user, &request.method, key, &request.params);
+    match admit {
+        KeyedAdmit::Run(run) => Admit::Run(Some(KeyOwner::new(shared, run))),
+        KeyedAdmit::Wait(run) => Admit::Wait(
             waiters
-                .entry((scope, key.clone()))
+                .entry(run)
                 .or_insert_with(|| broadcast::channel(1).0)
                 .subscribe(),
         ),
-        Begin::Done(reply) => Admit::Answer(reply),
-        Begin::Conflict => Admit::Answer(Violation::IdempotencyConflict.refusal()),
-        _ => Admit::Answer(Reply::Error(ErrorBody::new(
-            "rate_limited",
-            "too many idempotent requests in flight",
-        ))),
+        KeyedAdmit::Answer(reply) => Admit::Answer(reply),
+        other => {
+            tracing::error!(?other, "the server does not handle this keyed admission");
+            debug_assert!(false, "unhandled keyed admission {other:?}");
+            Admit::Answer(Reply::Error(ErrorBody::new(
+                "internal",
+                "the server cannot run this keyed request",
+            )))
+        }
     }
 }
 
@@ -110,23 +104,22 @@ pub(crate) struct RequestTask {
 /// first attempt was lost, so nothing waits for an outcome that never comes.
 pub(crate) struct KeyOwner {
     shared: Arc<Shared>,
-    id: Option<KeyId>,
+    run: Option<KeyedRun>,
 }
 
 impl KeyOwner {
-    fn new(shared: &Arc<Shared>, id: KeyId) -> Self {
-        shared.keyed_running.fetch_add(1, Ordering::AcqRel);
+    fn new(shared: &Arc<Shared>, run: KeyedRun) -> Self {
         KeyOwner {
             shared: Arc::clone(shared),
-            id: Some(id),
+            run: Some(run),
         }
     }
 
     fn complete(mut self, reply: &Reply) {
-        if let Some((scope, key)) = self.id.take() {
+        if let Some(run) = self.run.take() {
             let now = self.shared.clock.now();
-            lock(&self.shared.idempotency).complete(now, &scope, &key, reply);
-            if let Some(waiters) = lock(&self.shared.idempotent_waiters).remove(&(scope, key)) {
+            lock(&self.shared.node).complete_keyed(now, &run, reply);
+            if let Some(waiters) = lock(&self.shared.idempotent_waiters).remove(&run) {
                 let _ = waiters.send(reply.clone());
             }
         }
@@ -135,12 +128,11 @@ impl KeyOwner {
 
 impl Drop for KeyOwner {
     fn drop(&mut self) {
-        self.shared.keyed_running.fetch_sub(1, Ordering::AcqRel);
-        if let Some((scope, key)) = self.id.take() {
+        if let Some(run) = self.run.take() {
             let mut waiters = lock(&self.shared.idempotent_waiters);
-            lock(&self.shared.idempotency).abandon(&scope, &key);
+            lock(&self.shared.node).abandon_keyed(&run);
             // Dropping the sender tells every waiter the attempt was lost.
-            waiters.remove(&(scope, key));
+            waiters.remove(&run);
         }
     }
 }

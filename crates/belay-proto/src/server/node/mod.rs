@@ -20,6 +20,8 @@
 //! | presence | `presence.rs` | whether a subscription is a presence member, its key, and whether its join and leave are announced |
 //! | reserved methods | `reserved/` | `$publish`, `$presence`, `$presence_stats`: their typed params, refusals and checks |
 //! | publications | `publication.rs` | the longest frame a publication can make, checked before the broker is asked |
+//! | refresh | `refresh.rs` | a refresh keeps the user and the host; which subscriptions the new grants must allow again |
+//! | keyed requests | `keyed.rs` | an idempotency key's scope (user and method), its outcome cache, and the bound on keyed executions running at once |
 //! | resident hosts | [`HostCalls`] | the host table and every call's life (admit, wake bound, delivery, answer, deadline, `host_lost`), held by the node and reached through [`host_calls_mut`](Node::host_calls_mut) |
 //!
 //! The driver's run loop:
@@ -39,8 +41,10 @@
 
 mod access;
 mod drain;
+mod keyed;
 mod presence;
 mod publication;
+mod refresh;
 mod registry;
 mod reserved;
 
@@ -51,15 +55,18 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use access::{AccessRoute, Caller, USER_CHANNEL_PREFIX};
+pub use keyed::{KeyedAdmit, KeyedRun};
 pub use presence::{PresenceChange, PresenceKind, PRESENCE_CHANNEL_PREFIX};
 pub use publication::{max_publication_frame_len, PublicationRefused, EPOCH_ALLOWANCE};
+pub use refresh::Identity;
 pub use registry::ConnectionHandle;
 pub use reserved::{ReservedCall, PRESENCE_METHOD, PRESENCE_STATS_METHOD, PUBLISH_METHOD};
 
 use self::drain::DrainRun;
 use self::registry::Registry;
 use super::{
-    DrainConfig, DrainPhase, HostCalls, HostCallsConfig, Namespaces, DEFAULT_MAX_CHANNEL_LEN,
+    DrainConfig, DrainPhase, HostCalls, HostCallsConfig, IdempotencyCache, Namespaces,
+    DEFAULT_MAX_CHANNEL_LEN,
 };
 use crate::close::CloseCode;
 use crate::message::ReconnectAdvice;
@@ -87,6 +94,8 @@ pub struct NodeConfig {
     max_publication_len: usize,
     max_channel_len: usize,
     host_calls: HostCallsConfig,
+    max_keyed_running: usize,
+    idempotency: IdempotencyCache,
 }
 
 impl Default for NodeConfig {
@@ -97,6 +106,8 @@ impl Default for NodeConfig {
             max_publication_len: 64 * 1024,
             max_channel_len: DEFAULT_MAX_CHANNEL_LEN,
             host_calls: HostCallsConfig::default(),
+            max_keyed_running: 4_096,
+            idempotency: IdempotencyCache::new(std::time::Duration::from_secs(300), 100_000),
         }
     }
 }
@@ -156,6 +167,24 @@ impl NodeConfig {
     /// See [`host_calls`](Self::host_calls).
     pub fn set_host_calls(&mut self, value: HostCallsConfig) -> &mut Self {
         self.host_calls = value;
+        self
+    }
+
+    /// The most keyed executions running at once. Default: 4,096.
+    pub fn max_keyed_running(&self) -> usize {
+        self.max_keyed_running
+    }
+
+    /// See [`max_keyed_running`](Self::max_keyed_running).
+    pub fn set_max_keyed_running(&mut self, value: usize) -> &mut Self {
+        self.max_keyed_running = value;
+        self
+    }
+
+    /// The outcomes cache the node starts with (its retention and bounds).
+    /// Default: 5 minutes, 100,000 entries.
+    pub fn set_idempotency(&mut self, value: IdempotencyCache) -> &mut Self {
+        self.idempotency = value;
         self
     }
 }
@@ -218,6 +247,8 @@ pub struct Node {
     lifecycle: Lifecycle,
     drain: Option<DrainRun>,
     host_calls: HostCalls,
+    idempotency: IdempotencyCache,
+    keyed_running: usize,
     outputs: VecDeque<NodeOutput>,
 }
 
@@ -226,6 +257,8 @@ impl Node {
     pub fn new(config: NodeConfig) -> Self {
         Node {
             host_calls: HostCalls::new(config.host_calls.clone()),
+            idempotency: config.idempotency.clone(),
+            keyed_running: 0,
             config,
             registry: Registry::default(),
             lifecycle: Lifecycle::Serving,

@@ -3,8 +3,10 @@
 mod access;
 mod disconnect_user;
 mod drain;
+mod keyed;
 mod presence;
 mod publication;
+mod refresh;
 mod reserved;
 
 use std::sync::Arc;
