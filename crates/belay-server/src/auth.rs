@@ -86,7 +86,7 @@ impl Principal {
     /// [`MAX_CREDENTIAL_LIFETIME`]: a value from a token or a backend is
     /// saturated, never trusted to fit).
     pub fn expiring_in(self, left: Duration) -> Self {
-        let now = Instant::now();
+        let now = crate::clock::std_now();
         let at = now
             .checked_add(left.min(MAX_CREDENTIAL_LIFETIME))
             .unwrap_or(now);

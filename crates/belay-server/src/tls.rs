@@ -181,7 +181,7 @@ pub(crate) async fn serve(
         tokio::spawn(async move {
             let _done = done;
             let timeout = shared.config.upgrade_timeout;
-            let deadline = tokio::time::Instant::now() + timeout;
+            let deadline = crate::clock::deadline_in(timeout);
             let trusted = shared.config.trusted_proxies.trusts(peer.ip());
             let (tcp, source) = if trusted && shared.config.proxy_protocol {
                 match tokio::time::timeout_at(deadline, read_proxy_header(tcp, peer)).await {
@@ -289,11 +289,7 @@ async fn serve_http<I>(
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The timer enables hyper's header read timeout (slow requests).
     builder.timer(TokioTimer::new());
-    builder.header_read_timeout(
-        deadline
-            .saturating_duration_since(tokio::time::Instant::now())
-            .max(Duration::from_millis(1)),
-    );
+    builder.header_read_timeout(crate::clock::left_until(deadline).max(Duration::from_millis(1)));
     // hyper's read buffer, per connection not yet upgraded (its default
     // allows about 400 KB); request heads are small.
     builder.max_buf_size(32 * 1024);

@@ -128,10 +128,10 @@ async fn wait_elsewhere(
     digest: u64,
     longest: Duration,
 ) -> Keyed {
-    let give_up = tokio::time::Instant::now() + longest;
+    let give_up = crate::clock::deadline_in(longest);
     let mut wait = FIRST_WAIT;
     loop {
-        if tokio::time::Instant::now() + wait > give_up {
+        if crate::clock::left_until(give_up) < wait {
             return Keyed::Refused(lost_attempt());
         }
         tokio::time::sleep(wait).await;
@@ -165,10 +165,7 @@ fn next_owner() -> String {
     static NODE: OnceLock<String> = OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let node = NODE.get_or_init(|| {
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
+        let started = crate::clock::unix_nanos();
         format!("{:x}.{started:x}", std::process::id())
     });
     format!("{node}.{:x}", NEXT.fetch_add(1, Ordering::Relaxed))

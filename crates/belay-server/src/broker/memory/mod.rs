@@ -153,10 +153,7 @@ impl MemoryBroker {
     /// A broker whose channels start a new epoch now (history does not
     /// survive the process, so each start is a new epoch).
     pub fn new(limits: HistoryLimits) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
+        let nanos = crate::clock::unix_nanos();
         MemoryBroker {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             hasher: RandomState::new(),
