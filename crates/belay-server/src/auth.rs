@@ -328,3 +328,12 @@ impl Authenticator for AllowAll {
         Ok(Principal::anonymous())
     }
 }
+
+/// The token of an `Authorization: Bearer` header, if there is one.
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<String> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    value.strip_prefix("Bearer ").map(str::to_owned)
+}

@@ -276,7 +276,7 @@ impl ServerConfig {
                 belay_proto::server::HostCallsConfig::default()
                     .with_timing(self.host_timing.clone())
                     .with_bounds(self.max_hosts, self.max_calls_per_host)
-                    .with_answer_timeout(crate::hosts::call::ANSWER_TIMEOUT),
+                    .with_answer_timeout(belay_proto::server::DEFAULT_ANSWER_TIMEOUT),
             );
         config
     }

@@ -47,6 +47,7 @@ pub mod events;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod host_waiters;
 mod hosts;
 mod idempotency_expiry;
 mod inspect;
@@ -60,6 +61,8 @@ pub mod rpc;
 mod server;
 mod shared;
 pub mod sse;
+mod sse_relay;
+mod sse_streams;
 pub mod stream;
 pub mod tls;
 mod upgrade;

@@ -33,7 +33,7 @@ pub struct ServerBuilder {
     auth: Arc<dyn Authenticator>,
     broker: Option<Arc<dyn Broker>>,
     stream_layer: Option<Arc<dyn StreamLayer>>,
-    sse_relay: Option<Arc<dyn crate::sse::SseRelay>>,
+    sse_relay: Option<Arc<dyn crate::sse_relay::SseRelay>>,
 }
 
 impl Default for ServerBuilder {
@@ -91,7 +91,7 @@ impl ServerBuilder {
     /// In a cluster: relay SSE sends and closes for streams another node
     /// holds through `relay` (spec/PROTOCOL.md §1.7), and prefix this
     /// node's stream ids with `relay.node()`.
-    pub fn sse_relay(mut self, relay: Arc<dyn crate::sse::SseRelay>) -> Self {
+    pub fn sse_relay(mut self, relay: Arc<dyn crate::sse_relay::SseRelay>) -> Self {
         self.sse_relay = Some(relay);
         self
     }

@@ -1,8 +1,15 @@
 //! What every part of a running server shares: the state behind the
-//! [`Server`] handle. The connection driver, the upgrade, requests, the
-//! drain and the per-source limits all use this module, and it uses none
-//! of them, so the server's parts do not import each other in a loop
-//! (`server.rs` builds the state and puts the public API on the handle).
+//! [`Server`] handle, mostly handles (the node's lock, the broker, the
+//! authenticator, the mailboxes). The connection driver, the upgrade,
+//! requests, the hosts and the SSE fallback all use this module; it uses
+//! only leaves that import none of them (config, clock, metrics, auth,
+//! broker, mailbox, events, stream, `host_waiters`, `sse_streams`,
+//! `sse_relay`), so the server's parts do not import each other in a loop
+//! (`scripts/module-cycles.py crates/belay-server/src --allow rpc:shared`
+//! in the test command; the one allowance: a method's `CallContext` holds
+//! the `Server`, which holds the methods). `server.rs` builds the state and
+//! puts the public API on the handle; `node.rs` drives the server-wide
+//! core.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
@@ -54,17 +61,19 @@ pub(crate) struct Shared {
     /// Retries of an idempotent request that is still running wait here.
     pub(crate) idempotent_waiters: Mutex<HashMap<KeyedRun, broadcast::Sender<Reply>>>,
     /// The SSE streams this node holds.
-    pub(crate) sse: Arc<crate::sse::Streams>,
+    pub(crate) sse: Arc<crate::sse_streams::Streams>,
     /// Where a send for another node's stream goes (a cluster).
-    pub(crate) sse_relay: Option<Arc<dyn crate::sse::SseRelay>>,
+    pub(crate) sse_relay: Option<Arc<dyn crate::sse_relay::SseRelay>>,
     /// The resident hosts this relay knows (docs/HOSTS.md).
-    pub(crate) hosts: crate::hosts::HostRegistry,
+    pub(crate) hosts: crate::host_waiters::HostRegistry,
 }
 
 impl Shared {
     /// The prefix of this node's stream ids (in a cluster).
     pub(crate) fn node_id(&self) -> Option<&str> {
-        self.sse_relay.as_deref().map(crate::sse::SseRelay::node)
+        self.sse_relay
+            .as_deref()
+            .map(crate::sse_relay::SseRelay::node)
     }
 }
 

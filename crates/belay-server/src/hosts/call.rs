@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use belay_proto::host::{valid_host_id, HOST_CHANNEL_PREFIX};
 use belay_proto::message::{ErrorBody, Payload, Reply};
-use belay_proto::server::{CallId, CallRequest, DEFAULT_ANSWER_TIMEOUT};
+use belay_proto::server::{CallId, CallRequest};
 use serde::Deserialize;
 
 use crate::rpc::CallContext;
@@ -29,9 +29,6 @@ use crate::shared::Shared;
 
 /// The reserved method's name.
 pub(crate) const METHOD: &str = "$call";
-
-/// How long a woken host may take to answer a call, beyond the wake.
-pub(crate) const ANSWER_TIMEOUT: Duration = DEFAULT_ANSWER_TIMEOUT;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -24,7 +24,7 @@ use crate::Server;
 /// The route's handler.
 pub(crate) async fn heartbeat(State(server): State<Server>, headers: HeaderMap) -> Response {
     let shared = &server.shared;
-    let token = crate::upgrade::bearer(&headers);
+    let token = crate::auth::bearer(&headers);
     let principal = match crate::access::settle(shared.auth.check_connect(token.as_deref())).await {
         Ok(principal) => principal,
         Err(error) => return refused(&error),

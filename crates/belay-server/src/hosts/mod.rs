@@ -26,8 +26,7 @@
 //! ([`max_calls_per_caller`](belay_proto::host::max_calls_per_caller)), so
 //! one caller cannot starve the others.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use belay_proto::host::HostState;
 use belay_proto::message::Reply;
@@ -48,14 +47,7 @@ mod publish;
 
 pub(crate) use heartbeat::heartbeat;
 
-/// The relay's side of the hosts, in [`Shared`]: the callers waiting for
-/// the verdicts of the node's [`HostCalls`]. Lock order: the node, then
-/// the waiting callers.
-#[derive(Default)]
-pub(crate) struct HostRegistry {
-    /// Each started call's caller, waiting for its reply.
-    waiting: Mutex<HashMap<CallId, oneshot::Sender<Reply>>>,
-}
+pub(crate) use crate::host_waiters::HostRegistry;
 
 /// One host as a listing shows it.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -48,12 +48,11 @@ mod events;
 mod gate;
 mod pipe;
 mod relay;
-mod streams;
 mod transport;
 
-pub use relay::{RelayAnswer, RelayedSend, SseRelay};
+pub use crate::sse_relay::{RelayAnswer, RelayedSend, SseRelay};
 
-pub(crate) use streams::Streams;
+use crate::sse_streams as streams;
 
 /// The header naming a send's or a close's stream.
 pub const STREAM_HEADER: &str = "belay-stream";
@@ -139,7 +138,7 @@ pub(crate) async fn send(State(server): State<Server>, request: Request) -> Resp
         None => match relay::route(shared, &id) {
             Some((relay, node)) => {
                 let body = body.await;
-                relay::forward(relay, node, relay::RelayedSend::send(&id, seq, body)).await
+                relay::forward(relay, node, RelayedSend::send(&id, seq, body)).await
             }
             None => Answer::UnknownStream,
         },
@@ -218,7 +217,7 @@ pub(crate) async fn close(State(server): State<Server>, request: Request) -> Res
         Some(entry) => respond(take_close(&entry, code).await),
         None => match relay::route(shared, &id) {
             Some((relay, node)) => {
-                respond(relay::forward(relay, node, relay::RelayedSend::close(&id, code)).await)
+                respond(relay::forward(relay, node, RelayedSend::close(&id, code)).await)
             }
             None => respond(Answer::UnknownStream),
         },

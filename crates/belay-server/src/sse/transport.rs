@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 use super::events;
 use super::gate::Gate;
 use super::pipe::PipeWriter;
-use super::streams::{Inbound, StreamGuard};
 use crate::connection::Transport;
 use crate::peer_limits::SlotCell;
+use crate::sse_streams::{Inbound, StreamGuard};
 use crate::ws::{Event, Message, HIGH_WATER};
 
 /// The body of a send being read.

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{header, HeaderMap};
+use axum::http::header;
 
 use belay_proto::message::Codec;
 use belay_proto::server::{UpgradeDecision, UpgradeVerdict, Violation};
@@ -79,7 +79,7 @@ pub(crate) fn admit(
     Ok(Admitted {
         admission,
         slot,
-        token: bearer(headers),
+        token: crate::auth::bearer(headers),
     })
 }
 
@@ -123,10 +123,4 @@ fn source_slot(
     // as not yet upgraded.
     drop(from_accept);
     Ok(slot)
-}
-
-/// The token of an `Authorization: Bearer` header, if there is one.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    value.strip_prefix("Bearer ").map(str::to_owned)
 }

@@ -25,13 +25,11 @@ mod handoff;
 mod handshake;
 mod io;
 mod refusal;
-
-pub(crate) use admission::{admit, bearer};
-pub(crate) use handshake::Handshake;
-/// The socket type a session runs on (named by the connection's task-size
-/// test; elsewhere it is only inferred).
 #[cfg(test)]
-pub(crate) use io::WsIo;
+mod task_size;
+
+pub(crate) use admission::admit;
+pub(crate) use handshake::Handshake;
 pub(crate) use refusal::answer;
 
 use std::net::SocketAddr;
