@@ -95,6 +95,8 @@ pub mod message;
 pub mod rng;
 pub mod time;
 // The harnesses of the fuzz targets (both sides).
+#[cfg(feature = "testing")]
+pub mod every_variant;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 #[cfg(feature = "testing")]

@@ -93,8 +93,7 @@ fn refused(route: AccessRoute) -> AuthError {
     match route {
         AccessRoute::Refused { reason } => AuthError::Forbidden(reason),
         other => {
-            tracing::error!(?other, "the server does not handle this access route");
-            debug_assert!(false, "unhandled access route {other:?}");
+            crate::unhandled::Unhandled::new("access route", &other).report();
             AuthError::Forbidden("refused".into())
         }
     }

@@ -53,11 +53,7 @@ async fn publish(ctx: CallContext, params: PublishParams, access: AccessRoute) -
 /// The node answered `$publish` with something else: a core newer than
 /// this driver. Loud, and an `internal` answer rather than none.
 fn unexpected(call: Option<Result<(), ErrorBody>>) -> Reply {
-    tracing::error!(
-        ?call,
-        "the server does not handle the node's answer to $publish"
-    );
-    debug_assert!(false, "unhandled reserved call for $publish");
+    crate::unhandled::Unhandled::new("reserved call for $publish", &call).report();
     refused("internal", "the server cannot carry out $publish".into())
 }
 

@@ -65,6 +65,7 @@ mod sse_relay;
 mod sse_streams;
 pub mod stream;
 pub mod tls;
+mod unhandled;
 mod upgrade;
 mod ws;
 

@@ -158,7 +158,7 @@ impl Server {
     /// longer than [`Limits::max_channel_len`](belay_proto::server::Limits::max_channel_len),
     /// when the `publication` frame would be longer than
     /// [`ServerConfig::max_publication_len`] or `data` nests deeper than
-    /// [`MAX_PAYLOAD_DEPTH`] (a frame clients could not take), or when the
+    /// [`MAX_PAYLOAD_DEPTH`](belay_proto::server::MAX_PAYLOAD_DEPTH) (a frame clients could not take), or when the
     /// broker cannot take publications now ([`PublishError::Unavailable`]).
     ///
     /// The checks run and the broker is asked when this is called; the

@@ -35,8 +35,11 @@ use crate::outbound::Outbound;
 use crate::peer_limits::PeerSlot;
 use crate::requests::RequestSet;
 use crate::shared::Shared;
+use crate::unhandled::Unhandled;
 use crate::ws::{Event, Message, WsError, HIGH_WATER};
 
+#[cfg(test)]
+mod every_output;
 mod history;
 mod hosts;
 mod outputs;
@@ -375,17 +378,21 @@ impl Driver {
 
     /// An order of the server-wide core.
     fn on_order(&mut self, now: Instant, order: ConnectionOrder) {
+        if let Err(unhandled) = self.carry_out_order(now, order) {
+            unhandled.report();
+        }
+    }
+
+    fn carry_out_order(&mut self, now: Instant, order: ConnectionOrder) -> Result<(), Unhandled> {
         match order {
             ConnectionOrder::Advise(advice) => self.core.advise(advice),
             // Requests in flight are answered before the close, by the
             // drain's deadline.
             ConnectionOrder::Drain { until } => self.core.drain(now, until),
             ConnectionOrder::Close { code, reason } => self.core.close(code, &reason),
-            other => {
-                tracing::error!(?other, "the connection does not handle this order");
-                debug_assert!(false, "unhandled connection order {other:?}");
-            }
+            other => return Err(Unhandled::new("connection order", &other)),
         }
+        Ok(())
     }
 
     /// `item` and what else is already in the inbox (up to 64 more), each

@@ -102,11 +102,7 @@ impl Driver {
                 return;
             }
             other => {
-                tracing::error!(
-                    ?other,
-                    "the server does not handle the node's answer to $presence"
-                );
-                debug_assert!(false, "unhandled reserved call for $presence");
+                crate::unhandled::Unhandled::new("reserved call for $presence", &other).report();
                 let error = ErrorBody::new("internal", "the server cannot answer $presence");
                 self.core.handle_input(
                     now,

@@ -207,8 +207,7 @@ impl HostRegistry {
                         }
                     }
                     other => {
-                        tracing::error!(?other, "the relay does not handle this host-call output");
-                        debug_assert!(false, "unhandled host-call output {other:?}");
+                        crate::unhandled::Unhandled::new("host-call output", &other).report();
                     }
                 }
             }

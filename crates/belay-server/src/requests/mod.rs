@@ -77,8 +77,7 @@ pub(crate) fn admit(shared: &Arc<Shared>, principal: &Principal, request: &Reque
         ),
         KeyedAdmit::Answer(reply) => Admit::Answer(reply),
         other => {
-            tracing::error!(?other, "the server does not handle this keyed admission");
-            debug_assert!(false, "unhandled keyed admission {other:?}");
+            crate::unhandled::Unhandled::new("keyed admission", &other).report();
             Admit::Answer(Reply::Error(ErrorBody::new(
                 "internal",
                 "the server cannot run this keyed request",

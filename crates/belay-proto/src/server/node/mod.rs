@@ -1,43 +1,4 @@
-//! [`Node`]: the decisions that span connections or the whole server, as
-//! one sans-IO machine (quinn-proto's `Endpoint` to the [`Connection`]s).
-//!
-//! A server holds one `Node` and one [`Connection`] per client. The node
-//! never touches a connection: the driver tells it what happened to each
-//! one ([`handle_event`](Node::handle_event) with a [`NodeEvent`]) and
-//! carries its orders back ([`NodeOutput::Order`] with a
-//! [`ConnectionOrder`]), as quinn carries `EndpointEvent`s and
-//! `ConnectionEvent`s. Like the connection, the node reads no clock: `now`
-//! comes in with every input, and [`poll_timeout`](Node::poll_timeout)
-//! says when it wants [`handle_timeout`](Node::handle_timeout).
-//!
-//! What it decides:
-//!
-//! | Part | File | Decision |
-//! |---|---|---|
-//! | registry | `registry.rs` | which connections are whose; [`disconnect_user`](Node::disconnect_user)'s close (4003) |
-//! | drain | `drain.rs` | a graceful drain run on [`DrainPlan`](super::DrainPlan): advice, close 1012 at the plan's instants, 1001 for what is left at the deadline |
-//! | access | `access.rs` | which rule or authenticator hook decides a subscribe or a client publish ([`AccessRoute`]) |
-//! | presence | `presence.rs` | whether a subscription is a presence member, its key, and whether its join and leave are announced |
-//! | reserved methods | `reserved/` | `$publish`, `$presence`, `$presence_stats`: their typed params, refusals and checks |
-//! | publications | `publication.rs` | the longest frame a publication can make, checked before the broker is asked |
-//! | refresh | `refresh.rs` | a refresh keeps the user and the host; which subscriptions the new grants must allow again |
-//! | keyed requests | `keyed.rs` | an idempotency key's scope (user and method), its outcome cache, and the bound on keyed executions running at once |
-//! | resident hosts | [`HostCalls`] | the host table and every call's life (admit, wake bound, delivery, answer, deadline, `host_lost`), held by the node and reached through [`host_calls_mut`](Node::host_calls_mut) |
-//!
-//! The driver's run loop:
-//!
-//! ```text
-//! accept ─▶ node.handle_connected(now) ─▶ handle
-//! welcome ─▶ node.handle_event(now, handle, NodeEvent::Identified { user })
-//! close   ─▶ node.handle_event(now, handle, NodeEvent::Closed)
-//! loop {
-//!     while let Some(out) = node.poll_output() {
-//!         Order { connection, order } ─▶ that connection's mailbox
-//!         Lifecycle(state)            ─▶ readiness, `drained()` waiters
-//!     }
-//!     sleep until node.poll_timeout(), then node.handle_timeout(now)
-//! }
-//! ```
+//! [`Node`]: the server-wide machine.
 
 mod access;
 mod drain;
@@ -239,7 +200,46 @@ pub enum NodeOutput {
     Lifecycle(Lifecycle),
 }
 
-/// The server-wide machine. See the [module docs](self).
+/// The decisions that span connections or the whole server, as
+/// one sans-IO machine (quinn-proto's `Endpoint` to the [`Connection`](super::Connection)s).
+///
+/// A server holds one `Node` and one [`Connection`](super::Connection) per client. The node
+/// never touches a connection: the driver tells it what happened to each
+/// one ([`handle_event`](Node::handle_event) with a [`NodeEvent`]) and
+/// carries its orders back ([`NodeOutput::Order`] with a
+/// [`ConnectionOrder`]), as quinn carries `EndpointEvent`s and
+/// `ConnectionEvent`s. Like the connection, the node reads no clock: `now`
+/// comes in with every input, and [`poll_timeout`](Node::poll_timeout)
+/// says when it wants [`handle_timeout`](Node::handle_timeout).
+///
+/// What it decides:
+///
+/// | Part | File | Decision |
+/// |---|---|---|
+/// | registry | `registry.rs` | which connections are whose; [`disconnect_user`](Node::disconnect_user)'s close (4003) |
+/// | drain | `drain.rs` | a graceful drain run on [`DrainPlan`](super::DrainPlan): advice, close 1012 at the plan's instants, 1001 for what is left at the deadline |
+/// | access | `access.rs` | which rule or authenticator hook decides a subscribe or a client publish ([`AccessRoute`]) |
+/// | presence | `presence.rs` | whether a subscription is a presence member, its key, and whether its join and leave are announced |
+/// | reserved methods | `reserved/` | `$publish`, `$presence`, `$presence_stats`: their typed params, refusals and checks |
+/// | publications | `publication.rs` | the longest frame a publication can make, checked before the broker is asked |
+/// | refresh | `refresh.rs` | a refresh keeps the user and the host; which subscriptions the new grants must allow again |
+/// | keyed requests | `keyed.rs` | an idempotency key's scope (user and method), its outcome cache, and the bound on keyed executions running at once |
+/// | resident hosts | [`HostCalls`] | the host table and every call's life (admit, wake bound, delivery, answer, deadline, `host_lost`), held by the node and reached through [`host_calls_mut`](Node::host_calls_mut) |
+///
+/// The driver's run loop:
+///
+/// ```text
+/// accept ─▶ node.handle_connected(now) ─▶ handle
+/// welcome ─▶ node.handle_event(now, handle, NodeEvent::Identified { user })
+/// close   ─▶ node.handle_event(now, handle, NodeEvent::Closed)
+/// loop {
+///     while let Some(out) = node.poll_output() {
+///         Order { connection, order } ─▶ that connection's mailbox
+///         Lifecycle(state)            ─▶ readiness, `drained()` waiters
+///     }
+///     sleep until node.poll_timeout(), then node.handle_timeout(now)
+/// }
+/// ```
 #[derive(Debug)]
 pub struct Node {
     config: NodeConfig,

@@ -12,6 +12,12 @@ impl ConnectionHandle {
     pub fn get(self) -> u64 {
         self.0
     }
+
+    /// A handle no node gave out (a driver's test of its dispatch).
+    #[cfg(feature = "testing")]
+    pub fn for_testing(number: u64) -> Self {
+        ConnectionHandle(number)
+    }
 }
 
 /// The open connections and their users.
