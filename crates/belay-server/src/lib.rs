@@ -16,8 +16,25 @@
 //!  Server::publish ──▶ Broker (history + fan-out) ─────────────┘ forwarders (live publications)
 //! ```
 //!
-//! The decisions (heartbeat, admission bucket, history/recovery, idempotency,
-//! drain schedule, limits) are belay-proto's; this crate does the I/O.
+//! The decisions are belay-proto's; this crate does the I/O. Per connection
+//! they are its [`Connection`](belay_proto::server::Connection) (handshake,
+//! heartbeat, limits, requests, subscriptions); server-wide they are the
+//! [`Node`](belay_proto::server::Node) (the registry of connections and
+//! users, the drain, access routes, presence, the reserved methods, keyed
+//! requests, refresh rules, resident hosts). The run loop, as the client
+//! driver's:
+//!
+//! ```text
+//! accept          ─▶ node.handle_connected(now) → handle; a Connection per socket
+//! frame, verdict  ─▶ connection.handle_input(now, Input::…); carry out connection.poll_output()
+//! welcome / close ─▶ node.handle_event(now, handle, NodeEvent::Identified { user } / Closed)
+//! node outputs    ─▶ Order { connection, order } → that connection's mailbox → its core
+//!                    Lifecycle(state) → readiness and drained() waiters
+//! timers          ─▶ sleep until poll_timeout(), then handle_timeout(now) (each machine its own)
+//! ```
+//!
+//! Only `clock.rs` reads time, and no module imports another in a loop
+//! (docs/SERVER.md says how the test command checks both).
 //!
 //! ```no_run
 //! use belay_server::{rpc::{Methods, RpcError}, Server};
