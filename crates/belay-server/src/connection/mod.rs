@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use belay_proto::message::Codec;
 use belay_proto::server::{
-    work_units, Connection, ConnectionHandle, ConnectionOrder, Frame, Input, Ticket, TransportError,
+    work_units, Connection, ConnectionHandle, Frame, Input, Ticket, TransportError,
 };
 use belay_proto::{CloseCode, Instant};
 use bytes::Bytes;
@@ -42,6 +42,7 @@ use crate::ws::{Event, Message, WsError, HIGH_WATER};
 mod every_output;
 mod history;
 mod hosts;
+mod orders;
 mod outputs;
 mod presence;
 mod refresh;
@@ -374,25 +375,6 @@ impl Driver {
             }
             Control::Checked(ticket, checked) => self.checked(ticket, checked),
         }
-    }
-
-    /// An order of the server-wide core.
-    fn on_order(&mut self, now: Instant, order: ConnectionOrder) {
-        if let Err(unhandled) = self.carry_out_order(now, order) {
-            unhandled.report();
-        }
-    }
-
-    fn carry_out_order(&mut self, now: Instant, order: ConnectionOrder) -> Result<(), Unhandled> {
-        match order {
-            ConnectionOrder::Advise(advice) => self.core.advise(advice),
-            // Requests in flight are answered before the close, by the
-            // drain's deadline.
-            ConnectionOrder::Drain { until } => self.core.drain(now, until),
-            ConnectionOrder::Close { code, reason } => self.core.close(code, &reason),
-            other => return Err(Unhandled::new("connection order", &other)),
-        }
-        Ok(())
     }
 
     /// `item` and what else is already in the inbox (up to 64 more), each
