@@ -259,7 +259,6 @@ impl ServerConfig {
 
     /// What the server-wide core needs of this configuration.
     pub(crate) fn node_config(&self) -> belay_proto::server::NodeConfig {
-        use belay_proto::server::IdempotencyCache;
         let mut config = belay_proto::server::NodeConfig::default();
         config
             .set_namespaces(self.namespaces.clone())
@@ -267,11 +266,6 @@ impl ServerConfig {
             .set_max_publication_len(self.max_publication_len)
             .set_max_channel_len(self.limits.max_channel_len())
             .set_max_keyed_running(self.max_keyed_running)
-            .set_idempotency({
-                let mut cache = IdempotencyCache::new(self.idempotency_retention, 100_000);
-                cache.set_max_bytes(self.idempotency_max_bytes);
-                cache
-            })
             .set_host_calls(
                 belay_proto::server::HostCallsConfig::default()
                     .with_timing(self.host_timing.clone())

@@ -45,7 +45,7 @@ impl PeerSlot {
     pub(crate) fn acquire(shared: &Arc<Shared>, ip: Option<IpAddr>) -> Result<PeerSlot, Violation> {
         let key = ip.map(SourceKey::from);
         let now = shared.clock.now();
-        lock(&shared.sources).open(now, key)?;
+        lock(&shared.node).sources_mut().open(now, key)?;
         Ok(PeerSlot {
             shared: Arc::clone(shared),
             key,
@@ -62,7 +62,7 @@ impl PeerSlot {
     pub(crate) fn upgraded(&mut self) {
         if self.pending {
             self.pending = false;
-            lock(&self.shared.sources).upgraded(self.key);
+            lock(&self.shared.node).sources_mut().upgraded(self.key);
         }
     }
 }
@@ -70,7 +70,9 @@ impl PeerSlot {
 impl Drop for PeerSlot {
     fn drop(&mut self) {
         let now = self.shared.clock.now();
-        lock(&self.shared.sources).close(now, self.key, self.pending);
+        lock(&self.shared.node)
+            .sources_mut()
+            .close(now, self.key, self.pending);
     }
 }
 

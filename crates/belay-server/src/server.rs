@@ -12,7 +12,7 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use belay_proto::fleet::FleetPacing;
 use belay_proto::message::{Payload, RawJson};
-use belay_proto::server::Node;
+use belay_proto::server::{IdempotencyCache, Node};
 use belay_proto::server::{SourceTable, TokenBucket};
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, watch};
@@ -112,18 +112,20 @@ impl ServerBuilder {
             ))
         });
         let rate = self.config.accept_rate;
+        let mut idempotency = IdempotencyCache::new(self.config.idempotency_retention, 100_000);
+        idempotency.set_max_bytes(self.config.idempotency_max_bytes);
+        let mut pacing = FleetPacing::new(rate, now);
+        pacing.set_expected_fleet(self.config.expected_fleet);
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
+        let node = Node::new(self.config.node_config(), now)
+            .with_idempotency(idempotency)
+            .with_admission(TokenBucket::new(rate, rate.max(1.0), now, true))
+            .with_pacing(pacing)
+            .with_sources(SourceTable::new(self.config.source_limits()));
         let shared = Shared {
-            sources: Mutex::new(SourceTable::new(self.config.source_limits())),
             outbound_total: Arc::new(AtomicUsize::new(0)),
             limits: Arc::new(self.config.limits.clone()),
-            admission: Mutex::new(TokenBucket::new(rate, rate.max(1.0), now, true)),
-            pacing: Mutex::new({
-                let mut plan = FleetPacing::new(rate, now);
-                plan.set_expected_fleet(self.config.expected_fleet);
-                plan
-            }),
-            node: Mutex::new(Node::new(self.config.node_config())),
+            node: Mutex::new(node),
             config: self.config,
             clock,
             methods: self.methods,
@@ -334,7 +336,7 @@ impl Server {
         use std::fmt::Write as _;
         let shared = &self.shared;
         let mut out = shared.metrics.render();
-        let pending = lock(&shared.sources).pending();
+        let pending = lock(&shared.node).sources().pending();
         let (idem_bytes, idem_keys) = {
             let node = lock(&shared.node);
             (node.idempotency().bytes(), node.idempotency().len())

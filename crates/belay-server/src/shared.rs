@@ -15,9 +15,8 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
-use belay_proto::fleet::FleetPacing;
 use belay_proto::message::Reply;
-use belay_proto::server::{ConnectionHandle, KeyedRun, Node, SourceTable, TokenBucket};
+use belay_proto::server::{ConnectionHandle, KeyedRun, Node};
 use tokio::sync::{broadcast, watch};
 
 use crate::auth::Authenticator;
@@ -40,16 +39,14 @@ pub(crate) struct Shared {
     /// Where presence members are kept (the broker's, else this node's).
     pub(crate) presence: Arc<dyn crate::broker::PresenceStore>,
     pub(crate) metrics: Metrics,
-    pub(crate) admission: Mutex<TokenBucket>,
-    pub(crate) pacing: Mutex<FleetPacing>,
-    /// Connections, pending upgrades and admissions per source.
-    pub(crate) sources: Mutex<SourceTable>,
     /// Bytes queued for writing over all connections.
     pub(crate) outbound_total: Arc<AtomicUsize>,
     /// `config.limits`, shared by every connection's outbound queue.
     pub(crate) limits: Arc<belay_proto::server::Limits>,
-    /// The server-wide decisions: connections and users, the drain,
-    /// access routes, presence keys, the reserved methods.
+    /// The server-wide decisions (`belay_proto::server::Node`): connections
+    /// and users, the drain, access routes, presence keys, the reserved
+    /// methods, keyed requests, refresh rules, resident hosts, admission,
+    /// per-source bounds and reconnect pacing.
     pub(crate) node: Mutex<Node>,
     /// Each connection's mailbox, for the node's orders.
     pub(crate) connections: Mutex<HashMap<ConnectionHandle, crate::mailbox::ControlSender>>,
@@ -64,7 +61,7 @@ pub(crate) struct Shared {
     pub(crate) sse: Arc<crate::sse_streams::Streams>,
     /// Where a send for another node's stream goes (a cluster).
     pub(crate) sse_relay: Option<Arc<dyn crate::sse_relay::SseRelay>>,
-    /// The resident hosts this relay knows (docs/HOSTS.md).
+    /// The callers waiting for a host call's verdict (docs/HOSTS.md).
     pub(crate) hosts: crate::host_waiters::HostRegistry,
 }
 

@@ -315,7 +315,9 @@ impl Driver {
             _ => return,
         };
         let now = self.now();
-        let resume = crate::metrics::lock(&self.shared.sources).pace_work(now, source, units);
+        let resume = crate::metrics::lock(&self.shared.node)
+            .sources_mut()
+            .pace_work(now, source, units);
         self.reads_at = resume.unwrap_or(Instant::ZERO);
         if resume.is_some() {
             self.shared

@@ -257,7 +257,9 @@ impl Driver {
                 *self.principal = principal;
                 let pacing = self.shared.config.pacing.then(|| {
                     let connections = self.shared.metrics.open_connections().max(1) as usize;
-                    lock(&self.shared.pacing).assign(now, connections)
+                    lock(&self.shared.node)
+                        .pacing_mut()
+                        .assign(now, connections)
                 });
                 AuthVerdict::Accepted { expires_at, pacing }
             }

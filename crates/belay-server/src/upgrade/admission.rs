@@ -63,10 +63,10 @@ pub(crate) fn admit(
     let (decision, slot) = decision.source_counted(source_slot(shared, request, peer))?;
     let now = shared.clock.now();
     let source_share = match slot.key() {
-        Some(key) => lock(&shared.sources).admit(now, key),
+        Some(key) => lock(&shared.node).sources_mut().admit(now, key),
         None => Ok(()),
     };
-    let admitted = source_share.and_then(|()| lock(&shared.admission).try_take(now));
+    let admitted = source_share.and_then(|()| lock(&shared.node).admission_mut().try_take(now));
     if let Err(wait) = admitted {
         Metrics::add(&shared.metrics.admission_refusals);
         shared.emit("admission_refused", format!("{peer}: retry after {wait:?}"));

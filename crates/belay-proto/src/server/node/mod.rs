@@ -27,9 +27,10 @@ use self::drain::DrainRun;
 use self::registry::Registry;
 use super::{
     DrainConfig, DrainPhase, HostCalls, HostCallsConfig, IdempotencyCache, Namespaces,
-    DEFAULT_MAX_CHANNEL_LEN,
+    SourceLimits, SourceTable, TokenBucket, DEFAULT_MAX_CHANNEL_LEN,
 };
 use crate::close::CloseCode;
+use crate::fleet::FleetPacing;
 use crate::message::ReconnectAdvice;
 use crate::time::Instant;
 
@@ -56,7 +57,6 @@ pub struct NodeConfig {
     max_channel_len: usize,
     host_calls: HostCallsConfig,
     max_keyed_running: usize,
-    idempotency: IdempotencyCache,
 }
 
 impl Default for NodeConfig {
@@ -68,7 +68,6 @@ impl Default for NodeConfig {
             max_channel_len: DEFAULT_MAX_CHANNEL_LEN,
             host_calls: HostCallsConfig::default(),
             max_keyed_running: 4_096,
-            idempotency: IdempotencyCache::new(std::time::Duration::from_secs(300), 100_000),
         }
     }
 }
@@ -139,13 +138,6 @@ impl NodeConfig {
     /// See [`max_keyed_running`](Self::max_keyed_running).
     pub fn set_max_keyed_running(&mut self, value: usize) -> &mut Self {
         self.max_keyed_running = value;
-        self
-    }
-
-    /// The outcomes cache the node starts with (its retention and bounds).
-    /// Default: 5 minutes, 100,000 entries.
-    pub fn set_idempotency(&mut self, value: IdempotencyCache) -> &mut Self {
-        self.idempotency = value;
         self
     }
 }
@@ -224,6 +216,7 @@ pub enum NodeOutput {
 /// | publications | `publication.rs` | the longest frame a publication can make, checked before the broker is asked |
 /// | refresh | `refresh.rs` | a refresh keeps the user and the host; which subscriptions the new grants must allow again |
 /// | keyed requests | `keyed.rs` | an idempotency key's scope (user and method), its outcome cache, and the bound on keyed executions running at once |
+/// | admission, sources, pacing | [`TokenBucket`], [`SourceTable`], [`FleetPacing`] | the sessions admitted per second, each source's share, the reconnect slot of each welcome, held by the node ([`admission_mut`](Node::admission_mut), [`sources_mut`](Node::sources_mut), [`pacing_mut`](Node::pacing_mut)) |
 /// | resident hosts | [`HostCalls`] | the host table and every call's life (admit, wake bound, delivery, answer, deadline, `host_lost`), held by the node and reached through [`host_calls_mut`](Node::host_calls_mut) |
 ///
 /// The driver's run loop:
@@ -249,22 +242,56 @@ pub struct Node {
     host_calls: HostCalls,
     idempotency: IdempotencyCache,
     keyed_running: usize,
+    admission: TokenBucket,
+    pacing: FleetPacing,
+    sources: SourceTable,
     outputs: VecDeque<NodeOutput>,
 }
 
 impl Node {
-    /// A serving node with no connections.
-    pub fn new(config: NodeConfig) -> Self {
+    /// A serving node with no connections, started at `now`: its outcomes
+    /// cache keeps them 5 minutes (100,000 at most), it admits 500 sessions
+    /// a second (a burst of as many), paces reconnects for that rate, and
+    /// holds no per-source bounds; the `with_*` methods set each.
+    pub fn new(config: NodeConfig, now: Instant) -> Self {
         Node {
             host_calls: HostCalls::new(config.host_calls.clone()),
-            idempotency: config.idempotency.clone(),
+            idempotency: IdempotencyCache::new(std::time::Duration::from_secs(300), 100_000),
             keyed_running: 0,
+            admission: TokenBucket::new(500.0, 500.0, now, true),
+            pacing: FleetPacing::new(500.0, now),
+            sources: SourceTable::new(SourceLimits::default()),
             config,
             registry: Registry::default(),
             lifecycle: Lifecycle::Serving,
             drain: None,
             outputs: VecDeque::new(),
         }
+    }
+
+    /// The outcomes cache of keyed requests (retention, bounds).
+    pub fn with_idempotency(mut self, cache: IdempotencyCache) -> Self {
+        self.idempotency = cache;
+        self
+    }
+
+    /// The admission bucket: sessions admitted per second.
+    pub fn with_admission(mut self, bucket: TokenBucket) -> Self {
+        self.admission = bucket;
+        self
+    }
+
+    /// The reconnect pacing advertised in `welcome`.
+    pub fn with_pacing(mut self, pacing: FleetPacing) -> Self {
+        self.pacing = pacing;
+        self
+    }
+
+    /// The per-source table (connections, pending upgrades, admissions
+    /// and work per source).
+    pub fn with_sources(mut self, sources: SourceTable) -> Self {
+        self.sources = sources;
+        self
     }
 
     // ----- getters -----
@@ -308,6 +335,26 @@ impl Node {
     /// See [`host_calls`](Self::host_calls).
     pub fn host_calls_mut(&mut self) -> &mut HostCalls {
         &mut self.host_calls
+    }
+
+    /// The admission bucket ([`TokenBucket`]): its inputs take `now`.
+    pub fn admission_mut(&mut self) -> &mut TokenBucket {
+        &mut self.admission
+    }
+
+    /// The reconnect pacing ([`FleetPacing`]): the slot of each welcome.
+    pub fn pacing_mut(&mut self) -> &mut FleetPacing {
+        &mut self.pacing
+    }
+
+    /// The per-source table ([`SourceTable`]).
+    pub fn sources(&self) -> &SourceTable {
+        &self.sources
+    }
+
+    /// See [`sources`](Self::sources).
+    pub fn sources_mut(&mut self) -> &mut SourceTable {
+        &mut self.sources
     }
 
     // ----- inputs -----

@@ -23,7 +23,7 @@ fn at(ms: u64) -> Instant {
 /// A node with `config` and `users.len()` connections, the i-th identified
 /// as `users[i]`.
 fn node_with(config: NodeConfig, users: &[&str]) -> (Node, Vec<ConnectionHandle>) {
-    let mut node = Node::new(config);
+    let mut node = Node::new(config, Instant::ZERO);
     let handles = users
         .iter()
         .map(|user| {
