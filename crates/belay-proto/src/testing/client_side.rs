@@ -11,6 +11,7 @@ use crate::time::Instant;
 use crate::transport::TransportId;
 use crate::{Config, Event, Session};
 
+use super::invariants::{ClientChecks, ClientInvariants};
 use super::link::{Direction, Link};
 use super::records::{ClientId, ConnectionId};
 use super::schedule::{Delivery, Wire};
@@ -32,11 +33,20 @@ pub struct Client {
     pub max_open_transports: usize,
     /// Transports open on the client's side.
     open: BTreeSet<TransportId>,
+    /// Every batch of its outputs is checked.
+    invariants: ClientInvariants,
 }
 
 impl Client {
     fn new(config: Config, now: Instant, seed: u64, latency: Duration) -> Self {
+        // Reconnect advice reaches the session through the link, unseen
+        // by the checker: the delay bound is the property tests'.
+        let checks = ClientChecks {
+            delays: false,
+            ..ClientChecks::all()
+        };
         Client {
+            invariants: ClientInvariants::new(&config, checks),
             session: Session::new(config, now, seed),
             link: Link::new(latency, seed ^ 0x5eed),
             events: Vec::new(),
@@ -48,6 +58,19 @@ impl Client {
     /// Transports open on the client's side now.
     pub fn open_transports(&self) -> usize {
         self.open.len()
+    }
+
+    /// The checker of its invariants (every batch of outputs went through
+    /// it; a violation panics).
+    pub fn invariants(&self) -> &ClientInvariants {
+        &self.invariants
+    }
+
+    /// Check a batch of the session's outputs at `now`.
+    fn check(&mut self, id: ClientId, now: Instant, outputs: &[Output]) {
+        if let Err(violation) = self.invariants.batch(now, &self.session, outputs) {
+            panic!("pair: {id} at {now:?}: {violation}");
+        }
     }
 }
 
@@ -95,10 +118,25 @@ impl Pair {
             Wire::Text(text) => Input::Frame(id.transport, text),
             Wire::Close(code, reason) => {
                 client.open.remove(&id.transport);
+                client.invariants.transport_ended(id.transport);
                 Input::TransportClosed(id.transport, CloseInfo::new(CloseCode(code), reason))
             }
         };
         client.session.handle_input(now, input);
+    }
+
+    /// Fire the clients' timers due now, checking that none is left in the
+    /// past.
+    pub(super) fn client_timeouts(&mut self) {
+        let now = self.now();
+        for (index, client) in self.clients.iter_mut().enumerate() {
+            if client.session.poll_timeout().is_some_and(|at| at <= now) {
+                client.session.handle_timeout(now);
+                if let Err(violation) = client.invariants.after_timeout(now, &client.session) {
+                    panic!("pair: {} at {now:?}: {violation}", ClientId(index));
+                }
+            }
+        }
     }
 
     /// Carry out everything every client has to do.
@@ -112,7 +150,10 @@ impl Pair {
     /// link, events into its record.
     pub(super) fn pump_client(&mut self, id: ClientId) {
         let now = self.now();
-        while let Some(output) = self.clients[id.0].session.poll_output() {
+        let client = &mut self.clients[id.0];
+        let outputs: Vec<Output> = std::iter::from_fn(|| client.session.poll_output()).collect();
+        client.check(id, now, &outputs);
+        for output in outputs {
             let client = &mut self.clients[id.0];
             let latency = client.link.latency;
             match output {

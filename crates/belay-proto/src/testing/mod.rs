@@ -31,6 +31,7 @@
 
 mod broker;
 mod client_side;
+pub mod invariants;
 mod link;
 mod pair;
 mod records;

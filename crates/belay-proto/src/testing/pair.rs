@@ -9,6 +9,7 @@ use crate::{Config, Event};
 
 use super::broker::ModelBroker;
 use super::client_side::Client;
+use super::invariants::Violation;
 use super::records::{ClientId, ServerRecord};
 use super::schedule::{Delivery, Schedule};
 use super::server_side::ServerSide;
@@ -31,6 +32,10 @@ const MAX_STEPS: usize = 10_000_000;
 /// [`close_server_connections`](Self::close_server_connections) and
 /// [`drain_server`](Self::drain_server); [`run_for`](Self::run_for) lets
 /// the time pass.
+///
+/// Every batch of outputs of every client and server connection goes
+/// through the [invariant checker](super::invariants); the first violation
+/// panics, naming the client or connection and the time.
 pub struct Pair {
     pub(super) schedule: Schedule,
     pub(super) clients: Vec<Client>,
@@ -121,6 +126,14 @@ impl Pair {
         &self.server.log
     }
 
+    /// Every client's requests have settled: call it once time has passed
+    /// every deadline (the other invariants are checked on every step, and
+    /// a violation panics).
+    pub fn check_requests_settled(&self) -> Result<(), Violation> {
+        let mut clients = self.clients.iter();
+        clients.try_for_each(|c| c.invariants().finish(&c.session))
+    }
+
     // ----- time -----
 
     /// Run the clients' pending outputs and everything due up to `now +
@@ -164,7 +177,6 @@ impl Pair {
     /// Everything due now: deliveries first (in the order they were sent),
     /// then the clients' timers, then the server's.
     fn step(&mut self) {
-        let now = self.now();
         while let Some(delivery) = self.schedule.pop_due() {
             match delivery {
                 Delivery::Accept(id) => self.accept(id),
@@ -173,21 +185,8 @@ impl Pair {
                 Delivery::ToClient(id, wire) => self.client_receives(id, wire),
             }
         }
-        for client in &mut self.clients {
-            if client.session.poll_timeout().is_some_and(|at| at <= now) {
-                client.session.handle_timeout(now);
-            }
-        }
-        let due: Vec<_> = self
-            .server
-            .connections
-            .iter()
-            .filter(|(_, c)| c.poll_timeout().is_some_and(|at| at <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            self.with_connection(id, |conn| conn.handle_timeout(now));
-        }
+        self.client_timeouts();
+        self.server_timeouts();
         self.pump_clients();
     }
 }

@@ -7,9 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
-use crate::message::{encode_server, ErrorBody, Payload, RawJson, Reply};
-use crate::server::{AuthVerdict, Connection, Frame, Input, Limits, Output};
+use crate::message::{
+    decode_client, encode_server, ClientMessage, ErrorBody, Payload, RawJson, Reply,
+};
+use crate::server::{AuthVerdict, Connection, Frame, Input, JoinAnswer, Limits, Output};
 
+use super::invariants::{ServerInvariants, Violation};
 use super::link::Direction;
 use super::records::{ConnectionId, ServerRecord};
 use super::schedule::{Delivery, Wire};
@@ -21,6 +24,8 @@ pub(super) struct ServerSide {
     limits: Arc<Limits>,
     seed: u64,
     pub(super) connections: BTreeMap<ConnectionId, Connection<String>>,
+    /// Each connection's checker: every output goes through it.
+    invariants: BTreeMap<ConnectionId, ServerInvariants>,
     pub(super) log: Vec<ServerRecord>,
 }
 
@@ -30,6 +35,7 @@ impl ServerSide {
             limits: Arc::new(limits),
             seed,
             connections: BTreeMap::new(),
+            invariants: BTreeMap::new(),
             log: Vec::new(),
         }
     }
@@ -88,11 +94,18 @@ impl Pair {
         let conn = Connection::new(Arc::clone(&server.limits), now, seed);
         server.log.push(ServerRecord::Accepted { at: now, id });
         server.connections.insert(id, conn);
+        let invariants = ServerInvariants::new(&server.limits);
+        server.invariants.insert(id, invariants);
     }
 
     /// A client's frame reaches its server connection.
     pub(super) fn server_receives(&mut self, id: ConnectionId, wire: &Wire) {
         let now = self.now();
+        if let (Wire::Text(text), Some(invariants)) = (wire, self.server.invariants.get_mut(&id)) {
+            if let Ok(ClientMessage::Request(request)) = decode_client(text) {
+                invariants.request_sent(Some(request.id));
+            }
+        }
         self.with_connection(id, |conn| {
             let frame = match wire {
                 Wire::Text(text) => Frame::Text(text),
@@ -100,6 +113,28 @@ impl Pair {
             };
             conn.handle_input(now, Input::Frame(frame));
         });
+    }
+
+    /// Fire the server connections' timers due now, checking that none is
+    /// left in the past.
+    pub(super) fn server_timeouts(&mut self) {
+        let now = self.now();
+        let due: Vec<_> = self
+            .server
+            .connections
+            .iter()
+            .filter(|(_, c)| c.poll_timeout().is_some_and(|at| at <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.with_connection(id, |conn| conn.handle_timeout(now));
+            let conn = self.server.connections.get(&id);
+            let invariants = self.server.invariants.get(&id);
+            if let (Some(conn), Some(invariants)) = (conn, invariants) {
+                let checked = invariants.after_timeout(now, conn);
+                checked.unwrap_or_else(|v| panic!("pair: server {id:?} at {now:?}: {v}"));
+            }
+        }
     }
 
     /// Give `id`'s connection to `f` (if it is still alive), then carry out
@@ -120,7 +155,12 @@ impl Pair {
     fn pump_server(&mut self, id: ConnectionId, mut conn: Connection<String>) {
         let now = self.now();
         let mut ended = false;
+        let mut invariants = self.server.invariants.remove(&id);
+        let fail = |v: Violation| -> ! { panic!("pair: server {id:?} at {now:?}: {v}") };
         while let Some(output) = conn.poll_output() {
+            if let Some(invariants) = &mut invariants {
+                invariants.output(&output).unwrap_or_else(|v| fail(v));
+            }
             let answer = match output {
                 Output::Send(message) => {
                     self.send_down(id, Wire::Text(encode_server(&message)));
@@ -188,8 +228,24 @@ impl Pair {
                 }
                 _ => None,
             };
+            if let (Some(input), Some(invariants)) = (&answer, &mut invariants) {
+                match input {
+                    Input::Auth { .. } => invariants.auth_answered(true),
+                    Input::Joined {
+                        answer: JoinAnswer::Joined { subscribed, .. },
+                        ..
+                    } => invariants.join_granted(&subscribed.channel),
+                    _ => {}
+                }
+            }
             if let Some(input) = answer {
                 conn.handle_input(now, input);
+            }
+        }
+        if let Some(invariants) = invariants {
+            invariants.after_batch(&conn).unwrap_or_else(|v| fail(v));
+            if !ended {
+                self.server.invariants.insert(id, invariants);
             }
         }
         if !ended {

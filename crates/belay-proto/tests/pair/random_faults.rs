@@ -1,11 +1,11 @@
 //! Random interleavings of client commands, server closes and drains, and
-//! link faults never break the invariants of client and server together:
-//! at most one live transport; every request settles exactly once; no
-//! publication is delivered twice or skipped without a `RecoveryFailed`;
-//! once the link is healthy and reaping has run, the server holds at most
-//! one connection for the client.
+//! link faults never break the invariants of client and server together
+//! (the pair checks every one after every step: `belay_proto::testing::
+//! invariants`); after the link heals every request has settled, the client
+//! is ready again, and once reaping has run the server holds at most one
+//! connection for it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use belay_proto::message::Payload;
@@ -51,57 +51,22 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Per channel, the offsets delivered since the last resync must rise by
-/// exactly one (within an epoch); a gap or repeat needs a `RecoveryFailed`
-/// (or a new subscription after an unsubscribe) first.
-fn check_streams(pair: &Pair) -> Result<(), TestCaseError> {
-    let mut last: BTreeMap<String, (String, u64)> = BTreeMap::new();
-    for (at, event) in pair.events(C) {
-        match event {
-            Event::Publication(p) => {
-                if let Some((epoch, offset)) = last.get(&p.channel) {
-                    prop_assert!(
-                        *epoch == p.epoch && p.offset == offset + 1,
-                        "{} at {at:?}: offset {} after {offset} without a resync",
-                        p.channel,
-                        p.offset
-                    );
-                }
-                last.insert(p.channel.clone(), (p.epoch.clone(), p.offset));
-            }
-            Event::RecoveryFailed { channel } => {
-                last.remove(channel);
-            }
-            Event::Subscribed {
-                channel,
-                recovered: false,
-            } => {
-                // A fresh subscription (no position) starts at the top.
-                last.remove(channel);
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 fn run(ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
     let mut pair = Pair::new(Config::default(), seed);
     pair.command(C, |s, now| s.start(now)).unwrap();
     let mut issued: BTreeSet<RequestId> = BTreeSet::new();
     let mut next = [1u64; CHANNELS.len()];
     for op in ops {
-        let now = pair.now();
         match op {
             Op::Subscribe(c) => {
-                let _ = pair.client_mut(C).session.subscribe(now, CHANNELS[c]);
+                let _ = pair.command(C, |s, now| s.subscribe(now, CHANNELS[c]));
             }
             Op::Unsubscribe(c) => {
-                let _ = pair.client_mut(C).session.unsubscribe(now, CHANNELS[c]);
+                let _ = pair.command(C, |s, now| s.unsubscribe(now, CHANNELS[c]));
             }
             Op::Request => {
                 let call = Call::new("echo", Payload::from(7));
-                if let Ok(id) = pair.client_mut(C).session.request(now, call) {
+                if let Ok(id) = pair.command(C, |s, now| s.request(now, call)) {
                     issued.insert(id);
                 }
             }
@@ -146,17 +111,20 @@ fn run(ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
         "{} server connections for one client",
         pair.server_connections()
     );
-    let mut settled: BTreeMap<RequestId, usize> = BTreeMap::new();
-    for (_, event) in pair.events(C) {
-        if let Event::Response { id, .. } = event {
-            *settled.entry(*id).or_default() += 1;
-        }
+    if let Err(violation) = pair.check_requests_settled() {
+        return Err(TestCaseError::fail(violation.to_string()));
     }
-    for id in &issued {
-        prop_assert_eq!(settled.get(id).copied(), Some(1), "request {:?}", id);
-    }
-    prop_assert!(settled.keys().all(|id| issued.contains(id)));
-    check_streams(&pair)
+    let settled = pair.client(C).invariants().unsettled();
+    prop_assert!(settled.is_empty(), "{:?} unsettled", settled);
+    let answered = |id: &RequestId| {
+        let mut events = pair.events(C).iter();
+        events.any(|(_, e)| matches!(e, Event::Response { id: r, .. } if r == id))
+    };
+    prop_assert!(
+        issued.iter().all(answered),
+        "a request without its response"
+    );
+    Ok(())
 }
 
 #[test]
