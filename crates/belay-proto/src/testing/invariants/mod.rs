@@ -158,3 +158,6 @@ impl fmt::Display for Violation {
 }
 
 impl std::error::Error for Violation {}
+
+#[cfg(test)]
+mod tests;

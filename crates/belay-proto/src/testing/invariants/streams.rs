@@ -207,3 +207,6 @@ impl Streams {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
