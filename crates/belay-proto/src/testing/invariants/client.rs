@@ -152,8 +152,21 @@ impl ClientInvariants {
         self.state(session)
     }
 
-    /// After `handle_timeout(at)`: the next deadline is not in the past.
+    /// After `handle_timeout(at)` (and its batch): every request whose
+    /// deadline has come has settled, and the next deadline is not in the
+    /// past.
     pub fn after_timeout(&self, at: Instant, session: &Session) -> Result<(), Violation> {
+        let due = self
+            .requests
+            .iter()
+            .find(|(_, p)| !p.settled && p.deadline.is_some_and(|deadline| deadline <= at));
+        if let (Some((id, pending)), true) = (due, self.checks.requests) {
+            let what = format!(
+                "request {id} (deadline {:?}) unsettled after handle_timeout at {at:?}",
+                pending.deadline
+            );
+            return Err(Violation::new(Invariant::SettleOnce, what));
+        }
         match session.poll_timeout() {
             Some(next) if self.checks.time && next < at => Err(Violation::new(
                 Invariant::Time,
