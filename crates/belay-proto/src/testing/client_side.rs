@@ -8,7 +8,7 @@ use crate::client::session::{Input, Output};
 use crate::close::{CloseCode, CloseInfo};
 use crate::message::encode_client;
 use crate::time::Instant;
-use crate::transport::TransportId;
+use crate::transport::{Failure, TransportId};
 use crate::{Config, Event, Session};
 
 use super::invariants::{ClientChecks, ClientInvariants};
@@ -107,6 +107,16 @@ impl Pair {
             .handle_input(now, Input::TransportOpened(id.transport));
     }
 
+    /// The client's dial was refused.
+    pub(super) fn client_refused(&mut self, id: ConnectionId) {
+        let now = self.now();
+        let client = &mut self.clients[id.client.0];
+        client.invariants.transport_ended(id.transport);
+        let refused = Failure::network("connection refused");
+        let input = Input::TransportFailed(id.transport, refused);
+        client.session.handle_input(now, input);
+    }
+
     /// A frame from the server reaches the client.
     pub(super) fn client_receives(&mut self, id: ConnectionId, wire: Wire) {
         let now = self.now();
@@ -163,6 +173,12 @@ impl Pair {
                     let conn = ConnectionId::new(id, transport);
                     self.schedule.push(latency, Delivery::Accept(conn));
                     self.schedule.push(latency * 2, Delivery::Opened(conn));
+                }
+                Output::OpenTransport { id: transport, .. }
+                    if client.link.refusing && !client.link.cut =>
+                {
+                    let conn = ConnectionId::new(id, transport);
+                    self.schedule.push(latency * 2, Delivery::Refused(conn));
                 }
                 Output::Transmit {
                     id: transport,

@@ -29,6 +29,7 @@
 //! assert_eq!(pair.server_connections(), 2);
 //! ```
 
+mod application;
 mod broker;
 mod client_side;
 pub mod invariants;
@@ -38,6 +39,7 @@ mod records;
 mod schedule;
 mod server_side;
 
+pub use application::Application;
 pub use broker::{ModelBroker, Subscriber};
 pub use client_side::Client;
 pub use link::{Direction, Link};

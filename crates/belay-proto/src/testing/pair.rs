@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use crate::server::{Connection, Limits};
+use crate::server::{Connection, Input, Limits};
 use crate::time::Instant;
 use crate::{Config, Event};
 
+use super::application::Application;
 use super::broker::ModelBroker;
 use super::client_side::Client;
 use super::invariants::Violation;
@@ -126,6 +127,12 @@ impl Pair {
         &self.server.log
     }
 
+    /// The server's application (credential lifetime, methods); change it
+    /// between runs.
+    pub fn application_mut(&mut self) -> &mut Application {
+        &mut self.server.application
+    }
+
     /// Every client's requests have settled: call it once time has passed
     /// every deadline (the other invariants are checked on every step, and
     /// a violation panics).
@@ -177,12 +184,17 @@ impl Pair {
     /// Everything due now: deliveries first (in the order they were sent),
     /// then the clients' timers, then the server's.
     fn step(&mut self) {
+        let now = self.now();
         while let Some(delivery) = self.schedule.pop_due() {
             match delivery {
                 Delivery::Accept(id) => self.accept(id),
                 Delivery::Opened(id) => self.client_opened(id),
+                Delivery::Refused(id) => self.client_refused(id),
                 Delivery::ToServer(id, wire) => self.server_receives(id, &wire),
                 Delivery::ToClient(id, wire) => self.client_receives(id, wire),
+                Delivery::Reply(id, ticket, reply) => self.with_connection(id, |conn| {
+                    conn.handle_input(now, Input::Reply { ticket, reply })
+                }),
             }
         }
         self.client_timeouts();

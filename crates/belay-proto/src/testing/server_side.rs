@@ -1,17 +1,16 @@
 //! The server side of a [`Pair`]: one `Connection` per transport a client
-//! opened, answered by an accepting authenticator, an allow-all authorizer,
-//! an `echo` method and the [`ModelBroker`](super::ModelBroker).
+//! opened, answered by the [`Application`] (authenticator and methods), an
+//! allow-all authorizer and the [`ModelBroker`](super::ModelBroker).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
-use crate::message::{
-    decode_client, encode_server, ClientMessage, ErrorBody, Payload, RawJson, Reply,
-};
-use crate::server::{AuthVerdict, Connection, Frame, Input, JoinAnswer, Limits, Output};
+use crate::message::{decode_client, encode_server, ClientMessage, RawJson};
+use crate::server::{Connection, Frame, Input, JoinAnswer, Limits, Output};
 
+use super::application::{Answer, Application};
 use super::invariants::{ServerInvariants, Violation};
 use super::link::Direction;
 use super::records::{ConnectionId, ServerRecord};
@@ -21,6 +20,7 @@ use super::Pair;
 /// The server's connections and what happened to them.
 #[derive(Debug)]
 pub(super) struct ServerSide {
+    pub(super) application: Application,
     limits: Arc<Limits>,
     seed: u64,
     pub(super) connections: BTreeMap<ConnectionId, Connection<String>>,
@@ -32,6 +32,7 @@ pub(super) struct ServerSide {
 impl ServerSide {
     pub(super) fn new(limits: Limits, seed: u64) -> Self {
         ServerSide {
+            application: Application::default(),
             limits: Arc::new(limits),
             seed,
             connections: BTreeMap::new(),
@@ -172,7 +173,11 @@ impl Pair {
                 }
                 Output::Authenticate { ticket, .. } => Some(Input::Auth {
                     ticket,
-                    verdict: AuthVerdict::accepted(),
+                    verdict: self.server.application.verdict(now),
+                }),
+                Output::Reauthenticate { ticket, .. } => Some(Input::Refresh {
+                    ticket,
+                    verdict: self.server.application.verdict(now),
                 }),
                 Output::AuthorizeSubscribe { ticket, .. } => Some(Input::SubscribeAuthorized {
                     ticket,
@@ -201,10 +206,20 @@ impl Pair {
                     ticket,
                     verdict: Ok(()),
                 }),
-                Output::Call { ticket, request } => Some(Input::Reply {
-                    ticket,
-                    reply: answer_call(&request.method, &request.params),
-                }),
+                Output::Call { ticket, request } => {
+                    match self
+                        .server
+                        .application
+                        .call(&request.method, &request.params)
+                    {
+                        Answer::Now(reply) => Some(Input::Reply { ticket, reply }),
+                        Answer::After(delay, reply) => {
+                            let later = Delivery::Reply(id, ticket, reply);
+                            self.schedule.push(delay, later);
+                            None
+                        }
+                    }
+                }
                 Output::Close { code, reason, .. } => {
                     let closed = ServerRecord::Closed {
                         at: now,
@@ -259,13 +274,5 @@ impl Pair {
             let latency = link.latency;
             self.schedule.push(latency, Delivery::ToClient(id, wire));
         }
-    }
-}
-
-/// The application's methods: `echo` answers its params.
-fn answer_call(method: &str, params: &Payload) -> Reply {
-    match method {
-        "echo" => Reply::Result(RawJson::from_value(params)),
-        _ => Reply::Error(ErrorBody::new("unknown_method", "no such method")),
     }
 }

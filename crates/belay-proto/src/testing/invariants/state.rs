@@ -9,8 +9,9 @@ use crate::{ConnectionState, Readiness, Session};
 
 use super::{Invariant, Violation};
 
-/// The live transport is the session's own, and the state owns one exactly
-/// when it is connecting, handshaking or open.
+/// The live transport is the session's own; the session owns one only when
+/// connecting, handshaking or open, and always when handshaking or open
+/// (connecting may be the wait for the token provider, before the dial).
 pub(super) fn transports(
     live: &BTreeSet<TransportId>,
     state: ConnectionState,
@@ -23,11 +24,12 @@ pub(super) fn transports(
             "the session owns {current:?} but the live transports are {live:?}"
         ));
     }
-    let owns = matches!(
+    let may_own = matches!(
         state,
         ConnectionState::Connecting | ConnectionState::Handshaking | ConnectionState::Open
     );
-    if owns != current.is_some() {
+    let must_own = matches!(state, ConnectionState::Handshaking | ConnectionState::Open);
+    if (current.is_some() && !may_own) || (must_own && current.is_none()) {
         return fail(format!(
             "state {state:?} with current transport {current:?}"
         ));
