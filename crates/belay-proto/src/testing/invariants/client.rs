@@ -1,24 +1,18 @@
 //! [`ClientInvariants`]: the client `Session`'s invariants, checked on
 //! every batch of outputs and on its state after it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::backoff::MAX_HINT_DELAY;
 use crate::message::{ClientMessage, StreamPosition};
 use crate::time::Instant;
 use crate::transport::TransportId;
-use crate::{Config, Event, Output, Readiness, RequestId, RequestOutcome, RetryPlan, Session};
+use crate::{Config, Event, Output, Readiness, RequestId, RetryPlan, Session};
 
+use super::requests::Requests;
 use super::streams::Streams;
 use super::{ClientChecks, Invariant, Violation};
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    /// `None`: learned from the wire, deadline unknown.
-    deadline: Option<Instant>,
-    settled: bool,
-}
 
 /// The client's invariants, for any driver of a [`Session`]: the driver
 /// reports what it did (requests accepted, subscribes, transports it told
@@ -47,7 +41,7 @@ pub struct ClientInvariants {
     max_delay: Duration,
     opened: Vec<TransportId>,
     live: BTreeSet<TransportId>,
-    requests: BTreeMap<u64, Pending>,
+    requests: Requests,
     streams: Streams,
     announced: Readiness,
     advice_on_current: bool,
@@ -63,7 +57,7 @@ impl ClientInvariants {
             max_delay: config.backoff().max_delay(),
             opened: Vec::new(),
             live: BTreeSet::new(),
-            requests: BTreeMap::new(),
+            requests: Requests::default(),
             streams: Streams::default(),
             announced: Readiness::default(),
             advice_on_current: false,
@@ -76,11 +70,7 @@ impl ClientInvariants {
 
     /// `request` returned `id`; it must settle by `deadline`.
     pub fn request_accepted(&mut self, id: RequestId, deadline: Instant) {
-        let pending = Pending {
-            deadline: Some(deadline),
-            settled: false,
-        };
-        self.requests.insert(id.0, pending);
+        self.requests.accepted(id, deadline);
     }
 
     /// `subscribe(channel)` returned `Ok`.
@@ -123,8 +113,7 @@ impl ClientInvariants {
 
     /// Requests known (accepted or seen on the wire) and not settled.
     pub fn unsettled(&self) -> Vec<RequestId> {
-        let open = self.requests.iter().filter(|(_, p)| !p.settled);
-        open.map(|(id, _)| RequestId(*id)).collect()
+        self.requests.unsettled()
     }
 
     /// Whether `channel` is wanted, as far as the checker knows.
@@ -156,16 +145,8 @@ impl ClientInvariants {
     /// deadline has come has settled, and the next deadline is not in the
     /// past.
     pub fn after_timeout(&self, at: Instant, session: &Session) -> Result<(), Violation> {
-        let due = self
-            .requests
-            .iter()
-            .find(|(_, p)| !p.settled && p.deadline.is_some_and(|deadline| deadline <= at));
-        if let (Some((id, pending)), true) = (due, self.checks.requests) {
-            let what = format!(
-                "request {id} (deadline {:?}) unsettled after handle_timeout at {at:?}",
-                pending.deadline
-            );
-            return Err(Violation::new(Invariant::SettleOnce, what));
+        if self.checks.requests {
+            self.requests.due_by(at)?;
         }
         match session.poll_timeout() {
             Some(next) if self.checks.time && next < at => Err(Violation::new(
@@ -179,17 +160,9 @@ impl ClientInvariants {
     /// The end of a run, once time has passed every deadline: every request
     /// has settled.
     pub fn finish(&self, session: &Session) -> Result<(), Violation> {
-        let unsettled = self.requests.iter().find(|(_, p)| !p.settled);
-        match unsettled {
-            Some((id, pending)) if self.checks.requests => Err(Violation::new(
-                Invariant::SettleOnce,
-                format!(
-                    "request {id} (deadline {:?}) never settled; {} in flight in the session",
-                    pending.deadline,
-                    session.requests_in_flight()
-                ),
-            )),
-            _ => Ok(()),
+        match self.checks.requests {
+            true => self.requests.all_settled(session),
+            false => Ok(()),
         }
     }
 
@@ -230,11 +203,7 @@ impl ClientInvariants {
                 if let ClientMessage::Request(request) = message {
                     // A driver that does not report requests (Pair) learns
                     // them here, without their deadline.
-                    let learned = Pending {
-                        deadline: None,
-                        settled: false,
-                    };
-                    self.requests.entry(request.id).or_insert(learned);
+                    self.requests.learned(request.id);
                 }
             }
             Output::Event(event) => self.event(now, session, event)?,
@@ -259,7 +228,12 @@ impl ClientInvariants {
                 }
                 self.announced = *readiness;
             }
-            Event::Response { id, outcome } => self.settle(now, *id, outcome)?,
+            Event::Response { id, outcome } => {
+                let settled = self.requests.settle(now, *id, outcome);
+                if self.checks.requests {
+                    settled?;
+                }
+            }
             Event::Disconnected { retry, .. } | Event::ConnectFailed { retry, .. } => {
                 if let (RetryPlan::After { delay }, true) = (retry, self.checks.delays) {
                     let mut bound = self.max_delay;
@@ -301,39 +275,6 @@ impl ClientInvariants {
         Ok(())
     }
 
-    fn settle(
-        &mut self,
-        now: Instant,
-        id: RequestId,
-        outcome: &RequestOutcome,
-    ) -> Result<(), Violation> {
-        let requests = |what: String| Violation::new(Invariant::SettleOnce, what);
-        let Some(pending) = self.requests.get_mut(&id.0) else {
-            return match self.checks.requests {
-                true => Err(requests(format!("Response for {id:?}, never returned"))),
-                false => Ok(()),
-            };
-        };
-        let (settled, deadline) = (pending.settled, pending.deadline);
-        pending.settled = true;
-        if !self.checks.requests {
-            return Ok(());
-        }
-        if settled {
-            return Err(requests(format!(
-                "{id:?} settled twice (again with {outcome:?})"
-            )));
-        }
-        match deadline {
-            Some(deadline) if matches!(outcome, RequestOutcome::Timeout) && now < deadline => {
-                Err(requests(format!(
-                    "{id:?} timed out at {now:?}, before its deadline {deadline:?}"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// The session's state after a batch.
     fn state(&mut self, session: &Session) -> Result<(), Violation> {
         if self.checks.streams {
@@ -346,7 +287,7 @@ impl ClientInvariants {
             super::state::transports(&self.live, state, current)?;
         }
         if self.checks.requests {
-            super::state::requests(&self.requests_view(), session, self.stopped)?;
+            super::state::requests(&self.requests.open(), session, self.stopped)?;
         }
         if self.checks.readiness {
             super::state::readiness(self.announced, session)?;
@@ -355,10 +296,5 @@ impl ClientInvariants {
             super::state::stopped(self.stopped, session)?;
         }
         Ok(())
-    }
-
-    fn requests_view(&self) -> Vec<(u64, Option<Instant>)> {
-        let open = self.requests.iter().filter(|(_, p)| !p.settled);
-        open.map(|(id, p)| (*id, p.deadline)).collect()
     }
 }

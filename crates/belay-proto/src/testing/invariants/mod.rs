@@ -11,6 +11,7 @@
 use std::fmt;
 
 mod client;
+mod requests;
 mod server;
 mod state;
 mod streams;
