@@ -1,6 +1,7 @@
 //! What the server's application answers in a [`Pair`](super::Pair): the
-//! authenticator (every credential good, for a lifetime if one is set) and
-//! the methods (`echo`, `slow`).
+//! authenticator (every credential good, for a lifetime if one is set), the
+//! authorizer (every subscribe allowed; a subscription token good for a
+//! lifetime if one is set) and the methods (`echo`, `slow`).
 
 use std::time::Duration;
 
@@ -15,6 +16,10 @@ pub struct Application {
     /// How long an accepted credential (in `connect` or `refresh`) lasts
     /// from the moment it is checked; `None`: for ever.
     pub credential_lifetime: Option<Duration>,
+    /// How long a subscription token (sent with a subscribe or a
+    /// `sub_refresh`) lasts from the moment it is checked; `None`: for
+    /// ever. Subscribes without a token never expire.
+    pub subscription_token_lifetime: Option<Duration>,
 }
 
 /// How the application answers a call.
@@ -32,6 +37,12 @@ impl Application {
             expires_at: self.credential_lifetime.map(|d| now.saturating_add(d)),
             pacing: None,
         }
+    }
+
+    /// The verdict on a subscribe (`token`: the subscription token it
+    /// carried) or on a `sub_refresh`'s token: allowed, for how long.
+    pub(super) fn subscription(&self, token: Option<&str>) -> Result<Option<Duration>, ErrorBody> {
+        Ok(token.and(self.subscription_token_lifetime))
     }
 
     /// The methods: `echo` answers its params at once, `slow` answers its

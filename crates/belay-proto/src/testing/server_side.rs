@@ -179,10 +179,14 @@ impl Pair {
                     ticket,
                     verdict: self.server.application.verdict(now),
                 }),
-                Output::AuthorizeSubscribe { ticket, .. } => Some(Input::SubscribeAuthorized {
-                    ticket,
-                    verdict: Ok(None),
-                }),
+                Output::AuthorizeSubscribe { ticket, token, .. } => {
+                    let verdict = self.server.application.subscription(token.as_deref());
+                    Some(Input::SubscribeAuthorized { ticket, verdict })
+                }
+                Output::CheckSubscriptionToken { ticket, token, .. } => {
+                    let verdict = self.server.application.subscription(Some(&token));
+                    Some(Input::SubRefreshChecked { ticket, verdict })
+                }
                 Output::Join {
                     ticket,
                     channel,

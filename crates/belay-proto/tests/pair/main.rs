@@ -16,3 +16,4 @@ mod restart_settles_requests;
 mod restart_without_loss;
 mod short_history;
 mod slow_replies;
+mod subscription_token;
