@@ -97,6 +97,8 @@ pub mod time;
 // The harnesses of the fuzz targets (both sides).
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+// The test harness: Pair (N clients against server connections in virtual
+// time) and the one invariant checker (`fuzzing` enables it too).
 #[cfg(feature = "testing")]
 pub mod testing;
 
