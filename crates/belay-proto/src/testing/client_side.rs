@@ -139,9 +139,12 @@ impl Pair {
     /// past.
     pub(super) fn client_timeouts(&mut self) {
         let now = self.now();
-        for (index, client) in self.clients.iter_mut().enumerate() {
+        for index in 0..self.clients.len() {
+            let client = &mut self.clients[index];
             if client.session.poll_timeout().is_some_and(|at| at <= now) {
                 client.session.handle_timeout(now);
+                self.pump_client(ClientId(index));
+                let client = &self.clients[index];
                 if let Err(violation) = client.invariants.after_timeout(now, &client.session) {
                     panic!("pair: {} at {now:?}: {violation}", ClientId(index));
                 }

@@ -188,10 +188,21 @@ impl Pair {
         while let Some(delivery) = self.schedule.pop_due() {
             match delivery {
                 Delivery::Accept(id) => self.accept(id),
-                Delivery::Opened(id) => self.client_opened(id),
-                Delivery::Refused(id) => self.client_refused(id),
+                // A client's outputs are drained (and checked) after every
+                // input, as a driver does.
+                Delivery::Opened(id) => {
+                    self.client_opened(id);
+                    self.pump_client(id.client);
+                }
+                Delivery::Refused(id) => {
+                    self.client_refused(id);
+                    self.pump_client(id.client);
+                }
                 Delivery::ToServer(id, wire) => self.server_receives(id, &wire),
-                Delivery::ToClient(id, wire) => self.client_receives(id, wire),
+                Delivery::ToClient(id, wire) => {
+                    self.client_receives(id, wire);
+                    self.pump_client(id.client);
+                }
                 Delivery::Reply(id, ticket, reply) => self.with_connection(id, |conn| {
                     conn.handle_input(now, Input::Reply { ticket, reply })
                 }),
