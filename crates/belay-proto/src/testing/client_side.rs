@@ -131,6 +131,11 @@ impl Pair {
                 client.invariants.transport_ended(id.transport);
                 Input::TransportClosed(id.transport, CloseInfo::new(CloseCode(code), reason))
             }
+            Wire::Dropped => {
+                client.open.remove(&id.transport);
+                client.invariants.transport_ended(id.transport);
+                Input::TransportClosed(id.transport, CloseInfo::abnormal())
+            }
         };
         client.session.handle_input(now, input);
     }

@@ -17,6 +17,8 @@ use super::records::ConnectionId;
 pub(super) enum Wire {
     Text(String),
     Close(u16, String),
+    /// The connection ended without a close frame (a dropped socket).
+    Dropped,
 }
 
 /// Something the link delivers when it is due.

@@ -27,6 +27,8 @@ pub(super) struct ServerSide {
     /// Each connection's checker: every output goes through it.
     invariants: BTreeMap<ConnectionId, ServerInvariants>,
     pub(super) log: Vec<ServerRecord>,
+    /// Closes go out as dropped sockets, without a close frame.
+    dropping: bool,
 }
 
 impl ServerSide {
@@ -38,6 +40,7 @@ impl ServerSide {
             connections: BTreeMap::new(),
             invariants: BTreeMap::new(),
             log: Vec::new(),
+            dropping: false,
         }
     }
 }
@@ -71,6 +74,14 @@ impl Pair {
         for id in self.connection_ids() {
             self.with_connection(id, |conn| conn.close(code, reason));
         }
+    }
+
+    /// Every connection's socket drops without a close frame (a crashed
+    /// process, a proxy that cut it): the clients see an abnormal close.
+    pub fn drop_server_connections(&mut self) {
+        self.server.dropping = true;
+        self.close_server_connections(CloseCode::GOING_AWAY, "dropped");
+        self.server.dropping = false;
     }
 
     /// The server drains: every connection is closed 1012 once its requests
@@ -111,6 +122,7 @@ impl Pair {
             let frame = match wire {
                 Wire::Text(text) => Frame::Text(text),
                 Wire::Close(code, _) => Frame::Close(Some(*code)),
+                Wire::Dropped => Frame::Close(None),
             };
             conn.handle_input(now, Input::Frame(frame));
         });
@@ -231,7 +243,11 @@ impl Pair {
                         code: code.0,
                     };
                     self.server.log.push(closed);
-                    self.send_down(id, Wire::Close(code.0, reason));
+                    let wire = match self.server.dropping {
+                        true => Wire::Dropped,
+                        false => Wire::Close(code.0, reason),
+                    };
+                    self.send_down(id, wire);
                     ended = true;
                     None
                 }

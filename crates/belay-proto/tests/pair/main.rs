@@ -8,6 +8,7 @@ mod support;
 mod credentials_refresh;
 mod drain;
 mod fan_out;
+mod flapping;
 mod freeze;
 mod random_faults;
 mod reaping;
