@@ -1,4 +1,4 @@
-//! Random interleavings of client commands, server closes and drains, and
+//! Random interleavings of client commands, server closes, drops and drains, and
 //! link faults never break the invariants of clients and server together
 //! (the pair checks every one after every step: `belay_proto::testing::
 //! invariants`); after the links heal every request has its one response,
@@ -30,6 +30,7 @@ enum Op {
     Heal(usize),
     Loss(usize, u8),
     ServerClose,
+    ServerDrop,
     Drain,
     Wait(u16),
 }
@@ -49,6 +50,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => client.clone().prop_map(Op::Heal),
         1 => (client, 0u8..30).prop_map(|(c, p)| Op::Loss(c, p)),
         1 => Just(Op::ServerClose),
+        1 => Just(Op::ServerDrop),
         1 => Just(Op::Drain),
         6 => (1u16..30_000).prop_map(Op::Wait),
     ]
@@ -96,6 +98,7 @@ fn run(clients: usize, ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
                 pair.client_mut(pick(c)).link.loss = f64::from(percent) / 100.0;
             }
             Op::ServerClose => pair.close_server_connections(CloseCode::GOING_AWAY, "restart"),
+            Op::ServerDrop => pair.drop_server_connections(),
             Op::Drain => pair.drain_server(Duration::from_secs(2)),
             Op::Wait(ms) => pair.run_for(Duration::from_millis(u64::from(ms))),
         }
