@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::client::session::{Input, Output};
 use crate::close::{CloseCode, CloseInfo};
-use crate::message::encode_client;
+use crate::message::{decode_server, encode_client, ServerMessage};
 use crate::time::Instant;
 use crate::transport::{Failure, TransportId};
 use crate::{Config, Event, Session};
@@ -39,14 +39,8 @@ pub struct Client {
 
 impl Client {
     fn new(config: Config, now: Instant, seed: u64, latency: Duration) -> Self {
-        // Reconnect advice reaches the session through the link, unseen
-        // by the checker: the delay bound is the property tests'.
-        let checks = ClientChecks {
-            delays: false,
-            ..ClientChecks::all()
-        };
         Client {
-            invariants: ClientInvariants::new(&config, checks),
+            invariants: ClientInvariants::new(&config, ClientChecks::all()),
             session: Session::new(config, now, seed),
             link: Link::new(latency, seed ^ 0x5eed),
             events: Vec::new(),
@@ -125,7 +119,17 @@ impl Pair {
             return;
         }
         let input = match wire {
-            Wire::Text(text) => Input::Frame(id.transport, text),
+            Wire::Text(text) => {
+                // Advice on the current transport lengthens the delays the
+                // checker allows.
+                let current = client.session.current_transport() == Some(id.transport);
+                if let (true, Ok(ServerMessage::Reconnect(advice))) =
+                    (current, decode_server(&text))
+                {
+                    client.invariants.advice_fed(advice.reason == "deploy");
+                }
+                Input::Frame(id.transport, text)
+            }
             Wire::Close(code, reason) => {
                 client.open.remove(&id.transport);
                 client.invariants.transport_ended(id.transport);

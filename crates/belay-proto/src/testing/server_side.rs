@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
-use crate::message::{decode_client, encode_server, ClientMessage, RawJson};
+use crate::message::{decode_client, encode_server, ClientMessage, RawJson, ReconnectAdvice};
 use crate::server::{Connection, Frame, Input, JoinAnswer, Limits, Output};
 
 use super::application::{Answer, Application};
@@ -82,6 +82,14 @@ impl Pair {
         self.server.dropping = true;
         self.close_server_connections(CloseCode::GOING_AWAY, "dropped");
         self.server.dropping = false;
+    }
+
+    /// The server tells every client to reconnect within the advice's
+    /// window (a drain's first step).
+    pub fn advise_clients(&mut self, advice: &ReconnectAdvice) {
+        for id in self.connection_ids() {
+            self.with_connection(id, |conn| conn.advise(advice.clone()));
+        }
     }
 
     /// The server drains: every connection is closed 1012 once its requests

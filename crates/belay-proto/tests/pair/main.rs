@@ -5,6 +5,7 @@
 
 mod support;
 
+mod advice;
 mod credentials_refresh;
 mod drain;
 mod fan_out;

@@ -1,14 +1,14 @@
-//! Random interleavings of client commands, server closes, drops and drains, and
-//! link faults never break the invariants of clients and server together
-//! (the pair checks every one after every step: `belay_proto::testing::
-//! invariants`); after the links heal every request has its one response,
+//! Random interleavings of client commands, server closes, drops, advice
+//! and drains, and link faults never break the invariants of clients and
+//! server together (the pair checks every one after every step:
+//! `belay_proto::testing::invariants`); after the links heal every request has its one response,
 //! every client is ready again, and once reaping has run the server holds
 //! one connection per client.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use belay_proto::message::Payload;
+use belay_proto::message::{Payload, ReconnectAdvice};
 use belay_proto::testing::{ClientId, Pair};
 use belay_proto::{Call, CloseCode, Config, Event, RequestId};
 use proptest::prelude::*;
@@ -31,6 +31,7 @@ enum Op {
     Loss(usize, u8),
     ServerClose,
     ServerDrop,
+    Advise(bool),
     Drain,
     Wait(u16),
 }
@@ -51,6 +52,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (client, 0u8..30).prop_map(|(c, p)| Op::Loss(c, p)),
         1 => Just(Op::ServerClose),
         1 => Just(Op::ServerDrop),
+        1 => any::<bool>().prop_map(Op::Advise),
         1 => Just(Op::Drain),
         6 => (1u16..30_000).prop_map(Op::Wait),
     ]
@@ -99,6 +101,12 @@ fn run(clients: usize, ops: Vec<Op>, seed: u64) -> Result<(), TestCaseError> {
             }
             Op::ServerClose => pair.close_server_connections(CloseCode::GOING_AWAY, "restart"),
             Op::ServerDrop => pair.drop_server_connections(),
+            Op::Advise(deploy) => pair.advise_clients(&ReconnectAdvice {
+                reason: if deploy { "deploy" } else { "restart" }.into(),
+                min_delay_ms: 500,
+                max_delay_ms: 3_000,
+                message: None,
+            }),
             Op::Drain => pair.drain_server(Duration::from_secs(2)),
             Op::Wait(ms) => pair.run_for(Duration::from_millis(u64::from(ms))),
         }
