@@ -1,9 +1,9 @@
 //! Random interleavings of client commands, server closes, drops, advice
 //! and drains, and link faults never break the invariants of clients and
 //! server together (the pair checks every one after every step:
-//! `belay_proto::testing::invariants`); after the links heal every request has its one response,
-//! every client is ready again, and once reaping has run the server holds
-//! one connection per client.
+//! `belay_proto::testing::invariants`); after the links heal every request
+//! has its one response, every client is ready again, and once reaping has
+//! run the server holds one connection per client.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
