@@ -29,7 +29,7 @@
 //! | `schedule.rs` | the virtual clock and the deliveries in flight |
 //! | `link.rs` | [`Link`]: latency, loss, freeze, cut, refusal |
 //! | `client_side.rs` | [`Client`]: a session, its link, its events; `add_client`, `command` |
-//! | `server_side.rs` | the server's connections; `publish`, `close_server_connections`, `drain_server` |
+//! | `server_side.rs` | the server's connections; `publish`, `close_server_connections`, `drop_server_connections`, `advise_clients`, `drain_server` |
 //! | `application.rs` | [`Application`]: what the server's application answers |
 //! | `broker.rs` | [`ModelBroker`]: channels on the core's `ChannelLog` |
 //! | `records.rs` | [`ClientId`], [`ConnectionId`], [`ServerRecord`] |

@@ -30,9 +30,11 @@ const MAX_STEPS: usize = 10_000_000;
 /// Commands go to a client's [`Session`](crate::Session) through
 /// [`command`](Self::command) (or [`client_mut`](Self::client_mut) with
 /// [`now`](Self::now)), the server's through [`publish`](Self::publish),
-/// [`close_server_connections`](Self::close_server_connections) and
-/// [`drain_server`](Self::drain_server); [`run_for`](Self::run_for) lets
-/// the time pass.
+/// [`close_server_connections`](Self::close_server_connections),
+/// [`drop_server_connections`](Self::drop_server_connections),
+/// [`advise_clients`](Self::advise_clients) and
+/// [`drain_server`](Self::drain_server); each client's network is its
+/// [`Link`](super::Link); [`run_for`](Self::run_for) lets the time pass.
 ///
 /// Every batch of outputs of every client and server connection goes
 /// through the [invariant checker](super::invariants); the first violation
