@@ -99,6 +99,8 @@ pub mod time;
 pub mod every_variant;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+// The test harness: Pair (N clients against server connections in virtual
+// time) and the one invariant checker (`fuzzing` enables it too).
 #[cfg(feature = "testing")]
 pub mod testing;
 

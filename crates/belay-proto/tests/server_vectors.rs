@@ -19,12 +19,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use belay_proto::message::{
-    encode_server, ErrorBody, Pacing, RawJson, ReconnectAdvice, Reply, Subscribed,
+    decode_client, encode_server, ClientMessage, ErrorBody, Pacing, RawJson, ReconnectAdvice,
+    Reply, Subscribed,
 };
 use belay_proto::server::{
     AuthVerdict, Connection, Event, Frame, Input, JoinAnswer, Limits, Output, Phase, Ticket,
     TransportError, UpgradeDecision, UpgradeVerdict, Violation,
 };
+use belay_proto::testing::invariants::ServerInvariants;
 use belay_proto::{CloseCode, Instant};
 use serde_json::{json, Map, Value};
 
@@ -532,6 +534,7 @@ fn run_trace(base: &Value, trace: &Value) -> Result<(), Failure> {
     let limits = limits_of(base, trace.get("limits"))?;
     let accepted_at = opt_u64(trace.get("accepted_at"), "accepted_at")?.unwrap_or(0);
     let seed = opt_u64(trace.get("seed"), "seed")?.unwrap_or(1);
+    let mut invariants = ServerInvariants::new(&limits);
     let mut conn = Conn::new(limits, at(accepted_at), seed);
     let mut tickets = Tickets::default();
     let mut last = accepted_at;
@@ -539,7 +542,8 @@ fn run_trace(base: &Value, trace: &Value) -> Result<(), Failure> {
         .as_array()
         .ok_or("steps must be an array")?;
     for (i, step) in steps.iter().enumerate() {
-        run_step(&mut conn, &mut tickets, &mut last, step).map_err(|e| Failure {
+        let state = (&mut conn, &mut tickets, &mut invariants);
+        run_step(state, &mut last, step).map_err(|e| Failure {
             step: Some(i),
             message: format!("step {i}: {e}"),
         })?;
@@ -547,7 +551,11 @@ fn run_trace(base: &Value, trace: &Value) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_step(conn: &mut Conn, tickets: &mut Tickets, last: &mut u64, step: &Value) -> Check {
+/// What a trace runs: the connection, the tickets it issued, and the one
+/// invariant checker every output goes through.
+type TraceState<'a> = (&'a mut Conn, &'a mut Tickets, &'a mut ServerInvariants);
+
+fn run_step((conn, tickets, invariants): TraceState<'_>, last: &mut u64, step: &Value) -> Check {
     let object = step.as_object().ok_or("a step must be an object")?;
     let now = u64_field(step, "at")?;
     if now < *last {
@@ -582,9 +590,16 @@ fn run_step(conn: &mut Conn, tickets: &mut Tickets, last: &mut u64, step: &Value
     let mut outputs = Vec::new();
     let mut events = Vec::new();
     for _ in 0..times {
+        report(invariants, action, &step[action]);
         act(conn, tickets, at(now), action, &step[action])?;
         while let Some(output) = conn.poll_output() {
+            invariants.output(&output).map_err(|v| v.to_string())?;
             outputs.extend(output_json(output, tickets, &mut events));
+        }
+        invariants.after_batch(conn).map_err(|v| v.to_string())?;
+        if action == "timeout" {
+            let checked = invariants.after_timeout(at(now), conn);
+            checked.map_err(|v| v.to_string())?;
         }
     }
     let expect = field(step, "expect")?
@@ -596,6 +611,29 @@ fn run_step(conn: &mut Conn, tickets: &mut Tickets, last: &mut u64, step: &Value
         match_list("events", want, &events, match_event)?;
     }
     checks(conn, step)
+}
+
+/// Tell the checker what the trace's driver does: a frame that may carry a
+/// request, an accepted credential, a granted join.
+fn report(invariants: &mut ServerInvariants, action: &str, arg: &Value) {
+    match action {
+        "text" => match text_of(arg).map(|text| decode_client(&text)) {
+            Ok(Ok(ClientMessage::Request(request))) => invariants.request_sent(Some(request.id)),
+            Ok(Ok(_)) => {}
+            // Whatever does not decode may still be answered for an id.
+            _ => invariants.request_sent(None),
+        },
+        "auth" => invariants.auth_answered(arg.get("verdict") == Some(&json!("accepted"))),
+        "join_answer" => {
+            let channel = arg
+                .pointer("/joined/subscribed/channel")
+                .and_then(Value::as_str);
+            if let Some(channel) = channel {
+                invariants.join_granted(channel);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn checks(conn: &Conn, step: &Value) -> Check {

@@ -13,8 +13,9 @@ use std::time::Duration;
 use belay_proto::backoff::{Backoff, BackoffPolicy, PacingSlots, RetryWindow};
 use belay_proto::heartbeat::{decide, Heartbeat, HeartbeatAction};
 use belay_proto::rng::{RandomSource, RecordedDraws, SplitMix64};
+use belay_proto::testing::invariants::{ClientChecks, ClientInvariants};
 use belay_proto::{
-    Call, CloseInfo, Config, Failure, Input, Instant, RequestError, Session, Stopped,
+    Call, CloseInfo, Config, Failure, Input, Instant, Output, RequestError, Session, Stopped,
     SubscribeError, TokenError, TransportId,
 };
 use serde_json::{json, Map, Value};
@@ -424,10 +425,16 @@ fn fallback_switch_traces() {
 
 fn run_trace(trace: &Value) -> Check {
     let config = config_from_json(field(trace, "config")?)?;
+    // Every batch also goes through the core's one invariant checker
+    // (requests learned from the wire; no advice reported, so no delay bound).
+    let mut checks = ClientChecks::all();
+    checks.delays = false;
+    let mut invariants = ClientInvariants::new(&config, checks);
     let mut session = Session::new(config, Instant::ZERO, u64_field(trace, "seed")?);
     let mut last = 0;
     for (i, step) in array_field(trace, "steps")?.iter().enumerate() {
-        run_session_step(&mut session, step, &mut last).map_err(|e| {
+        let driven = (&mut session, &mut invariants);
+        run_session_step(driven, step, &mut last).map_err(|e| {
             format!(
                 "step {i} (at {} ms) failed: {e}\n    step: {}",
                 step["at"],
@@ -507,7 +514,11 @@ const STEP_CHECKS: [&str; 8] = [
     "attempt",
 ];
 
-fn run_session_step(session: &mut Session, step: &Value, last: &mut u64) -> Check {
+fn run_session_step(
+    (session, invariants): (&mut Session, &mut ClientInvariants),
+    step: &Value,
+    last: &mut u64,
+) -> Check {
     let object = step.as_object().ok_or("a step must be an object")?;
     let action = step_action(object)?;
     let now = u64_field(step, "at")?;
@@ -527,6 +538,14 @@ fn run_session_step(session: &mut Session, step: &Value, last: &mut u64) -> Chec
         }
     }
 
+    if action == "input" {
+        let input = input_from_json(&step[action])?;
+        if let Input::TransportFailed(id, _) | Input::TransportClosed(id, _) = input {
+            if session.current_transport() == Some(id) {
+                invariants.transport_ended(id);
+            }
+        }
+    }
     let result = perform(session, action, &step[action], at(now))?;
     match step.get("result") {
         Some(want) => subset(want, Some(&result), "result")?,
@@ -536,9 +555,15 @@ fn run_session_step(session: &mut Session, step: &Value, last: &mut u64) -> Chec
         None => {}
     }
 
-    let outputs: Vec<Value> = std::iter::from_fn(|| session.poll_output())
-        .map(|output| to_json(&output))
-        .collect();
+    let raw: Vec<Output> = std::iter::from_fn(|| session.poll_output()).collect();
+    invariants
+        .batch(at(now), session, &raw)
+        .map_err(|v| v.to_string())?;
+    if action == "timeout" {
+        let checked = invariants.after_timeout(at(now), session);
+        checked.map_err(|v| v.to_string())?;
+    }
+    let outputs: Vec<Value> = raw.iter().map(to_json).collect();
     let expected = array_field(step, "expect")?;
     let same = expected.len() == outputs.len()
         && expected

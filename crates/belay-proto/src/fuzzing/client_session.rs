@@ -39,7 +39,17 @@
 //!    `poll_timeout` is earlier than the instant `handle_timeout` just ran at,
 //!    or if more than [`SPIN_LIMIT`] calls at one instant leave something
 //!    due. (A panic inside the session is a crash as well.)
-//! 5. **Nothing after `Stopped`** (§6.5): no output follows `Event::Stopped`.
+//! 5. **Nothing after `Stopped`** (§6.5): no output follows `Event::Stopped`;
+//!    a stopped session holds no timer, transport, readiness or request.
+//! 6. **Readiness is consistent**: `ReadinessChanged` never repeats, its
+//!    `ready` is the aggregate, the levels nest and follow the connection
+//!    state, and the last one announced is `readiness()`.
+//!
+//! The checks of 1–6 are the one checker's,
+//! [`ClientInvariants`](crate::testing::invariants::ClientInvariants), which
+//! Pair and the session property tests use too; this driver adds the ones
+//! about its own calls (results of `request`, `subscribe`, `unsubscribe`)
+//! and the busy-loop bound.
 //!
 //! Inputs are decoded with `arbitrary` ([`decode_session`]); [`encode_session`]
 //! is the exact inverse, for writing seed inputs
@@ -49,6 +59,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::message::{ClientMessage, StreamPosition, MAX_FRAME_LEN};
+use crate::testing::invariants::{ClientChecks, ClientInvariants, Violation};
 use crate::{
     Call, CloseCode, CloseInfo, Config, Event, Failure, Input, Instant, Output, RequestError,
     RequestOutcome, Session, SubscribeError, TransportId,
@@ -534,56 +545,29 @@ pub struct SessionOutcome {
     pub stopped: bool,
 }
 
-const INVARIANTS: [&str; 6] = [
+const INVARIANTS: [&str; 8] = [
     "",
     "at most one live transport",
     "every request settles exactly once",
     "no publication delivered twice or skipped without an announcement",
     "no busy loop, poll_timeout never in the past",
     "nothing after Stopped",
+    "readiness is consistent",
+    "reconnect delays are bounded",
 ];
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    deadline: Instant,
-    settled: bool,
-}
-
-/// What the driver knows about one channel the application wants.
-#[derive(Debug, Clone, Default)]
-struct Channel {
-    /// The position the next delivery must follow (same epoch, offset + 1).
-    /// `None` until the channel is first confirmed.
-    base: Option<StreamPosition>,
-    /// A gap was announced (`RecoveryFailed`), or this is the first
-    /// confirmation: the next position comes from the session.
-    rebase: bool,
-    /// A `Subscribed` event in the current batch of outputs.
-    confirmed: bool,
-    /// ... and its `recovered` flag.
-    recovered: bool,
-    /// A publication after that `Subscribed` in the same batch.
-    delivered_since_confirm: bool,
-    /// The epoch of `delivered`.
-    delivered_epoch: Option<String>,
-    /// The offsets delivered in `delivered_epoch`.
-    delivered: BTreeSet<u64>,
-}
 
 struct Driver {
     session: Session,
     config: Config,
     now: Instant,
     step: usize,
-    /// Every id `OpenTransport` named, in order.
-    opened: Vec<TransportId>,
-    /// Transports neither reported ended to the session nor closed by it.
-    live: BTreeSet<TransportId>,
-    requests: BTreeMap<u64, Pending>,
-    channels: BTreeMap<&'static str, Channel>,
+    /// The one checker (`testing::invariants`): every batch of outputs and
+    /// the session's state after it.
+    invariants: ClientInvariants,
+    /// Every request id `request` returned.
+    requests: BTreeSet<u64>,
     /// The `since` of the last `subscribe` sent per channel on the latest transport.
     sent_subscribe: BTreeMap<String, Option<StreamPosition>>,
-    stopped: bool,
     too_large: Option<String>,
     outcome: SessionOutcome,
 }
@@ -607,15 +591,20 @@ impl Driver {
         let config = setup.config();
         Driver {
             session: Session::new(config.clone(), Instant::ZERO, seed),
+            // Invariants 1–6 of `testing::invariants` (the fuzzer feeds no
+            // advice to bound delays by).
+            invariants: ClientInvariants::new(
+                &config,
+                ClientChecks {
+                    delays: false,
+                    ..ClientChecks::all()
+                },
+            ),
             config,
             now: Instant::ZERO,
             step: 0,
-            opened: Vec::new(),
-            live: BTreeSet::new(),
-            requests: BTreeMap::new(),
-            channels: BTreeMap::new(),
+            requests: BTreeSet::new(),
             sent_subscribe: BTreeMap::new(),
-            stopped: false,
             too_large: None,
             outcome: SessionOutcome::default(),
         }
@@ -632,13 +621,26 @@ impl Driver {
         )
     }
 
+    /// A broken invariant of the checker.
+    #[track_caller]
+    fn broken(&self, violation: Violation) -> ! {
+        let Violation {
+            invariant, detail, ..
+        } = violation;
+        self.violated(usize::from(invariant.number()), detail)
+    }
+
+    fn opened(&self) -> &[TransportId] {
+        self.invariants.opened()
+    }
+
     fn current(&self) -> TransportId {
-        self.opened.last().copied().unwrap_or(TransportId(0))
+        self.opened().last().copied().unwrap_or(TransportId(0))
     }
 
     fn stale(&self, which: Stale) -> TransportId {
         match which {
-            Stale::Previous if self.opened.len() >= 2 => self.opened[self.opened.len() - 2],
+            Stale::Previous if self.opened().len() >= 2 => self.opened()[self.opened().len() - 2],
             _ => TransportId(0),
         }
     }
@@ -693,13 +695,13 @@ impl Driver {
             } => self.request(*params, *timeout_ms, *idem),
             Step::Subscribe(chan) => {
                 let result = self.session.subscribe(now, chan.name());
-                self.drain();
                 self.subscribed(*chan, result);
+                self.drain();
             }
             Step::Unsubscribe(chan) => {
                 let result = self.session.unsubscribe(now, chan.name());
-                self.drain();
                 self.unsubscribed(*chan, result);
+                self.drain();
             }
             Step::ReconnectNow => {
                 let _ = self.session.reconnect_now(now);
@@ -718,7 +720,7 @@ impl Driver {
     /// is reported to the session, so the transport is no longer live.
     fn feed(&mut self, input: Input) {
         if let Input::TransportFailed(id, _) | Input::TransportClosed(id, _) = &input {
-            self.live.remove(id);
+            self.invariants.transport_ended(*id);
         }
         self.session.handle_input(self.now, input);
         self.drain();
@@ -737,18 +739,12 @@ impl Driver {
         });
         let result = self.session.request(self.now, call);
         if let Ok(id) = result {
-            if self.requests.contains_key(&id.0) {
+            if !self.requests.insert(id.0) {
                 self.violated(2, format!("request returned {id:?} a second time"));
             }
-            self.requests.insert(
-                id.0,
-                Pending {
-                    deadline: self.now + timeout,
-                    settled: false,
-                },
-            );
+            self.invariants.request_accepted(id, self.now + timeout);
             self.outcome.requests += 1;
-        } else if result == Err(RequestError::Stopped) && !self.stopped {
+        } else if result == Err(RequestError::Stopped) && !self.invariants.stopped() {
             self.violated(5, "request refused as Stopped before Event::Stopped");
         }
         self.drain();
@@ -758,11 +754,11 @@ impl Driver {
         let name = chan.name();
         match result {
             Ok(()) => {
-                if self.channels.insert(name, Channel::default()).is_some() {
-                    self.violated(3, format!("subscribe({name:?}) accepted twice"));
+                if let Err(violation) = self.invariants.subscribe_accepted(name) {
+                    self.broken(violation);
                 }
             }
-            Err(SubscribeError::AlreadySubscribed(_)) if !self.channels.contains_key(name) => {
+            Err(SubscribeError::AlreadySubscribed(_)) if !self.invariants.is_wanted(name) => {
                 self.violated(
                     3,
                     format!("subscribe({name:?}): AlreadySubscribed, but it was never accepted"),
@@ -776,14 +772,11 @@ impl Driver {
         let name = chan.name();
         match result {
             Ok(()) => {
-                if self.channels.remove(name).is_none() {
-                    self.violated(
-                        3,
-                        format!("unsubscribe({name:?}) accepted for a channel not wanted"),
-                    );
+                if let Err(violation) = self.invariants.unsubscribe_accepted(name) {
+                    self.broken(violation);
                 }
             }
-            Err(SubscribeError::NotSubscribed(_)) if self.channels.contains_key(name) => {
+            Err(SubscribeError::NotSubscribed(_)) if self.invariants.is_wanted(name) => {
                 self.violated(
                     3,
                     format!("unsubscribe({name:?}): NotSubscribed, but it is"),
@@ -826,15 +819,8 @@ impl Driver {
             self.now = at;
             self.session.handle_timeout(at);
             self.drain();
-            if let Some(next) = self.session.poll_timeout() {
-                if next < at {
-                    self.violated(
-                        4,
-                        format!(
-                            "after handle_timeout({at:?}) poll_timeout is {next:?}, in the past"
-                        ),
-                    );
-                }
+            if let Err(violation) = self.invariants.after_timeout(at, &self.session) {
+                self.broken(violation);
             }
         }
         self.now = self.now.max(target);
@@ -844,277 +830,68 @@ impl Driver {
     /// deadline; every request must have settled.
     fn finish(&mut self) {
         self.advance_to(self.now + FINAL_ADVANCE);
-        if let Some((id, pending)) = self.requests.iter().find(|(_, p)| !p.settled) {
-            self.violated(
-                2,
-                format!(
-                    "request {id} (deadline {:?}) never settled; {} in flight in the session",
-                    pending.deadline,
-                    self.session.requests_in_flight()
-                ),
-            );
+        if let Err(violation) = self.invariants.finish(&self.session) {
+            self.broken(violation);
         }
     }
 
     // ----- outputs -----
 
+    /// Drain every output, check the batch and the session after it, then
+    /// note what the frames and the outcome need.
     fn drain(&mut self) {
-        while let Some(output) = self.session.poll_output() {
-            if self.stopped {
-                self.violated(5, format!("{output:?} after Event::Stopped"));
-            }
-            self.output(output);
+        let outputs: Vec<Output> = std::iter::from_fn(|| self.session.poll_output()).collect();
+        if let Err(violation) = self.invariants.batch(self.now, &self.session, &outputs) {
+            self.broken(violation);
         }
-        self.end_of_batch();
-    }
-
-    fn output(&mut self, output: Output) {
-        match output {
-            Output::OpenTransport { id, .. } => {
-                if !self.live.is_empty() {
-                    self.violated(
-                        1,
-                        format!(
-                            "OpenTransport {id} while {:?} is live (neither reported closed or failed to the session nor closed by it)",
-                            self.live
-                        ),
-                    );
+        for output in outputs {
+            match output {
+                Output::OpenTransport { .. } => {
+                    self.sent_subscribe.clear();
+                    self.outcome.transports += 1;
                 }
-                if let Some(last) = self.opened.last().filter(|last| **last >= id) {
-                    self.violated(
-                        1,
-                        format!("OpenTransport {id} after {last}: ids must be fresh"),
-                    );
-                }
-                self.opened.push(id);
-                self.live.insert(id);
-                self.sent_subscribe.clear();
-                self.outcome.transports += 1;
-            }
-            Output::CloseTransport { id, .. } => {
-                let was_live = self.live.remove(&id);
-                if !was_live {
-                    self.violated(
-                        1,
-                        format!("CloseTransport {id}, which is not live ({:?})", self.live),
-                    );
-                }
-            }
-            Output::Transmit { id, message } => {
-                if !self.live.contains(&id) {
-                    self.violated(
-                        1,
-                        format!(
-                            "Transmit {message:?} on {id}, which is not live ({:?})",
-                            self.live
-                        ),
-                    );
-                }
-                if let ClientMessage::Subscribe(subscribe) = message {
+                Output::Transmit {
+                    message: ClientMessage::Subscribe(subscribe),
+                    ..
+                } => {
                     self.sent_subscribe
                         .insert(subscribe.channel, subscribe.since);
                 }
+                Output::Event(event) => self.count(&event),
+                _ => {}
             }
-            Output::Event(event) => self.event(event),
         }
     }
 
-    fn event(&mut self, event: Event) {
+    /// The outcome's counts.
+    fn count(&mut self, event: &Event) {
+        let outcome = &mut self.outcome;
         match event {
-            Event::Connected { .. } => self.outcome.connected += 1,
-            Event::Stopped => {
-                self.stopped = true;
-                self.outcome.stopped = true;
+            Event::Connected { .. } => outcome.connected += 1,
+            Event::Stopped => outcome.stopped = true,
+            Event::Response { outcome: o, .. } => match o {
+                RequestOutcome::Timeout => outcome.timed_out += 1,
+                RequestOutcome::ConnectionClosed => outcome.connection_closed += 1,
+                _ => outcome.answered += 1,
+            },
+            Event::Subscribed { recovered, .. } => {
+                outcome.subscribed += 1;
+                outcome.recovered += usize::from(*recovered);
             }
-            Event::Response { id, outcome } => {
-                let now = self.now;
-                let Some(pending) = self.requests.get_mut(&id.0) else {
-                    self.violated(
-                        2,
-                        format!("Response for {id:?}, which request never returned"),
-                    );
-                };
-                if pending.settled {
-                    self.violated(2, format!("{id:?} settled twice (again with {outcome:?})"));
-                }
-                pending.settled = true;
-                let deadline = pending.deadline;
-                match outcome {
-                    RequestOutcome::Timeout if now < deadline => self.violated(
-                        2,
-                        format!("{id:?} timed out at {now:?}, before its deadline {deadline:?}"),
-                    ),
-                    RequestOutcome::Timeout => self.outcome.timed_out += 1,
-                    RequestOutcome::ConnectionClosed => self.outcome.connection_closed += 1,
-                    _ => self.outcome.answered += 1,
-                }
-            }
-            Event::Subscribed { channel, recovered } => {
-                self.outcome.subscribed += 1;
-                self.outcome.recovered += usize::from(recovered);
-                let Some(entry) = self.channels.get_mut(channel.as_str()) else {
-                    self.violated(
-                        3,
-                        format!("Subscribed for {channel:?}, which is not wanted"),
-                    );
-                };
-                entry.confirmed = true;
-                entry.recovered = recovered;
-                entry.delivered_since_confirm = false;
-                if entry.base.is_none() {
-                    entry.rebase = true;
-                }
-            }
-            Event::RecoveryFailed { channel } => {
-                self.outcome.recovery_failed += 1;
-                let Some(entry) = self.channels.get_mut(channel.as_str()) else {
-                    self.violated(
-                        3,
-                        format!("RecoveryFailed for {channel:?}, which is not wanted"),
-                    );
-                };
-                entry.rebase = true;
-            }
-            Event::Publication(publication) => {
-                self.outcome.publications += 1;
-                let position = StreamPosition {
-                    epoch: publication.epoch,
-                    offset: publication.offset,
-                };
-                let channel = publication.channel;
-                if let Err(what) = self.deliver(&channel, position) {
-                    self.violated(3, what);
-                }
-            }
+            Event::RecoveryFailed { .. } => outcome.recovery_failed += 1,
+            Event::Publication(_) => outcome.publications += 1,
             _ => {}
-        }
-    }
-
-    /// Check one delivery against the channel's record (invariant 3).
-    fn deliver(&mut self, channel: &str, position: StreamPosition) -> Result<(), String> {
-        let Some(entry) = self.channels.get_mut(channel) else {
-            return Err(format!(
-                "publication {position:?} delivered on {channel:?}, which is not wanted"
-            ));
-        };
-        if entry.confirmed {
-            entry.delivered_since_confirm = true;
-        }
-        if entry.rebase {
-            // A gap was announced: the delivery may start anywhere.
-            entry.rebase = false;
-        } else {
-            match &entry.base {
-                None => {
-                    return Err(format!(
-                        "publication {position:?} delivered on {channel:?} before it was ever confirmed"
-                    ))
-                }
-                Some(base) if base.epoch != position.epoch => {
-                    return Err(format!(
-                        "{channel:?} delivered {position:?} after {base:?}: the epoch changed without RecoveryFailed"
-                    ))
-                }
-                Some(base) if position.offset <= base.offset => {
-                    return Err(format!(
-                        "{channel:?} delivered {position:?} after {base:?}: repeated or out of order"
-                    ))
-                }
-                Some(base) if position.offset != base.offset.saturating_add(1) => {
-                    return Err(format!(
-                        "{channel:?} delivered {position:?} after {base:?}: offsets {}..={} skipped without RecoveryFailed",
-                        base.offset.saturating_add(1),
-                        position.offset - 1
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
-        if entry.delivered_epoch.as_deref() == Some(position.epoch.as_str()) {
-            if !entry.delivered.insert(position.offset) {
-                return Err(format!(
-                    "{channel:?} delivered {position:?} a second time (a RecoveryFailed announces a gap, not a replay)"
-                ));
-            }
-        } else {
-            entry.delivered_epoch = Some(position.epoch.clone());
-            entry.delivered = BTreeSet::from([position.offset]);
-        }
-        entry.base = Some(position);
-        Ok(())
-    }
-
-    /// After every batch of outputs: the live set is the session's
-    /// transport (invariant 1), and each channel confirmed in the batch has
-    /// the position invariant 3 expects.
-    fn end_of_batch(&mut self) {
-        let current: BTreeSet<TransportId> = self.session.current_transport().into_iter().collect();
-        if current != self.live {
-            self.violated(
-                1,
-                format!(
-                    "the session owns {current:?} but the live transports are {:?}",
-                    self.live
-                ),
-            );
-        }
-        let mut failure = None;
-        for (name, entry) in &mut self.channels {
-            if !entry.confirmed {
-                continue;
-            }
-            entry.confirmed = false;
-            let delivered = std::mem::take(&mut entry.delivered_since_confirm);
-            let Some(position) = self.session.subscriptions().position(name).cloned() else {
-                failure = Some(format!(
-                    "{name:?} confirmed, but the session has no position"
-                ));
-                break;
-            };
-            if delivered {
-                // The delivery already moved the record on.
-                continue;
-            }
-            if entry.rebase {
-                entry.rebase = false;
-                if entry.delivered_epoch.as_deref() != Some(position.epoch.as_str()) {
-                    // Moved to another epoch: a later return to an epoch
-                    // name seen before is a new history to the client.
-                    entry.delivered_epoch = Some(position.epoch.clone());
-                    entry.delivered.clear();
-                }
-                entry.base = Some(position);
-            } else if entry.base.as_ref() != Some(&position) {
-                failure = Some(format!(
-                    "{name:?}: a resume confirmed with recovered: {} and no RecoveryFailed moved the position from {:?} to {position:?}; what follows is {}",
-                    entry.recovered,
-                    entry.base,
-                    match &entry.base {
-                        Some(base) if base.epoch != position.epoch => "from another epoch, unannounced",
-                        Some(base) if base.offset < position.offset => "skipped, unannounced",
-                        _ => "delivered again",
-                    }
-                ));
-                break;
-            }
-        }
-        if let Some(what) = failure {
-            self.violated(3, what);
         }
     }
 
     // ----- frames -----
 
     fn request_id(&self, to: ReqRef) -> u64 {
-        let latest = self.requests.keys().next_back().copied().unwrap_or(1);
+        let latest = self.requests.iter().next_back().copied().unwrap_or(1);
         match to {
             ReqRef::InFlight(n) => {
-                let unsettled: Vec<u64> = self
-                    .requests
-                    .iter()
-                    .filter(|(_, p)| !p.settled)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let unsettled: Vec<u64> =
+                    self.invariants.unsettled().iter().map(|id| id.0).collect();
                 if unsettled.is_empty() {
                     latest
                 } else {
@@ -1131,7 +908,7 @@ impl Driver {
             ServerFrame::Welcome { ping, pacing } => {
                 let mut welcome = json!({
                     "type": "welcome",
-                    "session": format!("s-{}", self.opened.len()),
+                    "session": format!("s-{}", self.opened().len()),
                     "protocol": 1,
                 });
                 if let Some(ms) = ping.ms() {

@@ -22,20 +22,27 @@
 //!    `Join` was answered `Joined`.
 //! 5. **No busy loop; `poll_timeout` is never in the past** after
 //!    `handle_timeout` at that instant.
+//! 6. **Only close codes a server may send.**
+//!
+//! The checks of 1–6 are the one checker's,
+//! [`ServerInvariants`](crate::testing::invariants::ServerInvariants), which
+//! Pair and belay-server's `connection` target use too; this driver adds
+//! that a `Call` ticket is answered with at most one response, and the
+//! busy-loop bound.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::message::{
     encode_client, encode_client_binary, ClientMessage, Codec, ErrorBody, RawJson, Reply,
-    ServerMessage,
 };
 use crate::message::{Connect, Request, StreamPosition, Subscribe, Unsubscribe, PROTOCOL_VERSION};
 use crate::server::{
     AuthVerdict, Connection, Frame, Input, JoinAnswer, Limits, Output, Ticket, TransportError,
 };
+use crate::testing::invariants::{ServerInvariants, Violation};
 use crate::{CloseCode, Instant};
 
 mod input;
@@ -54,23 +61,23 @@ enum Asked {
 
 struct Harness {
     conn: Connection<String>,
-    limits: Limits,
     now: Instant,
     pending: VecDeque<(Ticket, Asked, String)>,
     /// Joined subscriptions: (channel, subscription id).
     joined: Vec<(String, u64)>,
     next_subscription: u64,
-    ended: bool,
-    welcomed: bool,
-    auth_accepted: bool,
-    requests_sent: BTreeMap<u64, usize>,
-    responses: BTreeMap<u64, usize>,
+    /// The one checker (`testing::invariants`) of invariants 1–5.
+    invariants: ServerInvariants,
     calls_answered: BTreeSet<Ticket>,
-    joins_granted: BTreeSet<String>,
 }
 
 fn violated(n: u32, what: &str, detail: impl std::fmt::Debug) -> ! {
     panic!("server_connection: invariant {n} ({what}) violated: {detail:?}")
+}
+
+/// A broken invariant of the checker.
+fn broken(violation: &Violation) -> ! {
+    panic!("server_connection: {violation}")
 }
 
 impl Harness {
@@ -82,25 +89,21 @@ impl Harness {
             .set_burst(40)
             .set_liveness_burst(40);
         Harness {
-            conn: Connection::new(limits.clone(), Instant::ZERO, 1),
-            limits,
+            invariants: ServerInvariants::new(&limits),
+            conn: Connection::new(limits, Instant::ZERO, 1),
             now: Instant::ZERO,
             pending: VecDeque::new(),
             joined: Vec::new(),
             next_subscription: 1,
-            ended: false,
-            welcomed: false,
-            auth_accepted: false,
-            requests_sent: BTreeMap::new(),
-            responses: BTreeMap::new(),
             calls_answered: BTreeSet::new(),
-            joins_granted: BTreeSet::new(),
         }
     }
 
     fn drain(&mut self) {
         while let Some(output) = self.conn.poll_output() {
-            self.check(&output);
+            if let Err(violation) = self.invariants.output(&output) {
+                broken(&violation);
+            }
             match output {
                 Output::Authenticate { ticket, .. } => {
                     self.pending.push_back((ticket, Asked::Auth, String::new()))
@@ -121,50 +124,11 @@ impl Harness {
                 Output::Leave { subscription, .. } => {
                     self.joined.retain(|(_, s)| *s != subscription)
                 }
-                Output::Close { .. } | Output::PeerGone { .. } => self.ended = true,
                 _ => {}
             }
         }
-        let running = self.conn.requests_in_flight();
-        if running > self.limits.max_in_flight() {
-            violated(4, "bounded", ("in flight", running));
-        }
-        let held = self.conn.subscription_count();
-        if held > self.limits.max_subscriptions() {
-            violated(4, "bounded", ("subscriptions", held));
-        }
-    }
-
-    fn check(&mut self, output: &Output<String>) {
-        if self.ended && !matches!(output, Output::Leave { .. }) {
-            violated(1, "nothing after the end", output);
-        }
-        let Output::Send(message) = output else {
-            return;
-        };
-        match message {
-            ServerMessage::Welcome(_) => {
-                if self.welcomed || !self.auth_accepted {
-                    violated(2, "welcome first and once", message);
-                }
-                self.welcomed = true;
-            }
-            ServerMessage::Reconnect(_) => {}
-            _ if !self.welcomed => violated(2, "welcome first and once", message),
-            ServerMessage::Response(response) => {
-                let count = self.responses.entry(response.id).or_default();
-                *count += 1;
-                let sent = self.requests_sent.get(&response.id).copied().unwrap_or(0);
-                if *count > sent {
-                    violated(3, "one response per request", (response.id, *count, sent));
-                }
-            }
-            ServerMessage::Subscribed(subscribed)
-                if !self.joins_granted.remove(&subscribed.channel) =>
-            {
-                violated(4, "subscribed only after a join", &subscribed.channel)
-            }
-            _ => {}
+        if let Err(violation) = self.invariants.after_batch(&self.conn) {
+            broken(&violation);
         }
     }
 
@@ -182,8 +146,8 @@ impl Harness {
         match answer {
             Answer::Auth { accept, expires_in } => {
                 let Some((ticket, _)) = ticket else { return };
+                self.invariants.auth_answered(accept);
                 let verdict = if accept {
-                    self.auth_accepted = true;
                     AuthVerdict::Accepted {
                         expires_at: expires_in
                             .map(|s| now.saturating_add(Duration::from_secs(u64::from(s)))),
@@ -218,7 +182,7 @@ impl Harness {
                         let subscription = self.next_subscription;
                         self.next_subscription += 1;
                         self.joined.push((channel.clone(), subscription));
-                        self.joins_granted.insert(channel.clone());
+                        self.invariants.join_granted(&channel);
                         JoinAnswer::Joined {
                             subscribed: crate::message::Subscribed {
                                 channel,
@@ -244,7 +208,7 @@ impl Harness {
                 // A join the connection no longer wanted is left at once;
                 // it must not count as granted.
                 self.drain();
-                self.joins_granted.clear();
+                self.invariants.joins_settled();
             }
             Answer::Request(ok) => {
                 let Some((ticket, _)) = ticket else { return };
@@ -264,10 +228,10 @@ impl Harness {
                     Reply::Error(ErrorBody::new("internal", "boom"))
                 };
                 let first = self.calls_answered.insert(ticket);
-                let before: usize = self.responses.values().sum();
+                let before = self.invariants.responses();
                 self.conn.handle_input(now, Input::Reply { ticket, reply });
                 self.drain();
-                let after: usize = self.responses.values().sum();
+                let after = self.invariants.responses();
                 if !first && after > before {
                     violated(3, "one response per request", ticket);
                 }
@@ -283,7 +247,7 @@ impl Harness {
                 session: None,
             }),
             ClientFrame::Request { id, keyed } => {
-                *self.requests_sent.entry(u64::from(*id)).or_default() += 1;
+                self.invariants.request_sent(Some(u64::from(*id)));
                 ClientMessage::Request(Request {
                     id: u64::from(*id),
                     method: "echo".into(),
@@ -314,7 +278,7 @@ impl Harness {
                 return self.text(r#"{"type":"frobnicate"}"#);
             }
             ClientFrame::BadRequest { id } => {
-                *self.requests_sent.entry(u64::from(*id)).or_default() += 1;
+                self.invariants.request_sent(Some(u64::from(*id)));
                 if self.binary() {
                     // Code, flags, the id, then a method past the frame.
                     let mut frame = vec![0x00, 0x10, 0x00];
@@ -355,8 +319,8 @@ impl Harness {
                     self.now = self.now.max(at);
                     self.conn.handle_timeout(self.now);
                     self.drain();
-                    if self.conn.poll_timeout().is_some_and(|next| next < self.now) {
-                        violated(5, "poll_timeout never in the past", self.now);
+                    if let Err(violation) = self.invariants.after_timeout(self.now, &self.conn) {
+                        broken(&violation);
                     }
                 }
                 _ => {

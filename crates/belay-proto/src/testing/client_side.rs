@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use crate::client::session::{Input, Output};
 use crate::close::{CloseCode, CloseInfo};
-use crate::message::encode_client;
+use crate::message::{decode_server, encode_client, ServerMessage};
 use crate::time::Instant;
-use crate::transport::TransportId;
+use crate::transport::{Failure, TransportId};
 use crate::{Config, Event, Session};
 
+use super::invariants::{ClientChecks, ClientInvariants};
 use super::link::{Direction, Link};
 use super::records::{ClientId, ConnectionId};
 use super::schedule::{Delivery, Wire};
@@ -32,11 +33,14 @@ pub struct Client {
     pub max_open_transports: usize,
     /// Transports open on the client's side.
     open: BTreeSet<TransportId>,
+    /// Every batch of its outputs is checked.
+    invariants: ClientInvariants,
 }
 
 impl Client {
     fn new(config: Config, now: Instant, seed: u64, latency: Duration) -> Self {
         Client {
+            invariants: ClientInvariants::new(&config, ClientChecks::all()),
             session: Session::new(config, now, seed),
             link: Link::new(latency, seed ^ 0x5eed),
             events: Vec::new(),
@@ -48,6 +52,19 @@ impl Client {
     /// Transports open on the client's side now.
     pub fn open_transports(&self) -> usize {
         self.open.len()
+    }
+
+    /// The checker of its invariants (every batch of outputs went through
+    /// it; a violation panics).
+    pub fn invariants(&self) -> &ClientInvariants {
+        &self.invariants
+    }
+
+    /// Check a batch of the session's outputs at `now`.
+    fn check(&mut self, id: ClientId, now: Instant, outputs: &[Output]) {
+        if let Err(violation) = self.invariants.batch(now, &self.session, outputs) {
+            panic!("pair: {id} at {now:?}: {violation}");
+        }
     }
 }
 
@@ -84,6 +101,16 @@ impl Pair {
             .handle_input(now, Input::TransportOpened(id.transport));
     }
 
+    /// The client's dial was refused.
+    pub(super) fn client_refused(&mut self, id: ConnectionId) {
+        let now = self.now();
+        let client = &mut self.clients[id.client.0];
+        client.invariants.transport_ended(id.transport);
+        let refused = Failure::network("connection refused");
+        let input = Input::TransportFailed(id.transport, refused);
+        client.session.handle_input(now, input);
+    }
+
     /// A frame from the server reaches the client.
     pub(super) fn client_receives(&mut self, id: ConnectionId, wire: Wire) {
         let now = self.now();
@@ -92,13 +119,46 @@ impl Pair {
             return;
         }
         let input = match wire {
-            Wire::Text(text) => Input::Frame(id.transport, text),
+            Wire::Text(text) => {
+                // Advice on the current transport lengthens the delays the
+                // checker allows.
+                let current = client.session.current_transport() == Some(id.transport);
+                if let (true, Ok(ServerMessage::Reconnect(advice))) =
+                    (current, decode_server(&text))
+                {
+                    client.invariants.advice_fed(advice.reason == "deploy");
+                }
+                Input::Frame(id.transport, text)
+            }
             Wire::Close(code, reason) => {
                 client.open.remove(&id.transport);
+                client.invariants.transport_ended(id.transport);
                 Input::TransportClosed(id.transport, CloseInfo::new(CloseCode(code), reason))
+            }
+            Wire::Dropped => {
+                client.open.remove(&id.transport);
+                client.invariants.transport_ended(id.transport);
+                Input::TransportClosed(id.transport, CloseInfo::abnormal())
             }
         };
         client.session.handle_input(now, input);
+    }
+
+    /// Fire the clients' timers due now, checking that none is left in the
+    /// past.
+    pub(super) fn client_timeouts(&mut self) {
+        let now = self.now();
+        for index in 0..self.clients.len() {
+            let client = &mut self.clients[index];
+            if client.session.poll_timeout().is_some_and(|at| at <= now) {
+                client.session.handle_timeout(now);
+                self.pump_client(ClientId(index));
+                let client = &self.clients[index];
+                if let Err(violation) = client.invariants.after_timeout(now, &client.session) {
+                    panic!("pair: {} at {now:?}: {violation}", ClientId(index));
+                }
+            }
+        }
     }
 
     /// Carry out everything every client has to do.
@@ -112,7 +172,10 @@ impl Pair {
     /// link, events into its record.
     pub(super) fn pump_client(&mut self, id: ClientId) {
         let now = self.now();
-        while let Some(output) = self.clients[id.0].session.poll_output() {
+        let client = &mut self.clients[id.0];
+        let outputs: Vec<Output> = std::iter::from_fn(|| client.session.poll_output()).collect();
+        client.check(id, now, &outputs);
+        for output in outputs {
             let client = &mut self.clients[id.0];
             let latency = client.link.latency;
             match output {
@@ -122,6 +185,12 @@ impl Pair {
                     let conn = ConnectionId::new(id, transport);
                     self.schedule.push(latency, Delivery::Accept(conn));
                     self.schedule.push(latency * 2, Delivery::Opened(conn));
+                }
+                Output::OpenTransport { id: transport, .. }
+                    if client.link.refusing && !client.link.cut =>
+                {
+                    let conn = ConnectionId::new(id, transport);
+                    self.schedule.push(latency * 2, Delivery::Refused(conn));
                 }
                 Output::Transmit {
                     id: transport,

@@ -28,6 +28,9 @@ pub struct Link {
     pub down_frozen: bool,
     /// Nothing gets through, new connections included.
     pub cut: bool,
+    /// New connections are refused at once (a server that is down: its
+    /// port answers with a reset); existing ones are not touched.
+    pub refusing: bool,
     rng: SplitMix64,
 }
 
@@ -40,6 +43,7 @@ impl Link {
             up_frozen: false,
             down_frozen: false,
             cut: false,
+            refusing: false,
             rng: SplitMix64::new(seed),
         }
     }
@@ -55,6 +59,7 @@ impl Link {
         self.up_frozen = false;
         self.down_frozen = false;
         self.cut = false;
+        self.refusing = false;
     }
 
     /// Whether a frame travelling `direction` now arrives.
@@ -71,6 +76,6 @@ impl Link {
 
     /// Whether a new connection can be set up now.
     pub fn accepts(&self) -> bool {
-        !self.cut && !self.up_frozen && !self.down_frozen
+        !self.cut && !self.up_frozen && !self.down_frozen && !self.refusing
     }
 }

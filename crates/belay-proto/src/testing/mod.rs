@@ -11,8 +11,29 @@
 //! ```text
 //!  Client 0 ── Link ──┐                 ┌─ Connection ─┐
 //!  Client 1 ── Link ──┼── Schedule ─────┼─ Connection ─┼── ModelBroker
-//!  …                  │ (virtual clock) └─ …          ─┘
+//!  …                  │ (virtual clock) └─ …          ─┘     Application
 //! ```
+//!
+//! Every batch of outputs of every client and server connection goes
+//! through the one invariant checker, [`invariants`], which the session
+//! property tests and the fuzz targets use as well; the first violation
+//! panics. The server side answers as its [`Application`] says (credential
+//! and subscription-token lifetimes; `echo` and `slow` methods). The
+//! scenarios are belay-proto's `tests/pair/` (one behaviour per file; the
+//! crate's dev-dependency on itself with `testing` makes `cargo test` run
+//! them).
+//!
+//! | file | purpose |
+//! |---|---|
+//! | `pair.rs` | [`Pair`]: constructors, getters, the run loop |
+//! | `schedule.rs` | the virtual clock and the deliveries in flight |
+//! | `link.rs` | [`Link`]: latency, loss, freeze, cut, refusal |
+//! | `client_side.rs` | [`Client`]: a session, its link, its events; `add_client`, `command` |
+//! | `server_side.rs` | the server's connections; `publish`, `close_server_connections`, `drop_server_connections`, `advise_clients`, `drain_server` |
+//! | `application.rs` | [`Application`]: what the server's application answers |
+//! | `broker.rs` | [`ModelBroker`]: channels on the core's `ChannelLog` |
+//! | `records.rs` | [`ClientId`], [`ConnectionId`], [`ServerRecord`] |
+//! | `invariants/` | [`ClientInvariants`](invariants::ClientInvariants), [`ServerInvariants`](invariants::ServerInvariants) |
 //!
 //! ```
 //! use std::time::Duration;
@@ -29,14 +50,17 @@
 //! assert_eq!(pair.server_connections(), 2);
 //! ```
 
+mod application;
 mod broker;
 mod client_side;
+pub mod invariants;
 mod link;
 mod pair;
 mod records;
 mod schedule;
 mod server_side;
 
+pub use application::Application;
 pub use broker::{ModelBroker, Subscriber};
 pub use client_side::Client;
 pub use link::{Direction, Link};

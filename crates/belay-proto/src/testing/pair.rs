@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
-use crate::server::{Connection, Limits};
+use crate::server::{Connection, Input, Limits};
 use crate::time::Instant;
 use crate::{Config, Event};
 
+use super::application::Application;
 use super::broker::ModelBroker;
 use super::client_side::Client;
+use super::invariants::Violation;
 use super::records::{ClientId, ServerRecord};
 use super::schedule::{Delivery, Schedule};
 use super::server_side::ServerSide;
@@ -28,9 +30,15 @@ const MAX_STEPS: usize = 10_000_000;
 /// Commands go to a client's [`Session`](crate::Session) through
 /// [`command`](Self::command) (or [`client_mut`](Self::client_mut) with
 /// [`now`](Self::now)), the server's through [`publish`](Self::publish),
-/// [`close_server_connections`](Self::close_server_connections) and
-/// [`drain_server`](Self::drain_server); [`run_for`](Self::run_for) lets
-/// the time pass.
+/// [`close_server_connections`](Self::close_server_connections),
+/// [`drop_server_connections`](Self::drop_server_connections),
+/// [`advise_clients`](Self::advise_clients) and
+/// [`drain_server`](Self::drain_server); each client's network is its
+/// [`Link`](super::Link); [`run_for`](Self::run_for) lets the time pass.
+///
+/// Every batch of outputs of every client and server connection goes
+/// through the [invariant checker](super::invariants); the first violation
+/// panics, naming the client or connection and the time.
 pub struct Pair {
     pub(super) schedule: Schedule,
     pub(super) clients: Vec<Client>,
@@ -121,6 +129,20 @@ impl Pair {
         &self.server.log
     }
 
+    /// The server's application (credential lifetime, methods); change it
+    /// between runs.
+    pub fn application_mut(&mut self) -> &mut Application {
+        &mut self.server.application
+    }
+
+    /// Every client's requests have settled: call it once time has passed
+    /// every deadline (the other invariants are checked on every step, and
+    /// a violation panics).
+    pub fn check_requests_settled(&self) -> Result<(), Violation> {
+        let mut clients = self.clients.iter();
+        clients.try_for_each(|c| c.invariants().finish(&c.session))
+    }
+
     // ----- time -----
 
     /// Run the clients' pending outputs and everything due up to `now +
@@ -168,26 +190,28 @@ impl Pair {
         while let Some(delivery) = self.schedule.pop_due() {
             match delivery {
                 Delivery::Accept(id) => self.accept(id),
-                Delivery::Opened(id) => self.client_opened(id),
+                // A client's outputs are drained (and checked) after every
+                // input, as a driver does.
+                Delivery::Opened(id) => {
+                    self.client_opened(id);
+                    self.pump_client(id.client);
+                }
+                Delivery::Refused(id) => {
+                    self.client_refused(id);
+                    self.pump_client(id.client);
+                }
                 Delivery::ToServer(id, wire) => self.server_receives(id, &wire),
-                Delivery::ToClient(id, wire) => self.client_receives(id, wire),
+                Delivery::ToClient(id, wire) => {
+                    self.client_receives(id, wire);
+                    self.pump_client(id.client);
+                }
+                Delivery::Reply(id, ticket, reply) => self.with_connection(id, |conn| {
+                    conn.handle_input(now, Input::Reply { ticket, reply })
+                }),
             }
         }
-        for client in &mut self.clients {
-            if client.session.poll_timeout().is_some_and(|at| at <= now) {
-                client.session.handle_timeout(now);
-            }
-        }
-        let due: Vec<_> = self
-            .server
-            .connections
-            .iter()
-            .filter(|(_, c)| c.poll_timeout().is_some_and(|at| at <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in due {
-            self.with_connection(id, |conn| conn.handle_timeout(now));
-        }
+        self.client_timeouts();
+        self.server_timeouts();
         self.pump_clients();
     }
 }

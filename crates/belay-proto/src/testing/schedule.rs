@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use crate::time::Instant;
 
+use crate::message::Reply;
+use crate::server::Ticket;
+
 use super::records::ConnectionId;
 
 /// A frame on the simulated wire.
@@ -14,25 +17,34 @@ use super::records::ConnectionId;
 pub(super) enum Wire {
     Text(String),
     Close(u16, String),
+    /// The connection ended without a close frame (a dropped socket).
+    Dropped,
 }
 
 /// Something the link delivers when it is due.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum Delivery {
     /// The connection reaches the server.
     Accept(ConnectionId),
     /// The client learns it is open.
     Opened(ConnectionId),
+    /// The client learns the connection was refused.
+    Refused(ConnectionId),
     ToServer(ConnectionId, Wire),
     ToClient(ConnectionId, Wire),
+    /// A slow method's reply is ready.
+    Reply(ConnectionId, Ticket, Reply),
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 struct Scheduled {
     at: Instant,
     seq: u64,
     delivery: Delivery,
 }
+
+// Ordered by (at, seq) alone: `seq` is unique.
+impl Eq for Scheduled {}
 
 impl Ord for Scheduled {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {

@@ -1,15 +1,17 @@
 //! The server side of a [`Pair`]: one `Connection` per transport a client
-//! opened, answered by an accepting authenticator, an allow-all authorizer,
-//! an `echo` method and the [`ModelBroker`](super::ModelBroker).
+//! opened, answered by the [`Application`] (authenticator and methods), an
+//! allow-all authorizer and the [`ModelBroker`](super::ModelBroker).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::close::CloseCode;
-use crate::message::{encode_server, ErrorBody, Payload, RawJson, Reply};
-use crate::server::{AuthVerdict, Connection, Frame, Input, Limits, Output};
+use crate::message::{decode_client, encode_server, ClientMessage, RawJson, ReconnectAdvice};
+use crate::server::{Connection, Frame, Input, JoinAnswer, Limits, Output};
 
+use super::application::{Answer, Application};
+use super::invariants::{ServerInvariants, Violation};
 use super::link::Direction;
 use super::records::{ConnectionId, ServerRecord};
 use super::schedule::{Delivery, Wire};
@@ -18,19 +20,27 @@ use super::Pair;
 /// The server's connections and what happened to them.
 #[derive(Debug)]
 pub(super) struct ServerSide {
+    pub(super) application: Application,
     limits: Arc<Limits>,
     seed: u64,
     pub(super) connections: BTreeMap<ConnectionId, Connection<String>>,
+    /// Each connection's checker: every output goes through it.
+    invariants: BTreeMap<ConnectionId, ServerInvariants>,
     pub(super) log: Vec<ServerRecord>,
+    /// Closes go out as dropped sockets, without a close frame.
+    dropping: bool,
 }
 
 impl ServerSide {
     pub(super) fn new(limits: Limits, seed: u64) -> Self {
         ServerSide {
+            application: Application::default(),
             limits: Arc::new(limits),
             seed,
             connections: BTreeMap::new(),
+            invariants: BTreeMap::new(),
             log: Vec::new(),
+            dropping: false,
         }
     }
 }
@@ -66,6 +76,22 @@ impl Pair {
         }
     }
 
+    /// Every connection's socket drops without a close frame (a crashed
+    /// process, a proxy that cut it): the clients see an abnormal close.
+    pub fn drop_server_connections(&mut self) {
+        self.server.dropping = true;
+        self.close_server_connections(CloseCode::GOING_AWAY, "dropped");
+        self.server.dropping = false;
+    }
+
+    /// The server tells every client to reconnect within the advice's
+    /// window (a drain's first step).
+    pub fn advise_clients(&mut self, advice: &ReconnectAdvice) {
+        for id in self.connection_ids() {
+            self.with_connection(id, |conn| conn.advise(advice.clone()));
+        }
+    }
+
     /// The server drains: every connection is closed 1012 once its requests
     /// are answered, at most `within` from now.
     pub fn drain_server(&mut self, within: Duration) {
@@ -88,18 +114,48 @@ impl Pair {
         let conn = Connection::new(Arc::clone(&server.limits), now, seed);
         server.log.push(ServerRecord::Accepted { at: now, id });
         server.connections.insert(id, conn);
+        let invariants = ServerInvariants::new(&server.limits);
+        server.invariants.insert(id, invariants);
     }
 
     /// A client's frame reaches its server connection.
     pub(super) fn server_receives(&mut self, id: ConnectionId, wire: &Wire) {
         let now = self.now();
+        if let (Wire::Text(text), Some(invariants)) = (wire, self.server.invariants.get_mut(&id)) {
+            if let Ok(ClientMessage::Request(request)) = decode_client(text) {
+                invariants.request_sent(Some(request.id));
+            }
+        }
         self.with_connection(id, |conn| {
             let frame = match wire {
                 Wire::Text(text) => Frame::Text(text),
                 Wire::Close(code, _) => Frame::Close(Some(*code)),
+                Wire::Dropped => Frame::Close(None),
             };
             conn.handle_input(now, Input::Frame(frame));
         });
+    }
+
+    /// Fire the server connections' timers due now, checking that none is
+    /// left in the past.
+    pub(super) fn server_timeouts(&mut self) {
+        let now = self.now();
+        let due: Vec<_> = self
+            .server
+            .connections
+            .iter()
+            .filter(|(_, c)| c.poll_timeout().is_some_and(|at| at <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            self.with_connection(id, |conn| conn.handle_timeout(now));
+            let conn = self.server.connections.get(&id);
+            let invariants = self.server.invariants.get(&id);
+            if let (Some(conn), Some(invariants)) = (conn, invariants) {
+                let checked = invariants.after_timeout(now, conn);
+                checked.unwrap_or_else(|v| panic!("pair: server {id:?} at {now:?}: {v}"));
+            }
+        }
     }
 
     /// Give `id`'s connection to `f` (if it is still alive), then carry out
@@ -120,7 +176,12 @@ impl Pair {
     fn pump_server(&mut self, id: ConnectionId, mut conn: Connection<String>) {
         let now = self.now();
         let mut ended = false;
+        let mut invariants = self.server.invariants.remove(&id);
+        let fail = |v: Violation| -> ! { panic!("pair: server {id:?} at {now:?}: {v}") };
         while let Some(output) = conn.poll_output() {
+            if let Some(invariants) = &mut invariants {
+                invariants.output(&output).unwrap_or_else(|v| fail(v));
+            }
             let answer = match output {
                 Output::Send(message) => {
                     self.send_down(id, Wire::Text(encode_server(&message)));
@@ -132,12 +193,20 @@ impl Pair {
                 }
                 Output::Authenticate { ticket, .. } => Some(Input::Auth {
                     ticket,
-                    verdict: AuthVerdict::accepted(),
+                    verdict: self.server.application.verdict(now),
                 }),
-                Output::AuthorizeSubscribe { ticket, .. } => Some(Input::SubscribeAuthorized {
+                Output::Reauthenticate { ticket, .. } => Some(Input::Refresh {
                     ticket,
-                    verdict: Ok(None),
+                    verdict: self.server.application.verdict(now),
                 }),
+                Output::AuthorizeSubscribe { ticket, token, .. } => {
+                    let verdict = self.server.application.subscription(token.as_deref());
+                    Some(Input::SubscribeAuthorized { ticket, verdict })
+                }
+                Output::CheckSubscriptionToken { ticket, token, .. } => {
+                    let verdict = self.server.application.subscription(Some(&token));
+                    Some(Input::SubRefreshChecked { ticket, verdict })
+                }
                 Output::Join {
                     ticket,
                     channel,
@@ -161,10 +230,20 @@ impl Pair {
                     ticket,
                     verdict: Ok(()),
                 }),
-                Output::Call { ticket, request } => Some(Input::Reply {
-                    ticket,
-                    reply: answer_call(&request.method, &request.params),
-                }),
+                Output::Call { ticket, request } => {
+                    match self
+                        .server
+                        .application
+                        .call(&request.method, &request.params)
+                    {
+                        Answer::Now(reply) => Some(Input::Reply { ticket, reply }),
+                        Answer::After(delay, reply) => {
+                            let later = Delivery::Reply(id, ticket, reply);
+                            self.schedule.push(delay, later);
+                            None
+                        }
+                    }
+                }
                 Output::Close { code, reason, .. } => {
                     let closed = ServerRecord::Closed {
                         at: now,
@@ -172,7 +251,11 @@ impl Pair {
                         code: code.0,
                     };
                     self.server.log.push(closed);
-                    self.send_down(id, Wire::Close(code.0, reason));
+                    let wire = match self.server.dropping {
+                        true => Wire::Dropped,
+                        false => Wire::Close(code.0, reason),
+                    };
+                    self.send_down(id, wire);
                     ended = true;
                     None
                 }
@@ -188,8 +271,24 @@ impl Pair {
                 }
                 _ => None,
             };
+            if let (Some(input), Some(invariants)) = (&answer, &mut invariants) {
+                match input {
+                    Input::Auth { .. } => invariants.auth_answered(true),
+                    Input::Joined {
+                        answer: JoinAnswer::Joined { subscribed, .. },
+                        ..
+                    } => invariants.join_granted(&subscribed.channel),
+                    _ => {}
+                }
+            }
             if let Some(input) = answer {
                 conn.handle_input(now, input);
+            }
+        }
+        if let Some(invariants) = invariants {
+            invariants.after_batch(&conn).unwrap_or_else(|v| fail(v));
+            if !ended {
+                self.server.invariants.insert(id, invariants);
             }
         }
         if !ended {
@@ -203,13 +302,5 @@ impl Pair {
             let latency = link.latency;
             self.schedule.push(latency, Delivery::ToClient(id, wire));
         }
-    }
-}
-
-/// The application's methods: `echo` answers its params.
-fn answer_call(method: &str, params: &Payload) -> Reply {
-    match method {
-        "echo" => Reply::Result(RawJson::from_value(params)),
-        _ => Reply::Error(ErrorBody::new("unknown_method", "no such method")),
     }
 }

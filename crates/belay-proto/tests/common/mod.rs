@@ -7,19 +7,29 @@ use belay_proto::backoff::BackoffPolicy;
 use belay_proto::message::{
     ClientMessage, ReconnectAdvice, ServerMessage, Unsubscribed, Welcome, PROTOCOL_VERSION,
 };
+use belay_proto::testing::invariants::{ClientChecks, ClientInvariants};
 use belay_proto::{
     CloseCode, CloseInfo, Config, Event, Input, Instant, Output, RetryPlan, Session, TransportId,
 };
 
 /// A driver with a virtual clock that records what the session asks for.
+/// Every batch of outputs it drains goes through the core's invariant
+/// checker (`belay_proto::testing::invariants`): a scenario that breaks one
+/// fails there, whatever it asserts itself.
 pub(crate) struct Driver {
     pub(crate) session: Session,
     pub(crate) now: Instant,
+    invariants: ClientInvariants,
 }
 
 impl Driver {
     pub(crate) fn new(config: Config) -> Self {
+        // Requests are learned from the wire (their deadlines unknown) and
+        // no advice is reported: the delay bound is the properties'.
+        let mut checks = ClientChecks::all();
+        checks.delays = false;
         Driver {
+            invariants: ClientInvariants::new(&config, checks),
             session: Session::new(config, Instant::ZERO, 7),
             now: Instant::ZERO,
         }
@@ -38,10 +48,19 @@ impl Driver {
     }
 
     pub(crate) fn drain(&mut self) -> Vec<Output> {
-        std::iter::from_fn(|| self.session.poll_output()).collect()
+        let out: Vec<Output> = std::iter::from_fn(|| self.session.poll_output()).collect();
+        if let Err(violation) = self.invariants.batch(self.now, &self.session, &out) {
+            panic!("at {:?}: {violation}\n{out:?}", self.now);
+        }
+        out
     }
 
     pub(crate) fn input(&mut self, input: Input) -> Vec<Output> {
+        if let Input::TransportFailed(id, _) | Input::TransportClosed(id, _) = &input {
+            if self.session.current_transport() == Some(*id) {
+                self.invariants.transport_ended(*id);
+            }
+        }
         self.session.handle_input(self.now, input);
         self.drain()
     }
@@ -53,7 +72,11 @@ impl Driver {
 
     pub(crate) fn tick(&mut self) -> Vec<Output> {
         self.session.handle_timeout(self.now);
-        self.drain()
+        let out = self.drain();
+        if let Err(violation) = self.invariants.after_timeout(self.now, &self.session) {
+            panic!("at {:?}: {violation}", self.now);
+        }
+        out
     }
 
     /// Jump to the next timeout and run it.

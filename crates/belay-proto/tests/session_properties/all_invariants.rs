@@ -64,7 +64,8 @@ fn every_invariant_holds_on_a_hand_written_run() {
         Op::Advance(10_000),
     ];
     let driver = run(&setup, &ops, Checks::all()).unwrap_or_else(|e| panic!("{e}"));
-    assert!(driver.stopped);
-    assert!(driver.requests.values().all(|p| p.settled));
-    assert!(driver.opened.len() >= 3, "{:?}", driver.opened);
+    assert!(driver.invariants.stopped());
+    assert!(driver.invariants.unsettled().is_empty());
+    let opened = driver.invariants.opened();
+    assert!(opened.len() >= 3, "{opened:?}");
 }

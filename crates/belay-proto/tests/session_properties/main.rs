@@ -7,7 +7,10 @@
 //! the session should do; it records what the session asked for (transports
 //! opened and closed, requests accepted, readiness announced, delays
 //! announced) and what it fed in, and checks after every step that the
-//! session's answers stay consistent with that record.
+//! session's answers stay consistent with that record. The checks are the
+//! core's one checker (`belay_proto::testing::invariants`, which Pair and
+//! the fuzz targets use too); the stale-input and busy-loop checks are the
+//! driver's own.
 //!
 //! Each property is its own test and only checks its own invariants, so a
 //! failure names the property that broke. Failing sequences shrink to a

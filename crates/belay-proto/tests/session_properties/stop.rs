@@ -19,7 +19,7 @@ fn nothing_but_the_final_close_after_stop() {
         driver.step += 1;
         driver.op = "Stop (forced)".into();
         driver.stop()?;
-        prop_assert!(driver.stopped);
+        prop_assert!(driver.invariants.stopped());
         driver.run(&after)?;
         prop_assert!(driver.jump(10)?, "poll_timeout after stop");
         Ok(())

@@ -1,6 +1,6 @@
-//! The harness itself: the seed encoding inverts `Arbitrary`, the seeds
-//! reach the session's logic, and the delivery check (invariant 3) rejects
-//! what it must.
+//! The harness itself: the seed encoding inverts `Arbitrary`, and the seeds
+//! reach the session's logic. (The checks themselves are tested with the
+//! checker, `testing::invariants`.)
 
 use super::*;
 
@@ -201,87 +201,6 @@ fn the_seeds_reach_the_sessions_logic() {
     );
 }
 
-fn position(epoch: &str, offset: u64) -> StreamPosition {
-    StreamPosition {
-        epoch: epoch.into(),
-        offset,
-    }
-}
-
-/// A driver whose `news` was confirmed at (a, 3).
-fn confirmed_at_a3() -> Driver {
-    let mut driver = Driver::new(Setup::Default, 0);
-    driver.channels.insert(
-        "news",
-        Channel {
-            base: Some(position("a", 3)),
-            ..Channel::default()
-        },
-    );
-    driver
-}
-
-#[test]
-fn the_delivery_check_rejects_skips_repeats_epoch_changes_and_strangers() {
-    let mut driver = confirmed_at_a3();
-    assert!(driver
-        .deliver("news", position("a", 5))
-        .unwrap_err()
-        .contains("skipped"));
-    assert!(driver
-        .deliver("news", position("a", 3))
-        .unwrap_err()
-        .contains("repeated"));
-    assert!(driver
-        .deliver("news", position("b", 4))
-        .unwrap_err()
-        .contains("epoch"));
-    assert!(driver
-        .deliver("feed", position("a", 1))
-        .unwrap_err()
-        .contains("not wanted"));
-    driver
-        .deliver("news", position("a", 4))
-        .expect("the next offset");
-    driver
-        .deliver("news", position("a", 5))
-        .expect("the next offset");
-
-    let mut driver = Driver::new(Setup::Default, 0);
-    driver.channels.insert("news", Channel::default());
-    assert!(driver
-        .deliver("news", position("a", 1))
-        .unwrap_err()
-        .contains("before it was ever confirmed"));
-}
-
-#[test]
-fn an_announced_gap_allows_a_jump_but_not_a_replay() {
-    let mut driver = confirmed_at_a3();
-    driver
-        .deliver("news", position("a", 4))
-        .expect("the next offset");
-    // RecoveryFailed: the next delivery may start anywhere...
-    driver.channels.get_mut("news").unwrap().rebase = true;
-    driver
-        .deliver("news", position("a", 9))
-        .expect("after an announced gap");
-    driver
-        .deliver("news", position("a", 10))
-        .expect("the next offset");
-    // ... but not at an offset already delivered in that epoch.
-    driver.channels.get_mut("news").unwrap().rebase = true;
-    assert!(driver
-        .deliver("news", position("a", 4))
-        .unwrap_err()
-        .contains("second time"));
-    // In another epoch the record starts over.
-    driver.channels.get_mut("news").unwrap().rebase = true;
-    driver
-        .deliver("news", position("b", 4))
-        .expect("a new epoch");
-}
-
 /// A server that goes from epoch `a` to `b` and back to `a` (both times
 /// with `RecoveryFailed`) may deliver `a`'s offsets again: the client cannot
 /// tell that `a` is not a new history (a fuzzer input that the first
@@ -329,28 +248,4 @@ fn an_epoch_name_seen_before_starts_a_new_record_after_another_epoch() {
     });
     assert_eq!(outcome.recovery_failed, 2, "{outcome:?}");
     assert_eq!(outcome.publications, 2, "{outcome:?}");
-}
-
-#[test]
-#[should_panic(expected = "invariant 2")]
-fn a_response_for_an_id_never_issued_is_caught() {
-    let mut driver = Driver::new(Setup::Default, 0);
-    driver.event(Event::Response {
-        id: crate::RequestId(1),
-        outcome: RequestOutcome::Timeout,
-    });
-}
-
-#[test]
-#[should_panic(expected = "invariant 1")]
-fn a_second_live_transport_is_caught() {
-    let mut driver = Driver::new(Setup::Default, 0);
-    driver.output(Output::OpenTransport {
-        id: TransportId(1),
-        attempt: 0,
-    });
-    driver.output(Output::OpenTransport {
-        id: TransportId(2),
-        attempt: 0,
-    });
 }

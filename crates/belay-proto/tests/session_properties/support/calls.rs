@@ -10,7 +10,7 @@ use belay_proto::{
 use proptest::test_runner::TestCaseError;
 use serde_json::json;
 
-use super::driver::{Driver, Pending};
+use super::driver::Driver;
 use super::ops::CHANNELS;
 
 /// Handle-timeout calls at one instant before the session must have nothing
@@ -71,14 +71,14 @@ impl Driver {
     }
 
     pub(crate) fn feed(&mut self, input: Input) -> Result<(), TestCaseError> {
-        let was_stopped = self.stopped;
+        let was_stopped = self.invariants.stopped();
         let id = transport_of(&input);
         let stale = id.is_some() && id != self.session.current_transport();
         let before = stale.then(|| self.snapshot());
         if !stale {
             if let Input::TransportFailed(id, _) | Input::TransportClosed(id, _) = &input {
                 // The driver saw it end: the transport is gone.
-                self.live.remove(id);
+                self.invariants.transport_ended(*id);
             }
         }
         self.tick_clock();
@@ -106,11 +106,11 @@ impl Driver {
                 "a stale input changed the session:\n before {before:?}\n after  {after:?}"
             );
         }
-        self.finish(out, was_stopped)
+        self.finish(out)
     }
 
     pub(crate) fn restart(&mut self, now: bool) -> Result<(), TestCaseError> {
-        let was_stopped = self.stopped;
+        let was_stopped = self.invariants.stopped();
         self.tick_clock();
         let result = if now {
             self.session.reconnect_now(self.now)
@@ -125,11 +125,11 @@ impl Driver {
                 "start/reconnect_now returned {result:?} (stopped: {was_stopped})"
             );
         }
-        self.finish(out, was_stopped)
+        self.finish(out)
     }
 
     pub(crate) fn request(&mut self, timeout: Option<u64>) -> Result<(), TestCaseError> {
-        let was_stopped = self.stopped;
+        let was_stopped = self.invariants.stopped();
         // Open and taking requests (not leaving an advised transport).
         let was_open = self.session.state() == ConnectionState::Open && !self.session.is_leaving();
         let mut call = Call::new("echo", json!({ "step": self.step }));
@@ -145,18 +145,13 @@ impl Driver {
                     ensure!(self, was_open, "request {id:?} accepted while not open");
                     ensure!(
                         self,
-                        self.requests.keys().all(|old| *old < id.0),
+                        self.requests.iter().all(|old| *old < id.0),
                         "request id {id:?} reused or not increasing"
                     );
                 }
                 let timeout = timeout.map_or(self.config.request_timeout(), Duration::from_millis);
-                self.requests.insert(
-                    id.0,
-                    Pending {
-                        deadline: self.latest + timeout,
-                        settled: false,
-                    },
-                );
+                self.requests.insert(id.0);
+                self.invariants.request_accepted(id, self.latest + timeout);
             }
             Err(error) => {
                 if self.checks.requests {
@@ -177,11 +172,11 @@ impl Driver {
                 }
             }
         }
-        self.finish(out, was_stopped)
+        self.finish(out)
     }
 
     pub(crate) fn subscription(&mut self, channel: usize, want: bool) -> Result<(), TestCaseError> {
-        let was_stopped = self.stopped;
+        let was_stopped = self.invariants.stopped();
         self.tick_clock();
         let result = if want {
             self.session.subscribe(self.now, CHANNELS[channel])
@@ -196,11 +191,11 @@ impl Driver {
                 "(un)subscribe after stop returned {result:?}"
             );
         }
-        self.finish(out, was_stopped)
+        self.finish(out)
     }
 
     pub(crate) fn stop(&mut self) -> Result<(), TestCaseError> {
-        let was_stopped = self.stopped;
+        let was_stopped = self.invariants.stopped();
         let current = self.session.current_transport();
         self.tick_clock();
         self.session.stop(self.now);
@@ -239,7 +234,7 @@ impl Driver {
                 ensure!(self, allowed, "stop emitted {output:?}: {out:?}");
             }
         }
-        self.finish(out, was_stopped)
+        self.finish(out)
     }
 
     /// Run `handle_timeout` at `at`, then keep running it at the same instant
@@ -268,32 +263,12 @@ impl Driver {
     }
 
     fn timeout_once(&mut self) -> Result<(), TestCaseError> {
-        let was_stopped = self.stopped;
         self.tick_clock();
         self.session.handle_timeout(self.now);
         let out = self.drain();
-        self.finish(out, was_stopped)?;
-        if self.checks.requests {
-            for (id, pending) in &self.requests {
-                ensure!(
-                    self,
-                    pending.settled || pending.deadline > self.latest,
-                    "request {id} (deadline {:?}) unsettled after handle_timeout at {:?}",
-                    pending.deadline,
-                    self.latest
-                );
-            }
-        }
-        if self.checks.time {
-            let next = self.session.poll_timeout();
-            ensure!(
-                self,
-                next.map_or(true, |next| next >= self.latest),
-                "after handle_timeout({:?}) poll_timeout is {next:?}, in the past",
-                self.latest
-            );
-        }
-        Ok(())
+        self.finish(out)?;
+        let checked = self.invariants.after_timeout(self.latest, &self.session);
+        checked.map_err(|violation| self.fail(violation.to_string()))
     }
 
     /// Jump from timeout to timeout with no other input. Returns whether the
@@ -317,5 +292,12 @@ impl Driver {
             }
         }
         Ok(self.session.poll_timeout().is_none())
+    }
+
+    /// Check the outputs of one call and the session after it with the one
+    /// checker (anything after `Stopped` included).
+    pub(crate) fn finish(&mut self, out: Vec<Output>) -> Result<(), TestCaseError> {
+        let checked = self.invariants.batch(self.latest, &self.session, &out);
+        checked.map_err(|violation| self.fail(violation.to_string()))
     }
 }

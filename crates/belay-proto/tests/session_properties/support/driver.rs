@@ -1,9 +1,10 @@
 //! The model-light driver: what it records of a run, and how it applies an op.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use belay_proto::{Config, Input, Instant, Readiness, Session, TransportId};
+use belay_proto::testing::invariants::{ClientChecks, ClientInvariants};
+use belay_proto::{Config, Input, Instant, Session};
 use proptest::test_runner::TestCaseError;
 
 use super::ops::{Msg, Op, Setup};
@@ -18,6 +19,7 @@ pub(crate) struct Checks {
     pub(crate) delays: bool,
     pub(crate) stop: bool,
     pub(crate) time: bool,
+    pub(crate) streams: bool,
 }
 
 impl Checks {
@@ -30,14 +32,22 @@ impl Checks {
             delays: true,
             stop: true,
             time: true,
+            streams: true,
         }
     }
-}
 
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pending {
-    pub(crate) deadline: Instant,
-    pub(crate) settled: bool,
+    /// The one checker's groups these turn on (`stale` is the driver's own).
+    fn checker(self) -> ClientChecks {
+        let mut checks = ClientChecks::none();
+        checks.transports = self.transports;
+        checks.requests = self.requests;
+        checks.readiness = self.readiness;
+        checks.delays = self.delays;
+        checks.stop = self.stop;
+        checks.time = self.time;
+        checks.streams = self.streams;
+        checks
+    }
 }
 
 pub(crate) struct Driver {
@@ -50,26 +60,19 @@ pub(crate) struct Driver {
     pub(crate) latest: Instant,
     pub(crate) step: usize,
     pub(crate) op: String,
-    /// Every transport the session asked to open, in order.
-    pub(crate) opened: Vec<TransportId>,
-    /// Opened and not ended (closed by the session, or reported ended while current).
-    pub(crate) live: BTreeSet<TransportId>,
-    /// Every request the session accepted.
-    pub(crate) requests: BTreeMap<u64, Pending>,
-    /// The readiness the last `ReadinessChanged` announced.
-    pub(crate) announced: Readiness,
-    /// Reconnect advice was fed on the current (or last) transport.
-    pub(crate) advice_on_current: bool,
-    /// Deploy advice was fed on a current transport at some point.
-    pub(crate) deploy_seen: bool,
-    /// `Event::Stopped` was emitted.
-    pub(crate) stopped: bool,
+    /// The one checker (`belay_proto::testing::invariants`): the outputs
+    /// of every call and the session's state after it, against what the
+    /// driver reported (requests accepted, transports ended, advice fed).
+    pub(crate) invariants: ClientInvariants,
+    /// Every request id the session returned.
+    pub(crate) requests: BTreeSet<u64>,
 }
 
 impl Driver {
     pub(crate) fn new(setup: &Setup, checks: Checks) -> Self {
         let config = setup.config();
         Driver {
+            invariants: ClientInvariants::new(&config, checks.checker()),
             session: Session::new(config.clone(), Instant::ZERO, setup.seed),
             config,
             checks,
@@ -77,13 +80,7 @@ impl Driver {
             latest: Instant::ZERO,
             step: 0,
             op: String::from("setup"),
-            opened: Vec::new(),
-            live: BTreeSet::new(),
-            requests: BTreeMap::new(),
-            announced: Readiness::default(),
-            advice_on_current: false,
-            deploy_seen: false,
-            stopped: false,
+            requests: BTreeSet::new(),
         }
     }
 
@@ -114,8 +111,7 @@ impl Driver {
                 let id = self.resolve(*target);
                 if self.session.current_transport() == Some(id) {
                     if let Some(deploy) = fact.advice() {
-                        self.advice_on_current = true;
-                        self.deploy_seen |= deploy;
+                        self.invariants.advice_fed(deploy);
                     }
                 }
                 let input = self.build(id, fact);

@@ -18,11 +18,12 @@ impl Driver {
         let current = self.session.current_transport();
         match target {
             Target::Current => current
-                .or_else(|| self.opened.last().copied())
+                .or_else(|| self.invariants.opened().last().copied())
                 .unwrap_or(TransportId(1)),
             Target::Old(k) => {
                 let old: Vec<TransportId> = self
-                    .opened
+                    .invariants
+                    .opened()
                     .iter()
                     .copied()
                     .filter(|id| Some(*id) != current)
@@ -35,7 +36,7 @@ impl Driver {
             }
             Target::Future(0) => TransportId(u64::MAX),
             Target::Future(k) => {
-                let last = self.opened.last().map_or(0, |id| id.0);
+                let last = self.invariants.opened().last().map_or(0, |id| id.0);
                 TransportId(last + u64::from(k))
             }
         }
@@ -72,14 +73,10 @@ impl Driver {
                 };
                 let id = match request {
                     ReqRef::InFlight(k) => pick(
-                        self.requests
-                            .iter()
-                            .filter(|(_, p)| !p.settled)
-                            .map(|(id, _)| *id)
-                            .collect(),
+                        self.invariants.unsettled().iter().map(|id| id.0).collect(),
                         *k,
                     ),
-                    ReqRef::Issued(k) => pick(self.requests.keys().copied().collect(), *k),
+                    ReqRef::Issued(k) => pick(self.requests.iter().copied().collect(), *k),
                     ReqRef::Bogus(id) => *id,
                 };
                 let reply = if *ok {

@@ -18,7 +18,6 @@ macro_rules! ensure {
 mod calls;
 mod driver;
 mod inputs;
-mod invariants;
 mod ops;
 mod strategies;
 
