@@ -242,7 +242,9 @@ pub enum NodeOutput {
     Lifecycle(Lifecycle),
 }
 
-/// The server-wide machine. See the [module docs](self).
+/// The server-wide machine: one sans-IO core for the decisions that span
+/// connections (what it decides, part by part, is tabled in
+/// `server/node/mod.rs`).
 #[derive(Debug)]
 pub struct Node {
     config: NodeConfig,
