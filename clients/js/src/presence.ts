@@ -19,16 +19,11 @@
  */
 import type { BelayClient, RequestOptions } from "./client.js";
 import type { Json } from "./core/messages.js";
+import type { PresenceMember, PresenceMembers, PresenceParams, PresenceStats } from "./reserved.js";
 import type { ChannelItem } from "./subscription.js";
 
 /** One subscription to the channel. */
-export interface Member {
-  /** The subscriber's session id. */
-  client: string;
-  user: string;
-  /** The credential's `info`, if it had one. */
-  info?: Json;
-}
+export type Member = PresenceMember;
 
 /** What `followPresence` reports. */
 export type PresenceEvent =
@@ -43,7 +38,8 @@ export async function presence(
   channel: string,
   options: RequestOptions = {},
 ): Promise<Member[]> {
-  const result = (await client.request("$presence", { channel }, options)) as unknown as { members: Member[] };
+  const params: PresenceParams = { channel };
+  const result = (await client.request("$presence", params as unknown as Json, options)) as unknown as PresenceMembers;
   return result.members;
 }
 
@@ -52,8 +48,9 @@ export async function presenceStats(
   client: Pick<BelayClient, "request">,
   channel: string,
   options: RequestOptions = {},
-): Promise<{ clients: number; users: number }> {
-  const r = (await client.request("$presence_stats", { channel }, options)) as unknown as { clients: number; users: number };
+): Promise<PresenceStats> {
+  const params: PresenceParams = { channel };
+  const r = (await client.request("$presence_stats", params as unknown as Json, options)) as unknown as PresenceStats;
   return { clients: r.clients, users: r.users };
 }
 

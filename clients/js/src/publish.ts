@@ -12,12 +12,10 @@
  */
 import type { BelayClient, RequestOptions } from "./client.js";
 import type { Json } from "./core/messages.js";
+import type { PublishParams, PublishResult } from "./reserved.js";
 
-/** Where the publication went in the channel. */
-export interface Published {
-  offset: number;
-  epoch: string;
-}
+/** Where the publication went in the channel (`$publish`'s result). */
+export type Published = PublishResult;
 
 /** Publish `data` to `channel` through `client`. */
 export async function publish(
@@ -26,6 +24,7 @@ export async function publish(
   data: Json,
   options: RequestOptions = {},
 ): Promise<Published> {
-  const result = (await client.request("$publish", { channel, data }, options)) as { offset: number; epoch: string };
+  const params: PublishParams = { channel, data };
+  const result = (await client.request("$publish", params as unknown as Json, options)) as unknown as PublishResult;
   return { offset: result.offset, epoch: result.epoch };
 }

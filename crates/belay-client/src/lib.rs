@@ -120,7 +120,8 @@ mod wait_ready;
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::RawJson;
+use belay_proto::message::{CallParams, PublishParams, RawJson};
+use belay_proto::server::{CALL_METHOD, PUBLISH_METHOD};
 use belay_proto::Call;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -299,8 +300,8 @@ impl Client {
         data: Value,
         options: RequestOptions,
     ) -> Result<RawJson, RequestError> {
-        let params = serde_json::json!({ "channel": channel, "data": data });
-        self.request_with("$publish", params, options).await
+        let params = reserved_params(&PublishParams::new(channel, data));
+        self.request_with(PUBLISH_METHOD, params, options).await
     }
 
     /// Call `method` of the resident host `host` through the relay: the
@@ -331,8 +332,8 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<RawJson, RequestError> {
-        let params = serde_json::json!({ "host": host, "method": method, "params": params });
-        self.request_with("$call", params, options).await
+        let params = reserved_params(&CallParams::new(host, method, params));
+        self.request_with(CALL_METHOD, params, options).await
     }
 
     /// The state of the resident host `host` (`asleep`, `waking`,
@@ -424,4 +425,11 @@ impl Client {
             let _ = task.await;
         }
     }
+}
+
+/// A reserved method's typed params (belay_proto::message) as the request's
+/// JSON params.
+pub(crate) fn reserved_params<T: serde::Serialize>(params: &T) -> Value {
+    // Strings, numbers and `Value`s: they always serialize.
+    serde_json::to_value(params).unwrap_or_default()
 }

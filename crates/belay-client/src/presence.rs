@@ -2,9 +2,11 @@
 //! `$presence_stats` requests (spec/PROTOCOL.md §4.7), with their answers
 //! typed.
 
-use serde_json::{json, Value};
+use belay_proto::message::{self, PresenceMembers, PresenceParams};
+use belay_proto::server::{PRESENCE_METHOD, PRESENCE_STATS_METHOD};
+use serde_json::Value;
 
-use crate::{Client, RequestError};
+use crate::{reserved_params, Client, RequestError};
 
 /// One subscriber of a presence channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,16 +46,12 @@ pub enum PresenceError {
 impl Client {
     /// Who is subscribed to `channel` now: one member per subscription.
     pub async fn presence(&self, channel: &str) -> Result<Vec<PresenceMember>, PresenceError> {
-        let answer = self
-            .request("$presence", json!({ "channel": channel }))
-            .await?;
-        let value: Value = serde_json::from_str(answer.get())
+        let params = reserved_params(&PresenceParams::new(channel));
+        let answer = self.request(PRESENCE_METHOD, params).await?;
+        let answer: PresenceMembers = answer
+            .parse()
             .map_err(|e| PresenceError::Malformed(e.to_string()))?;
-        let members = value
-            .get("members")
-            .and_then(Value::as_array)
-            .ok_or_else(|| PresenceError::Malformed("no members array".into()))?;
-        members.iter().map(member).collect()
+        Ok(answer.members.into_iter().map(member).collect())
     }
 
     /// How many distinct clients and users are subscribed to `channel`
@@ -68,35 +66,22 @@ impl Client {
     /// # }
     /// ```
     pub async fn presence_stats(&self, channel: &str) -> Result<PresenceStats, PresenceError> {
-        let answer = self
-            .request("$presence_stats", json!({ "channel": channel }))
-            .await?;
-        let value: Value = serde_json::from_str(answer.get())
+        let params = reserved_params(&PresenceParams::new(channel));
+        let answer = self.request(PRESENCE_STATS_METHOD, params).await?;
+        let stats: message::PresenceStats = answer
+            .parse()
             .map_err(|e| PresenceError::Malformed(e.to_string()))?;
-        let count = |field: &str| {
-            value
-                .get(field)
-                .and_then(Value::as_u64)
-                .ok_or_else(|| PresenceError::Malformed(format!("no {field} count")))
-        };
         Ok(PresenceStats {
-            clients: count("clients")?,
-            users: count("users")?,
+            clients: stats.clients,
+            users: stats.users,
         })
     }
 }
 
-fn member(value: &Value) -> Result<PresenceMember, PresenceError> {
-    let text = |field: &str| {
-        value
-            .get(field)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| PresenceError::Malformed(format!("a member without {field}")))
-    };
-    Ok(PresenceMember {
-        client: text("client")?,
-        user: text("user")?,
-        info: value.get("info").cloned(),
-    })
+fn member(member: message::PresenceMember) -> PresenceMember {
+    PresenceMember {
+        client: member.client,
+        user: member.user,
+        info: member.info,
+    }
 }

@@ -9,12 +9,13 @@
 use std::sync::{Arc, Mutex};
 
 use belay_proto::host::CALLS_CHANNEL_PREFIX;
-use serde_json::{json, Value};
+use belay_proto::message::{AnswerOutcome, AnswerParams, ErrorBody, HostCallDelivery, RawJson};
+use belay_proto::server::ANSWER_METHOD;
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::{HostError, Methods};
-use crate::{Client, ClientBuilder, Item, RequestOptions};
+use crate::{reserved_params, Client, ClientBuilder, Item, RequestOptions};
 
 /// The session of an awake host.
 pub(crate) struct Awake {
@@ -96,31 +97,29 @@ async fn serve(
     calls.shutdown().await;
 }
 
-/// Run one call (`{"call": N, "method": ..., "params": ...}`) and answer it.
-async fn run_call(client: &Client, methods: &Methods, call: belay_proto::message::RawJson) {
-    let Ok(call) = call.parse::<Value>() else {
+/// Run one call (a [`HostCallDelivery`]: `{"call": N, "method": ...,
+/// "params": ...}`) and answer it. A delivery without a call id has
+/// nothing to answer and is dropped.
+async fn run_call(client: &Client, methods: &Methods, call: RawJson) {
+    let Ok(call) = call.parse::<HostCallDelivery>() else {
         return;
     };
-    let Some(id) = call.get("call").and_then(Value::as_u64) else {
-        return;
-    };
-    let method = call.get("method").and_then(Value::as_str).unwrap_or("");
-    let params = call.get("params").cloned().unwrap_or(Value::Null);
+    let id = call.call;
+    let method = call.method.as_str();
     let outcome = match methods.get(method) {
-        Some(handler) => handler(params).await,
+        Some(handler) => handler(call.params).await,
         None => Err(HostError::new(
             "unknown_method",
             format!("this host has no method {method:?}"),
         )),
     };
-    let answer = match outcome {
-        Ok(result) => json!({ "call": id, "result": result }),
-        Err(error) => {
-            json!({ "call": id, "error": { "code": error.code, "message": error.message } })
-        }
+    let outcome = match outcome {
+        Ok(result) => AnswerOutcome::Result(result),
+        Err(error) => AnswerOutcome::Error(ErrorBody::new(error.code, error.message)),
     };
+    let answer = reserved_params(&AnswerParams::new(id, outcome));
     if let Err(e) = client
-        .request_with("$answer", answer, RequestOptions::default())
+        .request_with(ANSWER_METHOD, answer, RequestOptions::default())
         .await
     {
         tracing::debug!(call = id, error = %e, "answer not delivered");

@@ -38,7 +38,8 @@ pub use kind::MessageKind;
 pub use raw_json::RawJson;
 pub use request_id::peek_json_request_id;
 pub use reserved::{
-    PresenceMember, PresenceMembers, PresenceParams, PresenceStats, PublishParams, PublishResult,
+    AnswerOutcome, AnswerParams, AnswerResult, CallParams, HostCallDelivery, PresenceMember,
+    PresenceMembers, PresenceParams, PresenceStats, PublishParams, PublishResult,
 };
 pub use server::{
     ErrorBody, Pacing, Publication, ReconnectAdvice, Refreshed, Reply, Response, ServerMessage,

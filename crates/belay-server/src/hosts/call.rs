@@ -10,8 +10,11 @@
 //! waits for the host's `$answer` up to
 //! [`HostTiming::call_deadline`]`(answer_timeout)` from its start. Those
 //! decisions are the core's [`HostCalls`](belay_proto::server::HostCalls)
-//! (see [`super`]); this file checks the params and the caller's access,
-//! and waits.
+//! (see [`super`]). The params and the refusals before anyone is asked
+//! (no host id, a method outside 1 to 128 bytes) are the node's
+//! ([`Node::reserved_call`](belay_proto::server::Node::reserved_call),
+//! which also names who decides the caller's access); this file asks that
+//! hook, starts the call and waits.
 //!
 //! [`HostTiming::wake_bound`]: belay_proto::host::HostTiming::wake_bound
 //! [`HostTiming::call_deadline`]: belay_proto::host::HostTiming::call_deadline
@@ -19,45 +22,32 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::host::{valid_host_id, HOST_CHANNEL_PREFIX};
-use belay_proto::message::{ErrorBody, Payload, Reply};
-use belay_proto::server::{CallId, CallRequest};
-use serde::Deserialize;
+use belay_proto::message::{CallParams, ErrorBody, Payload, Reply};
+use belay_proto::server::{AccessRoute, CallId, CallRequest, ReservedCall};
 
+use crate::metrics::lock;
 use crate::rpc::CallContext;
 use crate::shared::Shared;
 
-/// The reserved method's name.
-pub(crate) const METHOD: &str = "$call";
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params {
-    host: String,
-    method: String,
-    #[serde(default)]
-    params: Payload,
-}
+pub(crate) use belay_proto::server::CALL_METHOD as METHOD;
 
 /// Run `$call` for the caller in `ctx`.
 pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
-    let params: Params = match serde_json::from_value(params) {
-        Ok(p) => p,
-        Err(e) => return refused("bad_request", format!("invalid $call params: {e}"), None),
-    };
-    if !valid_host_id(&params.host) {
-        return refused("bad_request", "`host` is not a host id".into(), None);
-    }
-    if params.method.is_empty() || params.method.len() > 128 {
-        return refused(
-            "bad_request",
-            "`method` must be 1 to 128 bytes".into(),
-            None,
-        );
-    }
     let shared = &ctx.server.shared;
-    let channel = format!("{HOST_CHANNEL_PREFIX}{}", params.host);
-    let verdict = crate::access::subscribe(shared, &ctx.principal, &channel, None);
+    let caller = crate::access::caller(&ctx.principal);
+    let call = lock(&shared.node).reserved_call(caller, METHOD, &params);
+    match call {
+        Some(Ok(ReservedCall::Call { params, access })) => call_host(ctx, params, access).await,
+        Some(Err(error)) => Reply::Error(error),
+        other => unexpected(other.map(|c| c.map(|_| ()))),
+    }
+}
+
+/// Ask `access` whether the caller may call the host, then start the call
+/// and wait for how it settles.
+async fn call_host(ctx: CallContext, params: CallParams, access: AccessRoute) -> Reply {
+    let shared = &ctx.server.shared;
+    let verdict = crate::access::subscribe_by(shared, &ctx.principal, access, None);
     if let Err(e) = crate::access::settle(verdict).await {
         return refused(e.code(), e.to_string(), None);
     }
@@ -102,6 +92,17 @@ impl Drop for Ending {
     fn drop(&mut self) {
         self.shared.hosts.end_call(&self.shared, self.call, None);
     }
+}
+
+/// The node answered `$call` with something else: a core newer than this
+/// driver. Loud, and an `internal` answer rather than none.
+fn unexpected(call: Option<Result<(), ErrorBody>>) -> Reply {
+    tracing::error!(
+        ?call,
+        "the server does not handle the node's answer to $call"
+    );
+    debug_assert!(false, "unhandled reserved call for $call");
+    refused("internal", "the server cannot carry out $call".into(), None)
 }
 
 fn lost() -> Reply {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use belay_proto::host::{HostState, CALLS_CHANNEL_PREFIX, STATE_CHANNEL_PREFIX};
-use belay_proto::message::{ErrorBody, Reply};
+use belay_proto::message::{ErrorBody, HostCallDelivery, Reply};
 use belay_proto::server::Delivery;
 
 use crate::shared::Shared;
@@ -20,14 +20,10 @@ pub(super) fn deliver(shared: &Arc<Shared>, delivery: Delivery) {
         shared: Arc::clone(shared),
     };
     let call = delivery.call;
-    let publishing = server.publish(
-        &format!("{CALLS_CHANNEL_PREFIX}{}", delivery.host),
-        serde_json::json!({
-            "call": call.as_u64(),
-            "method": delivery.method,
-            "params": delivery.params,
-        }),
-    );
+    let data = HostCallDelivery::new(call.as_u64(), delivery.method, delivery.params);
+    // A struct of a string, a number and a `Value` always serializes.
+    let data = serde_json::to_value(data).unwrap_or_default();
+    let publishing = server.publish(&format!("{CALLS_CHANNEL_PREFIX}{}", delivery.host), data);
     let shared = Arc::clone(shared);
     runtime.spawn(async move {
         if let Err(e) = publishing.await {

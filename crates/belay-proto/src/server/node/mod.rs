@@ -21,7 +21,10 @@ pub use presence::{PresenceChange, PresenceKind, PRESENCE_CHANNEL_PREFIX};
 pub use publication::{max_publication_frame_len, PublicationRefused, EPOCH_ALLOWANCE};
 pub use refresh::Identity;
 pub use registry::ConnectionHandle;
-pub use reserved::{ReservedCall, PRESENCE_METHOD, PRESENCE_STATS_METHOD, PUBLISH_METHOD};
+pub use reserved::{
+    ReservedCall, ANSWER_METHOD, CALL_METHOD, PRESENCE_METHOD, PRESENCE_STATS_METHOD,
+    PUBLISH_METHOD,
+};
 
 use self::drain::DrainRun;
 use self::registry::Registry;
@@ -212,7 +215,7 @@ pub enum NodeOutput {
 /// | drain | `drain.rs` | a graceful drain run on [`DrainPlan`](super::DrainPlan): advice, close 1012 at the plan's instants, 1001 for what is left at the deadline |
 /// | access | `access.rs` | which rule or authenticator hook decides a subscribe or a client publish ([`AccessRoute`]) |
 /// | presence | `presence.rs` | whether a subscription is a presence member, its key, and whether its join and leave are announced |
-/// | reserved methods | `reserved/` | `$publish`, `$presence`, `$presence_stats`: their typed params, refusals and checks |
+/// | reserved methods | `reserved/` | `$publish`, `$presence`, `$presence_stats`, `$call`, `$answer`: their typed params, refusals and checks |
 /// | publications | `publication.rs` | the longest frame a publication can make, checked before the broker is asked |
 /// | refresh | `refresh.rs` | a refresh keeps the user and the host; which subscriptions the new grants must allow again |
 /// | keyed requests | `keyed.rs` | an idempotency key's scope (user and method), its outcome cache, and the bound on keyed executions running at once |

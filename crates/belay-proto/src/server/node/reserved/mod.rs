@@ -2,16 +2,19 @@
 //! keeps one file per command): their params parsed into the typed
 //! [`message`](crate::message) structs, the refusals the rules make before
 //! anyone is asked, and who decides the rest ([`AccessRoute`]).
-//! `$history` and the resident hosts' `$call` / `$answer` have their own
-//! machines.
+//! `$history` has its own machine, and what follows a `$call` or an
+//! `$answer` (wake, delivery, deadlines, matching the answer) is
+//! [`HostCalls`](crate::server::HostCalls)'.
 
+mod answer;
+mod call;
 mod presence;
 mod publish;
 
 use serde::de::DeserializeOwned;
 
 use super::{AccessRoute, Caller, Node};
-use crate::message::{ErrorBody, Payload, PresenceParams, PublishParams};
+use crate::message::{AnswerParams, CallParams, ErrorBody, Payload, PresenceParams, PublishParams};
 
 /// A client publishes with a request (spec/PROTOCOL.md §4.6).
 pub const PUBLISH_METHOD: &str = "$publish";
@@ -19,6 +22,11 @@ pub const PUBLISH_METHOD: &str = "$publish";
 pub const PRESENCE_METHOD: &str = "$presence";
 /// The counts of a channel's presence: distinct clients and users.
 pub const PRESENCE_STATS_METHOD: &str = "$presence_stats";
+/// A client calls a resident host's method through the relay
+/// (spec/PROTOCOL.md §10.3).
+pub const CALL_METHOD: &str = "$call";
+/// A host answers a call the relay delivered (spec/PROTOCOL.md §10.3).
+pub const ANSWER_METHOD: &str = "$answer";
 
 /// A reserved request the rules let through, and who decides it now.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +50,22 @@ pub enum ReservedCall {
         /// Who decides whether the caller may read them (as a subscribe).
         access: AccessRoute,
     },
+    /// `$call`: if `access` allows, start the call
+    /// ([`HostCalls::handle_call`](crate::server::HostCalls::handle_call)).
+    Call {
+        /// The typed params (host id and method already checked).
+        params: CallParams,
+        /// Who decides whether the caller may call the host (as a
+        /// subscribe to `$host:ID`).
+        access: AccessRoute,
+    },
+    /// `$answer` from a host: hand the outcome to
+    /// [`HostCalls::handle_answer`](crate::server::HostCalls::handle_answer),
+    /// which knows whether the call waits for it.
+    Answer {
+        /// The typed params.
+        params: AnswerParams,
+    },
 }
 
 impl Node {
@@ -59,6 +83,8 @@ impl Node {
             PUBLISH_METHOD => self.publish_call(caller, params),
             PRESENCE_METHOD => self.presence_call(caller, params, false),
             PRESENCE_STATS_METHOD => self.presence_call(caller, params, true),
+            CALL_METHOD => self.call_call(caller, params),
+            ANSWER_METHOD => self.answer_call(caller, params),
             _ => return None,
         })
     }

@@ -4,7 +4,9 @@
 use serde_json::json;
 
 use super::node_with;
-use crate::message::{PresenceParams, PublishParams};
+use crate::message::{
+    AnswerOutcome, AnswerParams, CallParams, ErrorBody, PresenceParams, PublishParams,
+};
 use crate::server::node::{AccessRoute, Caller, NodeConfig, ReservedCall};
 use crate::server::{Access, ChannelOptions, Namespaces};
 
@@ -13,7 +15,11 @@ fn node() -> crate::server::node::Node {
     config.set_namespaces(
         Namespaces::new()
             .with_defaults(ChannelOptions::default().with_publish(Access::Anyone))
-            .with("room:*", ChannelOptions::default().with_presence(true)),
+            .with("room:*", ChannelOptions::default().with_presence(true))
+            .with(
+                "$host:billing",
+                ChannelOptions::default().with_subscribe(Access::Backend),
+            ),
     );
     node_with(config, &[]).0
 }
@@ -100,6 +106,127 @@ fn presence_is_asked_as_a_subscribe_and_refused_where_it_is_not_kept() {
         code(node.reserved_call(Caller::client(), "$presence", &json!({"channel": "news"}))),
         "bad_request"
     );
+}
+
+#[test]
+fn a_call_is_typed_and_asked_as_a_subscribe_to_the_host() {
+    let node = node();
+    let call = node
+        .reserved_call(
+            Caller::client(),
+            "$call",
+            &json!({"host": "billing", "method": "charge", "params": [1]}),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        call,
+        ReservedCall::Call {
+            params: CallParams::new("billing", "charge", json!([1])),
+            access: AccessRoute::Backend {
+                channel: "$host:billing".into()
+            },
+        }
+    );
+}
+
+#[test]
+fn a_call_without_params_calls_with_null() {
+    let call = node()
+        .reserved_call(
+            Caller::client(),
+            "$call",
+            &json!({"host": "h1", "method": "ping"}),
+        )
+        .unwrap()
+        .unwrap();
+    let ReservedCall::Call { params, .. } = call else {
+        panic!("{call:?}");
+    };
+    assert_eq!(params, CallParams::new("h1", "ping", json!(null)));
+}
+
+#[test]
+fn a_call_to_no_host_id_or_a_bad_method_is_a_bad_request() {
+    let node = node();
+    let me = Caller::client();
+    for params in [
+        json!({"host": "", "method": "m"}),
+        json!({"host": "a:b", "method": "m"}),
+        json!({"host": "h", "method": ""}),
+        json!({"host": "h", "method": "m".repeat(129)}),
+        json!({"host": "h", "method": "m", "extra": 1}),
+        json!({"method": "m"}),
+    ] {
+        assert_eq!(
+            code(node.reserved_call(me, "$call", &params)),
+            "bad_request",
+            "{params}"
+        );
+    }
+    let longest = json!({"host": "h", "method": "m".repeat(128)});
+    assert!(node.reserved_call(me, "$call", &longest).unwrap().is_ok());
+}
+
+#[test]
+fn only_a_host_answers() {
+    let result = node().reserved_call(
+        Caller::client(),
+        "$answer",
+        &json!({"call": 1, "result": 2}),
+    );
+    assert_eq!(code(result), "forbidden");
+}
+
+#[test]
+fn an_answer_is_a_result_even_null_or_the_hosts_error() {
+    let node = node();
+    let host = Caller::host("h1");
+    let call = node
+        .reserved_call(host, "$answer", &json!({"call": 3, "result": null}))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        call,
+        ReservedCall::Answer {
+            params: AnswerParams::new(3, AnswerOutcome::Result(json!(null)))
+        }
+    );
+    let call = node
+        .reserved_call(
+            host,
+            "$answer",
+            &json!({"call": 4, "error": {"code": "not_found", "message": "no"}}),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        call,
+        ReservedCall::Answer {
+            params: AnswerParams::new(4, AnswerOutcome::Error(ErrorBody::new("not_found", "no")))
+        }
+    );
+}
+
+#[test]
+fn malformed_answers_are_a_bad_request() {
+    let node = node();
+    let host = Caller::host("h1");
+    for bad in [
+        json!(null),
+        json!({"result": 1}),
+        json!({"call": -1, "result": 1}),
+        json!({"call": 1}),
+        json!({"call": 1, "result": 1, "error": {"code": "x"}}),
+        json!({"call": 1, "error": {"message": "no code"}}),
+        json!({"call": 1, "result": 1, "extra": true}),
+    ] {
+        assert_eq!(
+            code(node.reserved_call(host, "$answer", &bad)),
+            "bad_request",
+            "{bad}"
+        );
+    }
 }
 
 #[test]
