@@ -70,7 +70,7 @@ fn node() -> Node {
     config.set_namespaces(
         Namespaces::new().with("room:*", ChannelOptions::default().with_presence(true)),
     );
-    Node::new(config)
+    Node::new(config, belay_proto::Instant::ZERO)
 }
 
 fn caller(case: &Value) -> Caller<'_> {
