@@ -55,6 +55,7 @@ mod broker;
 mod client_side;
 pub mod invariants;
 mod link;
+mod node_side;
 mod pair;
 mod records;
 mod schedule;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::server::{Connection, Input, Limits};
+use crate::server::{Connection, Input, Limits, NodeConfig};
 use crate::time::Instant;
 use crate::{Config, Event};
 
@@ -11,6 +11,7 @@ use super::application::Application;
 use super::broker::ModelBroker;
 use super::client_side::Client;
 use super::invariants::Violation;
+use super::node_side::NodeSide;
 use super::records::{ClientId, ServerRecord};
 use super::schedule::{Delivery, Schedule};
 use super::server_side::ServerSide;
@@ -43,6 +44,7 @@ pub struct Pair {
     pub(super) schedule: Schedule,
     pub(super) clients: Vec<Client>,
     pub(super) server: ServerSide,
+    pub(super) node: NodeSide,
     /// The server's channels.
     pub broker: ModelBroker,
 }
@@ -79,6 +81,7 @@ impl Pair {
             schedule: Schedule::default(),
             clients: Vec::new(),
             server: ServerSide::new(limits, seed),
+            node: NodeSide::new(NodeConfig::default(), Instant::ZERO),
             broker: ModelBroker::new(1_000, Duration::from_secs(300)),
         }
     }
@@ -175,10 +178,12 @@ impl Pair {
             .connections
             .values()
             .filter_map(Connection::poll_timeout);
+        let node = self.node.node.poll_timeout();
         queued
             .into_iter()
             .chain(clients)
             .chain(servers)
+            .chain(node)
             .min()
             .unwrap_or(Instant::MAX)
     }
@@ -212,6 +217,7 @@ impl Pair {
         }
         self.client_timeouts();
         self.server_timeouts();
+        self.node_timeouts();
         self.pump_clients();
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::close::CloseCode;
 use crate::message::{decode_client, encode_server, ClientMessage, RawJson, ReconnectAdvice};
-use crate::server::{Connection, Frame, Input, JoinAnswer, Limits, Output};
+use crate::server::{Connection, Event as ServerEvent, Frame, Input, JoinAnswer, Limits, Output};
 
 use super::application::{Answer, Application};
 use super::invariants::{ServerInvariants, Violation};
@@ -113,6 +113,7 @@ impl Pair {
         let seed = server.seed ^ ((id.client.0 as u64) << 32) ^ id.transport.0;
         let conn = Connection::new(Arc::clone(&server.limits), now, seed);
         server.log.push(ServerRecord::Accepted { at: now, id });
+        self.node.accepted(now, id);
         server.connections.insert(id, conn);
         let invariants = ServerInvariants::new(&server.limits);
         server.invariants.insert(id, invariants);
@@ -265,6 +266,9 @@ impl Pair {
                     None
                 }
                 Output::Event(event) => {
+                    if matches!(event, ServerEvent::Connected { .. }) {
+                        self.node.identified(now, id);
+                    }
                     let record = ServerRecord::Event { at: now, id, event };
                     self.server.log.push(record);
                     None
@@ -291,7 +295,9 @@ impl Pair {
                 self.server.invariants.insert(id, invariants);
             }
         }
-        if !ended {
+        if ended {
+            self.node.closed(now, id);
+        } else {
             self.server.connections.insert(id, conn);
         }
     }

@@ -7,10 +7,12 @@ mod support;
 
 mod advice;
 mod credentials_refresh;
+mod disconnect_user;
 mod drain;
 mod fan_out;
 mod flapping;
 mod freeze;
+mod node_drain;
 mod random_faults;
 mod reaping;
 mod reconnect_now;

@@ -1,0 +1,134 @@
+//! The server's [`Node`] in a [`Pair`]: every connection the server
+//! accepts is registered with it, identified as its client's user when it
+//! is welcomed, and forgotten when it ends; the node's orders go to the
+//! connections and its timers run on the pair's clock, as belay-server's
+//! node driver does it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::server::{
+    ConnectionHandle, ConnectionOrder, Lifecycle, Node, NodeConfig, NodeEvent, NodeOutput,
+};
+use crate::time::Instant;
+
+use super::records::{ClientId, ConnectionId};
+use super::Pair;
+
+/// The node and which of its handles is which connection.
+#[derive(Debug)]
+pub(super) struct NodeSide {
+    pub(super) node: Node,
+    handles: BTreeMap<ConnectionId, ConnectionHandle>,
+    connections: BTreeMap<ConnectionHandle, ConnectionId>,
+    pub(super) lifecycles: Vec<(Instant, Lifecycle)>,
+}
+
+impl NodeSide {
+    pub(super) fn new(config: NodeConfig, now: Instant) -> Self {
+        NodeSide {
+            node: Node::new(config, now),
+            handles: BTreeMap::new(),
+            connections: BTreeMap::new(),
+            lifecycles: Vec::new(),
+        }
+    }
+
+    /// `id` was accepted.
+    pub(super) fn accepted(&mut self, now: Instant, id: ConnectionId) {
+        let handle = self.node.handle_connected(now);
+        self.handles.insert(id, handle);
+        self.connections.insert(handle, id);
+    }
+
+    /// `id` was welcomed: it is its client's user's.
+    pub(super) fn identified(&mut self, now: Instant, id: ConnectionId) {
+        if let Some(&handle) = self.handles.get(&id) {
+            let user = Arc::from(id.client.user());
+            self.node
+                .handle_event(now, handle, NodeEvent::Identified { user });
+        }
+    }
+
+    /// `id` ended.
+    pub(super) fn closed(&mut self, now: Instant, id: ConnectionId) {
+        if let Some(handle) = self.handles.remove(&id) {
+            self.connections.remove(&handle);
+            self.node.handle_event(now, handle, NodeEvent::Closed);
+        }
+    }
+}
+
+impl ClientId {
+    /// The user a client's credentials name in a pair (`client-N`).
+    pub fn user(self) -> String {
+        format!("client-{}", self.0)
+    }
+}
+
+impl Pair {
+    /// The server's node.
+    pub fn node(&self) -> &Node {
+        &self.node.node
+    }
+
+    /// Every lifecycle the node went through, with its time.
+    pub fn lifecycles(&self) -> &[(Instant, Lifecycle)] {
+        &self.node.lifecycles
+    }
+
+    /// A new node with `config` (before the clients connect: the server's
+    /// configuration).
+    pub fn set_node_config(&mut self, config: NodeConfig) {
+        assert!(
+            self.server.connections.is_empty(),
+            "set the node's configuration before the clients connect"
+        );
+        self.node = NodeSide::new(config, self.now());
+    }
+
+    /// The node starts a graceful drain now; whether it started.
+    pub fn start_drain(&mut self) -> bool {
+        let now = self.now();
+        let started = self.node.node.start_drain(now);
+        self.carry_out_node();
+        started
+    }
+
+    /// The node closes every connection of `client`'s user (4003); how many.
+    pub fn disconnect_user(&mut self, client: ClientId, reason: &str) -> usize {
+        let closed = self.node.node.disconnect_user(&client.user(), reason);
+        self.carry_out_node();
+        closed
+    }
+
+    /// Fire the node's timers due now.
+    pub(super) fn node_timeouts(&mut self) {
+        let now = self.now();
+        if self.node.node.poll_timeout().is_some_and(|at| at <= now) {
+            self.node.node.handle_timeout(now);
+        }
+        self.carry_out_node();
+    }
+
+    /// Carry out the node's outputs: its orders to the connections, its
+    /// lifecycle into the record. (Exhaustive matches: inside the core, a
+    /// new output does not compile until the pair carries it out.)
+    pub(super) fn carry_out_node(&mut self) {
+        let now = self.now();
+        while let Some(output) = self.node.node.poll_output() {
+            match output {
+                NodeOutput::Order { connection, order } => {
+                    if let Some(&id) = self.node.connections.get(&connection) {
+                        self.with_connection(id, |conn| match order {
+                            ConnectionOrder::Advise(advice) => conn.advise(advice),
+                            ConnectionOrder::Drain { until } => conn.drain(now, until),
+                            ConnectionOrder::Close { code, reason } => conn.close(code, &reason),
+                        });
+                    }
+                }
+                NodeOutput::Lifecycle(lifecycle) => self.node.lifecycles.push((now, lifecycle)),
+            }
+        }
+    }
+}
