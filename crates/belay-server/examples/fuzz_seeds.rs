@@ -1,6 +1,6 @@
 //! Writes the fuzz targets' seed corpora (`fuzz/seeds/<target>/`) from the
 //! conformance vectors (`spec/vectors/**/*.json`) and from the messages and
-//! frames the server's tests use (`tests/*.rs`, the unit tests of `ws.rs`),
+//! frames the server's tests use (`tests/*.rs`, the unit tests of `ws/`),
 //! transcribed here.
 //!
 //! ```text
@@ -156,7 +156,7 @@ const TEST_TEXTS: &[&str] = &[
     r#"{"type":"error","code":"rate_limited","message":"slow down","retry_after_ms":50}"#,
 ];
 
-/// The streams of `ws.rs`'s unit tests, each message text as one frame, and
+/// The streams of `ws/`'s unit tests, each message text as one frame, and
 /// the rule breakers, with a few read splits and limits each.
 fn ws_seeds(texts: &BTreeSet<String>) -> Vec<Vec<u8>> {
     let mut streams: Vec<(Vec<u8>, usize)> = Vec::new();

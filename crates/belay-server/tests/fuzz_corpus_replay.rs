@@ -95,7 +95,7 @@ fn connection_corpus_replays() {
 }
 
 /// The harness is not vacuous: the codec delivers the messages of the
-/// `ws.rs` unit-test stream whatever the split, and rejects a rule breaker.
+/// `ws/` unit-test stream whatever the split, and rejects a rule breaker.
 #[test]
 fn ws_harness_reads_messages_across_splits() {
     let mut stream = masked_frame(0x01, "héllo ".as_bytes());

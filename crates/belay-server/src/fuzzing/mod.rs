@@ -7,7 +7,7 @@
 //!   points, through the server's WebSocket codec. The codec's messages, its
 //!   verdict (the close code of the first error) and the bytes it writes
 //!   (pongs, the close echo) must equal those of an independent whole-stream
-//!   reference parser written from RFC 6455 and the rules in `ws.rs`
+//!   reference parser written from RFC 6455 and the rules in `ws/`
 //!   — whatever the split points. Every text message is UTF-8, no message is
 //!   longer than `max_payload`, and what the codec encodes parses back.
 //! * [`client_decode`]: any text through `decode_client` and `decode_server`:

@@ -1,5 +1,5 @@
 //! An independent whole-stream WebSocket parser written from RFC 6455 and
-//! the rules in `ws.rs`, which the `ws_frames` target holds the server's
+//! the rules in `ws/`, which the `ws_frames` target holds the server's
 //! codec to, and a parser of what the server writes (its frames unmasked).
 
 use super::ws_frames::WsEvent;
