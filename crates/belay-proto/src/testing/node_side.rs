@@ -2,13 +2,16 @@
 //! accepts is registered with it, identified as its client's user when it
 //! is welcomed, and forgotten when it ends; the node's orders go to the
 //! connections and its timers run on the pair's clock, as belay-server's
-//! node driver does it.
+//! node driver does it. Presence too: a granted subscription the node
+//! counts as a member is kept under the node's key, and its join and
+//! leave are published on the channel the node names.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::server::{
     ConnectionHandle, ConnectionOrder, Lifecycle, Node, NodeConfig, NodeEvent, NodeOutput,
+    PresenceKind,
 };
 use crate::time::Instant;
 
@@ -22,6 +25,12 @@ pub(super) struct NodeSide {
     handles: BTreeMap<ConnectionId, ConnectionHandle>,
     connections: BTreeMap<ConnectionHandle, ConnectionId>,
     pub(super) lifecycles: Vec<(Instant, Lifecycle)>,
+    /// Each welcomed connection's session id.
+    sessions: BTreeMap<ConnectionId, String>,
+    /// Presence members: channel → key → user.
+    presence: BTreeMap<String, BTreeMap<String, String>>,
+    /// Joins and leaves to publish once the connection at hand is done.
+    announcements: Vec<(String, serde_json::Value)>,
 }
 
 impl NodeSide {
@@ -31,6 +40,9 @@ impl NodeSide {
             handles: BTreeMap::new(),
             connections: BTreeMap::new(),
             lifecycles: Vec::new(),
+            sessions: BTreeMap::new(),
+            presence: BTreeMap::new(),
+            announcements: Vec::new(),
         }
     }
 
@@ -41,8 +53,9 @@ impl NodeSide {
         self.connections.insert(handle, id);
     }
 
-    /// `id` was welcomed: it is its client's user's.
-    pub(super) fn identified(&mut self, now: Instant, id: ConnectionId) {
+    /// `id` was welcomed as `session`: it is its client's user's.
+    pub(super) fn identified(&mut self, now: Instant, id: ConnectionId, session: &str) {
+        self.sessions.insert(id, session.to_owned());
         if let Some(&handle) = self.handles.get(&id) {
             let user = Arc::from(id.client.user());
             self.node
@@ -52,9 +65,45 @@ impl NodeSide {
 
     /// `id` ended.
     pub(super) fn closed(&mut self, now: Instant, id: ConnectionId) {
+        self.sessions.remove(&id);
         if let Some(handle) = self.handles.remove(&id) {
             self.connections.remove(&handle);
             self.node.handle_event(now, handle, NodeEvent::Closed);
+        }
+    }
+}
+
+impl NodeSide {
+    /// Subscription `subscription` of `id` to `channel` was granted (`join`)
+    /// or ended.
+    pub(super) fn presence(
+        &mut self,
+        id: ConnectionId,
+        channel: &str,
+        subscription: u64,
+        join: bool,
+    ) {
+        let Some(session) = self.sessions.get(&id) else {
+            return;
+        };
+        let Some(change) = self.node.presence_change(channel, session, subscription) else {
+            return;
+        };
+        let members = self.presence.entry(channel.to_owned()).or_default();
+        let changed = if join {
+            members.insert(change.key, id.client.user()).is_none()
+        } else {
+            members.remove(&change.key).is_some()
+        };
+        if let (true, Some(on)) = (changed, change.announce_on) {
+            let kind = if join {
+                PresenceKind::Join
+            } else {
+                PresenceKind::Leave
+            };
+            let member = serde_json::json!({ "client": session, "user": id.client.user() });
+            self.announcements
+                .push((on, serde_json::json!({ kind.as_str(): member })));
         }
     }
 }
@@ -70,6 +119,18 @@ impl Pair {
     /// The server's node.
     pub fn node(&self) -> &Node {
         &self.node.node
+    }
+
+    /// The users present in `channel` now, one per subscription, sorted.
+    pub fn presence(&self, channel: &str) -> Vec<String> {
+        let mut users: Vec<String> = self
+            .node
+            .presence
+            .get(channel)
+            .map(|members| members.values().cloned().collect())
+            .unwrap_or_default();
+        users.sort();
+        users
     }
 
     /// Every lifecycle the node went through, with its time.
@@ -115,6 +176,9 @@ impl Pair {
     /// lifecycle into the record. (Exhaustive matches: inside the core, a
     /// new output does not compile until the pair carries it out.)
     pub(super) fn carry_out_node(&mut self) {
+        for (channel, data) in std::mem::take(&mut self.node.announcements) {
+            self.publish(&channel, data);
+        }
         let now = self.now();
         while let Some(output) = self.node.node.poll_output() {
             match output {

@@ -214,6 +214,9 @@ impl Pair {
                     since,
                 } => {
                     let answer = self.broker.join(now, id, &channel, since.as_ref());
+                    if let JoinAnswer::Joined { subscription, .. } = &answer {
+                        self.node.presence(id, &channel, *subscription, true);
+                    }
                     Some(Input::Joined {
                         ticket,
                         answer,
@@ -225,6 +228,7 @@ impl Pair {
                     subscription,
                 } => {
                     self.broker.leave(&channel, subscription);
+                    self.node.presence(id, &channel, subscription, false);
                     None
                 }
                 Output::AuthorizeRequest { ticket, .. } => Some(Input::RequestAuthorized {
@@ -266,8 +270,8 @@ impl Pair {
                     None
                 }
                 Output::Event(event) => {
-                    if matches!(event, ServerEvent::Connected { .. }) {
-                        self.node.identified(now, id);
+                    if let ServerEvent::Connected { session } = &event {
+                        self.node.identified(now, id, session);
                     }
                     let record = ServerRecord::Event { at: now, id, event };
                     self.server.log.push(record);

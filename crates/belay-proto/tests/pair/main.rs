@@ -13,6 +13,7 @@ mod fan_out;
 mod flapping;
 mod freeze;
 mod node_drain;
+mod presence;
 mod random_faults;
 mod reaping;
 mod reconnect_now;
