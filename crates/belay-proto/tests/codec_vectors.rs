@@ -7,8 +7,6 @@
 //! described in `spec/vectors/README.md`. Every vector runs even if an
 //! earlier one fails, and a failure names the section and the vector.
 
-use std::path::Path;
-
 use belay_proto::message::{
     decode_client, decode_server, encode_client, encode_server, encoded_len, ClientMessage,
     DecodeError, ErrorBody, Pacing, Publication, RawJson, ReconnectAdvice, Refreshed, Reply,
@@ -16,40 +14,15 @@ use belay_proto::message::{
 };
 use serde_json::{Map, Value};
 
-type Check = Result<(), String>;
+mod vector_file;
+
+use vector_file::Check;
 
 // ----- loading, text pieces, reporting -----
 
-fn vectors() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/vectors/codec.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
-}
-
-/// Run `check` on every vector of `section`; panic with every failure at once.
+/// Run `check` on every vector of `section` of codec.json.
 fn run(section: &str, check: impl Fn(&Value) -> Check) {
-    let doc = vectors();
-    let cases = doc[section]
-        .as_array()
-        .unwrap_or_else(|| panic!("codec.json has no array {section:?}"));
-    assert!(!cases.is_empty(), "codec.json: {section} has no vectors");
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|case| {
-            let name = case["name"].as_str().unwrap_or("<unnamed>");
-            check(case)
-                .err()
-                .map(|e| format!("codec.json {section}/{name}: {e}"))
-        })
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "codec.json {section}: {} of {} vectors failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    vector_file::run("codec.json", section, check);
 }
 
 fn field<'a>(object: &'a Value, key: &str) -> Result<&'a Value, String> {

@@ -12,8 +12,6 @@
 //! invalid ones as the stated error code. Every vector runs even if an
 //! earlier one fails, and a failure names the section and the vector.
 
-use std::path::Path;
-
 use belay_proto::message::{
     AnswerOutcome, AnswerParams, AnswerResult, CallParams, ErrorBody, HostCallDelivery,
     PresenceMember, PresenceMembers, PresenceParams, PresenceStats, PublishParams, PublishResult,
@@ -23,38 +21,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-type Check = Result<(), String>;
+mod vector_file;
 
-fn vectors() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/vectors/reserved.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
-}
+use vector_file::Check;
 
-/// Run `check` on every vector of `section`; panic with every failure at once.
+/// Run `check` on every vector of `section` of reserved.json.
 fn run(section: &str, check: impl Fn(&Value) -> Check) {
-    let doc = vectors();
-    let cases = doc[section]
-        .as_array()
-        .unwrap_or_else(|| panic!("reserved.json has no array {section:?}"));
-    assert!(!cases.is_empty(), "reserved.json: {section} has no vectors");
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|case| {
-            let name = case["name"].as_str().unwrap_or("<unnamed>");
-            check(case)
-                .err()
-                .map(|e| format!("reserved.json {section}/{name}: {e}"))
-        })
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "reserved.json {section}: {} of {} vectors failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    vector_file::run("reserved.json", section, check);
 }
 
 fn text(case: &Value, key: &str) -> Result<String, String> {

@@ -7,35 +7,19 @@ use std::sync::Arc;
 
 use belay_proto::every_variant::EveryVariant;
 use belay_proto::server::{Connection, ConnectionOrder, Event, Output};
-use belay_proto::Instant;
 use bytes::Bytes;
 
 use super::{Driver, End};
-use crate::auth::Principal;
 use crate::mailbox::mailbox;
-use crate::outbound::Outbound;
-use crate::requests::RequestSet;
 use crate::ws::WebSocket;
 
 fn driver(server: &crate::Server) -> Driver {
-    let shared = Arc::clone(&server.shared);
+    let shared = &server.shared;
     let (control, _orders) = mailbox();
     let id = shared.register(control.clone());
-    Driver {
-        core: Connection::new(Arc::clone(&shared.limits), shared.clock.now(), 1),
-        out: Outbound::new(Arc::clone(&shared.outbound_total)),
-        control,
-        inbox: None,
-        joining: Vec::new(),
-        requests: RequestSet::default(),
-        principal: Box::new(Principal::anonymous()),
-        session: Arc::from("s"),
-        peer: "127.0.0.1:1".parse().unwrap(),
-        slot: None,
-        reads_at: Instant::ZERO,
-        id,
-        shared,
-    }
+    let core = Connection::new(Arc::clone(&shared.limits), shared.clock.now(), 1);
+    let peer = "127.0.0.1:1".parse().unwrap();
+    Driver::new(shared, core, control, peer, None, id)
 }
 
 #[tokio::test]

@@ -22,22 +22,19 @@ use std::task::Poll;
 use std::time::Duration;
 
 use belay_proto::message::Codec;
-use belay_proto::server::{
-    work_units, Connection, ConnectionHandle, Frame, Input, Ticket, TransportError,
-};
+use belay_proto::server::{work_units, Connection, Frame, Input, TransportError};
 use belay_proto::{CloseCode, Instant};
-use bytes::Bytes;
 
-use crate::auth::Principal;
-use crate::broker::{LiveInbox, LiveItem, SubscriberId};
-use crate::mailbox::{mailbox, Control, ControlReceiver, ControlSender};
+use crate::broker::{LiveInbox, LiveItem};
+use crate::mailbox::{mailbox, Control, ControlReceiver};
 use crate::outbound::Outbound;
 use crate::peer_limits::PeerSlot;
-use crate::requests::RequestSet;
 use crate::shared::Shared;
 use crate::unhandled::Unhandled;
 use crate::ws::{Event, Message, WsError, HIGH_WATER};
+use driver::Driver;
 
+mod driver;
 #[cfg(test)]
 mod every_output;
 mod history;
@@ -94,34 +91,6 @@ enum End {
     PeerGone(Option<u16>),
 }
 
-struct Driver {
-    shared: Arc<Shared>,
-    core: Connection<Bytes>,
-    out: Outbound,
-    control: ControlSender,
-    /// Made at the first subscribe (an idle connection holds none).
-    inbox: Option<LiveInbox>,
-    /// Subscriptions whose broker answers later, with the core's ticket.
-    joining: Vec<(SubscriberId, Ticket)>,
-    requests: RequestSet,
-    /// Who the client is, once authenticated.
-    /// Boxed: the connection future must stay in the 2 KiB task class.
-    principal: Box<Principal>,
-    /// The session id, once welcomed.
-    session: Arc<str>,
-    peer: SocketAddr,
-    /// What counts the connection against its source (released when the
-    /// connection ends), and so what its frames are paced against (`None`,
-    /// or a slot without a key: a trusted proxy, not paced).
-    slot: Option<PeerSlot>,
-    /// While the source is past its share, the time reads resume
-    /// ([`Instant::ZERO`]: reading). Not an `Option`: the connection
-    /// future stays in its size class.
-    reads_at: Instant,
-    /// This connection's id in the server's registry.
-    id: ConnectionHandle,
-}
-
 pub(crate) async fn run<T>(shared: Arc<Shared>, mut ws: T, meta: ConnectionMeta)
 where
     T: Transport,
@@ -150,21 +119,7 @@ where
     if let Admission::Refused { retry_after } = admission {
         core.refuse_overload(retry_after);
     }
-    let mut driver = Driver {
-        shared: Arc::clone(&shared),
-        core,
-        out: Outbound::new(Arc::clone(&shared.outbound_total)),
-        control,
-        inbox: None,
-        joining: Vec::new(),
-        requests: RequestSet::default(),
-        principal: Box::new(Principal::anonymous()),
-        session: Arc::from(""),
-        peer,
-        slot: peer_slot,
-        reads_at: Instant::ZERO,
-        id,
-    };
+    let mut driver = Driver::new(&shared, core, control, peer, peer_slot, id);
     let end = driver.run_loop(&mut ws, control_rx).await;
     // Whatever ended it, the broker forgets this connection's subscriptions
     // (the core leaves them as it closes).
