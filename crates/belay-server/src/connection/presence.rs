@@ -91,26 +91,17 @@ impl Driver {
                 stats,
                 access,
             })) => (params, stats, access),
-            Some(Err(error)) => {
-                self.core.handle_input(
-                    now,
-                    Input::Reply {
-                        ticket,
-                        reply: Reply::Error(error),
-                    },
-                );
-                return;
-            }
             other => {
-                crate::unhandled::Unhandled::new("reserved call for $presence", &other).report();
-                let error = ErrorBody::new("internal", "the server cannot answer $presence");
-                self.core.handle_input(
-                    now,
-                    Input::Reply {
-                        ticket,
-                        reply: Reply::Error(error),
-                    },
-                );
+                let error = match other {
+                    Some(Err(error)) => error,
+                    other => {
+                        crate::unhandled::Unhandled::new("reserved call for $presence", &other)
+                            .report();
+                        ErrorBody::new("internal", "the server cannot answer $presence")
+                    }
+                };
+                let reply = Reply::Error(error);
+                self.core.handle_input(now, Input::Reply { ticket, reply });
                 return;
             }
         };

@@ -85,4 +85,6 @@ pub(crate) enum Event {
 }
 
 #[cfg(test)]
+mod masked;
+#[cfg(test)]
 mod tests;

@@ -9,23 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 
-fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
-    let mask = [0x12, 0x34, 0x56, 0x78];
-    let mut out = vec![first];
-    let len = payload.len();
-    if len < 126 {
-        out.push(0x80 | len as u8);
-    } else if len <= 0xffff {
-        out.push(0x80 | 126);
-        out.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        out.push(0x80 | 127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    out.extend_from_slice(&mask);
-    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    out
-}
+use super::masked::masked;
 
 async fn pair(max: usize) -> (WebSocket<tokio::io::DuplexStream>, tokio::io::DuplexStream) {
     let (a, b) = tokio::io::duplex(1 << 20);
