@@ -11,9 +11,14 @@
 //!
 //! The crate is laid out by side: [`client`] holds the [`Session`] and the
 //! machines it composes, [`server`] the server's decisions (the
-//! [`server::Connection`] machine, upgrade and admission, history, drain,
-//! fleet pacing), and the root what both sides share: [`message`], [`close`]
-//! codes, [`time`], [`rng`], [`heartbeat`] and [`backoff`].
+//! [`server::Connection`] machine per client, and the server-wide
+//! [`server::Node`]: registry, drain, access, presence, reserved methods,
+//! keyed requests, resident hosts, admission, fleet pacing, as quinn-proto's
+//! `Endpoint` is to its connections), and the root what both sides share:
+//! [`message`], [`close`] codes, [`time`], [`rng`], [`heartbeat`] and
+//! [`backoff`]. With the feature `testing`, `testing` is the harness that
+//! runs both ends together in virtual time (`Pair`), and `every_variant`
+//! gives the drivers' tests one value of every output they must handle.
 //!
 //! ```text
 //!  ┌────────── driver (tokio client, browser, simulator, test) ──────────┐
