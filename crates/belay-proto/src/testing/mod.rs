@@ -53,6 +53,7 @@
 mod application;
 mod broker;
 mod client_side;
+mod hosts;
 pub mod invariants;
 mod link;
 mod node_side;

@@ -169,6 +169,7 @@ impl Pair {
         if self.node.node.poll_timeout().is_some_and(|at| at <= now) {
             self.node.node.handle_timeout(now);
         }
+        self.host_timeouts();
         self.carry_out_node();
     }
 
@@ -176,6 +177,7 @@ impl Pair {
     /// lifecycle into the record. (Exhaustive matches: inside the core, a
     /// new output does not compile until the pair carries it out.)
     pub(super) fn carry_out_node(&mut self) {
+        self.carry_out_host_calls();
         for (channel, data) in std::mem::take(&mut self.node.announcements) {
             self.publish(&channel, data);
         }

@@ -10,6 +10,7 @@ use crate::{Config, Event};
 use super::application::Application;
 use super::broker::ModelBroker;
 use super::client_side::Client;
+use super::hosts::HostSide;
 use super::invariants::Violation;
 use super::node_side::NodeSide;
 use super::records::{ClientId, ServerRecord};
@@ -45,6 +46,7 @@ pub struct Pair {
     pub(super) clients: Vec<Client>,
     pub(super) server: ServerSide,
     pub(super) node: NodeSide,
+    pub(super) hosts: HostSide,
     /// The server's channels.
     pub broker: ModelBroker,
 }
@@ -82,6 +84,7 @@ impl Pair {
             clients: Vec::new(),
             server: ServerSide::new(limits, seed),
             node: NodeSide::new(NodeConfig::default(), Instant::ZERO),
+            hosts: HostSide::default(),
             broker: ModelBroker::new(1_000, Duration::from_secs(300)),
         }
     }
@@ -178,12 +181,15 @@ impl Pair {
             .connections
             .values()
             .filter_map(Connection::poll_timeout);
-        let node = self.node.node.poll_timeout();
+        let node = [
+            self.node.node.poll_timeout(),
+            self.node.node.host_calls().poll_timeout(),
+        ];
         queued
             .into_iter()
             .chain(clients)
             .chain(servers)
-            .chain(node)
+            .chain(node.into_iter().flatten())
             .min()
             .unwrap_or(Instant::MAX)
     }

@@ -216,6 +216,7 @@ impl Pair {
                     let answer = self.broker.join(now, id, &channel, since.as_ref());
                     if let JoinAnswer::Joined { subscription, .. } = &answer {
                         self.node.presence(id, &channel, *subscription, true);
+                        self.host_channel(id, &channel, true);
                     }
                     Some(Input::Joined {
                         ticket,
@@ -229,6 +230,7 @@ impl Pair {
                 } => {
                     self.broker.leave(&channel, subscription);
                     self.node.presence(id, &channel, subscription, false);
+                    self.host_channel(id, &channel, false);
                     None
                 }
                 Output::AuthorizeRequest { ticket, .. } => Some(Input::RequestAuthorized {
@@ -236,16 +238,21 @@ impl Pair {
                     verdict: Ok(()),
                 }),
                 Output::Call { ticket, request } => {
-                    match self
-                        .server
-                        .application
-                        .call(&request.method, &request.params)
-                    {
-                        Answer::Now(reply) => Some(Input::Reply { ticket, reply }),
-                        Answer::After(delay, reply) => {
-                            let later = Delivery::Reply(id, ticket, reply);
-                            self.schedule.push(delay, later);
-                            None
+                    let relayed = self.host_request(id, ticket, &request.method, &request.params);
+                    if let Some(now_or_later) = relayed {
+                        now_or_later.map(|reply| Input::Reply { ticket, reply })
+                    } else {
+                        match self
+                            .server
+                            .application
+                            .call(&request.method, &request.params)
+                        {
+                            Answer::Now(reply) => Some(Input::Reply { ticket, reply }),
+                            Answer::After(delay, reply) => {
+                                let later = Delivery::Reply(id, ticket, reply);
+                                self.schedule.push(delay, later);
+                                None
+                            }
                         }
                     }
                 }

@@ -12,6 +12,7 @@ mod drain;
 mod fan_out;
 mod flapping;
 mod freeze;
+mod host_calls;
 mod node_drain;
 mod presence;
 mod random_faults;
