@@ -6,7 +6,12 @@
 //! [`Link`]s (latency, loss, one direction frozen, cut), with a
 //! [`ModelBroker`] built on the core's `ChannelLog`, all in virtual time:
 //! the clock jumps to the next thing due, so minutes of protocol take
-//! milliseconds.
+//! milliseconds. The server's [`Node`](crate::server::Node) runs beside the
+//! connections as belay-server runs it: every connection registered and
+//! identified as its client's user (`client-N`), its orders (drain,
+//! `disconnect_user`) and timers on the pair's clock, presence kept as it
+//! decides, and resident hosts on its `HostCalls` (`set_host`, `host_beat`,
+//! `$call` and `$answer` relayed).
 //!
 //! ```text
 //!  Client 0 ── Link ──┐                 ┌─ Connection ─┐
