@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::server::{
-    ConnectionHandle, ConnectionOrder, Lifecycle, Node, NodeConfig, NodeEvent, NodeOutput,
-    PresenceKind,
+    ConnectionHandle, Input, Lifecycle, Node, NodeConfig, NodeEvent, NodeOutput, PresenceKind,
 };
 use crate::time::Instant;
 
@@ -186,10 +185,8 @@ impl Pair {
             match output {
                 NodeOutput::Order { connection, order } => {
                     if let Some(&id) = self.node.connections.get(&connection) {
-                        self.with_connection(id, |conn| match order {
-                            ConnectionOrder::Advise(advice) => conn.advise(advice),
-                            ConnectionOrder::Drain { until } => conn.drain(now, until),
-                            ConnectionOrder::Close { code, reason } => conn.close(code, &reason),
+                        self.with_connection(id, |conn| {
+                            conn.handle_input(now, Input::Order(order));
                         });
                     }
                 }

@@ -1,4 +1,4 @@
-//! Every output, event and order the core can give a connection reaches a
+//! Every output and event the core can give a connection reaches a
 //! handler of this driver: one value of each variant
 //! (`belay_proto::every_variant`) through the real dispatch. A variant
 //! added to the core fails here until the driver carries it out.
@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use belay_proto::every_variant::EveryVariant;
-use belay_proto::server::{Connection, ConnectionOrder, Event, Output};
+use belay_proto::server::{Connection, Event, Output};
 use bytes::Bytes;
 
 use super::{Driver, End};
@@ -23,7 +23,7 @@ fn driver(server: &crate::Server) -> Driver {
 }
 
 #[tokio::test]
-async fn every_core_output_event_and_order_is_carried_out() {
+async fn every_core_output_and_event_is_carried_out() {
     let server = crate::Server::builder().build();
     let mut driver = driver(&server);
     let (socket, _peer) = tokio::io::duplex(1 << 16);
@@ -41,14 +41,6 @@ async fn every_core_output_event_and_order_is_carried_out() {
         assert!(
             driver.count(event).is_ok(),
             "the driver does not count {shown}"
-        );
-    }
-    let now = driver.now();
-    for order in ConnectionOrder::every_variant() {
-        let shown = format!("{order:?}");
-        assert!(
-            driver.carry_out_order(now, order).is_ok(),
-            "the driver does not carry out {shown}"
         );
     }
 }

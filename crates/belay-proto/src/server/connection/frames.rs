@@ -106,6 +106,14 @@ impl<F> Connection<F> {
         }
     }
 
+    /// The driver could not queue a frame for the peer (its outbound budget
+    /// is full): close 4009.
+    pub(super) fn handle_queue_full(&mut self) {
+        if !self.is_closed() {
+            self.violate(Violation::SlowConsumer);
+        }
+    }
+
     /// The transport failed to deliver the next frame.
     pub(super) fn handle_transport_error(&mut self, error: TransportError) {
         if self.is_closed() {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::message::{ErrorBody, Reply};
+use crate::server::ConnectionOrder;
 use crate::time::Instant;
 
 use super::io::{AuthVerdict, Frame, JoinAnswer, Ticket, TransportError};
@@ -151,6 +152,11 @@ pub enum Input<'a, F> {
         /// Why, as the client is told.
         error: &'a ErrorBody,
     },
+    /// An order of the server-wide [`Node`](crate::server::Node) for this
+    /// connection: send the advice ([`advise`](Connection::advise)), drain
+    /// by `until` ([`drain`](Connection::drain)), or close now
+    /// ([`close`](Connection::close)).
+    Order(ConnectionOrder),
 }
 
 impl<F: AsRef<[u8]>> Connection<F> {
@@ -198,6 +204,11 @@ impl<F: AsRef<[u8]>> Connection<F> {
                 subscription,
                 error,
             } => self.handle_subscription_ended(channel, subscription, error),
+            Input::Order(order) => match order {
+                ConnectionOrder::Advise(advice) => self.advise(advice),
+                ConnectionOrder::Drain { until } => self.drain(now, until),
+                ConnectionOrder::Close { code, reason } => self.close(code, &reason),
+            },
         }
     }
 }

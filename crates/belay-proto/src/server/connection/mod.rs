@@ -400,14 +400,6 @@ impl<F> Connection<F> {
         );
     }
 
-    /// The driver could not queue a frame for the peer (its outbound budget
-    /// is full): close 4009.
-    fn handle_queue_full(&mut self) {
-        if !self.is_closed() {
-            self.violate(Violation::SlowConsumer);
-        }
-    }
-
     // ----- shared internals -----
 
     fn is_closed(&self) -> bool {
