@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use belay_proto::{Config, Session, TokenError};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::driver::{self, Driver, Outlets};
+use crate::endpoints::Endpoints;
 use crate::{transport, BuildError, Client, Status, TlsSettings};
 
 /// What a token provider's call returns: the token, or why there is none.
@@ -36,6 +38,8 @@ const EVENT_CAPACITY: usize = 256;
 #[derive(Clone)]
 pub struct ClientBuilder {
     url: String,
+    failover_urls: Vec<String>,
+    local_address: Option<IpAddr>,
     config: Config,
     token: Option<String>,
     token_provider: Option<TokenProvider>,
@@ -61,6 +65,8 @@ impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientBuilder")
             .field("url", &self.url)
+            .field("failover_urls", &self.failover_urls)
+            .field("local_address", &self.local_address)
             .field("config", &self.config)
             .field("token", &self.token.as_ref().map(|_| "<token>"))
             .field(
@@ -76,6 +82,8 @@ impl ClientBuilder {
     pub(crate) fn new(url: String) -> Self {
         ClientBuilder {
             url,
+            failover_urls: Vec::new(),
+            local_address: None,
             config: Config::default(),
             token: None,
             token_provider: None,
@@ -148,6 +156,40 @@ impl ClientBuilder {
             .clone()
             .unwrap_or_default()
             .call_deadline(request_timeout)
+    }
+
+    /// Another server of the same service, dialed in turn: the first dial
+    /// goes to the builder's URL, and each redial after a loss or a failed
+    /// dial goes to the next URL in the list (the builder's, then each
+    /// failover URL in the order added, round again). Subscriptions resume
+    /// from their positions on whichever server answers, which recovers
+    /// them when the servers share a broker. The backoff paces the redials
+    /// as with one URL. Checked by [`connect`](Self::connect) like the first.
+    ///
+    /// ```
+    /// use belay_client::Client;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = Client::builder("ws://10.0.0.1:8080/ws")
+    ///     .failover_url("ws://10.0.0.2:8080/ws")
+    ///     .connect()
+    ///     .expect("usable URLs");
+    /// client.close().await;
+    /// # }
+    /// ```
+    pub fn failover_url(mut self, url: impl Into<String>) -> Self {
+        self.failover_urls.push(url.into());
+        self
+    }
+
+    /// Connect from this local address (the port is the system's choice),
+    /// as a host with several addresses would pick its interface. Default:
+    /// the system's choice. A dial from an address this host does not
+    /// have fails, and is retried as any failed dial.
+    pub fn local_address(mut self, address: IpAddr) -> Self {
+        self.local_address = Some(address);
+        self
     }
 
     /// The token `connect` carries, for a client whose token does not
@@ -303,22 +345,35 @@ impl ClientBuilder {
     /// Outside a tokio runtime.
     pub fn connect(self) -> Result<Client, BuildError> {
         let tls = self.tls.client_config()?;
-        let target = transport::Target::parse(&self.url, tls).map_err(|failure| match failure {
-            belay_proto::Failure::InvalidConfig { detail } => BuildError::Url(detail),
-            other => BuildError::Url(format!("{other:?}")),
-        })?;
-        Ok(self.start(target))
+        let parse = |url: &str| {
+            transport::Target::parse(url, Arc::clone(&tls))
+                .map(|target| {
+                    target
+                        .with_codec(self.codec)
+                        .with_local_address(self.local_address)
+                })
+                .map_err(|failure| match failure {
+                    belay_proto::Failure::InvalidConfig { detail } => BuildError::Url(detail),
+                    other => BuildError::Url(format!("{other:?}")),
+                })
+        };
+        let first = parse(&self.url)?;
+        let others = self
+            .failover_urls
+            .iter()
+            .map(|url| parse(url))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.start(Endpoints::new(first, others)))
     }
 
-    /// Start the driver on `target`.
-    fn start(self, target: transport::Target) -> Client {
+    /// Start the driver on `targets`.
+    fn start(self, targets: Endpoints) -> Client {
         let origin = tokio::time::Instant::now();
         let seed = self
             .seed
             .unwrap_or_else(|| RandomState::new().hash_one(origin));
         let host_call_timeout = self.resolved_host_call_timeout();
         let session = Session::new(self.resolved_config(), belay_proto::Instant::ZERO, seed);
-        let target = Ok(Arc::new(target.with_codec(self.codec)));
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (status_tx, status_rx) = watch::channel(Status::default());
         let (events_tx, _) = broadcast::channel(EVENT_CAPACITY);
@@ -326,7 +381,7 @@ impl ClientBuilder {
         let driver = Driver::new(
             session,
             origin,
-            target,
+            Ok(targets),
             driver::Providers {
                 token: self.token_provider,
                 subscription_token: self.subscription_tokens,

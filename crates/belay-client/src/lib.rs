@@ -103,6 +103,7 @@
 
 mod builder;
 mod driver;
+mod endpoints;
 mod error;
 mod error_code;
 mod fallback;

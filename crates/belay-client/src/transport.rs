@@ -6,6 +6,7 @@
 //! the ones from a transport it no longer owns.
 
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +37,8 @@ pub(crate) struct Target {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// The codec offered first in the upgrade (JSON: none is offered).
     pub(crate) codec: Codec,
+    /// The local address connections are made from (`None`: the system's choice).
+    local: Option<IpAddr>,
 }
 
 impl Target {
@@ -67,7 +70,14 @@ impl Target {
             port,
             tls: secure.then_some(tls),
             codec: Codec::Json,
+            local: None,
         })
+    }
+
+    /// Connect from `local` (port chosen by the system).
+    pub(crate) fn with_local_address(mut self, local: Option<IpAddr>) -> Target {
+        self.local = local;
+        self
     }
 
     /// Offer `codec` first in every upgrade (spec/PROTOCOL.md §1.8).
@@ -266,7 +276,7 @@ pub(crate) async fn connect(target: &Target) -> Result<Box<dyn Io>, Failure> {
     let mut last = None;
     let mut tcp = None;
     for addr in addrs {
-        match TcpStream::connect(addr).await {
+        match connect_from(target.local, addr).await {
             Ok(stream) => {
                 tcp = Some(stream);
                 break;
@@ -304,6 +314,19 @@ pub(crate) async fn connect(target: &Target) -> Result<Box<dyn Io>, Failure> {
         }
     };
     Ok(io)
+}
+
+/// A TCP connection to `addr`, from `local` if set.
+async fn connect_from(local: Option<IpAddr>, addr: SocketAddr) -> io::Result<TcpStream> {
+    let Some(local) = local else {
+        return TcpStream::connect(addr).await;
+    };
+    let socket = match local {
+        IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(local, 0))?;
+    socket.connect(addr).await
 }
 
 /// What a codec or upgrade error means for the core.

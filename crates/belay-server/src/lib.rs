@@ -69,6 +69,7 @@ mod hosts;
 mod idempotency_expiry;
 mod inspect;
 mod mailbox;
+mod method_table;
 pub mod metrics;
 mod node;
 mod outbound;

@@ -40,6 +40,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::auth::Principal;
+use crate::method_table::{Answer, Caller, MethodTable};
 
 /// An error a method returns; becomes `response.error`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -262,6 +263,24 @@ impl Methods {
             index: 0,
         }
         .run(ctx, params)
+    }
+}
+
+impl From<Caller<crate::Server>> for CallContext {
+    fn from(caller: Caller<crate::Server>) -> Self {
+        CallContext {
+            principal: caller.principal,
+            session: caller.session,
+            idempotency_key: caller.idempotency_key,
+            server: caller.server,
+        }
+    }
+}
+
+impl MethodTable<crate::Server> for Methods {
+    fn call(&self, name: &str, caller: Caller<crate::Server>, params: Payload) -> Answer {
+        let answer = Methods::call(self, name, caller.into(), params);
+        Box::pin(async move { answer.await.map_err(RpcError::into_body) })
     }
 }
 

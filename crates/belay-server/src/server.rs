@@ -128,7 +128,7 @@ impl ServerBuilder {
             node: Mutex::new(node),
             config: self.config,
             clock,
-            methods: self.methods,
+            methods: Box::new(self.methods),
             auth: self.auth,
             broker,
             presence,

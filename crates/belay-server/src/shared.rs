@@ -4,10 +4,11 @@
 //! requests, the hosts and the SSE fallback all use this module; it uses
 //! only leaves that import none of them (config, clock, metrics, auth,
 //! broker, mailbox, events, stream, `host_waiters`, `sse_streams`,
-//! `sse_relay`), so the server's parts do not import each other in a loop
-//! (`scripts/module-cycles.py crates/belay-server/src --allow rpc:shared`
-//! in the test command; the one allowance: a method's `CallContext` holds
-//! the `Server`, which holds the methods). `server.rs` builds the state and
+//! `sse_relay`, `method_table`), so the server's parts do not import each
+//! other in a loop (`scripts/module-cycles.py crates/belay-server/src` in
+//! the test command). The application's methods are held as a
+//! [`MethodTable`] of this module's [`Server`]: `rpc`, whose `CallContext`
+//! holds the `Server`, implements it. `server.rs` builds the state and
 //! puts the public API on the handle; `node.rs` drives the server-wide
 //! core.
 
@@ -23,8 +24,8 @@ use crate::auth::Authenticator;
 use crate::broker::Broker;
 use crate::clock::Clock;
 use crate::config::ServerConfig;
+use crate::method_table::MethodTable;
 use crate::metrics::Metrics;
-use crate::rpc::Methods;
 use crate::stream::StreamLayer;
 
 pub use belay_proto::server::Lifecycle;
@@ -33,7 +34,8 @@ pub use belay_proto::server::Lifecycle;
 pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) clock: Clock,
-    pub(crate) methods: Methods,
+    /// The application's methods ([`crate::rpc::Methods`]).
+    pub(crate) methods: Box<dyn MethodTable<Server>>,
     pub(crate) auth: Arc<dyn Authenticator>,
     pub(crate) broker: Arc<dyn Broker>,
     /// Where presence members are kept (the broker's, else this node's).

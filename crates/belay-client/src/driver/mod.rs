@@ -12,7 +12,6 @@
 //! ```
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use belay_proto::message::{Codec, RawJson};
@@ -23,11 +22,12 @@ use belay_proto::{
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
+use crate::endpoints::Endpoints;
 use crate::error::{RequestError, SubscribeError};
 use crate::fallback::Fallback;
 use crate::status::{ClientEvent, Disconnect, Losses, Status};
 use crate::subscription::{Item, Subscription};
-use crate::transport::{self, Fact, Outgoing, Target};
+use crate::transport::{self, Fact, Outgoing};
 
 #[cfg(test)]
 mod every_output;
@@ -72,9 +72,9 @@ pub(crate) struct Outlets {
 pub(crate) struct Driver {
     session: Session,
     origin: tokio::time::Instant,
-    /// The parsed URL, or why it cannot be dialed (reported on every dial,
-    /// so the core halts with `InvalidConfig`).
-    target: Result<Arc<Target>, Failure>,
+    /// The parsed URLs, or why they cannot be dialed (reported on every
+    /// dial, so the core halts with `InvalidConfig`).
+    targets: Result<Endpoints, Failure>,
     providers: Providers,
     /// Where the providers' answers come back (each call runs in a task):
     /// `None` for the connection's token, else the channel's.
@@ -108,7 +108,7 @@ impl Driver {
     pub(crate) fn new(
         session: Session,
         origin: tokio::time::Instant,
-        target: Result<Arc<Target>, Failure>,
+        targets: Result<Endpoints, Failure>,
         providers: Providers,
         commands: mpsc::UnboundedReceiver<Command>,
         weak_commands: mpsc::WeakUnboundedSender<Command>,
@@ -122,7 +122,7 @@ impl Driver {
             tokens_rx,
             session,
             origin,
-            target,
+            targets,
             providers,
             commands,
             weak_commands,
@@ -333,21 +333,22 @@ impl Driver {
             .outlets
             .events
             .send(ClientEvent::Connecting { attempt });
-        match &self.target {
-            Ok(target) => {
+        match &mut self.targets {
+            Ok(targets) => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 self.transports.insert(id, tx);
                 let kind = self.fallback.dial(id);
-                let (target, facts) = (Arc::clone(target), self.facts_tx.clone());
+                let (target, facts) = (targets.for_dial(attempt), self.facts_tx.clone());
                 match kind {
                     TransportKind::Sse => self.tasks.spawn(crate::sse::run(id, target, rx, facts)),
                     _ => self.tasks.spawn(transport::run(id, target, rx, facts)),
                 };
             }
             Err(failure) => {
+                let failure = failure.clone();
                 let now = self.now();
                 self.session
-                    .handle_input(now, Input::TransportFailed(id, failure.clone()));
+                    .handle_input(now, Input::TransportFailed(id, failure));
             }
         }
     }
@@ -426,8 +427,9 @@ impl Driver {
 
     /// On the fallback: start a WebSocket probe when one is due.
     fn probe(&mut self, now: belay_proto::Instant) {
-        if let Ok(target) = &self.target {
-            self.fallback.probe(now, target, &mut self.tasks);
+        if let Ok(targets) = &self.targets {
+            self.fallback
+                .probe(now, &targets.current(), &mut self.tasks);
         }
     }
 

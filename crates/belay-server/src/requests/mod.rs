@@ -33,8 +33,8 @@ use tokio::task::AbortHandle;
 
 use crate::auth::Principal;
 use crate::mailbox::{Control, ControlSender};
+use crate::method_table::Caller;
 use crate::metrics::lock;
-use crate::rpc::CallContext;
 use crate::shared::Shared;
 
 mod shared_store;
@@ -171,7 +171,7 @@ pub(crate) async fn run(task: RequestTask, start: Admit) {
 }
 
 async fn call(task: &RequestTask) -> Reply {
-    let ctx = CallContext {
+    let caller = Caller {
         principal: task.principal.clone(),
         session: Arc::clone(&task.session),
         idempotency_key: task.request.idem.clone(),
@@ -181,19 +181,25 @@ async fn call(task: &RequestTask) -> Reply {
     };
     let params = || task.request.params.clone();
     match task.request.method.as_str() {
-        crate::client_publish::METHOD => return crate::client_publish::run(ctx, params()).await,
-        crate::hosts::call::METHOD => return crate::hosts::call::run(ctx, params()).await,
-        crate::hosts::answer::METHOD => return crate::hosts::answer::run(ctx, params()).await,
+        crate::client_publish::METHOD => {
+            return crate::client_publish::run(caller.into(), params()).await
+        }
+        crate::hosts::call::METHOD => {
+            return crate::hosts::call::run(caller.into(), params()).await
+        }
+        crate::hosts::answer::METHOD => {
+            return crate::hosts::answer::run(caller.into(), params()).await
+        }
         _ => {}
     }
     match task
         .shared
         .methods
-        .call(&task.request.method, ctx, task.request.params.clone())
+        .call(&task.request.method, caller, params())
         .await
     {
         Ok(result) => Reply::Result(result.into()),
-        Err(error) => Reply::Error(error.into_body()),
+        Err(error) => Reply::Error(error),
     }
 }
 
