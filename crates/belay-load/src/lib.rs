@@ -13,12 +13,16 @@
 //!
 //! The modules, by kind:
 //!
-//! * [`clients`]: the minimal protocol clients the loads run.
+//! * [`clients`]: the minimal protocol clients the loads run, and the
+//!   belay-client session of the suites whose clients come back after a loss.
 //!   * [`target`](clients::target): where the load goes and where it comes from.
 //!   * [`websocket`](clients::websocket): a Belay session over tokio-websockets (JSON).
 //!   * [`wire`](clients::wire): the same session in either codec (JSON or binary).
 //!   * [`sse`](clients::sse): a Belay session over the SSE fallback.
 //!   * [`socketio`](clients::socketio): a socket.io v4 client, for the peers.
+//!   * [`session`](clients::session): a belay-client `Client` (the core's
+//!     `Session`) from a source address: the abuse victim, the cluster's
+//!     capacity and recovery clients, the herd.
 //! * [`loads`]: bounded loads that return a report.
 //!   * [`idle`](loads::idle): open N sessions, answer pings, hold them.
 //!   * [`echo`](loads::echo): C sessions × R sequential `echo` requests.

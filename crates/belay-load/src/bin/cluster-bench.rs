@@ -53,6 +53,9 @@ enum Cmd {
         handshakes: usize,
         #[arg(long, default_value_t = 256)]
         subscribes_in_flight: usize,
+        /// The sessions' quiet time before they probe.
+        #[arg(long, default_value_t = 20_000)]
+        probe_interval_ms: u64,
     },
     /// Publishing through Redis on 1, 2, 4 nodes vs the memory broker and redis-benchmark.
     Publish {
@@ -147,6 +150,7 @@ fn main() -> Result<(), String> {
             messages,
             handshakes,
             subscribes_in_flight,
+            probe_interval_ms,
         } => runtime.block_on(capacity::hold_main(HoldArgs {
             url,
             connections,
@@ -155,6 +159,7 @@ fn main() -> Result<(), String> {
             messages,
             handshakes,
             subscribes_in_flight,
+            probe_interval: Duration::from_millis(probe_interval_ms),
         })),
         Cmd::Publish {
             nodes,

@@ -1,20 +1,22 @@
 //! The minimal protocol clients every load runs: one task and one socket per
 //! session, frames told apart by their kind without a full decode, so one
 //! process can hold tens of thousands of sessions next to the server it
-//! measures. They are not the core's `Session`: the few suites whose
-//! clients come back after a loss (the abuse victim, the cluster's capacity
-//! and recovery runs) resubscribe by hand, from their last position, so the
-//! run measures the server rather than a reconnect policy; `herd` is the
-//! suite that runs real `Session`s (through belay-client).
+//! measures. They hold no reconnect or resume logic: a suite whose clients
+//! come back after a loss (the abuse victim, the cluster's capacity and
+//! recovery runs, the herd) runs the core's `Session` through belay-client
+//! ([`session`]).
 //!
 //! * [`target`]: where the load goes (loopback only) and where it comes from
 //!   (127.0.0.x source addresses).
 //! * [`websocket`]: a Belay session over one tokio-websockets stream (JSON).
 //! * [`wire`]: the same session in either codec (JSON or compact binary).
 //! * [`sse`]: a Belay session over the SSE fallback (stream + sends).
+//! * [`session`]: a belay-client `Client` (the core's `Session`) from a
+//!   source address, to the targets in turn.
 //! * [`socketio`]: a socket.io v4 / engine.io v4 client (WebSocket only), the
 //!   loads' way into a socket.io peer.
 
+pub mod session;
 pub mod socketio;
 pub mod sse;
 pub mod target;

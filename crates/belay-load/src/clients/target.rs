@@ -45,6 +45,11 @@ impl Target {
         })
     }
 
+    /// The URL, for a client that parses its own (belay-client).
+    pub fn url(&self) -> String {
+        format!("ws://{}{}", self.addr, self.uri.path())
+    }
+
     /// The target for a server listening at `addr` (path `/ws`).
     pub fn local(addr: SocketAddr) -> Result<Target, LoadError> {
         Target::parse(&format!("ws://{addr}/ws"))

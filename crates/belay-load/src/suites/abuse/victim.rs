@@ -1,7 +1,8 @@
-//! The well-behaved victim: one session from 127.0.0.1, subscribed to the
-//! demo's `feed` (a tick every 500 ms), sending an `echo` every 20 ms with
-//! a 5 s deadline; and a probe opening a new session from 127.0.0.1 every
-//! 500 ms. Both run on their own thread and runtime, so the attacker's
+//! The well-behaved victim: one belay-client session (the core's
+//! `Session`: it answers pings, comes back after a loss and resumes `feed`
+//! from its position) from 127.0.0.1, subscribed to the demo's `feed` (a
+//! tick every 500 ms), sending an `echo` every 20 ms with a 5 s deadline;
+//! and a probe opening a new session from 127.0.0.1 every 500 ms. Both run on their own thread and runtime, so the attacker's
 //! tasks never delay them inside this process.
 //!
 //! Every figure is filed under the [`Phase`] in force when the echo was
@@ -11,16 +12,21 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{oneshot, watch};
+use belay_client::{Client, ClientEvent, Item, RequestError, RequestOptions, Subscription};
+use belay_proto::message::RawJson;
+use belay_proto::{Config, Event};
+use futures_util::SinkExt;
+use serde_json::json;
+use tokio::sync::{broadcast, oneshot, watch};
+use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_websockets::Message;
 
-use super::attack::{failure_kind, field_str};
+use super::attack::failure_kind;
+use crate::clients::session;
 use crate::clients::target::Target;
-use crate::clients::websocket::{self, Session, PONG};
+use crate::clients::websocket;
 use crate::measure::stats::Latencies;
-use crate::LoadError;
 
 /// The victim's address.
 pub const VICTIM_IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -66,11 +72,13 @@ pub struct PhaseStats {
     pub latencies: Latencies,
     /// `feed` publications received.
     pub publications: u64,
-    /// Offsets skipped within an epoch.
+    /// Offsets skipped within an epoch, plus one for each resync (the
+    /// server could not replay what `feed` missed).
     pub missing_offsets: u64,
     /// `feed` silent for more than 2 s.
     pub stalls: u64,
-    /// `unsubscribed` for `feed` (the subscription was lost).
+    /// `feed` lost by the service (`unsubscribed`; the core subscribes
+    /// again from its position).
     pub lost_subscriptions: u64,
     /// The victim's session dropped.
     pub disconnects: u64,
@@ -157,22 +165,23 @@ async fn run(
     report
 }
 
-/// The echoing, subscribed session.
+/// The echoing, subscribed session: a belay-client `Client` (the core's
+/// `Session`), which answers the server's pings, comes back after a loss
+/// and resumes `feed` from its position.
 #[derive(Debug, Default)]
 struct Echoer {
     report: VictimReport,
-    pending: HashMap<u64, (Instant, Phase)>,
+    /// Echoes in flight, by number: the phase they were sent in.
+    pending: HashMap<u64, Phase>,
     next_id: u64,
-    /// The `feed` position: epoch and last offset.
-    position: Option<(String, u64)>,
+    /// The last `feed` offset delivered (the core keeps the epoch).
+    last_offset: Option<u64>,
     last_publication: Option<Instant>,
     stalled: bool,
 }
 
-enum Event {
-    Tick,
-    Frame(Result<Message, String>),
-}
+/// A settled echo: its number, when it was sent, and the answer.
+type Settled = (u64, Instant, Result<RawJson, RequestError>);
 
 impl Echoer {
     fn stats(&mut self, phase: Phase) -> &mut PhaseStats {
@@ -185,192 +194,172 @@ impl Echoer {
         phase: watch::Receiver<Phase>,
         ready: oneshot::Sender<Result<(), String>>,
     ) -> VictimReport {
-        let ws = match self.connect(target, Phase::Baseline).await {
-            Ok(ws) => ws,
+        let (client, mut feed, mut subscription) = match self.connect(target).await {
+            Ok(opened) => opened,
             Err(e) => {
                 let _ = ready.send(Err(format!("the victim could not subscribe: {e}")));
                 return std::mem::take(&mut self.report);
             }
         };
         let _ = ready.send(Ok(()));
-        let mut ws = Some(ws);
+        let mut echoes: JoinSet<Settled> = JoinSet::new();
         let mut tick = tokio::time::interval(ECHO_EVERY);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut done_at: Option<Instant> = None;
         loop {
-            let event = tokio::select! {
-                _ = tick.tick() => Event::Tick,
-                frame = next_frame(ws.as_mut()) => Event::Frame(frame),
-            };
-            let now = Instant::now();
             let current = *phase.borrow();
-            match event {
-                Event::Tick => {
-                    self.sweep(now, false);
+            tokio::select! {
+                biased;
+                event = session::next_event(&mut feed) => match event {
+                    Some(Ok(event)) => self.on_event(&event, Instant::now(), current),
+                    Some(Err(e)) => self.report.disconnects.push(format!("{current:?}: {e}")),
+                    None => break,
+                },
+                item = subscription.next() => match item {
+                    Some(Item::Publication(publication)) => {
+                        self.publication(publication.offset, Instant::now(), current);
+                    }
+                    Some(Item::Resync) => self.resync(current),
+                    Some(other) => {
+                        self.report.disconnects.push(format!("{current:?}: feed ended: {other:?}"));
+                        break;
+                    }
+                    None => break,
+                },
+                Some(settled) = echoes.join_next(), if !echoes.is_empty() => {
+                    if let Ok((id, sent, answer)) = settled {
+                        self.settled(id, sent, &answer, Instant::now());
+                    }
+                }
+                _ = tick.tick() => {
+                    let now = Instant::now();
                     if current == Phase::Done {
                         let done = *done_at.get_or_insert(now);
-                        if self.pending.is_empty() || now >= done + ECHO_DEADLINE {
+                        if echoes.is_empty() || now >= done + ECHO_DEADLINE {
                             break;
                         }
                         continue;
                     }
                     self.check_stall(now, current);
-                    if ws.is_none() {
-                        let started = Instant::now();
-                        ws = self.reconnect(target, current).await;
-                        // Echoes due while reconnecting were not sent either.
-                        let missed =
-                            (started.elapsed().as_millis() / ECHO_EVERY.as_millis()) as u64;
-                        let stats = self.stats(current);
-                        stats.echoes += missed;
-                        stats.unanswered += missed;
-                    }
-                    self.echo(&mut ws, current).await;
+                    let (id, options) = self.echo(current);
+                    let client = client.clone();
+                    echoes.spawn(async move {
+                        let sent = Instant::now();
+                        let answer = client.request_with("echo", json!({"n": id}), options).await;
+                        (id, sent, answer)
+                    });
                 }
-                Event::Frame(Ok(message)) => {
-                    if let Some(text) = message.as_text() {
-                        let answer = self.handle(text, now, current);
-                        if let (Some(frame), Some(open)) = (answer, ws.as_mut()) {
-                            if let Err(e) = open.send(Message::text(frame)).await {
-                                self.disconnected(&mut ws, current, e.to_string());
-                            }
-                        }
-                    }
-                }
-                Event::Frame(Err(why)) => self.disconnected(&mut ws, current, why),
             }
         }
-        self.sweep(Instant::now(), true);
-        if let Some(mut open) = ws {
-            let _ = open.send(Message::close(None, "")).await;
-        }
+        echoes.abort_all();
+        self.sweep();
+        client.close().await;
         std::mem::take(&mut self.report)
     }
 
-    /// Open a session and subscribe to `feed` (resuming from the position
-    /// if there is one); `Ok` once `subscribed`.
-    async fn connect(&mut self, target: &Target, phase: Phase) -> Result<Session, LoadError> {
-        let mut ws = websocket::open(target, Some(VICTIM_IP), PROBE_BOUND).await?;
-        ws.send(Message::text(self.subscribe_frame())).await?;
+    /// A client subscribed to `feed`, once the server confirmed it.
+    async fn connect(
+        &mut self,
+        target: &Target,
+    ) -> Result<(Client, broadcast::Receiver<ClientEvent>, Subscription), String> {
+        let mut config = Config::default();
+        config.set_request_timeout(ECHO_DEADLINE);
+        let client = session::builder(std::slice::from_ref(target), Some(VICTIM_IP), config, 1)
+            .connect()
+            .map_err(|e| e.to_string())?;
+        let mut feed = client.events();
+        let subscription = client.subscribe("feed").await.map_err(|e| e.to_string())?;
         let confirmed = tokio::time::timeout(PROBE_BOUND, async {
             loop {
-                let text = websocket::next_non_ping(&mut ws).await?;
-                if websocket::message_type(&text) == Some("subscribed") {
-                    return Ok::<_, LoadError>(text);
+                match session::next_event(&mut feed).await {
+                    Some(Ok(Event::Subscribed { .. })) => return Ok(()),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e),
+                    None => return Err("the client stopped".to_owned()),
                 }
             }
         })
         .await
-        .map_err(|_| LoadError::Timeout("subscribing to feed"))??;
-        self.subscribed(&confirmed, Instant::now(), phase);
-        Ok(ws)
+        .map_err(|_| "no `subscribed` for feed within 5 s".to_owned())?;
+        confirmed?;
+        self.last_publication = Some(Instant::now());
+        Ok((client, feed, subscription))
     }
 
-    /// `subscribe` to `feed`, from the position if there is one.
-    fn subscribe_frame(&self) -> String {
-        match &self.position {
-            Some((epoch, offset)) => format!(
-                r#"{{"type":"subscribe","channel":"feed","since":{{"epoch":"{epoch}","offset":{offset}}}}}"#
-            ),
-            None => r#"{"type":"subscribe","channel":"feed"}"#.to_owned(),
-        }
-    }
-
-    async fn reconnect(&mut self, target: &Target, phase: Phase) -> Option<Session> {
-        match self.connect(target, phase).await {
-            Ok(ws) => Some(ws),
-            Err(e) => {
-                self.report
-                    .disconnects
-                    .push(format!("{phase:?}: reconnect failed: {e}"));
-                None
-            }
-        }
-    }
-
-    async fn echo(&mut self, ws: &mut Option<Session>, phase: Phase) {
+    /// An echo is due: count it; its number and options.
+    fn echo(&mut self, phase: Phase) -> (u64, RequestOptions) {
         self.stats(phase).echoes += 1;
-        let Some(open) = ws.as_mut() else {
-            self.stats(phase).unanswered += 1;
+        self.next_id += 1;
+        self.pending.insert(self.next_id, phase);
+        (
+            self.next_id,
+            RequestOptions::default().timeout(ECHO_DEADLINE),
+        )
+    }
+
+    /// An echo settled: answered within the deadline, or not (no answer,
+    /// an error answer, or never sent because the victim was not
+    /// connected), in the phase it was sent in.
+    fn settled(
+        &mut self,
+        id: u64,
+        sent: Instant,
+        answer: &Result<RawJson, RequestError>,
+        now: Instant,
+    ) {
+        let Some(phase) = self.pending.remove(&id) else {
             return;
         };
-        self.next_id += 1;
-        let id = self.next_id;
-        let frame = format!(
-            r#"{{"type":"request","id":{id},"method":"echo","params":{{"n":{id}}},"timeout_ms":5000}}"#
-        );
-        self.pending.insert(id, (Instant::now(), phase));
-        if let Err(e) = open.send(Message::text(frame)).await {
-            self.disconnected(ws, phase, e.to_string());
+        let stats = self.stats(phase);
+        match answer {
+            Ok(_) if now - sent < ECHO_DEADLINE => {
+                stats.answered += 1;
+                stats.latencies.record(now - sent);
+            }
+            Err(RequestError::Server { .. }) => {
+                stats.error_answers += 1;
+                stats.unanswered += 1;
+            }
+            _ => stats.unanswered += 1,
         }
     }
 
-    /// Handle one text frame; the frame to send back, if any.
-    fn handle(&mut self, text: &str, now: Instant, phase: Phase) -> Option<String> {
-        match websocket::message_type(text) {
-            Some("response") => {
-                let id = websocket::field_u64(text, "id")?;
-                let (sent, sent_in) = self.pending.remove(&id)?;
-                let stats = self.stats(sent_in);
-                if text.contains("\"error\":") {
-                    stats.error_answers += 1;
-                    stats.unanswered += 1;
-                } else {
-                    stats.answered += 1;
-                    stats.latencies.record(now - sent);
-                }
+    fn on_event(&mut self, event: &Event, now: Instant, phase: Phase) {
+        match event {
+            Event::Disconnected { reason, .. } => {
+                self.stats(phase).disconnects += 1;
+                self.report
+                    .disconnects
+                    .push(format!("{phase:?}: {reason:?}"));
             }
-            Some("publication") => self.publication(text, now, phase),
-            Some("subscribed") => self.subscribed(text, now, phase),
-            Some("unsubscribed") => {
+            Event::SubscriptionLost { channel, .. } if channel == "feed" => {
                 self.stats(phase).lost_subscriptions += 1;
-                return Some(self.subscribe_frame());
             }
-            Some("ping") => return Some(PONG.to_owned()),
+            Event::Subscribed { channel, .. } if channel == "feed" => {
+                self.last_publication.get_or_insert(now);
+            }
             _ => {}
         }
-        None
     }
 
-    fn publication(&mut self, text: &str, now: Instant, phase: Phase) {
-        if self.advance(text, phase) {
-            self.stats(phase).publications += 1;
-            self.last_publication = Some(now);
-            self.stalled = false;
+    /// A `feed` publication (in order, without duplicates, from the core):
+    /// offsets skipped count as missing.
+    fn publication(&mut self, offset: u64, now: Instant, phase: Phase) {
+        if let Some(last) = self.last_offset {
+            let skipped = offset.saturating_sub(last.saturating_add(1));
+            self.stats(phase).missing_offsets += skipped;
         }
+        self.last_offset = Some(offset);
+        self.stats(phase).publications += 1;
+        self.last_publication = Some(now);
+        self.stalled = false;
     }
 
-    fn subscribed(&mut self, text: &str, now: Instant, phase: Phase) {
-        if self.advance(text, phase) {
-            self.last_publication.get_or_insert(now);
-        }
-    }
-
-    /// Move the position to the `epoch`/`offset` of `text` (a
-    /// `publication` or `subscribed`), counting skipped offsets; `false`
-    /// if it has none.
-    fn advance(&mut self, text: &str, phase: Phase) -> bool {
-        let (Some(epoch), Some(offset)) = (
-            field_str(text, "epoch"),
-            websocket::field_u64(text, "offset"),
-        ) else {
-            return false;
-        };
-        let last = match &self.position {
-            Some((known, last)) if known == epoch => Some(*last),
-            _ => None,
-        };
-        match last {
-            Some(last) => {
-                let skipped = offset.saturating_sub(last.saturating_add(1));
-                self.stats(phase).missing_offsets += skipped;
-                if offset > last {
-                    self.position = Some((epoch.to_owned(), offset));
-                }
-            }
-            None => self.position = Some((epoch.to_owned(), offset)),
-        }
-        true
+    /// The server could not replay what `feed` missed: at least one
+    /// publication is lost, and offsets start again from the server's.
+    fn resync(&mut self, phase: Phase) {
+        self.stats(phase).missing_offsets += 1;
+        self.last_offset = None;
     }
 
     fn check_stall(&mut self, now: Instant, phase: Phase) {
@@ -381,46 +370,12 @@ impl Echoer {
         }
     }
 
-    /// Count echoes past their deadline (or all still pending, if `all`).
-    fn sweep(&mut self, now: Instant, all: bool) {
-        let late: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, (sent, _))| all || now - *sent >= ECHO_DEADLINE)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in late {
-            if let Some((_, phase)) = self.pending.remove(&id) {
-                self.stats(phase).unanswered += 1;
-            }
+    /// Echoes still in flight at the end are unanswered.
+    fn sweep(&mut self) {
+        let phases: Vec<Phase> = self.pending.drain().map(|(_, phase)| phase).collect();
+        for phase in phases {
+            self.stats(phase).unanswered += 1;
         }
-    }
-
-    fn disconnected(&mut self, ws: &mut Option<Session>, phase: Phase, why: String) {
-        if ws.take().is_some() {
-            self.stats(phase).disconnects += 1;
-            self.report.disconnects.push(format!("{phase:?}: {why}"));
-        }
-        // Echoes in flight on the lost session will never be answered.
-        self.sweep(Instant::now(), true);
-    }
-}
-
-/// The next frame of `ws` (never, without a session); `Err` when it closed.
-async fn next_frame(ws: Option<&mut Session>) -> Result<Message, String> {
-    let Some(ws) = ws else {
-        return std::future::pending().await;
-    };
-    match ws.next().await {
-        Some(Ok(message)) => match message.as_close() {
-            Some((code, reason)) => Err(format!(
-                "closed by the server: {} {reason}",
-                u16::from(code)
-            )),
-            None => Ok(message),
-        },
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err("connection closed".into()),
     }
 }
 
@@ -470,75 +425,60 @@ async fn probe(
 mod tests {
     use super::*;
 
-    fn publication(offset: u64) -> String {
-        format!(
-            r#"{{"type":"publication","channel":"feed","epoch":"e1","offset":{offset},"data":{{"tick":{offset}}}}}"#
-        )
-    }
-
     #[test]
     fn gaps_are_counted_in_the_phase_they_are_seen() {
         let mut e = Echoer::default();
         let t = Instant::now();
-        let subscribed = r#"{"type":"subscribed","channel":"feed","epoch":"e1","offset":4}"#;
-        assert_eq!(e.handle(subscribed, t, Phase::Baseline), None);
-        e.handle(&publication(5), t, Phase::Baseline);
-        e.handle(&publication(8), t, Phase::Abuse);
-        e.handle(&publication(8), t, Phase::Abuse); // a repeat is no gap
+        e.publication(5, t, Phase::Baseline);
+        e.publication(6, t, Phase::Baseline);
+        e.publication(9, t, Phase::Abuse);
         assert_eq!(e.report.phases[0].gaps(), 0);
         assert_eq!(e.report.phases[1].missing_offsets, 2);
-        assert_eq!(e.report.phases[1].publications, 2);
-        // Lost: resubscribe from the position.
-        let again = e
-            .handle(
-                r#"{"type":"unsubscribed","channel":"feed","code":"lagged"}"#,
-                t,
-                Phase::Abuse,
-            )
-            .expect("a resubscribe");
-        assert!(
-            again.contains(r#""since":{"epoch":"e1","offset":8}"#),
-            "{again}"
-        );
+        assert_eq!(e.report.phases[1].publications, 1);
+        let lost = Event::SubscriptionLost {
+            channel: "feed".into(),
+            code: "lagged".into(),
+        };
+        e.on_event(&lost, t, Phase::Abuse);
         assert_eq!(e.report.phases[1].gaps(), 3);
+        // Not recovered: one lost at least, and offsets start again.
+        e.resync(Phase::Recovery);
+        e.publication(1, t, Phase::Recovery);
+        assert_eq!(e.report.phases[2].missing_offsets, 1);
         // Silent for more than 2 s: one stall, however long it lasts.
         e.check_stall(t + Duration::from_secs(3), Phase::Recovery);
         e.check_stall(t + Duration::from_secs(4), Phase::Recovery);
         assert_eq!(e.report.phases[2].stalls, 1);
-        assert_eq!(
-            e.handle(r#"{"type":"ping"}"#, t, Phase::Recovery),
-            Some(PONG.to_owned())
-        );
     }
 
     #[test]
     fn echoes_are_answered_failed_or_late() {
         let mut e = Echoer::default();
         let t = Instant::now();
-        for id in 1..=3 {
-            e.pending.insert(id, (t, Phase::Abuse));
-        }
+        let ids: Vec<u64> = (0..4).map(|_| e.echo(Phase::Abuse).0).collect();
         let later = t + Duration::from_millis(3);
-        e.handle(
-            r#"{"type":"response","id":1,"result":{"n":1}}"#,
-            later,
-            Phase::Recovery,
-        );
-        e.handle(
-            r#"{"type":"response","id":2,"error":{"code":"rate_limited"}}"#,
-            later,
-            Phase::Recovery,
-        );
+        let result = RawJson::null();
+        e.settled(ids[0], t, &Ok(result.clone()), later);
+        let refused = RequestError::Server {
+            code: "rate_limited".into(),
+            message: String::new(),
+            retry_after_ms: None,
+        };
+        e.settled(ids[1], t, &Err(refused), later);
+        e.settled(ids[2], t, &Ok(result), t + ECHO_DEADLINE);
         let during = &e.report.phases[1];
+        assert_eq!(during.echoes, 4);
         assert_eq!(
             (during.answered, during.unanswered, during.error_answers),
-            (1, 1, 1)
+            (1, 2, 1),
+            "answered, refused, answered too late"
         );
         assert_eq!(during.latencies.len(), 1);
-        e.sweep(t + Duration::from_secs(4), false);
-        assert_eq!(e.report.phases[1].unanswered, 1);
-        e.sweep(t + ECHO_DEADLINE, false);
-        assert_eq!(e.report.phases[1].unanswered, 2);
+        e.sweep();
+        assert_eq!(
+            e.report.phases[1].unanswered, 3,
+            "still in flight at the end"
+        );
         assert!(e.pending.is_empty());
     }
 }

@@ -7,7 +7,7 @@
 //! by lines on their stdin:
 //!
 //! ```text
-//! parent                         hold child (sessions answer pings all along)
+//! parent                         hold child (belay-client sessions answer pings all along)
 //!   (start)                 ──▶  opens N sessions            ──▶ OPENED ok failed ms first-error
 //!   alive                   ──▶                              ──▶ ALIVE n
 //!   subscribe               ──▶  every session subscribes    ──▶ SUBSCRIBED ok refused retried ms first-refusal
@@ -29,17 +29,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::SinkExt;
+use belay_client::{ClientEvent, Item};
+use belay_proto::{Config, Event as CoreEvent};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{mpsc, watch, Semaphore};
-use tokio_websockets::Message;
+use tokio::sync::{broadcast, mpsc, watch, Semaphore};
 
 use super::node::NodeProcess;
-use super::recovery::field_str;
 use super::redis::{free_port, RedisProcess};
 use super::subscribers::{self, PublishRequest};
 use super::{cpu_seconds, med, spread};
+use crate::clients::session;
 use crate::clients::target::Target;
 use crate::clients::websocket::{self, wall_micros};
 use crate::measure::procfs::CLK_TCK;
@@ -68,6 +68,9 @@ pub struct HoldArgs {
     /// Subscribes pending at once (sent, not yet answered for good; 0:
     /// every session subscribes at once).
     pub subscribes_in_flight: usize,
+    /// The sessions' quiet time before they probe (twice the nodes' ping
+    /// interval).
+    pub probe_interval: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +113,10 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
     let (events_tx, mut events) = mpsc::unbounded_channel::<Event>();
     let alive = Arc::new(AtomicUsize::new(0));
     let permits = Arc::new(Semaphore::new(args.handshakes.max(1)));
-    let subscribe = format!(r#"{{"type":"subscribe","channel":"{}"}}"#, args.channel);
+    // The node's pings keep each session alive; the client probes only
+    // when they stop.
+    let mut config = Config::default();
+    config.set_probe_interval(args.probe_interval);
     let subscribe_permits = (args.subscribes_in_flight > 0)
         .then(|| Arc::new(Semaphore::new(args.subscribes_in_flight)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -121,13 +127,13 @@ pub async fn hold_main(args: HoldArgs) -> Result<(), String> {
         let session = Session {
             target: target.clone(),
             source: websocket::source_for(&args.sources, i),
+            config: config.clone(),
+            seed: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
             phase: phase_rx.clone(),
             events: events_tx.clone(),
             alive: Arc::clone(&alive),
-            subscribe: subscribe.clone(),
             channel: args.channel.clone(),
             messages: args.messages,
-            rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
             subscribe_permits: subscribe_permits.clone(),
         };
         tasks.spawn(session.run(permit));
@@ -250,187 +256,119 @@ fn one_line(error: Option<&str>) -> String {
     error.map_or_else(|| "-".into(), |e| e.replace(['\n', '\r'], " "))
 }
 
+/// One held session: a belay-client `Client` (the core's `Session`), which
+/// answers the node's pings, resubscribes a lost subscription from its
+/// position, and delivers publications in order without duplicates.
 struct Session {
     target: Target,
     source: Option<IpAddr>,
+    config: Config,
+    seed: u64,
     phase: watch::Receiver<Phase>,
     events: mpsc::UnboundedSender<Event>,
     alive: Arc<AtomicUsize>,
-    subscribe: String,
     channel: String,
     messages: u64,
-    /// The backoff's jitter (xorshift64*, never 0).
-    rng: u64,
     /// Subscribes pending at once in this process (`None`: unbounded).
     subscribe_permits: Option<Arc<Semaphore>>,
 }
 
-type Acquiring = std::pin::Pin<
-    Box<
-        dyn std::future::Future<
-                Output = Result<tokio::sync::OwnedSemaphorePermit, tokio::sync::AcquireError>,
-            > + Send,
-    >,
->;
-
-/// Refusals of one session's subscribe retried before it counts as refused.
+/// Refusals of one session's subscribe (the core retries each after its
+/// resubscribe backoff) before it counts as refused.
 const MAX_REFUSALS: u32 = 30;
 
+/// Where a held session's subscription is.
 #[derive(Debug)]
 enum State {
     Idle,
-    /// Waiting for a turn to subscribe (the in-flight bound).
-    Waiting,
-    Pending,
-    /// Refused: subscribe again at this instant.
-    Retry(tokio::time::Instant),
+    /// Sent, not yet confirmed; the turn (the in-flight bound) is held.
+    Pending(Option<tokio::sync::OwnedSemaphorePermit>, u32),
     Receiving(Received, Option<u64>),
-    /// Lost after subscribing: resubscribe from the position at this instant.
-    Lost(Received, Option<u64>, tokio::time::Instant),
-    /// Resubscribed from the position, waiting for `subscribed`.
-    Resuming(Received, Option<u64>),
     Finished,
 }
 
 impl Session {
     async fn run(mut self, permit: tokio::sync::OwnedSemaphorePermit) {
-        let opened = websocket::open(&self.target, self.source, Duration::from_secs(30)).await;
-        drop(permit);
-        let mut ws = match opened {
-            Ok(ws) => ws,
+        let built = session::builder(
+            std::slice::from_ref(&self.target),
+            self.source,
+            self.config.clone(),
+            self.seed,
+        )
+        .connect();
+        let client = match built {
+            Ok(client) => client,
             Err(e) => {
                 let _ = self.events.send(Event::Opened(Err(e.to_string())));
                 return;
             }
         };
+        let mut feed = client.events();
+        // Opened: the first `welcome`, or the first failed dial.
+        let opened = loop {
+            match session::next_event(&mut feed).await {
+                Some(Ok(CoreEvent::Connected { .. })) => break Ok(()),
+                Some(Ok(CoreEvent::ConnectFailed { reason, .. })) => {
+                    break Err(format!("{reason:?}"))
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break Err(e),
+                None => break Err("the client stopped".into()),
+            }
+        };
+        drop(permit);
+        if let Err(e) = opened {
+            let _ = self.events.send(Event::Opened(Err(e)));
+            client.close().await;
+            return;
+        }
         self.alive.fetch_add(1, Ordering::Relaxed);
         let _ = self.events.send(Event::Opened(Ok(())));
+        let mut connected = true;
+        self.hold(&client, &mut feed, &mut connected).await;
+        if connected {
+            self.alive.fetch_sub(1, Ordering::Relaxed);
+        }
+        client.close().await;
+    }
+
+    /// Follow the phases until `stop`: subscribe when asked, count what
+    /// arrives, report when done.
+    async fn hold(
+        &mut self,
+        client: &belay_client::Client,
+        feed: &mut broadcast::Receiver<ClientEvent>,
+        connected: &mut bool,
+    ) {
         let mut state = State::Idle;
-        let mut refusals = 0u32;
-        let mut acquiring: Option<Acquiring> = None;
-        let mut turn: Option<tokio::sync::OwnedSemaphorePermit> = None;
-        let mut epoch = String::new();
+        let mut subscription: Option<belay_client::Subscription> = None;
         loop {
-            // A turn lasts until the subscribe is answered for good.
-            if !matches!(state, State::Pending | State::Retry(_)) {
-                drop(turn.take());
-            }
-            let retry_at = match state {
-                State::Retry(at) | State::Lost(_, _, at) => Some(at),
-                _ => None,
-            };
             tokio::select! {
-                acquired = async { acquiring.as_mut().expect("guarded").await }, if acquiring.is_some() => {
-                    acquiring = None;
-                    turn = acquired.ok();
-                    if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
-                        let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
-                        state = State::Finished;
-                    } else {
-                        state = State::Pending;
+                biased;
+                event = session::next_event(feed) => match event {
+                    Some(Ok(event)) => self.on_event(event, &mut state, connected),
+                    Some(Err(e)) => self.end(&mut state, e),
+                    None => {
+                        self.end(&mut state, "the client stopped".into());
+                        break;
                     }
-                }
-                () = tokio::time::sleep_until(retry_at.unwrap_or_else(tokio::time::Instant::now)), if retry_at.is_some() => {
-                    if let State::Lost(r, offset, _) = std::mem::replace(&mut state, State::Finished) {
-                        let frame = serde_json::json!({
-                            "type": "subscribe", "channel": self.channel,
-                            "since": {"epoch": epoch, "offset": offset.unwrap_or(0)},
-                        });
-                        state = State::Resuming(r, offset);
-                        if ws.send(Message::text(frame.to_string())).await.is_err() {
-                            self.end(&mut state, "send failed".into());
-                        }
-                    } else if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
-                        let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
-                        state = State::Finished;
-                    } else {
-                        state = State::Pending;
-                    }
-                }
-                text = websocket::next_text(&mut ws) => {
-                    let text = match text {
-                        Ok(text) => text,
-                        Err(e) => {
-                            self.end(&mut state, e.to_string());
-                            break;
-                        }
-                    };
-                    match websocket::message_type(&text) {
-                        Some("ping") if ws.send(Message::text(websocket::PONG)).await.is_err() => {
-                            self.end(&mut state, "pong failed".into());
-                            break;
-                        }
-                        Some("subscribed") if matches!(state, State::Resuming(..)) => {
-                            if let State::Resuming(mut r, offset) = std::mem::replace(&mut state, State::Finished) {
-                                let recovered = text.contains(r#""recovered":true"#)
-                                    && field_str(&text, "epoch") == Some(epoch.as_str());
-                                let offset = if recovered {
-                                    offset
-                                } else {
-                                    r.not_recovered += 1;
-                                    websocket::field_u64(&text, "offset")
-                                };
-                                state = State::Receiving(r, offset);
+                },
+                item = async { subscription.as_mut().expect("guarded").next().await }, if subscription.is_some() => {
+                    match item {
+                        Some(Item::Publication(publication)) => self.publication(&publication, &mut state),
+                        Some(Item::Resync) => {
+                            if let State::Receiving(r, _) = &mut state {
+                                r.not_recovered += 1;
                             }
                         }
-                        Some("subscribed") if matches!(state, State::Pending) => {
-                            epoch = field_str(&text, "epoch").unwrap_or_default().to_owned();
-                            state = State::Receiving(Received::default(), websocket::field_u64(&text, "offset"));
-                            let _ = self.events.send(Event::Subscribed(Ok(())));
-                            if self.messages == 0 {
-                                self.finish(&mut state);
-                            }
+                        Some(other) => {
+                            subscription = None;
+                            self.end(&mut state, format!("{other:?}"));
                         }
-                        Some("publication") => {
-                            if let State::Receiving(r, offset) = &mut state {
-                                let now = wall_micros();
-                                if let Some(t) = websocket::field_u64(&text, "t") {
-                                    r.latencies.push(u32::try_from(now.saturating_sub(t)).unwrap_or(u32::MAX));
-                                }
-                                let this = websocket::field_u64(&text, "offset");
-                                if let (Some(before), Some(this)) = (*offset, this) {
-                                    if this != before + 1 {
-                                        r.gaps += 1;
-                                    }
-                                }
-                                *offset = this;
-                                r.got += 1;
-                                r.last_wall = now;
-                                if r.got >= self.messages {
-                                    self.finish(&mut state);
-                                }
-                            }
+                        None => {
+                            subscription = None;
+                            self.end(&mut state, "the subscription ended".into());
                         }
-                        // A refused subscribe is retried after the
-                        // protocol's resubscribe backoff, equal_jitter(500
-                        // ms, 2 s), at most MAX_REFUSALS times.
-                        Some("unsubscribed") if matches!(state, State::Pending) && refusals < MAX_REFUSALS => {
-                            let window = 500u64 << refusals.min(2);
-                            refusals += 1;
-                            let delay = window / 2 + self.next_random() % (window / 2);
-                            state = State::Retry(tokio::time::Instant::now() + Duration::from_millis(delay));
-                            let _ = self.events.send(Event::Refused(text.clone()));
-                        }
-                        // A subscription lost after it was confirmed is
-                        // subscribed again from its position, after the same
-                        // backoff (at most MAX_REFUSALS times).
-                        Some("unsubscribed") if matches!(state, State::Receiving(..) | State::Resuming(..)) => {
-                            match std::mem::replace(&mut state, State::Finished) {
-                                State::Receiving(mut r, offset) | State::Resuming(mut r, offset) if r.resumed < MAX_REFUSALS => {
-                                    let window = 500u64 << r.resumed.min(2);
-                                    r.resumed += 1;
-                                    r.error.get_or_insert(text.clone());
-                                    let delay = window / 2 + self.next_random() % (window / 2);
-                                    state = State::Lost(r, offset, tokio::time::Instant::now() + Duration::from_millis(delay));
-                                }
-                                other => {
-                                    state = other;
-                                    self.end(&mut state, text.clone());
-                                }
-                            }
-                        }
-                        Some("unsubscribed") => self.end(&mut state, text.clone()),
-                        _ => {}
                     }
                 }
                 changed = self.phase.changed() => {
@@ -439,41 +377,107 @@ impl Session {
                     }
                     let phase = *self.phase.borrow_and_update();
                     match phase {
-                        Phase::Subscribe if matches!(state, State::Idle) && self.subscribe_permits.is_some() => {
-                            let permits = self.subscribe_permits.clone().expect("checked");
-                            acquiring = Some(Box::pin(permits.acquire_owned()));
-                            state = State::Waiting;
-                        }
                         Phase::Subscribe if matches!(state, State::Idle) => {
-                            if ws.send(Message::text(self.subscribe.clone())).await.is_err() {
-                                let _ = self.events.send(Event::Subscribed(Err("send failed".into())));
-                                state = State::Finished;
-                            } else {
-                                state = State::Pending;
+                            let turn = match &self.subscribe_permits {
+                                Some(permits) => Arc::clone(permits).acquire_owned().await.ok(),
+                                None => None,
+                            };
+                            match client.subscribe(&self.channel).await {
+                                Ok(s) => {
+                                    subscription = Some(s);
+                                    state = State::Pending(turn, 0);
+                                }
+                                Err(e) => {
+                                    let _ = self.events.send(Event::Subscribed(Err(e.to_string())));
+                                    state = State::Finished;
+                                }
                             }
                         }
                         Phase::Report => {
                             self.end(&mut state, "not every publication arrived by the collect deadline".into());
                         }
-                        Phase::Stop => {
-                            let _ = ws.send(Message::close(None, "")).await;
-                            break;
-                        }
+                        Phase::Stop => break,
                         _ => {}
                     }
                 }
             }
         }
-        self.alive.fetch_sub(1, Ordering::Relaxed);
     }
 
-    fn next_random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    fn on_event(&mut self, event: CoreEvent, state: &mut State, connected: &mut bool) {
+        match event {
+            CoreEvent::Connected { .. } if !*connected => {
+                *connected = true;
+                self.alive.fetch_add(1, Ordering::Relaxed);
+            }
+            CoreEvent::Disconnected { .. } if *connected => {
+                *connected = false;
+                self.alive.fetch_sub(1, Ordering::Relaxed);
+            }
+            CoreEvent::Subscribed { channel, recovered } if channel == self.channel => {
+                match std::mem::replace(state, State::Finished) {
+                    State::Pending(turn, _) => {
+                        drop(turn);
+                        *state = State::Receiving(Received::default(), None);
+                        let _ = self.events.send(Event::Subscribed(Ok(())));
+                        if self.messages == 0 {
+                            self.finish(state);
+                        }
+                    }
+                    State::Receiving(mut r, offset) => {
+                        if !recovered {
+                            r.not_recovered += 1;
+                        }
+                        *state = State::Receiving(r, offset);
+                    }
+                    other => *state = other,
+                }
+            }
+            // Refused for now: the core subscribes again after its
+            // resubscribe backoff (a confirmed one is resumed from its
+            // position, as a Belay client does).
+            CoreEvent::SubscriptionLost { channel, code } if channel == self.channel => {
+                match std::mem::replace(state, State::Finished) {
+                    State::Pending(turn, refusals) if refusals < MAX_REFUSALS => {
+                        let _ = self.events.send(Event::Refused(code));
+                        *state = State::Pending(turn, refusals + 1);
+                    }
+                    State::Receiving(mut r, offset) if r.resumed < MAX_REFUSALS => {
+                        r.resumed += 1;
+                        r.error.get_or_insert(code);
+                        *state = State::Receiving(r, offset);
+                    }
+                    other => {
+                        *state = other;
+                        self.end(state, code);
+                    }
+                }
+            }
+            CoreEvent::SubscriptionFailed { channel, code } if channel == self.channel => {
+                self.end(state, code);
+            }
+            _ => {}
+        }
+    }
+
+    fn publication(&self, publication: &belay_proto::message::Publication, state: &mut State) {
+        let State::Receiving(r, offset) = state else {
+            return;
+        };
+        let now = wall_micros();
+        if let Some(t) = websocket::field_u64(publication.data.get(), "t") {
+            r.latencies
+                .push(u32::try_from(now.saturating_sub(t)).unwrap_or(u32::MAX));
+        }
+        if offset.is_some_and(|before| publication.offset != before + 1) {
+            r.gaps += 1;
+        }
+        *offset = Some(publication.offset);
+        r.got += 1;
+        r.last_wall = now;
+        if r.got >= self.messages {
+            self.finish(state);
+        }
     }
 
     fn finish(&self, state: &mut State) {
@@ -485,10 +489,10 @@ impl Session {
     /// The session stops receiving: say why to whoever waits for it.
     fn end(&self, state: &mut State, why: String) {
         match std::mem::replace(state, State::Finished) {
-            State::Waiting | State::Pending | State::Retry(_) => {
+            State::Pending(..) => {
                 let _ = self.events.send(Event::Subscribed(Err(why)));
             }
-            State::Receiving(mut r, _) | State::Lost(mut r, _, _) | State::Resuming(mut r, _) => {
+            State::Receiving(mut r, _) => {
                 r.error.get_or_insert(why);
                 let _ = self.events.send(Event::Done(r));
             }
@@ -520,6 +524,10 @@ impl HoldProcess {
             .args([
                 "--subscribes-in-flight",
                 &args.subscribes_in_flight.to_string(),
+            ])
+            .args([
+                "--probe-interval-ms",
+                &args.probe_interval.as_millis().to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -746,6 +754,7 @@ async fn measure(
         messages: bench.messages,
         handshakes: bench.handshakes,
         subscribes_in_flight: bench.subscribes_in_flight,
+        probe_interval: bench.ping_interval * 2,
     };
     let mut holds = Vec::new();
     for _ in 0..clients {

@@ -2,20 +2,21 @@
 //! time until every one of them is connected to node B, resubscribed with
 //! `recovered: true`, and caught up with what B published meanwhile.
 //!
-//! Two nodes share a redis-server; every client knows both nodes' URLs
-//! (A first) and, when its connection is lost, dials the next URL at once
-//! (100 ms between failed attempts), sends `subscribe` with `since` = its
-//! last position and checks the answer. Node B publishes stamped messages
-//! at a steady rate for the whole run. A client is **caught up** once it
-//! holds every publication made before it sent its resubscribe: the moment
-//! the last of those arrived (or the `subscribed`, if it came later),
-//! known once a publication stamped after the resubscribe arrives. Every
-//! client checks that offsets follow one another to the end (the last
-//! offset B published): a gap is a lost publication.
+//! Two nodes share a redis-server. Every client is a belay-client `Client`
+//! (the core's `Session`) that knows both nodes' URLs (A first): after the
+//! loss it dials B at a uniformly random instant of the reconnect window
+//! (then every 100 ms while dials fail), and the core resubscribes from its
+//! last position. Node B publishes stamped messages at a steady rate for
+//! the whole run. A client is **caught up** once it holds every publication
+//! made before its session reached B (`welcome`, after which the core sends
+//! the resubscribe): the moment the last of those arrived (or the
+//! `subscribed`, if it came later), known once a publication stamped after
+//! that arrives. Every client checks that offsets follow one another to the
+//! end (the last offset B published): a gap is a lost publication.
 //!
 //! The baseline, in the same run, is the cold start: the same clients
 //! opening and subscribing on A from nothing, with the same number of
-//! handshakes in flight.
+//! sessions between dial and `subscribed` at once.
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -23,16 +24,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::SinkExt;
-use serde_json::Value;
+use belay_client::Item;
+use belay_proto::backoff::BackoffPolicy;
+use belay_proto::{Config, Event};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
-use tokio_websockets::Message;
 
 use super::node::NodeProcess;
 use super::redis::RedisProcess;
 use super::subscribers::{self, PublishRequest};
 use super::{med, spread};
+use crate::clients::session;
 use crate::clients::target::Target;
 use crate::clients::websocket::{self, wall_micros};
 
@@ -87,14 +89,6 @@ struct Outcome {
     error: Option<String>,
 }
 
-/// The value of the first `"key":"…"` in `text`.
-pub(crate) fn field_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let pattern = format!("\"{key}\":\"");
-    let start = text.find(&pattern)? + pattern.len();
-    let rest = &text[start..];
-    Some(&rest[..rest.find('"')?])
-}
-
 struct Client {
     urls: Vec<Target>,
     source: Option<IpAddr>,
@@ -103,10 +97,13 @@ struct Client {
     progress: Arc<Progress>,
     top: watch::Receiver<Option<u64>>,
     deadline: tokio::time::Instant,
-    /// The jitter's state (never 0).
-    rng: u64,
+    /// The seed of the client's jitter.
+    seed: u64,
     /// The first dial after a loss waits a uniformly random part of this.
     reconnect_window: Duration,
+    /// The client's quiet time before it probes (twice the nodes' ping
+    /// interval: the server's pings keep it alive, as with the default).
+    probe_interval: Duration,
     shared: Arc<std::sync::Mutex<Outcome>>,
 }
 
@@ -127,198 +124,151 @@ impl Client {
     }
 
     async fn drive(&mut self, out: &mut Outcome) {
-        let mut url = 0usize;
-        let mut position: Option<(String, u64)> = None;
-        let mut seen_first = false;
-        loop {
-            if tokio::time::Instant::now() >= self.deadline {
-                out.error.get_or_insert("time limit".into());
+        // Cold start: a handshake permit until the subscription is confirmed.
+        let permit = self.permits.acquire().await;
+        let connected =
+            session::builder(&self.urls, self.source, self.config(), self.seed).connect();
+        let client = match connected {
+            Ok(client) => client,
+            Err(e) => {
+                out.error.get_or_insert(e.to_string());
                 return;
             }
-            let opened = {
-                let Ok(_permit) = self.permits.acquire().await else {
-                    return;
-                };
-                websocket::open(&self.urls[url], self.source, Duration::from_secs(10)).await
-            };
-            let mut ws = match opened {
-                Ok(ws) => ws,
-                Err(_) => {
-                    out.attempts += 1;
-                    self.save(out);
-                    url = (url + 1) % self.urls.len();
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let resuming = position.is_some();
-            if resuming {
-                out.reconnected_at.get_or_insert(wall_micros());
-                self.save(out);
+        };
+        let mut events = client.events();
+        let mut subscription = match client.subscribe(&self.channel).await {
+            Ok(subscription) => subscription,
+            Err(e) => {
+                out.error.get_or_insert(e.to_string());
+                return;
             }
-            // Subscribe on this connection; a refusal (`unsubscribed`, not
-            // final) is retried on the same connection after the
-            // protocol's resubscribe backoff, equal_jitter(500 ms, 2 s).
-            let mut refusals_here = 0u32;
-            'subscribe: loop {
-                let frame = match &position {
-                    Some((epoch, offset)) => serde_json::json!({
-                        "type": "subscribe", "channel": self.channel,
-                        "since": {"epoch": epoch, "offset": offset},
-                    }),
-                    None => serde_json::json!({"type": "subscribe", "channel": self.channel}),
-                };
-                let sent_at = wall_micros();
-                if ws.send(Message::text(frame.to_string())).await.is_err() {
-                    break 'subscribe;
+        };
+        let mut permit = Some(permit);
+        // Set at the loss; the resubscribe is sent right after `welcome`.
+        let mut resumed_at: Option<u64> = None;
+        let mut last: Option<u64> = None;
+        let mut last_meanwhile: Option<u64> = None;
+        let mut seen_first = false;
+        loop {
+            let reached = matches!((*self.top.borrow(), last), (Some(top), Some(o)) if o >= top);
+            if reached {
+                if out.lost_at.is_some() && out.caught_up_at.is_none() {
+                    self.catch_up(out, last_meanwhile);
                 }
-                let answer =
-                    match tokio::time::timeout_at(self.deadline, websocket::next_non_ping(&mut ws))
-                        .await
-                    {
-                        Ok(Ok(text)) => text,
-                        Ok(Err(_)) => break 'subscribe,
-                        Err(_) => {
-                            out.error
-                                .get_or_insert("time limit while subscribing".into());
-                            return;
-                        }
-                    };
-                let parsed: Value = serde_json::from_str(&answer).unwrap_or_default();
-                if parsed["type"] == "unsubscribed" {
-                    out.refusals += 1;
-                    out.first_refusal.get_or_insert(answer);
-                    self.save(out);
-                    let window = 500u64 << refusals_here.min(2);
-                    refusals_here += 1;
-                    let delay = window / 2 + self.next_random() % (window / 2);
-                    tokio::time::sleep(Duration::from_millis(delay)).await;
-                    continue 'subscribe;
-                }
-                if parsed["type"] != "subscribed" {
-                    out.error
-                        .get_or_insert(format!("expected subscribed, got {answer}"));
-                    return;
-                }
-                let epoch = parsed["epoch"].as_str().unwrap_or_default().to_owned();
-                let offset = parsed["offset"].as_u64().unwrap_or(0);
-                let recovered = parsed["recovered"].as_bool().unwrap_or(false);
-                match &position {
-                    Some((e, _)) => {
-                        if resuming {
-                            out.resubscribed_at.get_or_insert(wall_micros());
-                        }
-                        let ok = recovered && *e == epoch;
-                        out.recovered = Some(out.recovered.unwrap_or(true) && ok);
-                        if !ok {
-                            out.error
-                                .get_or_insert(format!("resume not recovered: {answer}"));
-                            position = Some((epoch, offset));
-                        }
-                    }
-                    None => {
-                        position = Some((epoch, offset));
-                        self.progress.subscribed.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                refusals_here = 0;
+                out.last_offset = last.unwrap_or(0);
                 self.save(out);
-                let mut last_meanwhile: Option<u64> = None;
-                // Receive until the connection or the subscription is lost,
-                // or the top is reached.
-                loop {
-                    let reached = {
-                        let top = *self.top.borrow();
-                        match (top, &position) {
-                            (Some(top), Some((_, o))) => *o >= top,
-                            _ => false,
-                        }
-                    };
-                    if reached {
-                        if resuming && out.caught_up_at.is_none() {
-                            self.catch_up(out, last_meanwhile);
-                        }
-                        if let Some((_, o)) = &position {
-                            out.last_offset = *o;
-                        }
-                        let _ = ws.send(Message::close(None, "")).await;
+                client.close().await;
+                return;
+            }
+            tokio::select! {
+                // The session's events come first: a replayed publication
+                // is read after the `Subscribed` that precedes it.
+                biased;
+                event = session::next_event(&mut events) => match event {
+                    None => {
+                        out.error.get_or_insert("the client stopped".into());
                         return;
                     }
-                    tokio::select! {
-                        text = websocket::next_non_ping(&mut ws) => {
-                            let Ok(text) = text else { break 'subscribe };
-                            match websocket::message_type(&text) {
-                                Some("publication") => {
-                                    let Some((epoch, last)) = position.as_mut() else { break 'subscribe };
-                                    if field_str(&text, "epoch") != Some(epoch.as_str()) {
-                                        out.error.get_or_insert(format!("publication of another epoch: {text}"));
-                                        continue;
-                                    }
-                                    let Some(this) = websocket::field_u64(&text, "offset") else { continue };
-                                    if this <= *last {
-                                        out.duplicates += 1;
-                                        continue;
-                                    }
-                                    out.gaps += this - *last - 1;
-                                    *last = this;
-                                    if !seen_first {
-                                        seen_first = true;
-                                        self.progress.first_publication.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    if resuming && out.caught_up_at.is_none() {
-                                        let stamp = websocket::field_u64(&text, "t").unwrap_or(0);
-                                        if stamp < sent_at {
-                                            last_meanwhile = Some(wall_micros());
-                                            out.replayed += 1;
-                                        } else {
-                                            self.catch_up(out, last_meanwhile);
-                                        }
-                                    }
-                                }
-                                Some("unsubscribed") => {
-                                    out.error.get_or_insert(format!("lost the subscription: {text}"));
-                                    continue 'subscribe;
-                                }
-                                _ => {}
+                    Some(Err(e)) => {
+                        out.error.get_or_insert(e);
+                        return;
+                    }
+                    Some(Ok(Event::Subscribed { recovered, .. })) => {
+                        drop(permit.take());
+                        if out.lost_at.is_none() {
+                            self.progress.subscribed.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            out.resubscribed_at.get_or_insert(wall_micros());
+                            out.recovered = Some(out.recovered.unwrap_or(true) && recovered);
+                            if !recovered {
+                                out.error.get_or_insert("resume not recovered".into());
                             }
-                        }
-                        changed = self.top.changed() => {
-                            if changed.is_err() {
-                                return;
-                            }
-                        }
-                        _ = tokio::time::sleep_until(self.deadline) => {
-                            out.error.get_or_insert("time limit while receiving".into());
-                            return;
                         }
                     }
+                    Some(Ok(Event::Connected { .. })) if out.lost_at.is_some() => {
+                        let now = wall_micros();
+                        out.reconnected_at.get_or_insert(now);
+                        resumed_at.get_or_insert(now);
+                    }
+                    Some(Ok(Event::Disconnected { .. })) => {
+                        if out.reconnected_at.is_some() {
+                            out.error.get_or_insert("lost a second connection".into());
+                        }
+                        out.lost_at.get_or_insert(wall_micros());
+                    }
+                    Some(Ok(Event::ConnectFailed { .. })) => out.attempts += 1,
+                    Some(Ok(Event::SubscriptionLost { code, .. })) => {
+                        out.refusals += 1;
+                        out.first_refusal.get_or_insert(code);
+                    }
+                    Some(Ok(_)) => {}
+                },
+                item = subscription.next() => match item {
+                    Some(Item::Publication(publication)) => {
+                        let this = publication.offset;
+                        match last {
+                            Some(before) if this <= before => out.duplicates += 1,
+                            Some(before) => out.gaps += this - before - 1,
+                            None => {}
+                        }
+                        last = Some(last.map_or(this, |before| before.max(this)));
+                        if !seen_first {
+                            seen_first = true;
+                            self.progress.first_publication.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if let Some(resumed) = resumed_at.filter(|_| out.caught_up_at.is_none()) {
+                            let stamp = websocket::field_u64(publication.data.get(), "t").unwrap_or(0);
+                            if stamp < resumed {
+                                last_meanwhile = Some(wall_micros());
+                                out.replayed += 1;
+                            } else {
+                                self.catch_up(out, last_meanwhile);
+                            }
+                        }
+                    }
+                    Some(Item::Resync) => {
+                        out.recovered = Some(false);
+                        out.error.get_or_insert("publications lost: resync".into());
+                    }
+                    Some(Item::Refused { code }) => {
+                        out.error.get_or_insert(format!("subscription refused: {}", code.as_str()));
+                        return;
+                    }
+                    Some(other) => {
+                        out.error.get_or_insert(format!("unexpected item {other:?}"));
+                    }
+                    None => {
+                        out.error.get_or_insert("the subscription ended".into());
+                        return;
+                    }
+                },
+                changed = self.top.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep_until(self.deadline) => {
+                    out.error.get_or_insert("time limit".into());
+                    return;
                 }
             }
-            // The connection is gone: the next URL.
-            if out.lost_at.is_some() && out.reconnected_at.is_some() {
-                out.error.get_or_insert("lost a second connection".into());
-            }
-            out.lost_at.get_or_insert(wall_micros());
             self.save(out);
-            url = (url + 1) % self.urls.len();
-            // Like the default policy's first window (server_paced, 1 s):
-            // the first dial after a loss at a uniformly random instant.
-            let window = u64::try_from(self.reconnect_window.as_millis()).unwrap_or(0);
-            if window > 0 {
-                let delay = self.next_random() % window;
-                tokio::time::sleep(Duration::from_millis(delay)).await;
-            }
         }
     }
 
-    /// xorshift64*: the jitter of the resubscribe backoff.
-    fn next_random(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    /// The core's configuration for this run: after a loss, the first
+    /// dial at a uniformly random instant of the reconnect window (0: at
+    /// once), then every 100 ms; the default resubscribe backoff.
+    fn config(&self) -> Config {
+        let mut config = Config::default();
+        config
+            .set_backoff(BackoffPolicy::server_paced(
+                self.reconnect_window,
+                BackoffPolicy::fixed(Duration::from_millis(100)),
+            ))
+            .set_connect_timeout(Duration::from_secs(10))
+            .set_probe_interval(self.probe_interval);
+        config
     }
 
     fn catch_up(&self, out: &mut Outcome, last_meanwhile: Option<u64>) {
@@ -451,8 +401,9 @@ async fn run_once(
             progress: Arc::clone(&progress),
             top: top_rx.clone(),
             deadline,
-            rng: 0x9e37_79b9_7f4a_7c15 ^ ((run as u64) << 32 | (i as u64 + 1)),
+            seed: 0x9e37_79b9_7f4a_7c15 ^ ((run as u64) << 32 | (i as u64 + 1)),
             reconnect_window: window,
+            probe_interval: bench.ping_interval * 2,
             shared,
         };
         tasks.spawn(c.run());
@@ -573,14 +524,6 @@ async fn run_once(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn string_fields_are_found() {
-        let frame = r#"{"type":"publication","channel":"c","epoch":"18a3f0","offset":7,"data":{"n":1,"t":5}}"#;
-        assert_eq!(field_str(frame, "epoch"), Some("18a3f0"));
-        assert_eq!(field_str(frame, "channel"), Some("c"));
-        assert_eq!(field_str(frame, "missing"), None);
-    }
 
     #[test]
     fn percentiles_from_an_instant() {
