@@ -60,6 +60,12 @@ impl Shared {
         }
     }
 
+    /// Cut the drain short: what is left closes 1001 now.
+    pub(crate) fn end_drain(&self) {
+        let now = self.clock.now();
+        self.with_node(|node| node.end_drain(now));
+    }
+
     fn carry_out(&self, node: &mut Node) {
         while let Some(output) = node.poll_output() {
             if let Err(unhandled) = self.carry_out_one(output) {

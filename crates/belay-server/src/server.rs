@@ -243,6 +243,13 @@ impl Server {
         self.shared.start_drain();
     }
 
+    /// Cut the drain short (an operator's second signal): every connection
+    /// left is closed at once with 1001 `server shutting down`, and the
+    /// server is drained. Starts the drain first if it had not started.
+    pub fn end_drain(&self) {
+        self.shared.end_drain();
+    }
+
     /// The public HTTP routes: [`Server::client_router`]'s and `/metrics`.
     /// The admin routes are apart ([`Server::admin_router`]); to keep
     /// `/metrics` off the clients' port, serve [`Server::client_router`]

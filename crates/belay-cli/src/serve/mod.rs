@@ -7,8 +7,10 @@ use std::time::Duration;
 use belay_demo::Demo;
 use belay_server::Server;
 
+mod demo;
 mod flags;
 mod setup;
+mod signals;
 
 pub(crate) use flags::Args;
 use setup::Setup;
@@ -50,14 +52,17 @@ pub(crate) fn run(args: &Args, explicit: &[String]) -> Result<(), String> {
     let workers = args.bench.worker_threads.map(usize::from);
     let runtime = belay_standalone::runtime::build_with_workers(workers)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(serve(args))
+    runtime.block_on(serve(args, explicit))
 }
 
-async fn serve(args: &Args) -> Result<(), String> {
-    let setup = match &args.config {
+async fn serve(args: &Args, explicit: &[String]) -> Result<(), String> {
+    let mut setup = match &args.config {
         Some(path) => Setup::from_file(path).await?,
         None => Setup::from_flags(args).await?,
     };
+    if args.demo && args.config.is_none() {
+        demo::liveness_and_drain(&mut setup.config, explicit);
+    }
     let Setup {
         listen,
         internal_listen,
@@ -161,31 +166,12 @@ async fn serve(args: &Args) -> Result<(), String> {
     } else {
         eprintln!("belay server listening on {ws}://{local}/ws");
     }
-    // SIGTERM or Ctrl-C starts a graceful drain; the process exits when drained.
-    let drainer = server.clone();
-    tokio::spawn(async move {
-        shutdown_signal().await;
-        tracing::info!("drain requested by signal");
-        drainer.drain();
-    });
+    // SIGTERM or SIGINT drains; a second one closes what is left 1001.
+    signals::drain_on_signals(server.clone())
+        .map_err(|e| format!("cannot watch for signals: {e}"))?;
     let served = match tls {
         Some(tls) => server.serve_tls(listener, router, tls).await,
         None => server.serve(listener, router).await,
     };
     served.map_err(|e| format!("server failed: {e}"))
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

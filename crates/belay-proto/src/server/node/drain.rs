@@ -25,6 +25,8 @@ pub(super) struct DrainRun {
     advised: usize,
     /// Advised connections whose close is due, in close order.
     closing: VecDeque<(Instant, ConnectionHandle)>,
+    /// Cut short ([`DrainRun::end_at`]): the deadline's close comes then.
+    ended_at: Option<Instant>,
 }
 
 impl DrainRun {
@@ -34,7 +36,21 @@ impl DrainRun {
             targets: None,
             advised: 0,
             closing: VecDeque::new(),
+            ended_at: None,
         }
+    }
+
+    /// Cut the drain short: what is left is closed as at the deadline, at
+    /// `now` (or at the deadline, if that is sooner).
+    pub(super) fn end_at(&mut self, now: Instant) {
+        self.ended_at = Some(self.ended_at.map_or(now, |at| at.min(now)));
+    }
+
+    /// When what is left is closed 1001: the plan's deadline, or sooner
+    /// if the drain was cut short.
+    fn deadline(&self) -> Instant {
+        let deadline = self.plan.deadline();
+        self.ended_at.map_or(deadline, |at| at.min(deadline))
     }
 
     pub(super) fn phase(&self, now: Instant) -> DrainPhase {
@@ -54,7 +70,7 @@ impl DrainRun {
                 outputs.push_back(NodeOutput::Order { connection, order });
             }
         };
-        if now >= self.plan.deadline() {
+        if now >= self.deadline() {
             for connection in registry.all() {
                 order(
                     connection,
@@ -109,7 +125,7 @@ impl DrainRun {
             Some(_) => None,
         };
         let next_close = self.closing.front().map(|&(at, _)| at);
-        [next_advice, next_close, Some(self.plan.deadline())]
+        [next_advice, next_close, Some(self.deadline())]
             .into_iter()
             .flatten()
             .min()

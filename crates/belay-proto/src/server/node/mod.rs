@@ -399,6 +399,18 @@ impl Node {
         true
     }
 
+    /// Cut the drain short at `now` (an operator's second signal): every
+    /// connection left is closed at once with the deadline's 1001 `server
+    /// shutting down`, and the node is `Drained`. Starts the drain first
+    /// if it had not started (readiness 503). Does nothing once drained.
+    pub fn end_drain(&mut self, now: Instant) {
+        self.start_drain(now);
+        if let Some(run) = self.drain.as_mut() {
+            run.end_at(now);
+        }
+        self.after_change(now);
+    }
+
     /// Close every connection of `user` with 4003 `disconnected: REASON` (a
     /// final close: Belay clients stop reconnecting). Returns how many.
     pub fn disconnect_user(&mut self, user: &str, reason: &str) -> usize {

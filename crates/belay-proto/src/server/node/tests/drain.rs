@@ -157,3 +157,44 @@ fn a_connection_gone_before_its_turn_gets_no_order() {
         .iter()
         .all(|o| !matches!(o, NodeOutput::Order { connection, .. } if *connection == handles[1])));
 }
+
+#[test]
+fn ending_the_drain_closes_what_is_left_1001_at_once() {
+    let (mut node, handles) = node_with(config(25_000, 10.0, 100, 120_000), &["a", "b"]);
+    node.start_drain(at(0));
+    outputs(&mut node);
+    // A second signal, long before the balancer delay is over.
+    node.end_drain(at(2_000));
+    let all = outputs(&mut node);
+    for handle in &handles {
+        assert!(
+            all.contains(&NodeOutput::Order {
+                connection: *handle,
+                order: ConnectionOrder::Close {
+                    code: CloseCode::GOING_AWAY,
+                    reason: DEADLINE_REASON.to_owned(),
+                },
+            }),
+            "{handle:?} closed 1001: {all:?}"
+        );
+    }
+    assert_eq!(all.last(), Some(&NodeOutput::Lifecycle(Lifecycle::Drained)));
+    assert_eq!(node.poll_timeout(), None, "nothing left to time");
+}
+
+#[test]
+fn ending_a_drain_that_never_started_starts_and_ends_it() {
+    let (mut node, handles) = node_with(config(25_000, 10.0, 100, 120_000), &["a"]);
+    node.end_drain(at(7));
+    let all = outputs(&mut node);
+    assert_eq!(
+        all.first(),
+        Some(&NodeOutput::Lifecycle(Lifecycle::Draining))
+    );
+    assert!(all.iter().any(|o| matches!(o,
+        NodeOutput::Order { connection, order: ConnectionOrder::Close { code, .. } }
+            if *connection == handles[0] && *code == CloseCode::GOING_AWAY)));
+    assert_eq!(all.last(), Some(&NodeOutput::Lifecycle(Lifecycle::Drained)));
+    node.end_drain(at(8));
+    assert_eq!(outputs(&mut node), [], "once drained, nothing more");
+}
