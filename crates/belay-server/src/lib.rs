@@ -68,6 +68,7 @@ mod host_waiters;
 mod hosts;
 mod idempotency_expiry;
 mod inspect;
+mod logs;
 mod mailbox;
 mod method_table;
 pub mod metrics;

@@ -98,11 +98,15 @@ impl Shared {
     }
 
     fn lifecycle_changed(&self, lifecycle: Lifecycle) {
-        let detail = match lifecycle {
-            Lifecycle::Draining => "readiness 503; advising clients after the balancer delay",
-            Lifecycle::Drained => "drained",
-            _ => "serving",
+        let (state, detail) = match lifecycle {
+            Lifecycle::Draining => (
+                "draining",
+                "readiness 503; advising clients after the balancer delay",
+            ),
+            Lifecycle::Drained => ("drained", "drained"),
+            _ => ("serving", "serving"),
         };
+        crate::logs::lifecycle(state, self.metrics.open_connections());
         self.emit("drain", detail.into());
         self.lifecycle.send_replace(lifecycle);
     }

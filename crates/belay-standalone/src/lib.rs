@@ -47,5 +47,8 @@ pub mod proxy;
 pub mod runtime;
 
 pub use auth::{JwtAuthenticator, JwtError, MissingChannels};
-pub use config::{defaults_file, BrokerPlan, ConfigError, LoadError, Plan, PlanError, Settings};
+pub use config::{
+    defaults_file, BrokerPlan, ConfigError, LoadError, LogFormat, LogPlan, Plan, PlanError,
+    Settings,
+};
 pub use proxy::{Backend, BackendAuth, BackendTls, ProxyError, RpcProxy};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use belay_server::ServerConfig;
+use belay_standalone::{LogFormat, LogPlan};
 
 /// Arguments of `belay serve`.
 #[derive(Debug, clap::Args)]
@@ -66,10 +67,40 @@ pub(crate) struct Args {
     /// benchmarking flags combine with it.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// How log lines are written to stderr: `text` (coloured only on a
+    /// terminal) or `json` (one object per line). The level is `RUST_LOG`
+    /// (default `info`; per-connection lines are at `debug`).
+    #[arg(long, value_enum, default_value_t = LogFormatArg::Text)]
+    pub(crate) log_format: LogFormatArg,
+    /// Seconds between two `info` summaries of what happened (written only
+    /// when something changed); 0: none.
+    #[arg(long, default_value_t = 60)]
+    pub(crate) log_summary_secs: u64,
     #[command(flatten)]
     pub(crate) limits: LimitArgs,
     #[command(flatten)]
     pub(crate) bench: BenchArgs,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormatArg {
+    /// One line each.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl Args {
+    /// How to log, from the flags.
+    pub(crate) fn log_plan(&self) -> LogPlan {
+        let format = match self.log_format {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        };
+        let every = (self.log_summary_secs > 0).then(|| Duration::from_secs(self.log_summary_secs));
+        LogPlan::new(format, every)
+    }
 }
 
 /// Settings for benchmarks: a known CPU budget and an injected handshake

@@ -6,11 +6,14 @@ use std::time::Duration;
 
 use belay_demo::Demo;
 use belay_server::Server;
+use belay_standalone::LogPlan;
 
 mod demo;
 mod flags;
+mod logging;
 mod setup;
 mod signals;
+mod summary;
 
 pub(crate) use flags::Args;
 use setup::Setup;
@@ -42,20 +45,18 @@ pub(crate) fn run(args: &Args, explicit: &[String]) -> Result<(), String> {
             ));
         }
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let log = match &args.config {
+        Some(path) => logging::plan_of_file(path)?,
+        None => args.log_plan(),
+    };
+    logging::init(log.format);
     let workers = args.bench.worker_threads.map(usize::from);
     let runtime = belay_standalone::runtime::build_with_workers(workers)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(serve(args, explicit))
+    runtime.block_on(serve(args, explicit, log))
 }
 
-async fn serve(args: &Args, explicit: &[String]) -> Result<(), String> {
+async fn serve(args: &Args, explicit: &[String], log: LogPlan) -> Result<(), String> {
     let mut setup = match &args.config {
         Some(path) => Setup::from_file(path).await?,
         None => Setup::from_flags(args).await?,
@@ -169,6 +170,9 @@ async fn serve(args: &Args, explicit: &[String]) -> Result<(), String> {
     // SIGTERM or SIGINT drains; a second one closes what is left 1001.
     signals::drain_on_signals(server.clone())
         .map_err(|e| format!("cannot watch for signals: {e}"))?;
+    if let Some(every) = log.summary_every {
+        tokio::spawn(summary::every(server.clone(), every));
+    }
     let served = match tls {
         Some(tls) => server.serve_tls(listener, router, tls).await,
         None => server.serve(listener, router).await,

@@ -23,6 +23,7 @@ pub(crate) fn drain_on_signals(server: Server) -> io::Result<()> {
     tokio::spawn(async move {
         let first = signals.next().await;
         tracing::info!(
+            target: "belay::server",
             signal = first,
             connections = server.metrics().open_connections(),
             "drain started by signal (a second signal closes what is left)"
@@ -30,6 +31,7 @@ pub(crate) fn drain_on_signals(server: Server) -> io::Result<()> {
         server.drain();
         let second = signals.next().await;
         tracing::warn!(
+            target: "belay::server",
             signal = second,
             connections = server.metrics().open_connections(),
             "second signal: closing every connection left with 1001"
@@ -37,6 +39,7 @@ pub(crate) fn drain_on_signals(server: Server) -> io::Result<()> {
         server.end_drain();
         tokio::time::sleep(FORCED_EXIT_AFTER).await;
         tracing::warn!(
+            target: "belay::server",
             connections = server.metrics().open_connections(),
             "connections still open a second after the second signal: exiting"
         );

@@ -39,7 +39,7 @@ async fn every_core_output_and_event_is_carried_out() {
     for event in Event::every_variant() {
         let shown = format!("{event:?}");
         assert!(
-            driver.count(event).is_ok(),
+            driver.count(event, "websocket").is_ok(),
             "the driver does not count {shown}"
         );
     }

@@ -26,7 +26,9 @@ use belay_proto::server::{work_units, Connection, Frame, Input, TransportError};
 use belay_proto::{CloseCode, Instant};
 
 use crate::broker::{LiveInbox, LiveItem};
+use crate::logs::{self, ClosedBy};
 use crate::mailbox::{mailbox, Control, ControlReceiver};
+use crate::metrics::lock;
 use crate::outbound::Outbound;
 use crate::peer_limits::PeerSlot;
 use crate::shared::Shared;
@@ -79,6 +81,17 @@ pub(crate) struct ConnectionMeta {
     pub(crate) _peer_slot: Option<PeerSlot>,
 }
 
+impl ConnectionMeta {
+    /// The address the connection is counted against (the client's,
+    /// behind a trusted proxy); `None`: not counted.
+    pub(crate) fn source(&self) -> Option<std::net::IpAddr> {
+        self._peer_slot
+            .as_ref()
+            .and_then(PeerSlot::key)
+            .map(|key| key.ip())
+    }
+}
+
 /// How the connection ended.
 enum End {
     /// Close with this code and reason; `urgent`: drop what is unsent.
@@ -117,6 +130,7 @@ where
     core.set_upgrade_token(header_token);
     core.set_codec(codec);
     if let Admission::Refused { retry_after } = admission {
+        logs::refused(peer, T::KIND, None, Some(1013), "over the accept rate");
         core.refuse_overload(retry_after);
     }
     let mut driver = Driver::new(&shared, core, control, peer, peer_slot, id);
@@ -133,6 +147,29 @@ where
     // executions finish, so a retry gets their outcome).
     driver.requests.abandon();
     let peer_slot = driver.slot.take();
+    // Logged before the close handshake (which may linger), in a block of
+    // its own: nothing it needs is held across the handshake.
+    {
+        let (code, by) = match &end {
+            End::Close { code, .. } => (code.0, ClosedBy::Server),
+            End::PeerGone(Some(code)) => (*code, ClosedBy::Client),
+            End::PeerGone(None) => (CloseCode::ABNORMAL.0, ClosedBy::Network),
+        };
+        let since = lock(&shared.node).connected_at(id);
+        logs::closed(&logs::Closed {
+            peer,
+            user: &driver.principal.user,
+            session: &driver.session,
+            transport: T::KIND,
+            code,
+            reason: match &end {
+                End::Close { reason, .. } => reason,
+                End::PeerGone(_) => "",
+            },
+            by,
+            duration: since.map(|since| shared.clock.now().saturating_duration_since(since)),
+        });
+    }
     let mut out = driver.into_outbound();
     let code = match end {
         End::Close {

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use super::{Driver, End, Transport, Unhandled};
 use crate::auth::{AuthError, Principal, Verdict};
 use crate::broker::{Joining, LiveInbox, SubscribeError, SubscriberId, Subscription};
+use crate::logs;
 use crate::mailbox::{Checked, Control};
 use crate::metrics::{lock, Metrics};
 use crate::requests::{self, Admit, RequestTask};
@@ -150,7 +151,7 @@ impl Driver {
                 Output::PeerGone { code } => {
                     end.get_or_insert(End::PeerGone(code));
                 }
-                Output::Event(event) => self.count(event)?,
+                Output::Event(event) => self.count(event, T::KIND)?,
                 other => return Err(Unhandled::new("connection output", &other)),
             }
         }
@@ -376,16 +377,26 @@ impl Driver {
     }
 
     /// Metrics and the server's event feed.
-    pub(super) fn count(&mut self, event: Event) -> Result<(), Unhandled> {
+    pub(super) fn count(&mut self, event: Event, transport: &str) -> Result<(), Unhandled> {
         let metrics = &self.shared.metrics;
         match event {
             Event::Connected { session } => {
                 Metrics::add(&metrics.connects);
                 self.shared
                     .emit("connect", format!("{} session {session}", self.peer));
+                logs::welcomed(
+                    self.peer,
+                    &self.principal.user,
+                    &session,
+                    transport,
+                    self.core.codec(),
+                );
                 self.session = session;
             }
-            Event::Violation(violation) => metrics.count_violation(violation.name()),
+            Event::Violation(violation) => {
+                logs::limit_hit(self.peer, violation.name());
+                metrics.count_violation(violation.name());
+            }
             Event::BadFrame => Metrics::add(&metrics.bad_frames),
             Event::RequestRefused(kind) => metrics.count_request(kind),
             Event::SubscribeRefused => Metrics::add(&metrics.subscribe_refusals),

@@ -15,6 +15,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::ws::{Event, WebSocket};
 
 pub(crate) trait Transport: Unpin + Send {
+    /// The transport's name in the logs (`websocket`, `sse`).
+    const KIND: &'static str;
+
     /// Bytes queued for the peer and not yet taken by the socket.
     fn buffered(&self) -> usize;
 
@@ -50,6 +53,8 @@ impl<S> Transport for WebSocket<S>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
+    const KIND: &'static str = "websocket";
+
     fn buffered(&self) -> usize {
         WebSocket::buffered(self)
     }

@@ -52,6 +52,8 @@ mod transport;
 
 pub use crate::sse_relay::{RelayAnswer, RelayedSend, SseRelay};
 
+use belay_proto::server::UpgradeVerdict;
+
 use crate::sse_streams as streams;
 
 /// The header naming a send's or a close's stream.
@@ -74,11 +76,19 @@ pub(crate) async fn open(
     let shared = Arc::clone(&server.shared);
     let mut admitted = match upgrade::admit(&shared, &request, peer) {
         Ok(admitted) => admitted,
-        Err(refused) => return upgrade::answer(refused),
+        Err(refused) => {
+            if let UpgradeVerdict::Refuse { status, reason, .. } = &refused {
+                crate::logs::refused(peer, "sse", Some(*status), None, reason);
+            }
+            return upgrade::answer(refused);
+        }
     };
     if let Admission::Refused { retry_after } = admitted.admission {
         // A page can read this status (unlike a failed upgrade's).
-        return respond(Answer::Overloaded { retry_after });
+        let answer = respond(Answer::Overloaded { retry_after });
+        let status = answer.status().as_u16();
+        crate::logs::refused(peer, "sse", Some(status), None, "over the accept rate");
+        return answer;
     }
     let connection = request.extensions().get::<SlotCell>().cloned();
     let limit = shared.config.limits.max_frame_len();
@@ -86,7 +96,12 @@ pub(crate) async fn open(
     // slot, bounded in number, and for `body_timeout` at most.
     let body = match read_body(request.into_body(), limit, shared.config.body_timeout).await {
         Ok(body) => body,
-        Err(refused) => return respond(Answer::BadBody(refused)),
+        Err(refused) => {
+            let answer = respond(Answer::BadBody(refused));
+            let status = answer.status().as_u16();
+            crate::logs::refused(peer, "sse", Some(status), None, "bad first body");
+            return answer;
+        }
     };
     admitted.upgraded();
     let (id, inbound, guard) = shared.sse.open(shared.node_id());
@@ -105,6 +120,7 @@ pub(crate) async fn open(
         .map(|layer| gate::Gate::new(layer, peer));
     let transport = transport::SseTransport::new(out, inbound, guard, connection, gate);
     let meta = admitted.into_meta(peer, Codec::Json);
+    crate::logs::accepted(peer, meta.source(), "sse", shared.node_id());
     tokio::spawn(connection::run(Arc::clone(&shared), transport, meta));
     Response::builder()
         .status(StatusCode::OK)

@@ -107,6 +107,8 @@ fn trim_cr(line: Bytes) -> Bytes {
 }
 
 impl Transport for SseTransport {
+    const KIND: &'static str = "sse";
+
     fn buffered(&self) -> usize {
         self.out.buffered() + self.held.len()
     }

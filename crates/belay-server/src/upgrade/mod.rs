@@ -39,9 +39,14 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::response::{IntoResponse, Response};
 
 use belay_proto::message::Codec;
+use belay_proto::server::UpgradeVerdict;
 
 use crate::connection;
+use crate::logs;
 use crate::shared::Server;
+
+/// This transport's name in the logs.
+const TRANSPORT: &str = "websocket";
 
 /// The `/ws` route: the handshake's checks, the admission checks, then the
 /// 101 answer and the session's connection task.
@@ -53,17 +58,34 @@ pub(crate) async fn handle(
     let shared = Arc::clone(&server.shared);
     let handshake = match Handshake::validate(&request) {
         Ok(handshake) => handshake,
-        Err(refused) => return refused.into_response(),
+        Err(refused) => {
+            let response = refused.into_response();
+            let status = response.status().as_u16();
+            logs::refused(
+                peer,
+                TRANSPORT,
+                Some(status),
+                None,
+                "not a WebSocket upgrade",
+            );
+            return response;
+        }
     };
     let mut admitted = match admit(&shared, &request, peer) {
         Ok(admitted) => admitted,
-        Err(refused) => return answer(refused),
+        Err(refused) => {
+            if let UpgradeVerdict::Refuse { status, reason, .. } = &refused {
+                logs::refused(peer, TRANSPORT, Some(*status), None, reason);
+            }
+            return answer(refused);
+        }
     };
     admitted.upgraded();
     let layer = shared.stream_layer.clone().map(|layer| (layer, peer));
     let max_frame_len = shared.config.limits.max_frame_len();
     let codec = handshake.codec.unwrap_or_default();
     let meta = admitted.into_meta(peer, codec);
+    logs::accepted(peer, meta.source(), TRANSPORT, shared.node_id());
     handshake.accept(request, max_frame_len, layer, move |mut ws| {
         ws.set_binary_messages(codec == Codec::Binary);
         connection::run(shared, ws, meta)

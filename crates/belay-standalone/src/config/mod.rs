@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use defaults::defaults_file;
-pub use plan::{BrokerPlan, Plan, PlanError};
+pub use plan::{BrokerPlan, LogFormat, LogPlan, Plan, PlanError};
 
 /// One problem in a config file (or in the environment).
 #[derive(Debug, Clone, PartialEq, Eq)]

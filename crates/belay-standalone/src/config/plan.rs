@@ -33,6 +33,37 @@ pub enum BrokerPlan {
     },
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogFormat {
+    /// One line each, coloured only on a terminal.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// What the server logs beyond its lines (`[log]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogPlan {
+    /// How lines are written (`log.format`).
+    pub format: LogFormat,
+    /// How often the summary line is written (`log.summary_secs`); `None`:
+    /// never.
+    pub summary_every: Option<Duration>,
+}
+
+impl LogPlan {
+    /// `format`, with a summary `every` so often (`None`: never).
+    pub fn new(format: LogFormat, every: Option<Duration>) -> Self {
+        LogPlan {
+            format,
+            summary_every: every,
+        }
+    }
+}
+
 /// A server to run, as the settings describe it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -58,6 +89,8 @@ pub struct Plan {
     pub backend: Option<BackendAuth>,
     /// The HTTP server API: its key and longest body; `None`: no API.
     pub api: Option<(String, usize)>,
+    /// How the server logs.
+    pub log: LogPlan,
     /// Client requests forwarded to the backend; `None`: no methods.
     pub proxy: Option<RpcProxy>,
 }
@@ -108,6 +141,15 @@ impl Plan {
             api: s
                 .text("api.key")
                 .map(|key| (key.to_owned(), s.size("api.max_body_bytes"))),
+            log: LogPlan::new(
+                match s.text("log.format") {
+                    Some("json") => LogFormat::Json,
+                    _ => LogFormat::Text,
+                },
+                Some(s.uint("log.summary_secs"))
+                    .filter(|secs| *secs > 0)
+                    .map(Duration::from_secs),
+            ),
             proxy: match s.text("proxy.rpc_url") {
                 Some(url) => Some(
                     RpcProxy::with_tls(

@@ -151,6 +151,18 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     optional("tls.key", Kind::File, "The PEM private key of tls.cert."),
     key(
+        "log.format",
+        Kind::Choice(&["text", "json"]),
+        "\"text\"",
+        "How log lines are written (to stderr): `text`, one line each, coloured only on a terminal, or `json`, one object per line. The level is `RUST_LOG` (default `info`; per-connection lines are at `debug`).",
+    ),
+    key(
+        "log.summary_secs",
+        SECS,
+        "60",
+        "Every this many seconds, one `info` line with the connections open and what happened since the last (accepted, welcomed, closed by code, refused); written only when something changed; 0: never.",
+    ),
+    key(
         "heartbeat.ping_interval_ms",
         MILLIS,
         "25000",

@@ -324,6 +324,12 @@ impl Node {
         self.registry.user(connection)
     }
 
+    /// When `connection` was accepted (`handle_connected`'s `now`), while
+    /// it is open.
+    pub fn connected_at(&self, connection: ConnectionHandle) -> Option<Instant> {
+        self.registry.since(connection)
+    }
+
     /// Where a drain is at `now`, if one started.
     pub fn drain_phase(&self, now: Instant) -> Option<DrainPhase> {
         self.drain.as_ref().map(|run| run.phase(now))
@@ -364,8 +370,7 @@ impl Node {
 
     /// A connection was accepted: its handle for every later event.
     pub fn handle_connected(&mut self, now: Instant) -> ConnectionHandle {
-        let _ = now;
-        self.registry.add()
+        self.registry.add(now)
     }
 
     /// Something happened to `connection`.

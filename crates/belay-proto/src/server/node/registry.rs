@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::time::Instant;
+
 /// One connection of the node, numbered in accept order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnectionHandle(u64);
@@ -20,27 +22,45 @@ impl ConnectionHandle {
     }
 }
 
+/// One open connection: whose it is and since when.
+#[derive(Debug)]
+struct Entry {
+    /// `None` until the connection's credentials are accepted.
+    user: Option<Arc<str>>,
+    since: Instant,
+}
+
 /// The open connections and their users.
 #[derive(Debug, Default)]
 pub(super) struct Registry {
     next: u64,
-    /// `None` until the connection's credentials are accepted.
-    users: HashMap<ConnectionHandle, Option<Arc<str>>>,
+    users: HashMap<ConnectionHandle, Entry>,
 }
 
 impl Registry {
-    pub(super) fn add(&mut self) -> ConnectionHandle {
+    pub(super) fn add(&mut self, now: Instant) -> ConnectionHandle {
         let handle = ConnectionHandle(self.next);
         self.next += 1;
-        self.users.insert(handle, None);
+        self.users.insert(
+            handle,
+            Entry {
+                user: None,
+                since: now,
+            },
+        );
         handle
     }
 
     /// `handle` is `user`'s; ignored for a connection already gone.
     pub(super) fn identify(&mut self, handle: ConnectionHandle, user: Arc<str>) {
-        if let Some(slot) = self.users.get_mut(&handle) {
-            *slot = Some(user);
+        if let Some(entry) = self.users.get_mut(&handle) {
+            entry.user = Some(user);
         }
+    }
+
+    /// When `handle` was accepted.
+    pub(super) fn since(&self, handle: ConnectionHandle) -> Option<Instant> {
+        self.users.get(&handle).map(|entry| entry.since)
     }
 
     pub(super) fn remove(&mut self, handle: ConnectionHandle) {
@@ -52,7 +72,9 @@ impl Registry {
     }
 
     pub(super) fn user(&self, handle: ConnectionHandle) -> Option<&Arc<str>> {
-        self.users.get(&handle).and_then(Option::as_ref)
+        self.users
+            .get(&handle)
+            .and_then(|entry| entry.user.as_ref())
     }
 
     pub(super) fn len(&self) -> usize {
@@ -78,7 +100,7 @@ impl Registry {
         let mut mine: Vec<ConnectionHandle> = self
             .users
             .iter()
-            .filter(|(_, u)| u.as_deref() == Some(user))
+            .filter(|(_, entry)| entry.user.as_deref() == Some(user))
             .map(|(h, _)| *h)
             .collect();
         mine.sort_unstable();
