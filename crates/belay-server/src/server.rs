@@ -384,6 +384,11 @@ impl Server {
                 "Keyed executions running.",
                 lock(&shared.node).keyed_running(),
             ),
+            (
+                "belay_ready",
+                "1 while the node serves (/readyz 200), 0 once a drain has started.",
+                usize::from(*shared.lifecycle.borrow() == Lifecycle::Serving),
+            ),
         ];
         for (name, help, value) in gauges {
             let _ = writeln!(
