@@ -112,6 +112,29 @@ impl Backend {
     /// POST `body`; the status and the whole answer (at most
     /// `max_response_bytes`).
     pub async fn post(&self, body: &Value) -> Result<(StatusCode, Bytes), Failure> {
+        let started = tokio::time::Instant::now();
+        let answer = self.exchange(body).await;
+        let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match &answer {
+            Ok((status, _)) => tracing::debug!(
+                target: "belay::backend",
+                url = %self.url,
+                status = status.as_u16(),
+                latency_ms,
+                "backend answered"
+            ),
+            Err(failure) => tracing::debug!(
+                target: "belay::backend",
+                url = %self.url,
+                failure = ?failure,
+                latency_ms,
+                "backend failed"
+            ),
+        }
+        answer
+    }
+
+    async fn exchange(&self, body: &Value) -> Result<(StatusCode, Bytes), Failure> {
         let Ok(_permit) = self.in_flight.try_acquire() else {
             return Err(Failure::NotSent);
         };
