@@ -16,6 +16,7 @@
 //! * [`socketio`]: a socket.io v4 / engine.io v4 client (WebSocket only), the
 //!   loads' way into a socket.io peer.
 
+pub mod core_session;
 pub mod session;
 pub mod socketio;
 pub mod sse;

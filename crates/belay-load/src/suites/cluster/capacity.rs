@@ -7,7 +7,7 @@
 //! by lines on their stdin:
 //!
 //! ```text
-//! parent                         hold child (belay-client sessions answer pings all along)
+//! parent                         hold child (core sessions answer pings all along)
 //!   (start)                 ──▶  opens N sessions            ──▶ OPENED ok failed ms first-error
 //!   alive                   ──▶                              ──▶ ALIVE n
 //!   subscribe               ──▶  every session subscribes    ──▶ SUBSCRIBED ok refused retried ms first-refusal
@@ -29,17 +29,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_client::{ClientEvent, Item};
 use belay_proto::{Config, Event as CoreEvent};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{broadcast, mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::node::NodeProcess;
 use super::redis::{free_port, RedisProcess};
 use super::subscribers::{self, PublishRequest};
 use super::{cpu_seconds, med, spread};
-use crate::clients::session;
+use crate::clients::core_session::CoreSession;
 use crate::clients::target::Target;
 use crate::clients::websocket::{self, wall_micros};
 use crate::measure::procfs::CLK_TCK;
@@ -256,9 +255,9 @@ fn one_line(error: Option<&str>) -> String {
     error.map_or_else(|| "-".into(), |e| e.replace(['\n', '\r'], " "))
 }
 
-/// One held session: a belay-client `Client` (the core's `Session`), which
-/// answers the node's pings, resubscribes a lost subscription from its
-/// position, and delivers publications in order without duplicates.
+/// One held session: the core's `Session` on one task ([`CoreSession`]),
+/// which answers the node's pings, resubscribes a lost subscription from
+/// its position, and delivers publications in order without duplicates.
 struct Session {
     target: Target,
     source: Option<IpAddr>,
@@ -289,117 +288,73 @@ enum State {
 
 impl Session {
     async fn run(mut self, permit: tokio::sync::OwnedSemaphorePermit) {
-        let built = session::builder(
-            std::slice::from_ref(&self.target),
+        let mut core = CoreSession::start(
+            self.target.clone(),
             self.source,
             self.config.clone(),
             self.seed,
-        )
-        .connect();
-        let client = match built {
-            Ok(client) => client,
-            Err(e) => {
-                let _ = self.events.send(Event::Opened(Err(e.to_string())));
-                return;
-            }
-        };
-        let mut feed = client.events();
+        );
         // Opened: the first `welcome`, or the first failed dial.
         let opened = loop {
-            match session::next_event(&mut feed).await {
-                Some(Ok(CoreEvent::Connected { .. })) => break Ok(()),
-                Some(Ok(CoreEvent::ConnectFailed { reason, .. })) => {
-                    break Err(format!("{reason:?}"))
-                }
-                Some(Ok(_)) => {}
-                Some(Err(e)) => break Err(e),
-                None => break Err("the client stopped".into()),
+            match core.next_event_or(std::future::pending::<()>()).await {
+                Some(CoreEvent::Connected { .. }) => break Ok(()),
+                Some(CoreEvent::ConnectFailed { reason, .. }) => break Err(format!("{reason:?}")),
+                Some(_) => {}
+                None => break Err("interrupted".into()),
             }
         };
         drop(permit);
         if let Err(e) = opened {
             let _ = self.events.send(Event::Opened(Err(e)));
-            client.close().await;
+            core.close().await;
             return;
         }
         self.alive.fetch_add(1, Ordering::Relaxed);
         let _ = self.events.send(Event::Opened(Ok(())));
         let mut connected = true;
-        self.hold(&client, &mut feed, &mut connected).await;
+        self.hold(&mut core, &mut connected).await;
         if connected {
             self.alive.fetch_sub(1, Ordering::Relaxed);
         }
-        client.close().await;
+        core.close().await;
     }
 
     /// Follow the phases until `stop`: subscribe when asked, count what
     /// arrives, report when done.
-    async fn hold(
-        &mut self,
-        client: &belay_client::Client,
-        feed: &mut broadcast::Receiver<ClientEvent>,
-        connected: &mut bool,
-    ) {
+    async fn hold(&mut self, core: &mut CoreSession, connected: &mut bool) {
         let mut state = State::Idle;
-        let mut subscription: Option<belay_client::Subscription> = None;
         loop {
-            tokio::select! {
-                biased;
-                event = session::next_event(feed) => match event {
-                    Some(Ok(event)) => self.on_event(event, &mut state, connected),
-                    Some(Err(e)) => self.end(&mut state, e),
-                    None => {
-                        self.end(&mut state, "the client stopped".into());
-                        break;
-                    }
-                },
-                item = async { subscription.as_mut().expect("guarded").next().await }, if subscription.is_some() => {
-                    match item {
-                        Some(Item::Publication(publication)) => self.publication(&publication, &mut state),
-                        Some(Item::Resync) => {
-                            if let State::Receiving(r, _) = &mut state {
-                                r.not_recovered += 1;
-                            }
-                        }
-                        Some(other) => {
-                            subscription = None;
-                            self.end(&mut state, format!("{other:?}"));
-                        }
-                        None => {
-                            subscription = None;
-                            self.end(&mut state, "the subscription ended".into());
+            if let Some(event) = core.next_event_or(self.phase.changed()).await {
+                self.on_event(event, &mut state, connected);
+                continue;
+            }
+            if self.phase.has_changed().is_err() {
+                break;
+            }
+            let phase = *self.phase.borrow_and_update();
+            match phase {
+                Phase::Subscribe if matches!(state, State::Idle) => {
+                    let turn = match &self.subscribe_permits {
+                        Some(permits) => Arc::clone(permits).acquire_owned().await.ok(),
+                        None => None,
+                    };
+                    let (session, now) = core.core();
+                    match session.subscribe(now, &self.channel) {
+                        Ok(()) => state = State::Pending(turn, 0),
+                        Err(e) => {
+                            let _ = self.events.send(Event::Subscribed(Err(e.to_string())));
+                            state = State::Finished;
                         }
                     }
                 }
-                changed = self.phase.changed() => {
-                    if changed.is_err() {
-                        break;
-                    }
-                    let phase = *self.phase.borrow_and_update();
-                    match phase {
-                        Phase::Subscribe if matches!(state, State::Idle) => {
-                            let turn = match &self.subscribe_permits {
-                                Some(permits) => Arc::clone(permits).acquire_owned().await.ok(),
-                                None => None,
-                            };
-                            match client.subscribe(&self.channel).await {
-                                Ok(s) => {
-                                    subscription = Some(s);
-                                    state = State::Pending(turn, 0);
-                                }
-                                Err(e) => {
-                                    let _ = self.events.send(Event::Subscribed(Err(e.to_string())));
-                                    state = State::Finished;
-                                }
-                            }
-                        }
-                        Phase::Report => {
-                            self.end(&mut state, "not every publication arrived by the collect deadline".into());
-                        }
-                        Phase::Stop => break,
-                        _ => {}
-                    }
+                Phase::Report => {
+                    self.end(
+                        &mut state,
+                        "not every publication arrived by the collect deadline".into(),
+                    );
                 }
+                Phase::Stop => break,
+                _ => {}
             }
         }
     }
@@ -456,6 +411,10 @@ impl Session {
             CoreEvent::SubscriptionFailed { channel, code } if channel == self.channel => {
                 self.end(state, code);
             }
+            CoreEvent::Publication(publication) if publication.channel == self.channel => {
+                self.publication(&publication, state);
+            }
+
             _ => {}
         }
     }
