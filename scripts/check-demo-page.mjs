@@ -37,6 +37,7 @@ let context = null;
 let page = null;
 let userDataDir = null;
 let serviceDownOn = false;
+let freezeOn = false;
 let finished = false;
 const consoleErrors = [];
 
@@ -45,9 +46,10 @@ function withTimeout(promise, ms) {
 }
 
 async function cleanup() {
-  if (serviceDownOn) {
-    // leave the server as we found it
-    await withTimeout(fetch(`${baseUrl}/admin/fault/service_down`, {
+  // leave the server as we found it
+  for (const [on, fault] of [[serviceDownOn, 'service_down'], [freezeOn, 'freeze']]) {
+    if (!on) continue;
+    await withTimeout(fetch(`${baseUrl}/admin/fault/${fault}`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"on":false}',
     }).catch(() => {}), 2000);
   }
@@ -164,6 +166,23 @@ async function main() {
 
   await waitFor('the header connection count is not >= 1 after the service returned',
     () => Number(document.getElementById('conn-count')?.textContent) >= 1, null, 5_000);
+
+  // Freeze: the demo server pings every second, so its silence is noticed
+  // in about 2 s (two intervals); 5 s is the bound, generous under load.
+  const freeze = page.getByRole('button', { name: 'Freeze', exact: true });
+  const frozeAt = Date.now();
+  await freeze.click({ timeout: 5_000 });
+  freezeOn = true;
+  await waitFor('the page did not notice the frozen server within 5 s',
+    () => document.getElementById('cv-protocol')?.dataset.up === 'false', null, 5_000);
+  say(`freeze: the page noticed the silent server after ${((Date.now() - frozeAt) / 1000).toFixed(1)} s`);
+  await freeze.click({ timeout: 5_000 });
+  await waitFor('"Freeze" did not turn off (aria-pressed)',
+    () => document.querySelector('button[data-fault="freeze"]')?.getAttribute('aria-pressed') === 'false', null, 5_000);
+  freezeOn = false;
+  await waitFor('the client was not ready again after the freeze',
+    () => document.getElementById('cv-ready')?.dataset.up === 'true', null, 15_000);
+  say('freeze off: ready again');
   await page.waitForTimeout(1200); // one more chart redraw and poll for the picture
   await page.screenshot({ path: shot });
   say(`screenshot: ${shot}`);

@@ -2,7 +2,8 @@
 # Start `belay serve --demo` on a loopback port and drive its page in headless
 # Chromium (scripts/check-demo-page.mjs): the page's Belay browser client
 # becomes ready, gets feed publications, answers the echo button, shows
-# service loss and recovery; no console errors; screenshots in target/.
+# service loss and recovery, notices a frozen server (in about 2 s: the demo
+# pings every second); no console errors; screenshots in target/.
 # Installs what it needs on a fresh machine: Debian's chromium, playwright-core.
 set -euo pipefail
 cd "$(dirname "$0")/.."

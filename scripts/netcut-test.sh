@@ -20,8 +20,8 @@ cd "$(dirname "$0")/.."
 PING_MS=${NETCUT_PING_MS:-1000}
 PORT=${NETCUT_PORT:-18080}
 METHOD=${NETCUT_METHOD:-auto}
-# belay_proto::server::Limits::default().pong_timeout; `belay serve` has no flag for it.
-PONG_TIMEOUT_MS=10000
+# How long the server waits for any frame after a ping (--pong-timeout-ms).
+PONG_TIMEOUT_MS=${NETCUT_PONG_TIMEOUT_MS:-10000}
 # belay_proto::Config::default(): connect_timeout and the unreachable_retry cap.
 CONNECT_TIMEOUT_MS=10000
 UNREACHABLE_RETRY_CAP_MS=2000
@@ -132,7 +132,7 @@ ip -n "$NS_B" link set "$VETH_B" up
 
 # ---- server and client ---------------------------------------------------
 ip netns exec "$NS_A" "$BIN" serve --demo --listen "$SERVER_IP:$PORT" --ping-interval-ms "$PING_MS" \
-  >"$work/server.log" 2>&1 &
+  --pong-timeout-ms "$PONG_TIMEOUT_MS" >"$work/server.log" 2>&1 &
 server_pid=$!
 server_up() { [ -n "$(metric belay_connections_open)" ]; }
 wait_until 10 "the server in $NS_A to answer $METRICS" server_up
@@ -244,7 +244,7 @@ pub_ms=$(ms $((t_pub - t_restore)))
 
 verdict() { if [ "$1" -le "$2" ]; then echo ok; else echo FAIL; fi; }
 echo
-echo "netcut: method=$METHOD ping_interval=${PING_MS}ms pong_timeout=${PONG_TIMEOUT_MS}ms (default) setup=$(ms $((t_cut - t_start)))ms"
+echo "netcut: method=$METHOD ping_interval=${PING_MS}ms pong_timeout=${PONG_TIMEOUT_MS}ms setup=$(ms $((t_cut - t_start)))ms"
 printf '%-44s %9s %9s  %s\n' "measure" "measured" "bound" "result"
 printf '%-44s %7sms %7sms  %s\n' \
   "cut -> client reports the loss" "$detect_ms" "$detect_bound" "$(verdict "$detect_ms" "$detect_bound")" \

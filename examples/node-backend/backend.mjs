@@ -7,7 +7,7 @@
  *
  * - issues connection tokens (HS256 JWTs) at GET /token?user=NAME;
  * - answers the RPCs Belay forwards to it (POST /belay/rpc): here
- *   `orders.create`, which numbers an order, and answers it;
+ *   `orders.create`, which gives an order its id, and answers it;
  * - publishes through Belay's HTTP server API: every new order goes out on
  *   the `orders` channel (POST {belay}/api/publish, with an idempotency key,
  *   over a keep-alive connection).
@@ -17,7 +17,7 @@
  * The JWT secret and the API key come from BELAY_AUTH_JWT_SECRET and
  * BELAY_API_KEY, the same variables `belay serve --config` reads.
  */
-import { createHmac } from "node:crypto";
+import { createHash, createHmac, randomUUID } from "node:crypto";
 import { Agent, createServer, request } from "node:http";
 import { parseArgs } from "node:util";
 
@@ -26,7 +26,16 @@ const API_KEY = required("BELAY_API_KEY");
 /** Largest RPC body read from Belay (its own cap is far below). */
 const MAX_BODY = 1 << 20;
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-let orders = 0;
+/**
+ * The order's id: from the client's idempotency key when it sent one (a
+ * retried call makes the same order, published once), else random. Never a
+ * counter in memory: a restarted backend would reuse the ids, and the
+ * publication keys made from them.
+ */
+function orderId(user, key) {
+  if (key) return createHash("sha256").update(`${user}\0${key}`).digest("hex").slice(0, 16);
+  return randomUUID().replaceAll("-", "").slice(0, 16);
+}
 
 function required(name) {
   const value = process.env[name];
@@ -104,11 +113,10 @@ async function rpc(belay, req, res) {
   if (call.method !== "orders.create") {
     return answer(res, 404, { error: { code: "unknown_method", message: String(call.method) } });
   }
-  orders += 1;
-  const order = { order: orders, item: call.params, user: call.user };
+  const order = { order: orderId(call.user, call.idempotency_key), item: call.params, user: call.user };
   try {
     // The publication's key is the order's: a retried publish goes out once.
-    await publish(belay, "orders", order, `order-${orders}`);
+    await publish(belay, "orders", order, `order-${order.order}`);
   } catch (e) {
     return answer(res, 200, { error: { code: "publish_failed", message: String(e) } });
   }

@@ -5,7 +5,7 @@ It does the three things a backend does with a standalone Belay server:
 
 * issues connection tokens (HS256 JWTs) at GET /token?user=NAME;
 * answers the RPCs Belay forwards to it (POST /belay/rpc): here
-  `orders.create`, which numbers an order, and answers it;
+  `orders.create`, which gives an order its id, and answers it;
 * publishes through Belay's HTTP server API: every new order goes out on the
   `orders` channel (POST {belay}/api/publish, with an idempotency key).
 
@@ -19,20 +19,27 @@ import argparse
 import base64
 import hashlib
 import hmac
-import itertools
 import json
 import os
 import sys
-import threading
 import time
+import uuid
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SECRET = os.environ["BELAY_AUTH_JWT_SECRET"].encode()
 API_KEY = os.environ["BELAY_API_KEY"]
-ORDERS = itertools.count(1)
-ORDERS_LOCK = threading.Lock()
+
+def order_id(user: str, key) -> str:
+    """The order's id: from the client's idempotency key when it sent one
+    (a retried call makes the same order, published once), else random. Never
+    a counter in memory: a restarted backend would reuse the ids, and the
+    publication keys made from them."""
+    if key:
+        return hashlib.sha256(f"{user}\0{key}".encode()).hexdigest()[:16]
+    return uuid.uuid4().hex[:16]
+
 
 
 def b64url(data: bytes) -> str:
@@ -85,8 +92,7 @@ class Handler(BaseHTTPRequestHandler):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if call["method"] != "orders.create":
             return self.answer(404, {"error": {"code": "unknown_method", "message": call["method"]}})
-        with ORDERS_LOCK:
-            number = next(ORDERS)
+        number = order_id(call["user"], call.get("idempotency_key"))
         order = {"order": number, "item": call["params"], "user": call["user"]}
         # The publication's key is the order's: a retried publish goes out once.
         publish(self.belay, "orders", order, key=f"order-{number}")

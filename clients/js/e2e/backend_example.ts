@@ -4,7 +4,10 @@
  * binary, the backend and headless Chromium. The backend issues the JWT,
  * answers the `orders.create` RPC that Belay forwards to it, and publishes
  * the order through Belay's HTTP API; the browser client subscribes to
- * `orders`, calls the RPC, and receives the order as a publication.
+ * `orders`, calls the RPC, and receives the order as a publication. Then the
+ * backend restarts and a second order goes through too: an example that
+ * numbers orders from a counter in memory reuses its publication keys
+ * after a restart, and Belay refuses them (409).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -30,8 +33,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Start `cmd` (into `children`); resolves once a line of its output matches `ready`. */
-function start(children: ChildProcess[], cmd: string, args: string[], ready: RegExp): Promise<void> {
+/** Start `cmd` (into `children`); resolves with it once a line of its output matches `ready`. */
+function start(children: ChildProcess[], cmd: string, args: string[], ready: RegExp): Promise<ChildProcess> {
   const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   children.push(child);
   return new Promise((resolve, reject) => {
@@ -41,12 +44,12 @@ function start(children: ChildProcess[], cmd: string, args: string[], ready: Reg
       seen += chunk.toString();
       if (ready.test(seen)) {
         clearTimeout(timer);
-        resolve();
+        resolve(child);
       }
     };
     child.stdout!.on("data", onData);
     child.stderr!.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`${cmd} exited with ${code}: ${seen}`)));
+    child.on("exit", (code, signal) => reject(new Error(`${cmd} exited with ${code ?? signal}: ${seen}`)));
   });
 }
 
@@ -60,10 +63,13 @@ export function backendExample(name: string, backend: (port: number, belay: stri
   let dir = "";
   let belay = "";
   let backendUrl = "";
+  let backendPort = 0;
+  let backendProcess: ChildProcess;
   let browser: Awaited<ReturnType<typeof launch>>;
 
   beforeAll(async () => {
-    const [belayPort, backendPort] = [await freePort(), await freePort()];
+    const belayPort = await freePort();
+    backendPort = await freePort();
     belay = `http://127.0.0.1:${belayPort}`;
     backendUrl = `http://127.0.0.1:${backendPort}`;
     dir = mkdtempSync(join(tmpdir(), `belay-${name}-`));
@@ -71,7 +77,7 @@ export function backendExample(name: string, backend: (port: number, belay: stri
     writeFileSync(config, `[server]\nlisten = "127.0.0.1:${belayPort}"\n[auth]\nmode = "jwt"\n[proxy]\nrpc_url = "${backendUrl}/belay/rpc"\n`);
     await start(children, belayBin(), ["serve", "--config", config], /listening on ws:/);
     const [cmd, args] = backend(backendPort, belay);
-    await start(children, cmd, args, /backend listening/);
+    backendProcess = await start(children, cmd, args, /backend listening/);
     browser = await launch();
   }, 180_000);
 
@@ -88,29 +94,44 @@ export function backendExample(name: string, backend: (port: number, belay: stri
     await page.goto(`${belay}/healthz`);
     await page.setContent(`<!doctype html><title>belay ${name} e2e</title>`);
     await page.addScriptTag({ content: bundle.outputFiles[0]!.text });
-    const seen = await page.evaluate(
-      async ({ ws, token }) => {
-        const w = window as any;
-        const client = new w.Belay.BelayClient(ws, { token });
-        const orders: any[] = [];
-        const got = new Promise<void>((resolve) =>
-          client.subscribe("orders").on((item: any) => {
-            if (item.type === "publication") {
-              orders.push(item);
-              resolve();
-            }
-          }),
-        );
-        await client.whenReady();
-        const answer = await client.request("orders.create", { sku: "A1" }, { idempotencyKey: "cart-1" });
-        await got;
-        client.close();
-        return { answer, orders };
-      },
-      { ws: belay.replace("http", "ws") + "/ws", token },
-    );
-    expect(seen.answer).toEqual({ order: 1, item: { sku: "A1" }, user: "alice" });
-    expect(seen.orders).toHaveLength(1);
-    expect(seen.orders[0]).toMatchObject({ type: "publication", offset: 1, data: { order: 1, user: "alice" } });
+    const ws = belay.replace("http", "ws") + "/ws";
+    const order = (key: string) =>
+      page.evaluate(
+        async ({ ws, token, key }) => {
+          const w = window as any;
+          const client = new w.Belay.BelayClient(ws, { token });
+          const orders: any[] = [];
+          const got = new Promise<void>((resolve) =>
+            client.subscribe("orders").on((item: any) => {
+              if (item.type === "publication") {
+                orders.push(item);
+                resolve();
+              }
+            }),
+          );
+          await client.whenReady();
+          const answer = await client.request("orders.create", { sku: "A1" }, { idempotencyKey: key });
+          await got;
+          client.close();
+          return { answer, orders };
+        },
+        { ws, token, key },
+      );
+    const first = await order("cart-1");
+    expect(first.answer).toMatchObject({ item: { sku: "A1" }, user: "alice" });
+    expect(typeof first.answer.order).toBe("string");
+    expect(first.orders).toHaveLength(1);
+    expect(first.orders[0]).toMatchObject({ type: "publication", data: { order: first.answer.order, user: "alice" } });
+
+    // The backend restarts (a deploy); its next order still goes out.
+    const exited = new Promise((resolve) => backendProcess.once("exit", resolve));
+    backendProcess.kill();
+    await exited;
+    const [cmd, args] = backend(backendPort, belay);
+    backendProcess = await start(children, cmd, args, /backend listening/);
+    const second = await order("cart-2");
+    expect(second.answer).toMatchObject({ item: { sku: "A1" }, user: "alice" });
+    expect(second.answer.order).not.toBe(first.answer.order);
+    expect(second.orders.map((p: any) => p.data.order)).toContain(second.answer.order);
   }, 60_000);
 }

@@ -34,6 +34,7 @@ mod sim_herd;
 mod sim_progress;
 #[cfg(feature = "tools")]
 mod sim_stats;
+mod token_cmd;
 
 use std::process::ExitCode;
 
@@ -75,6 +76,8 @@ enum Command {
     /// Simulate a fleet of clients (real core sessions, virtual time) against a server.
     #[cfg(feature = "tools")]
     Sim(sim::Args),
+    /// Mint, inspect or check tokens against a config file, for development.
+    Token(token_cmd::Args),
 }
 
 /// The ids of the flags of `subcommand` given on the command line (not
@@ -139,6 +142,12 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args, &given_on_command_line(&matches, "serve")),
         #[cfg(feature = "tools")]
         Command::Sim(args) => sim::run(&args),
+        // Exit 1 when `check` refuses the token.
+        Command::Token(args) => match token_cmd::run(&args) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(1),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

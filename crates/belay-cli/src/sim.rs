@@ -80,9 +80,11 @@ struct MassArgs {
     /// Connections per second the server admits once back (token bucket).
     #[arg(long, default_value_t = 500)]
     rate: u64,
-    /// How long after the outage to simulate at most.
-    #[arg(long, value_parser = parse_duration, default_value = "90s")]
-    horizon: Duration,
+    /// How long after the outage to simulate at most (default: long
+    /// enough for the server to admit the fleet three times over at
+    /// `--rate`, plus 30 s; at least 90 s).
+    #[arg(long, value_parser = parse_duration)]
+    horizon: Option<Duration>,
     /// Tokens in the bucket when the server comes back.
     #[arg(long, default_value_t = 0.0)]
     initial_tokens: f64,
@@ -193,7 +195,9 @@ fn run_mass(args: &MassArgs, planned: bool) -> Result<(), String> {
     spec.server.reject_cost = args.reject_cost;
     spec.server.ping_interval = args.server_ping.filter(|i| !i.is_zero());
     spec.server.cost = args.cost.cost_model();
-    spec.horizon = args.horizon;
+    spec.horizon = args
+        .horizon
+        .unwrap_or_else(|| fleet_horizon(args.clients, args.rate));
     spec.seed = args.common.seed;
     spec.detection_window = args.detection_window;
     spec.latency = args.common.latency;
@@ -404,5 +408,27 @@ mod tests {
             panic!("parsed as outage")
         };
         assert!(cases(&mass.common).unwrap().iter().all(|c| !c.pacing));
+    }
+}
+
+/// A horizon that fits the fleet: the server admits `rate` connections a
+/// second, so a fleet of `clients` needs `clients / rate` seconds to come
+/// back at best; three times that, plus 30 s, leaves every policy room to
+/// finish (at least 90 s, the horizon of a 10,000-client fleet at 500/s).
+pub(crate) fn fleet_horizon(clients: usize, rate: u64) -> Duration {
+    let admit = clients as f64 / rate.max(1) as f64;
+    Duration::from_secs_f64(admit * 3.0 + 30.0).max(Duration::from_secs(90))
+}
+
+#[cfg(test)]
+mod horizon_tests {
+    use super::*;
+
+    #[test]
+    fn the_default_horizon_grows_with_the_fleet() {
+        assert_eq!(fleet_horizon(10_000, 500), Duration::from_secs(90));
+        assert_eq!(fleet_horizon(100_000, 500), Duration::from_secs(630));
+        assert_eq!(fleet_horizon(1_000, 500), Duration::from_secs(90));
+        assert!(fleet_horizon(1_000_000, 0) > Duration::from_secs(3_000_000));
     }
 }

@@ -90,9 +90,10 @@ pub(crate) struct SpreadArgs {
     /// The detection windows, comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "0s,5s,10s,20s")]
     windows: Vec<Duration>,
-    /// How long after the outage to simulate at most.
-    #[arg(long, value_parser = parse_duration, default_value = "90s")]
-    horizon: Duration,
+    /// How long after the outage to simulate at most (default: three times
+    /// what the server needs to admit the fleet, plus 30 s; at least 90 s).
+    #[arg(long, value_parser = parse_duration)]
+    horizon: Option<Duration>,
     /// Death phases per window (the dead server's clock offset, so where
     /// the death falls within its beat and slot grid); each cell reports
     /// the worst.
@@ -120,7 +121,10 @@ pub(crate) struct CostSweepArgs {
 }
 
 pub(crate) fn run_spread_cmd(args: &SpreadArgs) -> Result<(), String> {
-    let spec = args.fleet.spec(args.horizon)?;
+    let horizon = args
+        .horizon
+        .unwrap_or_else(|| crate::sim::fleet_horizon(args.fleet.clients, args.fleet.rate));
+    let spec = args.fleet.spec(horizon)?;
     let cases = select_cases(Some(&args.policy))?;
     let [case] = cases.as_slice() else {
         return Err("--policy must name one policy".into());

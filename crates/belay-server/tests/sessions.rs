@@ -38,7 +38,7 @@ async fn welcome_advertises_the_ping_interval_and_pacing_slots() {
         unreachable!()
     };
     assert_eq!(welcome.protocol, 1);
-    assert_eq!(welcome.ping_interval_ms, Some(25_000));
+    assert_eq!(welcome.ping_interval_ms, Some(8_000));
     let pacing = welcome.pacing.expect("pacing while healthy");
     assert!(pacing.phase_ms < pacing.period_ms);
     assert_eq!(server.metrics().open_connections(), 1);

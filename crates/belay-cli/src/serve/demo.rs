@@ -1,8 +1,9 @@
 //! What `belay serve --demo` changes so the demo shows what Belay is about
 //! on one machine, unless the flag was given: the server pings every
 //! second and reaps a silent client after one more (so the page's Freeze is
-//! noticed in about 2 s at both ends), and a drain has no balancer to wait
-//! for, so Ctrl-C drains in under a second.
+//! noticed in about 2 s at both ends), and, unless a drain schedule is
+//! given, a drain has no balancer to wait for, so Ctrl-C drains in under a
+//! second.
 
 use std::time::Duration;
 
@@ -27,11 +28,14 @@ pub(crate) fn liveness_and_drain(config: &mut ServerConfig, explicit: &[String])
     if !given("pong_timeout_ms") {
         config.limits.set_pong_timeout(PING);
     }
-    if !given("lb_delay_secs") {
-        config.drain.set_lb_delay(Duration::ZERO);
+    // The drain as a whole: a schedule given on the command line keeps the
+    // production linger and deadline that fit it.
+    if !given("lb_delay_secs") && !given("drain_spread_ms") {
+        config
+            .drain
+            .set_lb_delay(Duration::ZERO)
+            .set_reconnect_spread(SPREAD)
+            .set_linger(LINGER)
+            .set_deadline(DEADLINE);
     }
-    if !given("drain_spread_ms") {
-        config.drain.set_reconnect_spread(SPREAD);
-    }
-    config.drain.set_linger(LINGER).set_deadline(DEADLINE);
 }

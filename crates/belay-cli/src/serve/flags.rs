@@ -22,12 +22,14 @@ pub(crate) struct Args {
     /// Sessions admitted per second.
     #[arg(long, default_value_t = 500.0)]
     pub(crate) accept_rate: f64,
-    /// Server ping interval in milliseconds (advertised in `welcome`).
-    #[arg(long, default_value_t = 25_000)]
+    /// Server ping interval in milliseconds (advertised in `welcome`). With
+    /// the pong timeout, a silent death is noticed within 16 s at both ends
+    /// at the defaults (--demo: 1 s each).
+    #[arg(long, default_value_t = 8_000)]
     pub(crate) ping_interval_ms: u64,
     /// Milliseconds without any frame after a ping before the connection is
     /// reaped as a zombie.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 8_000)]
     pub(crate) pong_timeout_ms: u64,
     /// With --demo: milliseconds between two `feed` ticks.
     #[arg(long, default_value_t = 500)]

@@ -1,7 +1,7 @@
 //! Idle sessions: open N, answer pings, hold them, close them.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,11 +59,87 @@ pub struct Fleet {
     /// Time to open the fleet.
     pub open_time: Duration,
     alive: Arc<AtomicUsize>,
+    traffic: Arc<Traffic>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
 
+/// Heartbeat traffic of a WebSocket fleet since it opened, counted by the
+/// sessions: frames and their bytes on the wire (payload and WebSocket
+/// header; TCP/IP not counted), in each direction.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    frames_down: AtomicU64,
+    bytes_down: AtomicU64,
+    frames_up: AtomicU64,
+    bytes_up: AtomicU64,
+}
+
+/// One reading of [`Traffic`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrafficCount {
+    /// Frames the server sent.
+    pub frames_down: u64,
+    /// Their bytes.
+    pub bytes_down: u64,
+    /// Frames the clients sent.
+    pub frames_up: u64,
+    /// Their bytes.
+    pub bytes_up: u64,
+}
+
+impl TrafficCount {
+    /// What happened between `earlier` and this reading.
+    pub fn since(self, earlier: TrafficCount) -> TrafficCount {
+        TrafficCount {
+            frames_down: self.frames_down - earlier.frames_down,
+            bytes_down: self.bytes_down - earlier.bytes_down,
+            frames_up: self.frames_up - earlier.frames_up,
+            bytes_up: self.bytes_up - earlier.bytes_up,
+        }
+    }
+}
+
+impl Traffic {
+    fn read(&self) -> TrafficCount {
+        TrafficCount {
+            frames_down: self.frames_down.load(Ordering::Relaxed),
+            bytes_down: self.bytes_down.load(Ordering::Relaxed),
+            frames_up: self.frames_up.load(Ordering::Relaxed),
+            bytes_up: self.bytes_up.load(Ordering::Relaxed),
+        }
+    }
+
+    fn down(&self, payload: usize) {
+        self.frames_down.fetch_add(1, Ordering::Relaxed);
+        self.bytes_down
+            .fetch_add(frame_len(payload, false) as u64, Ordering::Relaxed);
+    }
+
+    fn up(&self, payload: usize) {
+        self.frames_up.fetch_add(1, Ordering::Relaxed);
+        self.bytes_up
+            .fetch_add(frame_len(payload, true) as u64, Ordering::Relaxed);
+    }
+}
+
+/// A WebSocket frame's length on the wire (RFC 6455 §5.2): a 2-byte
+/// header, 2 or 8 more for longer payloads, 4 for a client's mask.
+fn frame_len(payload: usize, masked: bool) -> usize {
+    let extended = match payload {
+        0..=125 => 0,
+        126..=65_535 => 2,
+        _ => 8,
+    };
+    2 + extended + if masked { 4 } else { 0 } + payload
+}
+
 impl Fleet {
+    /// The heartbeat traffic since the fleet opened (WebSocket sessions).
+    pub fn traffic(&self) -> TrafficCount {
+        self.traffic.read()
+    }
+
     /// Sessions still open now.
     pub fn alive(&self) -> usize {
         self.alive.load(Ordering::Relaxed)
@@ -87,6 +163,7 @@ pub async fn open(target: &Target, config: &IdleConfig) -> Fleet {
     let deadline = tokio::time::Instant::now() + config.total_timeout;
     let permits = Arc::new(Semaphore::new(config.concurrency.max(1)));
     let alive = Arc::new(AtomicUsize::new(0));
+    let traffic = Arc::new(Traffic::default());
     let (stop, stop_rx) = watch::channel(false);
     let (result_tx, mut result_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = JoinSet::new();
@@ -101,6 +178,7 @@ pub async fn open(target: &Target, config: &IdleConfig) -> Fleet {
         let source = websocket::source_for(&config.sources, i);
         let bound = config.open_timeout;
         let alive = Arc::clone(&alive);
+        let traffic = Arc::clone(&traffic);
         let mut stop = stop_rx.clone();
         let result_tx = result_tx.clone();
         let sse = config.sse;
@@ -127,7 +205,7 @@ pub async fn open(target: &Target, config: &IdleConfig) -> Fleet {
                 }
             };
             drop(result_tx);
-            hold(ws, &mut stop).await;
+            hold(ws, &traffic, &mut stop).await;
             alive.fetch_sub(1, Ordering::Relaxed);
         });
         spawned += 1;
@@ -152,6 +230,7 @@ pub async fn open(target: &Target, config: &IdleConfig) -> Fleet {
         first_error,
         open_time: start.elapsed(),
         alive,
+        traffic,
         stop,
         tasks,
     }
@@ -163,8 +242,9 @@ enum Held {
     Sse(SseSession),
 }
 
-/// Answer pings until told to stop or the server closes.
-async fn hold(held: Held, stop: &mut watch::Receiver<bool>) {
+/// Answer pings until told to stop or the server closes, counting the
+/// frames both ways.
+async fn hold(held: Held, traffic: &Traffic, stop: &mut watch::Receiver<bool>) {
     let mut ws = match held {
         Held::WebSocket(ws) => ws,
         Held::Sse(mut sse) => {
@@ -179,11 +259,13 @@ async fn hold(held: Held, stop: &mut watch::Receiver<bool>) {
         tokio::select! {
             text = websocket::next_text(&mut ws) => match text {
                 Ok(text) if websocket::message_type(&text) == Some("ping") => {
+                    traffic.down(text.len());
                     if ws.send(Message::text(websocket::PONG)).await.is_err() {
                         return;
                     }
+                    traffic.up(websocket::PONG.len());
                 }
-                Ok(_) => {}
+                Ok(text) => traffic.down(text.len()),
                 Err(_) => return,
             },
             _ = stop.changed() => {

@@ -7,6 +7,7 @@ mod support;
 
 mod advice;
 mod credentials_refresh;
+mod default_liveness;
 mod disconnect_user;
 mod drain;
 mod fan_out;

@@ -57,6 +57,9 @@ pub enum JwtError {
         /// Why (never the key itself).
         reason: String,
     },
+    /// The config does not check JWTs (`auth.mode` is not `"jwt"`).
+    #[error("the config's auth.mode is not \"jwt\": it checks no tokens")]
+    NotConfigured,
 }
 
 /// What a connection token without a `channels` claim may subscribe to

@@ -27,6 +27,7 @@ mod channels;
 mod codec;
 mod floor;
 mod http_publish;
+mod liveness;
 mod server;
 mod sse;
 mod summary;
@@ -78,6 +79,19 @@ enum Cmd {
         #[arg(long, default_value_t = 10_000)]
         ping_interval_ms: u64,
         #[arg(long, default_value_t = 1)]
+        runs: usize,
+    },
+    /// The liveness defaults' cost against the earlier ones (ping 25 s),
+    /// same run: server CPU, frames and bytes each way per connection·hour.
+    Liveness {
+        #[arg(long, default_value_t = 10_000)]
+        connections: usize,
+        /// Seconds to hold the sessions (measured over the hold).
+        #[arg(long, default_value_t = 60)]
+        hold_secs: u64,
+        #[arg(long, default_value = "127.0.0.1-127.0.0.40")]
+        sources: String,
+        #[arg(long, default_value_t = 3)]
         runs: usize,
     },
     /// Echo round trips.
@@ -212,6 +226,20 @@ fn main() -> Result<(), String> {
                 Duration::from_secs(hold_secs.min(600)),
                 &sources,
                 ping_interval_ms,
+                runs.clamp(1, 10),
+            ))
+        }
+        Cmd::Liveness {
+            connections,
+            hold_secs,
+            sources,
+            runs,
+        } => {
+            let sources = parse_sources(&sources).map_err(|e| e.to_string())?;
+            runtime.block_on(liveness::bench_liveness(
+                connections.clamp(1, 100_000),
+                Duration::from_secs(hold_secs.clamp(1, 600)),
+                &sources,
                 runs.clamp(1, 10),
             ))
         }

@@ -82,8 +82,8 @@ impl Default for Limits {
             handshake_timeout: Duration::from_secs(10),
             max_connections_per_ip: 1_000,
             outbound_queue: 1_024,
-            ping_interval: Duration::from_secs(25),
-            pong_timeout: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(8),
+            pong_timeout: Duration::from_secs(8),
             allowed_origins: Vec::new(),
             max_subscriptions: 1_000,
             max_channel_len: DEFAULT_MAX_CHANNEL_LEN,
@@ -171,7 +171,10 @@ impl Limits {
 
     /// Interval of the server's pings, advertised in `welcome`, and the
     /// inbound silence after which the server probes. At least
-    /// [`MIN_PING_INTERVAL`]. Default: 25 s.
+    /// [`MIN_PING_INTERVAL`]. Default: 8 s, so that at the defaults a
+    /// silent death is noticed within 16 s at both ends: the server reaps a
+    /// silent client within `ping_interval + pong_timeout`, and a Belay
+    /// client gives up on a silent server after two advertised intervals.
     pub fn ping_interval(&self) -> Duration {
         self.ping_interval
     }
@@ -184,7 +187,7 @@ impl Limits {
 
     /// How long a probe on a quiet connection may go unanswered (by any
     /// frame) before the server reaps the connection with 4000. At least
-    /// [`MIN_PONG_TIMEOUT`]. Default: 10 s.
+    /// [`MIN_PONG_TIMEOUT`]. Default: 8 s.
     pub fn pong_timeout(&self) -> Duration {
         self.pong_timeout
     }

@@ -18,8 +18,8 @@ fn defaults_match_the_documented_values() {
     assert_eq!(limits.handshake_timeout(), Duration::from_secs(10));
     assert_eq!(limits.max_connections_per_ip(), 1_000);
     assert_eq!(limits.outbound_queue(), 1_024);
-    assert_eq!(limits.ping_interval(), Duration::from_secs(25));
-    assert_eq!(limits.pong_timeout(), Duration::from_secs(10));
+    assert_eq!(limits.ping_interval(), Duration::from_secs(8));
+    assert_eq!(limits.pong_timeout(), Duration::from_secs(8));
     assert!(limits.allowed_origins().is_empty());
     assert_eq!(limits.max_subscriptions(), 1_000);
     assert_eq!(limits.max_channel_len(), 255);
@@ -32,7 +32,7 @@ fn defaults_match_the_documented_values() {
         limits.check_subscriptions(1_000),
         Err(Violation::TooManySubscriptions)
     );
-    assert_eq!(limits.ping_interval_ms(), 25_000);
+    assert_eq!(limits.ping_interval_ms(), 8_000);
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn a_missing_origin_is_allowed_because_only_browsers_send_one() {
 
 #[test]
 fn a_leaked_connection_is_reaped_within_ping_interval_plus_pong_timeout() {
-    assert_eq!(Limits::default().reap_bound(), Duration::from_secs(35));
+    assert_eq!(Limits::default().reap_bound(), Duration::from_secs(16));
 }
 
 #[test]
@@ -166,17 +166,17 @@ fn a_silent_client_is_reaped_ping_interval_plus_pong_timeout_after_its_last_fram
     let limits = Limits::default();
     let mut heartbeat = limits.heartbeat(ms(0));
     heartbeat.handle_frame(ms(1_000));
-    assert_eq!(heartbeat.poll_timeout(), ms(26_000));
+    assert_eq!(heartbeat.poll_timeout(), ms(9_000));
     assert_eq!(
-        heartbeat.handle_timeout(ms(26_000)),
+        heartbeat.handle_timeout(ms(9_000)),
         Ok(HeartbeatAction::Probe)
     );
     assert_eq!(
-        heartbeat.handle_timeout(ms(35_999)),
+        heartbeat.handle_timeout(ms(16_999)),
         Ok(HeartbeatAction::Wait)
     );
     assert_eq!(
-        heartbeat.handle_timeout(ms(36_000)),
+        heartbeat.handle_timeout(ms(17_000)),
         Err(LivenessFailure::ProbeUnanswered)
     );
 }
@@ -185,9 +185,10 @@ fn a_silent_client_is_reaped_ping_interval_plus_pong_timeout_after_its_last_fram
 fn a_client_answering_pings_is_never_reaped() {
     let limits = Limits::default();
     let mut heartbeat = limits.heartbeat(ms(0));
-    // Periodic pings every 25 s, each answered 50 ms later.
+    // A ping every interval, each answered 50 ms later.
+    let every = limits.ping_interval_ms();
     for k in 1..100u64 {
-        let pong = ms(k * 25_000 + 50);
+        let pong = ms(k * every + 50);
         assert!(heartbeat.handle_timeout(pong).is_ok());
         heartbeat.handle_frame(pong);
     }

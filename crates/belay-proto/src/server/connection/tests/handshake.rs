@@ -20,7 +20,7 @@ fn connect_is_authenticated_then_welcomed_with_a_seeded_session_id() {
     let Some(Output::Send(ServerMessage::Welcome(welcome))) = out.first() else {
         panic!("{out:?}")
     };
-    assert_eq!(welcome.ping_interval_ms, Some(25_000));
+    assert_eq!(welcome.ping_interval_ms, Some(8_000));
     assert_eq!(a.phase(), Phase::Open);
     assert_eq!(a.session_id(), Some(welcome.session.as_str()));
     assert!(out.contains(&Output::Event(Event::Connected {
