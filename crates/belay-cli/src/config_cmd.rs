@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use belay_standalone::{defaults_file, LoadError, Plan, Settings};
+use belay_standalone::{defaults_file, stray_variables, LoadError, Plan, Settings};
 
 /// Arguments of `belay config`.
 #[derive(Debug, clap::Args)]
@@ -48,6 +48,9 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
             };
             // Keys and secrets are read as the server would read them.
             Plan::from_settings(&settings).map_err(|e| format!("{name}: {e}"))?;
+            for stray in stray_variables(std::env::vars().map(|(name, _)| name)) {
+                eprintln!("{name}: warning: {stray}");
+            }
             println!("{name}: ok");
             Ok(())
         }

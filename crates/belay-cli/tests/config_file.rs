@@ -282,3 +282,27 @@ async fn a_good_refresh_is_confirmed_with_its_expiry() {
     assert!((590_000..=600_000).contains(&later), "{later}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_misspelt_environment_override_is_warned_about_with_the_setting_it_is_near() {
+    let dir = temp_dir("stray-env");
+    let file = dir.join("belay.toml");
+    std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:8080\"\n").expect("write");
+    let out = belay()
+        .args(["config", "check"])
+        .arg(&file)
+        .env("BELAY_HEARTBEAT_PING_INTERVAL", "1000")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "a warning, not an error: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warning = format!(
+        "{}: warning: environment BELAY_HEARTBEAT_PING_INTERVAL matches no setting (did you mean BELAY_HEARTBEAT_PING_INTERVAL_MS?); ignored",
+        file.display()
+    );
+    assert!(
+        stderr.contains(&warning),
+        "missing {warning:?} in:\n{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

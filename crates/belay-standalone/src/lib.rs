@@ -48,7 +48,7 @@ pub mod runtime;
 
 pub use auth::{JwtAuthenticator, JwtError, MissingChannels};
 pub use config::{
-    defaults_file, BrokerPlan, ConfigError, LoadError, LogFormat, LogPlan, Plan, PlanError,
-    Settings,
+    defaults_file, stray_variables, BrokerPlan, ConfigError, LoadError, LogFormat, LogPlan, Plan,
+    PlanError, Settings, StrayVariable,
 };
 pub use proxy::{Backend, BackendAuth, BackendTls, ProxyError, RpcProxy};

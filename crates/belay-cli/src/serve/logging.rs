@@ -9,6 +9,13 @@ use std::path::Path;
 use belay_standalone::{LogFormat, LogPlan, Plan, Settings};
 use tracing_subscriber::EnvFilter;
 
+/// Warn about `BELAY_*` variables no setting reads (a misspelt override).
+pub(crate) fn warn_stray_variables() {
+    for stray in belay_standalone::stray_variables(std::env::vars().map(|(name, _)| name)) {
+        tracing::warn!(target: "belay::server", variable = %stray.name, near = stray.near.as_deref(), "{stray}");
+    }
+}
+
 /// The `[log]` section of the config file at `path`.
 pub(crate) fn plan_of_file(path: &Path) -> Result<LogPlan, String> {
     let settings = Settings::load(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -50,6 +50,9 @@ pub(crate) fn run(args: &Args, explicit: &[String]) -> Result<(), String> {
         None => args.log_plan(),
     };
     logging::init(log.format);
+    if args.config.is_some() {
+        logging::warn_stray_variables();
+    }
     let workers = args.bench.worker_threads.map(usize::from);
     let runtime = belay_standalone::runtime::build_with_workers(workers)
         .map_err(|e| format!("cannot start the runtime: {e}"))?;

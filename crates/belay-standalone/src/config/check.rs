@@ -29,6 +29,7 @@ pub(crate) fn check(
         spans: BTreeMap::new(),
         namespaces: Vec::new(),
         backend_rules: Vec::new(),
+        namespace_bounds: Vec::new(),
     };
     let (doc, syntax) = DeTable::parse_recoverable(text);
     for error in syntax {
@@ -40,6 +41,7 @@ pub(crate) fn check(
     checker.defaults();
     checker.relations();
     checker.backend_relations();
+    checker.namespace_caps();
     if checker.errors.is_empty() {
         Ok(Settings {
             values: checker.values,
@@ -64,6 +66,9 @@ struct Checker<'t> {
     /// (which then needs its proxy URL), or subscribes to tokens
     /// (`namespace.token`: which need JWT auth).
     backend_rules: Vec<(Range<usize>, &'static str)>,
+    /// A namespace's `history_size` or `history_ttl_ms`, where it is
+    /// written: checked against the global caps once they are known.
+    namespace_bounds: Vec<(Range<usize>, &'static str, i64)>,
 }
 
 impl Checker<'_> {
@@ -144,6 +149,9 @@ impl Checker<'_> {
                         if let (Value::Str(pattern), "namespace.pattern") = (&v, found.path) {
                             patterns.push((pattern.clone(), value.span()));
                         }
+                        if let Value::Int(n) = v {
+                            self.namespace_bounds.push((value.span(), found.path, n));
+                        }
                         checked.insert(found.path, v);
                     }
                     Err(message) => {
@@ -157,6 +165,32 @@ impl Checker<'_> {
             self.namespaces.push(checked);
         }
         self.dead_namespaces(&patterns);
+    }
+
+    /// A namespace bound above the global cap would be cut to the cap
+    /// without a word: an error at the namespace's value instead, naming
+    /// the cap (and its value, from the file, the environment or the
+    /// default).
+    fn namespace_caps(&mut self) {
+        let cap = |checker: &Self, path: &str| match checker.values.get(path) {
+            Some(Value::Int(n)) => Some(*n),
+            _ => None,
+        };
+        let max_len = cap(self, "history.max_len");
+        let max_age_ms = cap(self, "history.max_age_secs").map(|secs| secs.saturating_mul(1_000));
+        for (at, path, value) in std::mem::take(&mut self.namespace_bounds) {
+            let (limit, global, unit) = match path {
+                "namespace.history_size" => (max_len, "history.max_len", "publications"),
+                "namespace.history_ttl_ms" => (max_age_ms, "history.max_age_secs (in ms)", "ms"),
+                _ => continue,
+            };
+            if let Some(limit) = limit.filter(|limit| value > *limit) {
+                self.error_at(
+                    at,
+                    format!("{path} = {value} is above {global} = {limit} {unit}: the channels would keep only that much; raise {global} or lower {path}"),
+                );
+            }
+        }
     }
 
     /// A table an earlier one covers entirely can never match: an error at

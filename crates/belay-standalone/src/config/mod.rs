@@ -12,6 +12,7 @@ mod plan;
 #[cfg(test)]
 mod proxy_urls;
 mod schema;
+mod stray;
 mod suggest;
 
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 pub use defaults::defaults_file;
 pub use plan::{BrokerPlan, LogFormat, LogPlan, Plan, PlanError};
+pub use stray::{stray_variables, StrayVariable};
 
 /// One problem in a config file (or in the environment).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -199,3 +199,28 @@ fn the_presence_ttl_defaults_to_60_s_is_checked_and_reaches_the_redis_plan() {
         "{found:?}"
     );
 }
+
+#[test]
+fn a_namespace_bound_above_the_global_cap_is_an_error_at_its_line() {
+    let text = "[history]\nmax_len = 100\n\n[[namespace]]\npattern = \"chat:*\"\nhistory_size = 500\nhistory_ttl_ms = 7200000\n";
+    let found = errors(text);
+    let lines: Vec<usize> = found.iter().map(|e| e.line).collect();
+    assert_eq!(lines, [6, 7], "{found:?}");
+    assert!(
+        found[0].message.starts_with(
+            "namespace.history_size = 500 is above history.max_len = 100 publications"
+        ),
+        "{}",
+        found[0]
+    );
+    assert!(
+        found[1]
+            .message
+            .contains("is above history.max_age_secs (in ms)"),
+        "{}",
+        found[1]
+    );
+    let within =
+        "[history]\nmax_len = 100\n\n[[namespace]]\npattern = \"chat:*\"\nhistory_size = 100\n";
+    assert!(Settings::parse(within, None, no_env).is_ok());
+}

@@ -4,8 +4,11 @@
 //! server's CPU, and the frames and bytes each way (what wakes a mobile
 //! radio), counted by the sessions (payload and WebSocket header). The
 //! bound on noticing a silent death follows from the settings: the server
-//! reaps a silent client within ping + pong timeout, a client gives up on
-//! a silent server within two ping intervals.
+//! reaps a silent client within ping + pong timeout; a client with the
+//! default config gives up on a silent server after two ping intervals, or
+//! after its own probe (at `max(probe_interval, 1.5 × ping)` of quiet)
+//! goes unanswered for `probe_timeout`, whichever is sooner
+//! (spec/PROTOCOL.md §3.3).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -13,6 +16,7 @@ use std::time::Duration;
 use belay_load::loads::idle::{self, IdleConfig};
 use belay_load::measure::procfs::CLK_TCK;
 use belay_proto::server::Limits;
+use belay_proto::Config;
 
 use crate::server::{Kind, ServerProcess};
 use crate::summary::summary_of;
@@ -30,6 +34,7 @@ pub(crate) async fn bench_liveness(
     runs: usize,
 ) -> Result<(), String> {
     let now = Limits::default();
+    let client = Config::default();
     let settings = [
         ("ping 25 s (before)", BEFORE.0, BEFORE.1),
         (
@@ -39,12 +44,13 @@ pub(crate) async fn bench_liveness(
         ),
     ];
     for (name, ping, pong) in settings {
+        let probed = client.probe_interval().max(ping.mul_f64(1.5)) + client.probe_timeout();
         println!(
             "{name}: ping every {} s, reaped {} s after: a silent client is noticed within {} s, a silent server within {} s",
             ping.as_secs_f64(),
             pong.as_secs_f64(),
             (ping + pong).as_secs_f64(),
-            (ping * 2).as_secs_f64(),
+            probed.min(ping * 2).as_secs_f64(),
         );
     }
     println!("| setting | run | alive | CPU µs per conn·h | frames down per conn·h | frames up per conn·h | bytes down per conn·h | bytes up per conn·h |");
