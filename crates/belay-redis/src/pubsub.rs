@@ -104,6 +104,8 @@ impl Task {
     async fn run(self, mut queue: mpsc::UnboundedReceiver<Command>, ready: oneshot::Sender<()>) {
         let mut ready = Some(ready);
         let mut backoff = Duration::from_millis(50);
+        // Since when the connection is lost (for the line that says it is back).
+        let mut lost_at: Option<tokio::time::Instant> = None;
         loop {
             let connected = timeout(self.command_timeout, self.client.get_async_pubsub()).await;
             let Ok(Ok(pubsub)) = connected else {
@@ -126,11 +128,18 @@ impl Task {
                 continue;
             };
             backoff = Duration::from_millis(50);
+            if let Some(since) = lost_at.take() {
+                tracing::info!(
+                    down_ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    "PUB/SUB connection to Redis back"
+                );
+            }
             let (sink, stream) = pubsub.split();
             match self.serve(sink, stream, &mut queue, &mut ready).await {
                 Served::Closed => return,
                 Served::Lost => {
                     tracing::warn!("PUB/SUB connection to Redis lost; reconnecting");
+                    lost_at = Some(tokio::time::Instant::now());
                     self.hub.end_all(LOST);
                 }
             }
