@@ -35,7 +35,7 @@ pub struct CoreSession {
 
 impl CoreSession {
     /// A session of `target` from `source`, started (its first dial is
-    /// made by the first [`next_event`](Self::next_event)).
+    /// made by the first [`next_event_or`](Self::next_event_or)).
     pub fn start(target: Target, source: Option<IpAddr>, config: Config, seed: u64) -> Self {
         let mut session = Session::new(config, Instant::ZERO, seed);
         // A fresh session cannot be stopped yet.
