@@ -22,7 +22,9 @@
 //!   * [`socketio`](clients::socketio): a socket.io v4 client, for the peers.
 //!   * [`session`](clients::session): a belay-client `Client` (the core's
 //!     `Session`) from a source address: the abuse victim, the cluster's
-//!     capacity and recovery clients, the herd.
+//!     recovery clients.
+//!   * [`core_session`](clients::core_session): the core's `Session` on one
+//!     task and one socket: the cluster's capacity hold.
 //! * [`loads`]: bounded loads that return a report.
 //!   * [`idle`](loads::idle): open N sessions, answer pings, hold them.
 //!   * [`echo`](loads::echo): C sessions × R sequential `echo` requests.

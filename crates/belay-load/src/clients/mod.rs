@@ -2,9 +2,10 @@
 //! session, frames told apart by their kind without a full decode, so one
 //! process can hold tens of thousands of sessions next to the server it
 //! measures. They hold no reconnect or resume logic: a suite whose clients
-//! come back after a loss (the abuse victim, the cluster's capacity and
-//! recovery runs, the herd) runs the core's `Session` through belay-client
-//! ([`session`]).
+//! come back after a loss runs the core's `Session`, through belay-client
+//! ([`session`]: the abuse victim, the cluster's recovery run, the herd) or,
+//! where tens of thousands share a process, on one task each
+//! ([`core_session`]: the cluster's capacity hold).
 //!
 //! * [`target`]: where the load goes (loopback only) and where it comes from
 //!   (127.0.0.x source addresses).
@@ -13,6 +14,7 @@
 //! * [`sse`]: a Belay session over the SSE fallback (stream + sends).
 //! * [`session`]: a belay-client `Client` (the core's `Session`) from a
 //!   source address, to the targets in turn.
+//! * [`core_session`]: the core's `Session` on one task and one socket.
 //! * [`socketio`]: a socket.io v4 / engine.io v4 client (WebSocket only), the
 //!   loads' way into a socket.io peer.
 
