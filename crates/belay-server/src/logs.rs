@@ -15,6 +15,12 @@ use belay_proto::message::Codec;
 /// Where per-connection lines go.
 pub(crate) const CONNECTION: &str = "belay::connection";
 
+/// Whether per-connection lines are written: work done only for them (a
+/// lock to learn a connection's age) is skipped when they are not.
+pub(crate) fn connection_lines() -> bool {
+    tracing::enabled!(target: CONNECTION, tracing::Level::DEBUG)
+}
+
 /// A connection was accepted (upgraded, or an SSE stream opened): from
 /// `peer`, counted against `source` (the client's address behind a
 /// trusted proxy; `None`: not counted), on this `node` of a cluster.
@@ -62,7 +68,7 @@ pub(crate) fn welcomed(peer: SocketAddr, user: &str, session: &str, transport: &
         user,
         session,
         transport,
-        codec = codec_name(codec),
+        codec = codec.name(),
         "welcomed"
     );
 }
@@ -129,12 +135,4 @@ pub(crate) fn limit_hit(peer: SocketAddr, limit: &str) {
 /// The server's lifecycle changed (a drain started, or finished).
 pub(crate) fn lifecycle(state: &str, connections: i64) {
     tracing::info!(target: "belay::server", state, connections, "lifecycle");
-}
-
-fn codec_name(codec: Codec) -> &'static str {
-    match codec {
-        Codec::Json => "json",
-        Codec::Binary => "binary",
-        _ => "other",
-    }
 }

@@ -32,6 +32,14 @@ pub enum Codec {
 const OFFERED: [Codec; 2] = [Codec::Binary, Codec::Json];
 
 impl Codec {
+    /// Its short name, as logs and reports show it: `json`, `binary`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Codec::Json => "json",
+            Codec::Binary => "binary",
+        }
+    }
+
     /// Its WebSocket subprotocol name (the protocol version is its suffix).
     pub const fn subprotocol(self) -> &'static str {
         match self {

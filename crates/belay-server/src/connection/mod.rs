@@ -149,7 +149,7 @@ where
     let peer_slot = driver.slot.take();
     // Logged before the close handshake (which may linger), in a block of
     // its own: nothing it needs is held across the handshake.
-    {
+    if logs::connection_lines() {
         let (code, by) = match &end {
             End::Close { code, .. } => (code.0, ClosedBy::Server),
             End::PeerGone(Some(code)) => (*code, ClosedBy::Client),
