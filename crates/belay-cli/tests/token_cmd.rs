@@ -115,3 +115,16 @@ fn inspect_shows_the_claims_unverified() {
     assert_eq!(shown["header"]["alg"], "HS256");
     assert_eq!(shown["verified"], false);
 }
+
+#[test]
+fn inspect_refuses_what_is_not_a_jwt() {
+    for garbage in ["not-a-token", "a.b.c", "eyJhbGciOiJIUzI1NiJ9.%%%.x"] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_belay"))
+            .args(["token", "inspect", garbage])
+            .output()
+            .expect("belay token runs");
+        assert_eq!(output.status.code(), Some(2), "{garbage}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("not a JWT"), "{garbage}: {stderr}");
+    }
+}
