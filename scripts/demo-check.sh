@@ -35,3 +35,34 @@ if [ -z "$url" ]; then
 fi
 mkdir -p target
 node scripts/check-demo-page.mjs "$url" target/demo-page.png
+
+# The admin web UI, on a server with an admin token (the token goes to the
+# check in the environment, never in a URL).
+token="admin-check-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+admin_log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/belay" serve --demo --admin-token "$token" --listen 127.0.0.1:0 >"$admin_log" 2>&1 &
+admin_server=$!
+trap 'kill "$server" "$admin_server" 2>/dev/null || true; rm -f "$log" "$admin_log"' EXIT
+admin_url=""
+for _ in $(seq 1 100); do
+  admin_url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$admin_log" | head -n 1 || true)
+  [ -n "$admin_url" ] && break
+  sleep 0.1
+done
+if [ -z "$admin_url" ]; then
+  echo "the admin check's server did not start:" >&2
+  cat "$admin_log" >&2
+  exit 1
+fi
+ADMIN_TOKEN="$token" node scripts/check-admin-page.mjs "$admin_url" target/admin-page.png
+# The drain from the console ends the server: it exits 0 within the demo's drain.
+for _ in $(seq 1 100); do
+  kill -0 "$admin_server" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$admin_server" 2>/dev/null; then
+  echo "the server did not exit after the console's drain" >&2
+  exit 1
+fi
+wait "$admin_server"
+echo "admin check: the server drained from the console and exited 0"

@@ -31,6 +31,7 @@ pub struct Metrics {
     pub(crate) zombies_reaped: AtomicU64,
     pub(crate) requests_by_outcome: Mutex<BTreeMap<&'static str, u64>>,
     pub(crate) publications: AtomicU64,
+    pub(crate) deliveries: AtomicU64,
     pub(crate) recoveries: AtomicU64,
     pub(crate) recovery_misses: AtomicU64,
     pub(crate) subscribe_refusals: AtomicU64,
@@ -52,6 +53,12 @@ impl Metrics {
     /// Sessions accepted since start.
     pub fn connects(&self) -> u64 {
         self.connects.load(Ordering::Relaxed)
+    }
+
+    /// Live publications handed to this node's connections (one per
+    /// subscriber and publication), since start.
+    pub fn deliveries(&self) -> u64 {
+        self.deliveries.load(Ordering::Relaxed)
     }
 
     /// Connections reaped because they stopped answering.
@@ -163,7 +170,7 @@ impl Metrics {
             "Connections left to close in a drain.",
             self.drain_remaining.load(Ordering::Relaxed),
         );
-        let counters: [(&str, &str, &AtomicU64); 12] = [
+        let counters: [(&str, &str, &AtomicU64); 13] = [
             (
                 "belay_connection_refusals_total",
                 "TCP connections refused at accept (per-source or pending-upgrade limits).",
@@ -189,6 +196,11 @@ impl Metrics {
                 "belay_publications_total",
                 "Publications accepted by the broker.",
                 &self.publications,
+            ),
+            (
+                "belay_deliveries_total",
+                "Live publications handed to this node's connections (one per subscriber).",
+                &self.deliveries,
             ),
             (
                 "belay_recoveries_total",

@@ -141,6 +141,7 @@ impl ServerBuilder {
             sse: Arc::default(),
             sse_relay: self.sse_relay,
             hosts: crate::hosts::HostRegistry::default(),
+            admin: crate::admin::AdminState::default(),
         };
         Server {
             shared: Arc::new(shared),
@@ -287,17 +288,24 @@ impl Server {
             .with_state(self.clone())
     }
 
-    /// The admin routes (`POST /admin/drain`, `GET /admin/hosts`), behind the admin guard: a
-    /// request needs `Authorization: Bearer <admin_token>` when a token is
-    /// configured, or else comes from a loopback peer naming a loopback
-    /// host; and a request from a page (an `Origin` header) must come from
-    /// the same origin. Merge it with [`Server::router`] to serve both, or
-    /// serve it on a listener of its own. See [`crate::admin`].
+    /// The admin routes and the admin web UI at `/admin/` (`POST
+    /// /admin/drain`, `GET /admin/hosts`, the UI's JSON, actions and live
+    /// feed; docs/OPERATIONS.md), behind the admin guard: a request needs
+    /// `Authorization: Bearer <admin_token>` (or the UI's login cookie)
+    /// when a token is configured, or else comes from a loopback peer
+    /// naming a loopback host; and a request from a page (an `Origin`
+    /// header) must come from the same origin. Merge it with
+    /// [`Server::router`] to serve both, or serve it on a listener of its
+    /// own. Built inside a Tokio runtime, it starts the UI's once-a-second
+    /// sampler (else the first request to the UI does). See
+    /// [`crate::admin`].
     pub fn admin_router(&self) -> Router {
         let admin = Router::new()
             .route("/admin/drain", post(admin_drain))
             .route("/admin/hosts", get(admin_hosts));
-        crate::admin::guard(self, admin).with_state(self.clone())
+        crate::admin::guard(self, admin)
+            .with_state(self.clone())
+            .merge(crate::admin::routes(self))
     }
 
     /// Serve `router` (usually [`Server::router`], perhaps with more routes)

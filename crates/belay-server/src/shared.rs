@@ -65,6 +65,8 @@ pub(crate) struct Shared {
     pub(crate) sse_relay: Option<Arc<dyn crate::sse_relay::SseRelay>>,
     /// The callers waiting for a host call's verdict (docs/HOSTS.md).
     pub(crate) hosts: crate::host_waiters::HostRegistry,
+    /// The admin web UI's logins and live feed.
+    pub(crate) admin: crate::admin::AdminState,
 }
 
 impl Shared {

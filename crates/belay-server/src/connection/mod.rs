@@ -378,17 +378,27 @@ impl Driver {
     where
         T: Transport,
     {
-        // One clock read for the batch (live items do not depend on it).
+        // One clock read for the batch (live items do not depend on it),
+        // and one count of its deliveries for the metrics.
         let now = self.now();
+        let mut frames = u64::from(matches!(item, LiveItem::Frame { .. }));
         self.on_live(now, item);
+        let mut end = None;
         for _ in 0..64 {
-            if let Some(end) = self.carry_out(ws) {
-                return Some(end);
-            }
-            let item = self.inbox.as_mut().and_then(LiveInbox::try_next)?;
+            end = self.carry_out(ws);
+            let next = match end {
+                Some(_) => None,
+                None => self.inbox.as_mut().and_then(LiveInbox::try_next),
+            };
+            let Some(item) = next else { break };
+            frames += u64::from(matches!(item, LiveItem::Frame { .. }));
             self.on_live(now, item);
         }
-        None
+        self.shared
+            .metrics
+            .deliveries
+            .fetch_add(frames, std::sync::atomic::Ordering::Relaxed);
+        end
     }
 
     fn on_live(&mut self, now: Instant, item: LiveItem) {

@@ -8,6 +8,7 @@ mod presence;
 mod publication;
 mod refresh;
 mod reserved;
+mod sessions_of;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,26 +1,5 @@
-//! The guard in front of admin and fault routes.
-//!
-//! Admin routes change what the server does for everyone (a drain stops
-//! it), so they are not on [`Server::router`](crate::Server::router) and
-//! every request to them passes [`guard`]:
-//!
-//! | request | answer |
-//! |---|---|
-//! | an `Origin` header that is not the request's own origin (a page on another site) | 403 `cross-origin admin request` |
-//! | a token is configured (`ServerConfig::admin_token`) and `Authorization: Bearer` does not carry it | 401 with `WWW-Authenticate: Bearer` |
-//! | no token is configured, and the request was forwarded (the peer is a trusted proxy, or it carries `X-Forwarded-For`, `Forwarded` or `X-Real-IP`) and the client the trusted proxy names is not a loopback address that is no proxy itself | 403 `a forwarded admin request needs the admin token` |
-//! | no token is configured, and the peer is not a loopback address or the `Host` is not a loopback name (`localhost`, `127.0.0.0/8`, `::1`) | 403 `admin routes answer loopback only` |
-//! | anything else | the route |
-//!
-//! The `Origin` rule stops a page in an operator's browser from posting to
-//! the admin API (browsers send `Origin` with every cross-origin request,
-//! including the "simple" `text/plain` POST that needs no preflight); the
-//! loopback `Host` rule stops DNS rebinding, where such a page's own name
-//! resolves to 127.0.0.1 and its requests look same-origin. The forwarding
-//! rule stops a reverse proxy on the same host (nginx, HAProxy: the
-//! documented deployment) from lending its loopback address to the whole
-//! internet: without a token, only a request that is provably local passes,
-//! and one a proxy forwarded is judged by the client it names.
+//! The admin guard: who may reach an admin route (the table in
+//! [`crate::admin`]).
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -43,24 +22,51 @@ where
 }
 
 async fn check(State(server): State<Server>, request: Request, next: Next) -> Response {
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip());
-    match verdict(
-        server.shared.config.admin_token.as_deref(),
-        &server.shared.config.trusted_proxies,
-        peer,
-        request.headers(),
-    ) {
+    match admits(&server, &request) {
         Ok(()) => next.run(request).await,
         Err(refused) => refused.into_response(),
     }
 }
 
+/// Whether `request` may reach an admin route of `server`.
+pub(super) fn admits(server: &Server, request: &Request) -> Result<(), Refusal> {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip());
+    let logged_in = super::login::cookie(request.headers()).is_some_and(|id| {
+        server
+            .shared
+            .admin
+            .logins
+            .holds(id, server.shared.clock.now())
+    });
+    verdict(
+        server.shared.config.admin_token.as_deref(),
+        &server.shared.config.trusted_proxies,
+        peer,
+        request.headers(),
+        logged_in,
+    )
+}
+
+/// Whether a request with `headers` comes from a page of another origin
+/// (its `Origin` is not its own `Host`).
+pub(super) fn cross_origin(headers: &HeaderMap) -> bool {
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let host = text(header::HOST);
+    text(header::ORIGIN).is_some_and(|origin| {
+        !host.is_some_and(|host| {
+            origin
+                .split_once("://")
+                .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(host))
+        })
+    })
+}
+
 /// Why the guard refused a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refusal {
+pub(super) enum Refusal {
     CrossOrigin,
     TokenRequired,
     LoopbackOnly,
@@ -91,29 +97,26 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// Whether a request from `peer` with `headers` may reach an admin route.
+/// Whether a request from `peer` with `headers` may reach an admin route;
+/// `logged_in`: it carries the cookie of a login that holds.
 fn verdict(
     token: Option<&str>,
     proxies: &TrustedProxies,
     peer: Option<IpAddr>,
     headers: &HeaderMap,
+    logged_in: bool,
 ) -> Result<(), Refusal> {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let host = text(header::HOST);
-    if let Some(origin) = text(header::ORIGIN) {
-        let own = host.is_some_and(|host| {
-            origin
-                .split_once("://")
-                .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(host))
-        });
-        if !own {
-            return Err(Refusal::CrossOrigin);
-        }
+    if cross_origin(headers) {
+        return Err(Refusal::CrossOrigin);
     }
     match token {
         Some(token) => {
             let given = text(header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer "));
-            if given.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())) {
+            if logged_in
+                || given.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes()))
+            {
                 Ok(())
             } else {
                 Err(Refusal::TokenRequired)
@@ -177,7 +180,7 @@ fn forwarded_client(
 }
 
 /// Compare secrets in time independent of where they differ.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -211,10 +214,10 @@ mod tests {
     #[test]
     fn loopback_without_a_token_passes_and_a_remote_peer_does_not() {
         let h = headers(&[(header::HOST, "127.0.0.1:8080")]);
-        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h).is_ok());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h, false).is_ok());
         let remote = Some("192.0.2.1".parse().unwrap());
-        assert!(verdict(None, &NO_PROXIES, remote, &h).is_err());
-        assert!(verdict(None, &NO_PROXIES, None, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, remote, &h, false).is_err());
+        assert!(verdict(None, &NO_PROXIES, None, &h, false).is_err());
     }
 
     #[test]
@@ -223,12 +226,12 @@ mod tests {
             (header::HOST, "127.0.0.1:8080"),
             (header::ORIGIN, "https://evil.example"),
         ]);
-        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h, false).is_err());
         let same = headers(&[
             (header::HOST, "127.0.0.1:8080"),
             (header::ORIGIN, "http://127.0.0.1:8080"),
         ]);
-        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &same).is_ok());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &same, false).is_ok());
     }
 
     #[test]
@@ -237,7 +240,7 @@ mod tests {
             (header::HOST, "evil.example:8080"),
             (header::ORIGIN, "http://evil.example:8080"),
         ]);
-        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h).is_err());
+        assert!(verdict(None, &NO_PROXIES, LOOPBACK, &h, false).is_err());
         assert!(
             loopback_host("localhost:1") && loopback_host("[::1]:80") && loopback_host("127.3.4.5")
         );
@@ -246,7 +249,7 @@ mod tests {
     #[test]
     fn a_configured_token_is_required_from_anywhere() {
         let without = headers(&[(header::HOST, "127.0.0.1")]);
-        assert!(verdict(Some("s3cret"), &NO_PROXIES, LOOPBACK, &without).is_err());
+        assert!(verdict(Some("s3cret"), &NO_PROXIES, LOOPBACK, &without, false).is_err());
         let with = headers(&[
             (header::HOST, "admin.example"),
             (header::AUTHORIZATION, "Bearer s3cret"),
@@ -255,10 +258,26 @@ mod tests {
             Some("s3cret"),
             &NO_PROXIES,
             Some("192.0.2.1".parse().unwrap()),
-            &with
+            &with,
+            false
         )
         .is_ok());
         let wrong = headers(&[(header::AUTHORIZATION, "Bearer s3creT")]);
-        assert!(verdict(Some("s3cret"), &NO_PROXIES, LOOPBACK, &wrong).is_err());
+        assert!(verdict(Some("s3cret"), &NO_PROXIES, LOOPBACK, &wrong, false).is_err());
+    }
+
+    #[test]
+    fn a_login_stands_for_the_token_but_not_for_another_origin() {
+        let h = headers(&[(header::HOST, "admin.example")]);
+        let remote = Some("192.0.2.1".parse().unwrap());
+        assert!(verdict(Some("s3cret"), &NO_PROXIES, remote, &h, true).is_ok());
+        let foreign = headers(&[
+            (header::HOST, "admin.example"),
+            (header::ORIGIN, "https://evil.example"),
+        ]);
+        assert_eq!(
+            verdict(Some("s3cret"), &NO_PROXIES, remote, &foreign, true),
+            Err(Refusal::CrossOrigin)
+        );
     }
 }

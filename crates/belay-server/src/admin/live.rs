@@ -1,0 +1,148 @@
+//! The web UI's live feed: once a second, this node's figures (connections
+//! open, deliveries, publications and refusals per second) go into a ring
+//! of the last [`KEPT`] samples (`GET /admin/samples`) and are published
+//! on channel [`CHANNEL`] of a hub: a Belay server of the admin's own, on
+//! the embedded broker, that the page's browser client reaches at
+//! `GET /admin/live` (a WebSocket, behind the admin guard). The hub is
+//! apart from the application's server: its connections are not the
+//! application's (they count in neither `/metrics` nor its limits), and
+//! nothing the application's clients do reaches the feed.
+//!
+//! The sampler starts with the first admin router built inside a Tokio
+//! runtime (or the first request to the UI), stops when the server is
+//! gone, and closes the hub's connections once the server has drained.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::response::Response;
+use axum::routing::any;
+use axum::Router;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::metrics::lock;
+use crate::shared::{Lifecycle, Shared};
+use crate::Server;
+
+/// How often a sample is taken.
+pub(crate) const EVERY: Duration = Duration::from_secs(1);
+/// Samples kept for a page that opens (five minutes).
+pub(crate) const KEPT: usize = 300;
+/// The hub's channel of samples.
+pub(crate) const CHANNEL: &str = "stats";
+
+/// One second of the node.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Sample {
+    /// Milliseconds since the server started.
+    at_ms: u64,
+    connections: i64,
+    deliveries_per_s: u64,
+    publications_per_s: u64,
+    refusals_per_s: u64,
+    /// 1 while serving, 0 once a drain started.
+    ready: u8,
+}
+
+/// The hub and the ring of samples.
+pub(crate) struct Live {
+    hub: Server,
+    recent: Mutex<VecDeque<Sample>>,
+}
+
+impl Live {
+    /// The samples kept, oldest first.
+    pub(crate) fn recent(&self) -> Vec<Sample> {
+        lock(&self.recent).iter().copied().collect()
+    }
+}
+
+/// `server`'s feed, started now if it was not (inside a Tokio runtime).
+pub(crate) fn started(server: &Server) -> &Live {
+    server.shared.admin.live.get_or_init(|| {
+        let hub = Server::builder().build();
+        tokio::spawn(sample(Arc::downgrade(&server.shared), hub.clone()));
+        Live {
+            hub,
+            recent: Mutex::new(VecDeque::with_capacity(KEPT)),
+        }
+    })
+}
+
+/// `GET /admin/live`, and the feed started if a runtime runs.
+pub(super) fn routes(server: &Server) -> Router<Server> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        started(server);
+    }
+    Router::new().route("/admin/live", any(upgrade))
+}
+
+async fn upgrade(
+    State(server): State<Server>,
+    peer: ConnectInfo<std::net::SocketAddr>,
+    request: Request,
+) -> Response {
+    let hub = started(&server).hub.clone();
+    crate::upgrade::handle(State(hub), peer, request).await
+}
+
+/// Every counter a sample takes the rate of.
+#[derive(Default, Clone, Copy)]
+struct Totals {
+    deliveries: u64,
+    publications: u64,
+    refusals: u64,
+}
+
+fn totals(shared: &Shared) -> Totals {
+    let m = &shared.metrics;
+    Totals {
+        deliveries: m.deliveries(),
+        publications: m.publications(),
+        refusals: m.connection_refusals() + m.admission_refusals() + m.subscribe_refusals(),
+    }
+}
+
+/// Take a sample every [`EVERY`] until the server is gone.
+async fn sample(shared: Weak<Shared>, hub: Server) {
+    let mut ticks = tokio::time::interval(EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last: Option<Totals> = None;
+    loop {
+        ticks.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            hub.end_drain();
+            return;
+        };
+        let now = totals(&shared);
+        let before = last.unwrap_or(now);
+        last = Some(now);
+        let lifecycle = *shared.lifecycle.borrow();
+        let sample = Sample {
+            at_ms: shared.clock.now().as_millis(),
+            connections: shared.metrics.open_connections(),
+            deliveries_per_s: now.deliveries.saturating_sub(before.deliveries),
+            publications_per_s: now.publications.saturating_sub(before.publications),
+            refusals_per_s: now.refusals.saturating_sub(before.refusals),
+            ready: u8::from(lifecycle == Lifecycle::Serving),
+        };
+        if let Some(live) = shared.admin.live.get() {
+            let mut recent = lock(&live.recent);
+            if recent.len() == KEPT {
+                recent.pop_front();
+            }
+            recent.push_back(sample);
+        }
+        drop(shared);
+        // Nobody may be listening: a publication with no subscriber is
+        // simply kept in the hub's short history.
+        let _ = hub.publish(CHANNEL, json!(sample)).await;
+        if lifecycle == Lifecycle::Drained {
+            hub.end_drain();
+            return;
+        }
+    }
+}
