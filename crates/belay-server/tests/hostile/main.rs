@@ -7,6 +7,7 @@ mod common;
 
 mod admin;
 mod admin_behind_proxy;
+mod admin_ui;
 mod budgets;
 mod channels;
 mod frames;
