@@ -112,6 +112,30 @@ for (const [label, entry] of [["src", source], ["dist, minified", minified]] as 
     c.close();
   });
 
+  it("a $call waits out a sleeping host's wake bound by default; other requests keep requestTimeoutMs", async () => {
+    const c = client();
+    const ws = FakeSocket.all[0]!;
+    ws.welcome();
+    const call = c.request("$call", { host: "pc-1", method: "files.list" });
+    expect(ws.sent.at(-1)).toMatchObject({ method: "$call", timeout_ms: 30_000 });
+    const echo = c.request("echo", 1);
+    expect(ws.sent.at(-1)).toMatchObject({ method: "echo", timeout_ms: 10_000 });
+    const echoDone = expect(echo).rejects.toBeInstanceOf(TimeoutError);
+    // The relay wakes the host within 20 s; the call is answered at 25 s.
+    await advance(25_000);
+    await echoDone;
+    expect(c.status.ready).toBe(true);
+    ws.recv({ type: "response", id: 1, result: { files: [] } });
+    await expect(call).resolves.toEqual({ files: [] });
+    // An explicit timeout is the call's own.
+    const quick = c.request("$call", { host: "pc-1", method: "m" }, { timeout: 2000 });
+    expect(ws.sent.at(-1)).toMatchObject({ method: "$call", timeout_ms: 2000 });
+    const quickDone = expect(quick).rejects.toBeInstanceOf(TimeoutError);
+    await advance(2000);
+    await quickDone;
+    c.close();
+  });
+
   it("never lets a dead socket's late close touch the new connection", async () => {
     const c = client({ probeIntervalMs: 1000, probeTimeoutMs: 1000 });
     const first = FakeSocket.all[0]!;

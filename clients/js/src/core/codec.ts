@@ -106,7 +106,7 @@ export function decodeServer(text: string | object): ServerMessage | DecodeError
     return invalid(`bad field ${field as string}`);
   }
   if (type === "response") {
-    if ("result" in o === "error" in m) return invalid("a response needs exactly one of result and error");
+    if ("result" in o === "error" in m) return invalid("exactly one of result and error");
     if (!m["error"]) m["result"] = o["result"];
   }
   return m as unknown as ServerMessage;

@@ -59,6 +59,13 @@ const MIN_SERVER_PING_MS = 1000;
 const MAX_SERVER_PING_MS = 120_000;
 /** Longest wait of a liveness check (ms); a shorter probe timeout wins. */
 export const LIVENESS_CHECK_TIMEOUT_MS = 2000;
+/**
+ * What a `$call` without its own timeout adds to `requestTimeoutMs`: the
+ * relay's default wake bound (heartbeat interval 15 s + connect allowance
+ * 5 s, HOSTS.md), as Rust's `Client::call_host` does. A relay with other
+ * timing: pass `timeout`.
+ */
+export const HOST_WAKE_BOUND_MS = 20_000;
 
 export type { Call, Input, Output, RequestError, SessionStats, SubscribeError, TokenError, TooLarge } from "./io.js";
 
@@ -240,7 +247,9 @@ export class Session implements SubscriptionSink {
   request(nowMs: number, call: Call): number | RequestError {
     const now = this._advance(nowMs);
     if (this._state !== "open" || this._leaving) return this._state === "stopped" ? "stopped" : "not_ready";
-    const timeoutMs = call.timeoutMs ?? this._config.requestTimeoutMs;
+    // A `$call` may first wait for a sleeping host to wake: HOST_WAKE_BOUND_MS
+    // (written out: the bundle is smaller so).
+    const timeoutMs = call.timeoutMs ?? this._config.requestTimeoutMs + (call.method === "$call" ? 20_000 : 0);
     const registry = this._registry;
     // Fields left undefined are not sent (JSON.stringify drops them).
     const message: ClientMessage = { type: "request", id: registry._lastId + 1, method: call.method, params: call.params ?? null, idem: call.idempotencyKey, timeout_ms: Math.floor(timeoutMs) };
@@ -592,12 +601,17 @@ export class Session implements SubscriptionSink {
 
   /** A dial is due: with a provider and a token absent, refused or past its renewal point, ask first (the dial follows the answer). */
   private _dialOrAsk(now: number): void {
-    const c = this._config;
-    if (!(globalThis.BELAY_FULL !== false && c.tokenProvider && (c.token === null || this._renewAt! <= now))) return this._dial(now);
-    this._notBefore = undefined;
-    this._go("connecting", undefined, now + c.connectTimeoutMs * US);
-    this._authorizing = true;
-    this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, (this._expiresAt ?? 0) - now)) });
+    if (globalThis.BELAY_FULL !== false) {
+      const c = this._config;
+      if (c.tokenProvider && (c.token === null || this._renewAt! <= now)) {
+        this._notBefore = undefined;
+        this._go("connecting", undefined, now + c.connectTimeoutMs * US);
+        this._authorizing = true;
+        this._emit({ event: "token_wanted", expires_in_ms: wholeMs(Math.max(0, (this._expiresAt ?? 0) - now)) });
+        return;
+      }
+    }
+    this._dial(now);
   }
 
   /** The server refused the credentials: halt, unless the provider can replace a token it did not just give. */
