@@ -1,5 +1,6 @@
 //! The cluster and the fleet of clients every scenario uses.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -27,7 +28,14 @@ fn seed_timing() -> bool {
 pub(crate) struct Node {
     pub(crate) port: u16,
     pub(crate) child: Child,
+    /// The node's last log lines (stderr), at most [`LOG_LINES`].
+    pub(crate) log: Arc<std::sync::Mutex<VecDeque<String>>>,
+    /// Told of every new line.
+    logged: Arc<tokio::sync::Notify>,
 }
+
+/// Log lines a node's record keeps.
+const LOG_LINES: usize = 2_000;
 
 impl Node {
     async fn start(redis: &RedisServer, port: u16) -> Node {
@@ -56,8 +64,50 @@ impl Node {
         })
         .await;
         assert!(matches!(up, Ok(true)), "node on {port} did not start");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Node { port, child }
+        let log = Arc::new(std::sync::Mutex::new(VecDeque::new()));
+        let logged = Arc::new(tokio::sync::Notify::new());
+        let (kept, told) = (Arc::clone(&log), Arc::clone(&logged));
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                {
+                    let mut kept = kept.lock().unwrap();
+                    if kept.len() == LOG_LINES {
+                        kept.pop_front();
+                    }
+                    kept.push_back(line);
+                }
+                told.notify_waiters();
+            }
+        });
+        Node {
+            port,
+            child,
+            log,
+            logged,
+        }
+    }
+
+    /// Whether a log line holding every one of `parts` comes within
+    /// `bound` (or came already).
+    pub(crate) async fn logs_within(&self, parts: &[&str], bound: Duration) -> bool {
+        let found = || {
+            self.log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|line| parts.iter().all(|part| line.contains(part)))
+        };
+        timeout(bound, async {
+            loop {
+                let next = self.logged.notified();
+                if found() {
+                    return;
+                }
+                next.await;
+            }
+        })
+        .await
+        .is_ok()
     }
 
     /// Send `signal` (`TERM`, `KILL`) and wait for the process to exit.

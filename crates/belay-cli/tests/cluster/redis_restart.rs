@@ -1,13 +1,16 @@
 //! Redis restarted without persistence: every channel's history and epoch
 //! are gone. Every client is told (a Resync), none sees a silent gap, the
 //! connections stay up through HAProxy, and the feed goes on in a new
-//! epoch.
+//! epoch. Each node logs the PUB/SUB connection lost and back (with how
+//! long it was down).
 
 use std::time::Duration;
 
 use crate::harness::{finish, fleet, wait_for_more, wait_for_publications, Cluster};
 
 const CLIENTS: usize = 8;
+/// How long a node's log line may take to reach the test.
+const BOUND: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_restart_gives_every_client_an_announced_resync() {
@@ -22,6 +25,23 @@ async fn a_redis_restart_gives_every_client_an_announced_resync() {
         .await
         .expect("the feed goes on after the restart");
 
+    for node in &cluster.nodes {
+        assert!(
+            node.logs_within(&["WARN", "PUB/SUB connection to Redis lost"], BOUND)
+                .await,
+            "node {} logged the loss",
+            node.port
+        );
+        assert!(
+            node.logs_within(
+                &["INFO", "PUB/SUB connection to Redis back", "down_ms="],
+                BOUND
+            )
+            .await,
+            "node {} logged the return",
+            node.port
+        );
+    }
     for seen in finish(members).await {
         assert!(
             seen.resyncs() >= 1,

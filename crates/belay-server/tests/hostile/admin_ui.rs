@@ -61,7 +61,8 @@ async fn the_right_token_logs_in_with_an_httponly_strict_cookie_and_a_wrong_one_
 #[tokio::test]
 async fn a_forged_or_logged_out_cookie_is_refused() {
     let (_server, addr) = with_token().await;
-    let forged = "Cookie: belay_admin=0000000000000000000000000000000000000000000000000000000000000000";
+    let forged =
+        "Cookie: belay_admin=0000000000000000000000000000000000000000000000000000000000000000";
     let answer = http_call_with(addr, "GET", "/admin/overview", &[forged], None).await;
     assert_eq!(answer.status, 401);
     let cookie = format!("Cookie: {}", cookie_of(&login(addr, TOKEN).await));
@@ -175,7 +176,10 @@ async fn queries_without_a_name_or_with_a_long_one_answer_400_naming_it() {
     let long = format!("/admin/channel?name={}", "c".repeat(2_000));
     let answer = http_call(addr, "GET", &long, None).await;
     assert_eq!(answer.status, 400);
-    assert!(json(&answer)["error"].as_str().unwrap().starts_with("name:"));
+    assert!(json(&answer)["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("name:"));
 }
 
 #[tokio::test]
@@ -215,7 +219,8 @@ async fn a_publish_to_a_server_channel_or_with_a_bad_body_publishes_nothing() {
 
 #[tokio::test]
 async fn a_body_that_does_not_arrive_in_time_is_answered_408() {
-    let server = crate::server(ServerConfig::default().with_body_timeout(Duration::from_millis(200)));
+    let server =
+        crate::server(ServerConfig::default().with_body_timeout(Duration::from_millis(200)));
     let addr = common::start_with(&server, server.router().merge(server.admin_router())).await;
     let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     // A length announced and never sent.
@@ -223,7 +228,9 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408() {
         "POST /admin/publish HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Content-Length: 100\r\nConnection: close\r\n\r\n{{"
     );
-    let answer = common::exchange(&mut tcp, request.as_bytes()).await.unwrap();
+    let answer = common::exchange(&mut tcp, request.as_bytes())
+        .await
+        .unwrap();
     assert_eq!(answer.status, 408);
 }
 
@@ -233,7 +240,10 @@ async fn the_samples_come_once_a_second_and_the_ui_is_on_the_internal_router_onl
     let public = common::start_with(&server, server.client_router()).await;
     let internal = common::start_with(&server, server.internal_router()).await;
     assert_eq!(http_call(public, "GET", "/admin/", None).await.status, 404);
-    assert_eq!(http_call(internal, "GET", "/admin/", None).await.status, 200);
+    assert_eq!(
+        http_call(internal, "GET", "/admin/", None).await.status,
+        200
+    );
     let samples = json(&http_call(internal, "GET", "/admin/samples", None).await);
     assert_eq!(samples["every_ms"], 1000);
     assert!(samples["samples"].is_array());
