@@ -42,14 +42,17 @@ pub(crate) async fn serve(
     match kind {
         Kind::Belay => {
             let server = belay_load::servers::belay::build(ping_interval);
+            // The admin routes as `belay serve` has them (the admin UI's
+            // once-a-second sampler runs, as it does there).
+            let router = server.router().merge(server.admin_router());
             let router = match &api_key {
-                Some(key) => server.router().merge(belay_standalone::api::router(
+                Some(key) => router.merge(belay_standalone::api::router(
                     &server,
                     key,
                     API_MAX_BODY,
                     None,
                 )),
-                None => server.router(),
+                None => router,
             };
             server
                 .serve(listener, router)
