@@ -1,11 +1,20 @@
 //! The whole cluster at a glance: every node answers `node.info` over the
 //! control plane, and `GET /admin/cluster` (behind the server's admin
-//! guard) asks every live node and lists their answers.
+//! guard) asks every live node and lists their answers. The admin web UI's
+//! lookup and disconnect reach every node the same way:
+//! `GET /admin/cluster/sessions?user=U` (each node's [`NODE_SESSIONS`]
+//! answer: the user's connections there) and `POST /admin/cluster/disconnect`
+//! `{"user", "reason"?}` (each node's [`USER_DISCONNECT`]: how many it
+//! closed 4003).
 
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::routing::get;
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use belay_server::broker::Broker;
 use belay_server::{Lifecycle, Server};
@@ -15,6 +24,14 @@ use crate::RedisBroker;
 
 /// The control method every node answers with its own figures.
 pub const NODE_INFO: &str = "node.info";
+/// The control method every node answers with a user's connections there
+/// (`{"user"}` → [`UserSession`](belay_server::UserSession)s).
+pub const NODE_SESSIONS: &str = "node.sessions";
+/// The control method every node answers by closing a user's connections
+/// there with 4003 (`{"user", "reason"}` → how many).
+pub const USER_DISCONNECT: &str = "user.disconnect";
+/// The longest user id or reason the cluster routes take.
+const MAX_NAME: usize = 1_024;
 
 /// How long `/admin/cluster` waits for the slowest node.
 const ASK_WITHIN: Duration = Duration::from_secs(1);
@@ -31,11 +48,90 @@ impl RedisBroker {
             let info = node_info(&broker, &node);
             async move { Ok(info) }
         });
+        let here = server.clone();
+        self.control().handle(NODE_SESSIONS, move |body: Value| {
+            let user = body["user"].as_str().unwrap_or_default();
+            let sessions = json!(here.sessions_of(user));
+            async move { Ok(sessions) }
+        });
+        answer_disconnects(self.control(), server);
         let routes = Router::new()
             .route("/admin/cluster", get(cluster))
+            .route("/admin/cluster/sessions", get(cluster_sessions))
+            .route("/admin/cluster/disconnect", post(cluster_disconnect))
             .with_state(self.clone());
         belay_server::admin::guard(server, routes)
     }
+}
+
+/// Answer [`USER_DISCONNECT`] from other nodes for `server`.
+pub fn answer_disconnects(control: &crate::ControlPlane, server: &Server) {
+    let here = server.clone();
+    control.handle(USER_DISCONNECT, move |body: Value| {
+        let user = body["user"].as_str().unwrap_or_default().to_owned();
+        let reason = body["reason"].as_str().unwrap_or_default().to_owned();
+        let closed = here.disconnect_user(&user, &reason);
+        async move { Ok(json!(closed)) }
+    });
+}
+
+fn refused(message: &str) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response()
+}
+
+/// Every live node's answer to `method` with `body`, as JSON, each with its
+/// node's id (an `error` for a node that gave none).
+async fn ask_every_node(broker: &RedisBroker, method: &str, body: Value) -> Response {
+    match broker.control().ask_all(method, body, ASK_WITHIN).await {
+        Ok(nodes) => {
+            let answers: Vec<Value> = nodes
+                .into_iter()
+                .map(|(node, answer)| match answer {
+                    Ok(value) => json!({ "node": node, "answer": value }),
+                    Err(error) => json!({ "node": node, "error": error.to_string() }),
+                })
+                .collect();
+            Json(json!({ "nodes": answers })).into_response()
+        }
+        Err(error) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": error.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+async fn cluster_sessions(
+    State(broker): State<RedisBroker>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    match query.get("user") {
+        Some(user) if !user.is_empty() && user.len() <= MAX_NAME => {
+            ask_every_node(&broker, NODE_SESSIONS, json!({ "user": user })).await
+        }
+        _ => refused("user: 1 to 1024 bytes"),
+    }
+}
+
+async fn cluster_disconnect(
+    State(broker): State<RedisBroker>,
+    body: axum::body::Bytes,
+) -> Response {
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return refused("a JSON body {\"user\", \"reason\"?}");
+    };
+    let user = body["user"].as_str().unwrap_or_default();
+    let reason = body["reason"].as_str().unwrap_or("by an operator");
+    if user.is_empty() || user.len() > MAX_NAME || reason.len() > 100 {
+        return refused("user: 1 to 1024 bytes; reason: at most 100");
+    }
+    tracing::info!(target: "belay::server", user, "admin disconnected a user on every node");
+    ask_every_node(
+        &broker,
+        USER_DISCONNECT,
+        json!({ "user": user, "reason": reason }),
+    )
+    .await
 }
 
 fn node_info(broker: &RedisBroker, server: &Server) -> Value {

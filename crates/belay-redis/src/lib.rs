@@ -67,6 +67,6 @@ mod scripts;
 mod sse_relay;
 
 pub use broker::{ConnectError, RedisBroker};
-pub use cluster_info::NODE_INFO;
+pub use cluster_info::{answer_disconnects, NODE_INFO, NODE_SESSIONS, USER_DISCONNECT};
 pub use config::RedisConfig;
 pub use control::{ControlError, ControlPlane, HandlerFuture, MAX_CONTROL_MESSAGE};

@@ -58,7 +58,45 @@ pub struct NodeStats {
     pub violations: BTreeMap<&'static str, u64>,
 }
 
+/// One connection of a user on this node, as an operator sees it
+/// ([`Server::sessions_of`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct UserSession {
+    /// The connection's number on this node (accept order).
+    pub connection: u64,
+    /// Its session id, once welcomed.
+    pub session: Option<String>,
+    /// `websocket` or `sse`, once welcomed.
+    pub transport: Option<&'static str>,
+    /// `json` or `binary`, once welcomed.
+    pub codec: Option<&'static str>,
+    /// Milliseconds since it was accepted.
+    pub connected_ms: u64,
+}
+
 impl Server {
+    /// `user`'s open connections on this node, in accept order, with their
+    /// sessions, transports and codecs. Scans every connection under the
+    /// node's lock: for an operator's lookup, not a hot path.
+    pub fn sessions_of(&self, user: &str) -> Vec<UserSession> {
+        let now = self.shared.clock.now();
+        let sessions = crate::metrics::lock(&self.shared.node).sessions_of(user);
+        sessions
+            .into_iter()
+            .map(|s| UserSession {
+                connection: s.connection.get(),
+                session: s.session.as_deref().map(str::to_owned),
+                transport: s.transport,
+                codec: s.codec.map(|c| c.name()),
+                connected_ms: u64::try_from(
+                    now.saturating_duration_since(s.connected_at).as_millis(),
+                )
+                .unwrap_or(u64::MAX),
+            })
+            .collect()
+    }
+
     /// Read `channel`'s retained history as `query` says (see
     /// [`HistoryQuery`]), with its position now: a channel nobody
     /// published on has no publication and offset 0.

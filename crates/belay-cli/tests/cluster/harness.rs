@@ -38,11 +38,31 @@ pub(crate) struct Node {
 const LOG_LINES: usize = 2_000;
 
 impl Node {
+    /// A node behind HAProxy (PROXY protocol from 127.0.0.1).
     async fn start(redis: &RedisServer, port: u16) -> Node {
+        Node::spawn(
+            redis,
+            port,
+            &["--proxy-protocol", "--trusted-proxy", "127.0.0.1"],
+        )
+        .await
+    }
+
+    /// A node reached directly (its admin routes from loopback, no token).
+    pub(crate) async fn start_direct(redis: &RedisServer) -> Node {
+        Node::spawn(redis, free_port(), &[]).await
+    }
+
+    /// Its address.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    async fn spawn(redis: &RedisServer, port: u16, extra: &[&str]) -> Node {
         let mut child = Command::new(env!("CARGO_BIN_EXE_belay"))
             .args(["serve", "--demo", "--broker", &redis.url()])
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--proxy-protocol", "--trusted-proxy", "127.0.0.1"])
+            .args(extra)
             // HAProxy notices a 503 within 2 × 100 ms; a second is plenty
             // (25 s with the seed's timing, for 4 × 5 s).
             .args(["--lb-delay-secs", if seed_timing() { "25" } else { "1" }])

@@ -10,6 +10,7 @@
 //! them); each runs on free loopback ports in a temporary directory. Every
 //! wait is bounded.
 
+mod admin_cluster;
 mod deploy;
 mod harness;
 mod node_kill;

@@ -141,6 +141,7 @@ async function refresh() {
   const res = await fetch('/admin/cluster', { credentials: 'same-origin' });
   if (res.ok) nodes = (await res.json()).nodes ?? null;
   clear('nodes');
+  admin.cluster = !!nodes;
   if (nodes) {
     for (const n of nodes) {
       row('nodes', [n.node, n.error ? 'unanswered' : n.lifecycle, n.connections, n.error ? n.error : duration(n.uptime_ms)]);
@@ -156,12 +157,27 @@ async function refresh() {
 
 let shownUser = null;
 
+// On a cluster (the nodes table came from /admin/cluster) every node is
+// asked; otherwise this one.
 async function lookUp(user) {
-  const { sessions } = await api(`/admin/sessions?user=${encodeURIComponent(user)}`);
+  const q = encodeURIComponent(user);
+  let sessions = [];
+  let unanswered = [];
+  if (admin.cluster) {
+    const { nodes } = await api(`/admin/cluster/sessions?user=${q}`);
+    for (const n of nodes) {
+      if (n.error) unanswered.push(n.node);
+      else sessions.push(...n.answer.map((s) => ({ node: n.node, ...s })));
+    }
+  } else {
+    sessions = (await api(`/admin/sessions?user=${q}`)).sessions.map((s) => ({ node: admin.overview?.node ?? 'this node', ...s }));
+  }
   shownUser = user;
   clear('sessions');
-  for (const s of sessions) row('sessions', [s.session, s.transport, s.codec, duration(s.connected_ms)]);
-  $('sessions-note').textContent = `${sessions.length} connection(s) of ${user} on this node.`;
+  for (const s of sessions) row('sessions', [s.node, s.session, s.transport, s.codec, duration(s.connected_ms)]);
+  $('sessions-note').textContent = `${sessions.length} connection(s) of ${user}`
+    + (admin.cluster ? ' in the cluster' : ' on this node')
+    + (unanswered.length ? `; no answer from ${unanswered.join(', ')}` : '') + '.';
   $('disconnect').disabled = sessions.length === 0;
   admin.sessions = sessions;
 }
@@ -174,7 +190,10 @@ $('user-form').addEventListener('submit', (event) => {
 $('disconnect').addEventListener('click', async () => {
   if (!shownUser) return;
   try {
-    const { disconnected } = await api('/admin/disconnect', { user: shownUser, reason: 'by an operator' });
+    const body = { user: shownUser, reason: 'by an operator' };
+    const disconnected = admin.cluster
+      ? (await api('/admin/cluster/disconnect', body)).nodes.reduce((sum, n) => sum + (n.answer ?? 0), 0)
+      : (await api('/admin/disconnect', body)).disconnected;
     log(`disconnected ${shownUser}: ${disconnected} connection(s) closed 4003`);
     await lookUp(shownUser);
   } catch (e) {

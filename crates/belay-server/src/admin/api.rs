@@ -131,21 +131,7 @@ async fn sessions(
         Ok(user) => user,
         Err(refused) => return refused,
     };
-    let now = server.shared.clock.now();
-    let sessions: Vec<Value> = crate::metrics::lock(&server.shared.node)
-        .sessions_of(user)
-        .into_iter()
-        .map(|s| {
-            json!({
-                "connection": s.connection.get(),
-                "session": s.session.as_deref(),
-                "transport": s.transport,
-                "codec": s.codec.map(|c| c.name()),
-                "connected_ms": millis(now.saturating_duration_since(s.connected_at)),
-            })
-        })
-        .collect();
-    Json(json!({ "user": user, "sessions": sessions })).into_response()
+    Json(json!({ "user": user, "sessions": server.sessions_of(user) })).into_response()
 }
 
 async fn channels(

@@ -11,6 +11,8 @@
 //! The sampler starts with the first admin router built inside a Tokio
 //! runtime (or the first request to the UI), stops when the server is
 //! gone, and closes the hub's connections once the server has drained.
+//! The hub itself is built when a console first connects: a server nobody
+//! watches keeps only the ring.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
@@ -47,9 +49,9 @@ pub(crate) struct Sample {
     ready: u8,
 }
 
-/// The hub and the ring of samples.
+/// The hub (once a console connected) and the ring of samples.
 pub(crate) struct Live {
-    hub: Server,
+    hub: std::sync::OnceLock<Server>,
     recent: Mutex<VecDeque<Sample>>,
 }
 
@@ -63,10 +65,9 @@ impl Live {
 /// `server`'s feed, started now if it was not (inside a Tokio runtime).
 pub(crate) fn started(server: &Server) -> &Live {
     server.shared.admin.live.get_or_init(|| {
-        let hub = Server::builder().build();
-        tokio::spawn(sample(Arc::downgrade(&server.shared), hub.clone()));
+        tokio::spawn(sample(Arc::downgrade(&server.shared)));
         Live {
-            hub,
+            hub: std::sync::OnceLock::new(),
             recent: Mutex::new(VecDeque::with_capacity(KEPT)),
         }
     })
@@ -85,7 +86,10 @@ async fn upgrade(
     peer: ConnectInfo<std::net::SocketAddr>,
     request: Request,
 ) -> Response {
-    let hub = started(&server).hub.clone();
+    let hub = started(&server)
+        .hub
+        .get_or_init(|| Server::builder().build())
+        .clone();
     crate::upgrade::handle(State(hub), peer, request).await
 }
 
@@ -106,15 +110,19 @@ fn totals(shared: &Shared) -> Totals {
     }
 }
 
-/// Take a sample every [`EVERY`] until the server is gone.
-async fn sample(shared: Weak<Shared>, hub: Server) {
+/// Take a sample every [`EVERY`] until the server is gone (the hub's
+/// connections closed then, and once the server has drained).
+async fn sample(shared: Weak<Shared>) {
     let mut ticks = tokio::time::interval(EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last: Option<Totals> = None;
+    let mut hub: Option<Server> = None;
     loop {
         ticks.tick().await;
         let Some(shared) = shared.upgrade() else {
-            hub.end_drain();
+            if let Some(hub) = hub {
+                hub.end_drain();
+            }
             return;
         };
         let now = totals(&shared);
@@ -135,14 +143,19 @@ async fn sample(shared: Weak<Shared>, hub: Server) {
                 recent.pop_front();
             }
             recent.push_back(sample);
+            if hub.is_none() {
+                hub = live.hub.get().cloned();
+            }
         }
         drop(shared);
-        // Nobody may be listening: a publication with no subscriber is
-        // simply kept in the hub's short history.
-        let _ = hub.publish(CHANNEL, json!(sample)).await;
-        if lifecycle == Lifecycle::Drained {
-            hub.end_drain();
-            return;
+        if let Some(hub) = &hub {
+            // With no console subscribed, the hub keeps it in its short
+            // history.
+            let _ = hub.publish(CHANNEL, json!(sample)).await;
+            if lifecycle == Lifecycle::Drained {
+                hub.end_drain();
+                return;
+            }
         }
     }
 }

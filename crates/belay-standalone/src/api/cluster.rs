@@ -15,8 +15,6 @@ use serde_json::{json, Value};
 
 use super::{MAX_CHANNELS, MAX_CHANNEL_BYTES};
 
-/// The control method every node answers by disconnecting a user.
-const DISCONNECT: &str = "user.disconnect";
 /// The control method every node answers with its channels.
 const CHANNELS: &str = "api.channels";
 /// The control method every node answers with its figures.
@@ -51,13 +49,7 @@ impl ClusterApi {
     /// `broker`.
     pub fn new(server: &Server, broker: &RedisBroker) -> ClusterApi {
         let control = broker.control();
-        let here = server.clone();
-        control.handle(DISCONNECT, move |body: Value| {
-            let user = body["user"].as_str().unwrap_or_default().to_owned();
-            let reason = body["reason"].as_str().unwrap_or_default().to_owned();
-            let closed = here.disconnect_user(&user, &reason);
-            async move { Ok(json!(closed)) }
-        });
+        belay_redis::answer_disconnects(control, server);
         let here = server.clone();
         control.handle(CHANNELS, move |body: Value| {
             let answer = node_channels(&here, &body);
@@ -79,7 +71,11 @@ impl ClusterApi {
         let answers = self
             .broker
             .control()
-            .ask_all(DISCONNECT, json!({"user": user, "reason": reason}), WITHIN)
+            .ask_all(
+                belay_redis::USER_DISCONNECT,
+                json!({"user": user, "reason": reason}),
+                WITHIN,
+            )
             .await
             .map_err(|e| format!("the cluster: {e}"))?;
         let mut total = 0;

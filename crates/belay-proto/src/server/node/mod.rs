@@ -236,7 +236,8 @@ pub enum NodeOutput {
 ///
 /// ```text
 /// accept ─▶ node.handle_connected(now) ─▶ handle
-/// welcome ─▶ node.handle_event(now, handle, NodeEvent::Identified { user })
+/// auth    ─▶ node.handle_event(now, handle, NodeEvent::Identified { user })
+/// welcome ─▶ node.handle_event(now, handle, NodeEvent::Welcomed { session, transport, codec })
 /// close   ─▶ node.handle_event(now, handle, NodeEvent::Closed)
 /// loop {
 ///     while let Some(out) = node.poll_output() {
