@@ -50,9 +50,11 @@ impl RedisBroker {
         });
         let here = server.clone();
         self.control().handle(NODE_SESSIONS, move |body: Value| {
-            let user = body["user"].as_str().unwrap_or_default();
-            let sessions = json!(here.sessions_of(user));
-            async move { Ok(sessions) }
+            let (here, user) = (
+                here.clone(),
+                body["user"].as_str().unwrap_or_default().to_owned(),
+            );
+            async move { Ok(json!(here.sessions_of(&user).await)) }
         });
         answer_disconnects(self.control(), server);
         let routes = Router::new()

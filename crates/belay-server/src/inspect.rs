@@ -8,6 +8,7 @@ use belay_proto::server::ChannelPattern;
 use serde::Serialize;
 
 use crate::broker::{ChannelList, ChannelQuery, HistoryFuture, HistoryQuery, ListError};
+use crate::mailbox::Control;
 use crate::shared::{Lifecycle, Server};
 
 /// This node's figures at one moment: gauges now, counters since start.
@@ -58,6 +59,9 @@ pub struct NodeStats {
     pub violations: BTreeMap<&'static str, u64>,
 }
 
+/// Connections [`Server::sessions_of`] lists at most.
+pub const MAX_LISTED_SESSIONS: usize = 1_000;
+
 /// One connection of a user on this node, as an operator sees it
 /// ([`Server::sessions_of`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,34 +71,55 @@ pub struct UserSession {
     pub connection: u64,
     /// Its session id, once welcomed.
     pub session: Option<String>,
-    /// `websocket` or `sse`, once welcomed.
-    pub transport: Option<&'static str>,
-    /// `json` or `binary`, once welcomed.
-    pub codec: Option<&'static str>,
+    /// `websocket` or `sse`.
+    pub transport: &'static str,
+    /// `json` or `binary`.
+    pub codec: &'static str,
     /// Milliseconds since it was accepted.
     pub connected_ms: u64,
 }
 
 impl Server {
-    /// `user`'s open connections on this node, in accept order, with their
-    /// sessions, transports and codecs. Scans every connection under the
-    /// node's lock: for an operator's lookup, not a hot path.
-    pub fn sessions_of(&self, user: &str) -> Vec<UserSession> {
-        let now = self.shared.clock.now();
-        let sessions = crate::metrics::lock(&self.shared.node).sessions_of(user);
+    /// `user`'s open connections on this node, in accept order (at most
+    /// [`MAX_LISTED_SESSIONS`]), with their sessions, transports and codecs:
+    /// each connection is asked through its mailbox and answers from its
+    /// own task (so the node keeps nothing more per connection), within a
+    /// second. For an operator's lookup, not a hot path.
+    pub async fn sessions_of(&self, user: &str) -> Vec<UserSession> {
+        let shared = &self.shared;
+        let now = shared.clock.now();
+        let asked: Vec<_> = {
+            let node = crate::metrics::lock(&shared.node);
+            let mailboxes = crate::metrics::lock(&shared.connections);
+            node.connections_of(user)
+                .into_iter()
+                .take(MAX_LISTED_SESSIONS)
+                .filter_map(|handle| {
+                    let since = node.connected_at(handle)?;
+                    let (answer, answered) = tokio::sync::oneshot::channel();
+                    let mailbox = mailboxes.get(&handle)?;
+                    mailbox.send(Control::Describe(answer)).ok()?;
+                    Some((handle, since, answered))
+                })
+                .collect()
+        };
+        let deadline = crate::clock::deadline_in(std::time::Duration::from_secs(1));
+        let mut sessions = Vec::with_capacity(asked.len());
+        for (handle, since, answered) in asked {
+            // A connection that closed meanwhile drops its answer.
+            let Ok(Ok(described)) = tokio::time::timeout_at(deadline, answered).await else {
+                continue;
+            };
+            sessions.push(UserSession {
+                connection: handle.get(),
+                session: described.session.as_deref().map(str::to_owned),
+                transport: described.transport,
+                codec: described.codec.name(),
+                connected_ms: u64::try_from(now.saturating_duration_since(since).as_millis())
+                    .unwrap_or(u64::MAX),
+            });
+        }
         sessions
-            .into_iter()
-            .map(|s| UserSession {
-                connection: s.connection.get(),
-                session: s.session.as_deref().map(str::to_owned),
-                transport: s.transport,
-                codec: s.codec.map(|c| c.name()),
-                connected_ms: u64::try_from(
-                    now.saturating_duration_since(s.connected_at).as_millis(),
-                )
-                .unwrap_or(u64::MAX),
-            })
-            .collect()
     }
 
     /// Read `channel`'s retained history as `query` says (see

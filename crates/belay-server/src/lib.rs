@@ -27,7 +27,7 @@
 //! ```text
 //! accept          ─▶ node.handle_connected(now) → handle; a Connection per socket
 //! frame, verdict  ─▶ connection.handle_input(now, Input::…); carry out connection.poll_output()
-//! auth / welcome / close ─▶ node.handle_event(now, handle, NodeEvent::Identified { user } / Welcomed { .. } / Closed)
+//! welcome / close ─▶ node.handle_event(now, handle, NodeEvent::Identified { user } / Closed)
 //! node outputs    ─▶ Order { connection, order } → that connection's mailbox → its core
 //!                    Lifecycle(state) → readiness and drained() waiters
 //! timers          ─▶ sleep until poll_timeout(), then handle_timeout(now) (each machine its own)
@@ -90,6 +90,6 @@ mod ws;
 
 pub use belay_proto::server::{Access, ChannelOptions, Namespaces};
 pub use config::ServerConfig;
-pub use inspect::{NodeStats, UserSession};
+pub use inspect::{NodeStats, UserSession, MAX_LISTED_SESSIONS};
 pub use server::ServerBuilder;
 pub use shared::{Lifecycle, Server};

@@ -30,6 +30,19 @@ pub(crate) enum Control {
     /// The authenticator's later verdict on what the core asked under this
     /// ticket.
     Checked(Ticket, Checked),
+    /// Say what the connection is (an operator's lookup by user).
+    Describe(tokio::sync::oneshot::Sender<Description>),
+}
+
+/// What a connection says of itself ([`Control::Describe`]).
+#[derive(Debug)]
+pub(crate) struct Description {
+    /// Its session id, once welcomed.
+    pub(crate) session: Option<Arc<str>>,
+    /// Its transport's name (`websocket`, `sse`).
+    pub(crate) transport: &'static str,
+    /// The codec it speaks.
+    pub(crate) codec: belay_proto::message::Codec,
 }
 
 /// A verdict that came later ([`crate::auth::Verdict::Later`]).

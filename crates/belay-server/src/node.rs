@@ -9,7 +9,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use belay_proto::message::Codec;
 use belay_proto::server::{
     ConnectionHandle, ConnectionOrder, Lifecycle, Node, NodeEvent, NodeOutput,
 };
@@ -51,23 +50,6 @@ impl Shared {
         let now = self.clock.now();
         let user = Arc::from(user);
         self.with_node(|node| node.handle_event(now, handle, NodeEvent::Identified { user }));
-    }
-
-    /// Connection `handle` was welcomed into `session`.
-    pub(crate) fn welcome(
-        &self,
-        handle: ConnectionHandle,
-        session: &Arc<str>,
-        transport: &'static str,
-        codec: Codec,
-    ) {
-        let now = self.clock.now();
-        let event = NodeEvent::Welcomed {
-            session: Arc::clone(session),
-            transport,
-            codec,
-        };
-        self.with_node(|node| node.handle_event(now, handle, event));
     }
 
     /// Start the drain once; later calls do nothing.

@@ -80,9 +80,9 @@ pub use namespaces::{Access, ChannelOptions, Namespaces};
 pub use node::{
     max_publication_frame_len, AccessRoute, Caller, ConnectionHandle, ConnectionOrder, Identity,
     KeyedAdmit, KeyedRun, Lifecycle, Node, NodeConfig, NodeEvent, NodeOutput, PresenceChange,
-    PresenceKind, PublicationRefused, ReservedCall, SessionInfo, ANSWER_METHOD, CALL_METHOD,
-    EPOCH_ALLOWANCE, PRESENCE_CHANNEL_PREFIX, PRESENCE_METHOD, PRESENCE_STATS_METHOD,
-    PUBLISH_METHOD, USER_CHANNEL_PREFIX,
+    PresenceKind, PublicationRefused, ReservedCall, ANSWER_METHOD, CALL_METHOD, EPOCH_ALLOWANCE,
+    PRESENCE_CHANNEL_PREFIX, PRESENCE_METHOD, PRESENCE_STATS_METHOD, PUBLISH_METHOD,
+    USER_CHANNEL_PREFIX,
 };
 pub use outbound_share::{fair_share_admits, fair_share_room, FAIR_SHARE};
 pub use rate::{RateDecision, RateLimiter};

@@ -131,7 +131,8 @@ async fn sessions(
         Ok(user) => user,
         Err(refused) => return refused,
     };
-    Json(json!({ "user": user, "sessions": server.sessions_of(user) })).into_response()
+    let sessions = server.sessions_of(user).await;
+    Json(json!({ "user": user, "sessions": sessions })).into_response()
 }
 
 async fn channels(

@@ -255,7 +255,7 @@ impl Driver {
             // send.
             tokio::select! {
                 biased;
-                order = control.recv() => self.on_control(order),
+                order = control.recv() => self.on_control(order, T::KIND),
                 () = timer.as_mut() => {
                     // The timer can fire a little late or early: the core
                     // re-checks `now >= deadline` itself.
@@ -359,10 +359,17 @@ impl Driver {
         }
     }
 
-    /// An order from the server.
-    fn on_control(&mut self, order: Control) {
+    /// An order from the server, to a connection over `transport`.
+    fn on_control(&mut self, order: Control, transport: &'static str) {
         let now = self.now();
         match order {
+            Control::Describe(answer) => {
+                let _ = answer.send(crate::mailbox::Description {
+                    session: (!self.session.is_empty()).then(|| Arc::clone(&self.session)),
+                    transport,
+                    codec: self.core.codec(),
+                });
+            }
             Control::Order(order) => self.on_order(now, order),
             Control::Reply(ticket, reply) => {
                 self.core.handle_input(now, Input::Reply { ticket, reply })

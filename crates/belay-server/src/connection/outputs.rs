@@ -377,7 +377,7 @@ impl Driver {
     }
 
     /// Metrics and the server's event feed.
-    pub(super) fn count(&mut self, event: Event, transport: &'static str) -> Result<(), Unhandled> {
+    pub(super) fn count(&mut self, event: Event, transport: &str) -> Result<(), Unhandled> {
         let metrics = &self.shared.metrics;
         match event {
             Event::Connected { session } => {
@@ -391,8 +391,6 @@ impl Driver {
                     transport,
                     self.core.codec(),
                 );
-                self.shared
-                    .welcome(self.id, &session, transport, self.core.codec());
                 self.session = session;
             }
             Event::Violation(violation) => {

@@ -248,3 +248,37 @@ async fn the_samples_come_once_a_second_and_the_ui_is_on_the_internal_router_onl
     assert_eq!(samples["every_ms"], 1000);
     assert!(samples["samples"].is_array());
 }
+
+#[tokio::test]
+async fn a_channels_detail_shows_its_subscribers_here_and_its_presence() {
+    use belay_proto::message::{ClientMessage, ServerMessage, Subscribe};
+    use belay_server::{ChannelOptions, Namespaces};
+    let namespaces =
+        Namespaces::new().with("room:*", ChannelOptions::default().with_presence(true));
+    let server = crate::server(ServerConfig::default().with_namespaces(namespaces));
+    let addr = common::start_with(&server, server.router().merge(server.admin_router())).await;
+    let (mut raw, _welcome) = Raw::connected(addr, None).await;
+    raw.send(&ClientMessage::Subscribe(Subscribe {
+        channel: "room:1".into(),
+        since: None,
+        token: None,
+    }))
+    .await;
+    assert!(matches!(
+        raw.recv_skipping_pings().await,
+        Some(ServerMessage::Subscribed(_))
+    ));
+    // An answered request: the connection's task is past the join.
+    raw.send(&crate::request(1, "echo", serde_json::json!({}), None))
+        .await;
+    assert!(raw.recv_skipping_pings().await.is_some());
+    let listed = json(&http_call(addr, "GET", "/admin/channels?pattern=room:*", None).await);
+    assert_eq!(listed["channels"][0]["channel"], "room:1");
+    assert_eq!(listed["channels"][0]["subscribers"], 1);
+    let channel = json(&http_call(addr, "GET", "/admin/channel?name=room:1", None).await);
+    assert_eq!(channel["subscribers"], 1);
+    assert_eq!(channel["presence"][0]["user"], "anonymous");
+    // A channel whose namespace tracks no presence says so (null).
+    let other = json(&http_call(addr, "GET", "/admin/channel?name=news", None).await);
+    assert_eq!(other["presence"], Value::Null);
+}

@@ -20,7 +20,7 @@ pub use keyed::{KeyedAdmit, KeyedRun};
 pub use presence::{PresenceChange, PresenceKind, PRESENCE_CHANNEL_PREFIX};
 pub use publication::{max_publication_frame_len, PublicationRefused, EPOCH_ALLOWANCE};
 pub use refresh::Identity;
-pub use registry::{ConnectionHandle, SessionInfo};
+pub use registry::ConnectionHandle;
 pub use reserved::{
     ReservedCall, ANSWER_METHOD, CALL_METHOD, PRESENCE_METHOD, PRESENCE_STATS_METHOD,
     PUBLISH_METHOD,
@@ -34,7 +34,7 @@ use super::{
 };
 use crate::close::CloseCode;
 use crate::fleet::FleetPacing;
-use crate::message::{Codec, ReconnectAdvice};
+use crate::message::ReconnectAdvice;
 use crate::time::Instant;
 
 /// Where the server is in its life.
@@ -154,16 +154,6 @@ pub enum NodeEvent {
         /// Its user.
         user: Arc<str>,
     },
-    /// The connection was welcomed: its session, the transport it came
-    /// over (the driver's name for it: `websocket`, `sse`), its codec.
-    Welcomed {
-        /// The session id the welcome gave.
-        session: Arc<str>,
-        /// The transport's name.
-        transport: &'static str,
-        /// The codec the connection speaks.
-        codec: Codec,
-    },
     /// The connection is gone.
     Closed,
 }
@@ -236,8 +226,7 @@ pub enum NodeOutput {
 ///
 /// ```text
 /// accept ─▶ node.handle_connected(now) ─▶ handle
-/// auth    ─▶ node.handle_event(now, handle, NodeEvent::Identified { user })
-/// welcome ─▶ node.handle_event(now, handle, NodeEvent::Welcomed { session, transport, codec })
+/// welcome ─▶ node.handle_event(now, handle, NodeEvent::Identified { user })
 /// close   ─▶ node.handle_event(now, handle, NodeEvent::Closed)
 /// loop {
 ///     while let Some(out) = node.poll_output() {
@@ -330,13 +319,6 @@ impl Node {
         self.registry.of_user(user).collect()
     }
 
-    /// `user`'s open connections with their sessions (id, transport,
-    /// codec) and when each was accepted, in accept order: what an
-    /// operator's lookup by user shows. Scans every connection.
-    pub fn sessions_of(&self, user: &str) -> Vec<SessionInfo> {
-        self.registry.sessions_of(user)
-    }
-
     /// The user of `connection`, once identified.
     pub fn user_of(&self, connection: ConnectionHandle) -> Option<&Arc<str>> {
         self.registry.user(connection)
@@ -395,11 +377,6 @@ impl Node {
     pub fn handle_event(&mut self, now: Instant, connection: ConnectionHandle, event: NodeEvent) {
         match event {
             NodeEvent::Identified { user } => self.registry.identify(connection, user),
-            NodeEvent::Welcomed {
-                session,
-                transport,
-                codec,
-            } => self.registry.welcome(connection, session, transport, codec),
             NodeEvent::Closed => {
                 self.registry.remove(connection);
                 self.after_change(now);

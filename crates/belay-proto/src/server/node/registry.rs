@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::message::Codec;
 use crate::time::Instant;
 
 /// One connection of the node, numbered in accept order.
@@ -23,43 +22,12 @@ impl ConnectionHandle {
     }
 }
 
-/// One open connection: whose it is, since when, and its session once
-/// welcomed.
+/// One open connection: whose it is and since when.
 #[derive(Debug)]
 struct Entry {
     /// `None` until the connection's credentials are accepted.
     user: Option<Arc<str>>,
     since: Instant,
-    /// `None` until the welcome.
-    session: Option<Welcomed>,
-}
-
-/// What the welcome told the node about a connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Welcomed {
-    session: Arc<str>,
-    transport: &'static str,
-    codec: Codec,
-}
-
-/// One open connection of a user as an operator sees it
-/// ([`Node::sessions_of`](super::Node::sessions_of)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SessionInfo {
-    /// The connection.
-    pub connection: ConnectionHandle,
-    /// Its user.
-    pub user: Arc<str>,
-    /// When it was accepted.
-    pub connected_at: Instant,
-    /// Its session id, once welcomed (`None` between the credentials'
-    /// acceptance and the welcome).
-    pub session: Option<Arc<str>>,
-    /// The transport the driver named (`websocket`, `sse`), once welcomed.
-    pub transport: Option<&'static str>,
-    /// The codec it speaks, once welcomed.
-    pub codec: Option<Codec>,
 }
 
 /// The open connections and their users.
@@ -78,7 +46,6 @@ impl Registry {
             Entry {
                 user: None,
                 since: now,
-                session: None,
             },
         );
         handle
@@ -89,42 +56,6 @@ impl Registry {
         if let Some(entry) = self.users.get_mut(&handle) {
             entry.user = Some(user);
         }
-    }
-
-    /// `handle` was welcomed into `session` over `transport`, speaking
-    /// `codec`; ignored for a connection already gone.
-    pub(super) fn welcome(
-        &mut self,
-        handle: ConnectionHandle,
-        session: Arc<str>,
-        transport: &'static str,
-        codec: Codec,
-    ) {
-        if let Some(entry) = self.users.get_mut(&handle) {
-            entry.session = Some(Welcomed {
-                session,
-                transport,
-                codec,
-            });
-        }
-    }
-
-    /// `user`'s open connections with their sessions, in accept order.
-    pub(super) fn sessions_of(&self, user: &str) -> Vec<SessionInfo> {
-        self.of_user(user)
-            .filter_map(|handle| {
-                let entry = self.users.get(&handle)?;
-                let welcomed = entry.session.as_ref();
-                Some(SessionInfo {
-                    connection: handle,
-                    user: Arc::clone(entry.user.as_ref()?),
-                    connected_at: entry.since,
-                    session: welcomed.map(|w| Arc::clone(&w.session)),
-                    transport: welcomed.map(|w| w.transport),
-                    codec: welcomed.map(|w| w.codec),
-                })
-            })
-            .collect()
     }
 
     /// When `handle` was accepted.

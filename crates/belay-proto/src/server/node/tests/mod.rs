@@ -8,7 +8,6 @@ mod presence;
 mod publication;
 mod refresh;
 mod reserved;
-mod sessions_of;
 
 use std::sync::Arc;
 use std::time::Duration;
