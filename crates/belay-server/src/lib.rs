@@ -53,6 +53,7 @@
 
 mod access;
 pub mod admin;
+mod admin_state;
 pub mod auth;
 pub mod broker;
 mod client_publish;

@@ -141,7 +141,7 @@ impl ServerBuilder {
             sse: Arc::default(),
             sse_relay: self.sse_relay,
             hosts: crate::hosts::HostRegistry::default(),
-            admin: crate::admin::AdminState::default(),
+            admin: crate::admin_state::AdminState::default(),
         };
         Server {
             shared: Arc::new(shared),

@@ -66,7 +66,7 @@ pub(crate) struct Shared {
     /// The callers waiting for a host call's verdict (docs/HOSTS.md).
     pub(crate) hosts: crate::host_waiters::HostRegistry,
     /// The admin web UI's logins and live feed.
-    pub(crate) admin: crate::admin::AdminState,
+    pub(crate) admin: crate::admin_state::AdminState<Server>,
 }
 
 impl Shared {

@@ -4,7 +4,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `GET /admin/overview` | this node: id, lifecycle, uptime, connections, counters ([`NodeStats`](crate::NodeStats)) |
-//! | `GET /admin/samples` | the live charts' recent past: one sample a second, the last [`live::KEPT`](super::live::KEPT) |
+//! | `GET /admin/samples` | the live charts' recent past: one sample a second, the last 300 (`admin_state::KEPT`) |
 //! | `GET /admin/sessions?user=U` | `U`'s connections on this node: session, transport, codec, age |
 //! | `GET /admin/channels?pattern=P` | channels with subscribers on this node (`*` by default), at most [`MAX_CHANNELS`] |
 //! | `GET /admin/channel?name=C` | one channel: subscribers here, history size and top offset, presence, the last publications |
@@ -87,15 +87,12 @@ pub(super) async fn json_body<T: DeserializeOwned>(
     serde_json::from_slice(&bytes).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
 }
 
-/// Query parameter `key`, 1 to [`MAX_NAME`] bytes.
-fn name<'q>(query: &'q HashMap<String, String>, key: &str) -> Result<&'q str, Response> {
+/// Query parameter `key`, 1 to [`MAX_NAME`] bytes; or what is wrong with it.
+fn name<'q>(query: &'q HashMap<String, String>, key: &str) -> Result<&'q str, String> {
     match query.get(key) {
         Some(v) if !v.is_empty() && v.len() <= MAX_NAME => Ok(v),
-        Some(_) => Err(error(
-            StatusCode::BAD_REQUEST,
-            format!("{key}: 1 to {MAX_NAME} bytes"),
-        )),
-        None => Err(error(StatusCode::BAD_REQUEST, format!("{key} is missing"))),
+        Some(_) => Err(format!("{key}: 1 to {MAX_NAME} bytes")),
+        None => Err(format!("{key} is missing")),
     }
 }
 
@@ -129,7 +126,7 @@ async fn sessions(
 ) -> Response {
     let user = match name(&query, "user") {
         Ok(user) => user,
-        Err(refused) => return refused,
+        Err(wrong) => return error(StatusCode::BAD_REQUEST, wrong),
     };
     let sessions = server.sessions_of(user).await;
     Json(json!({ "user": user, "sessions": sessions })).into_response()
@@ -173,14 +170,16 @@ async fn channel(
 ) -> Response {
     let channel = match name(&query, "name") {
         Ok(channel) => channel.to_owned(),
-        Err(refused) => return refused,
+        Err(wrong) => return error(StatusCode::BAD_REQUEST, wrong),
     };
-    let listed = server
-        .list_channels(
-            &ChannelQuery::new(ChannelPattern::new(channel.clone())).bounded(1, MAX_NAME),
-        )
-        .ok();
-    let subscribers = listed.map(|l| l.subscriptions);
+    // A name with `*` would list as a pattern: its subscribers are not
+    // counted.
+    let subscribers = if channel.contains('*') {
+        None
+    } else {
+        let query = ChannelQuery::new(ChannelPattern::new(channel.clone())).bounded(1, MAX_NAME);
+        server.list_channels(&query).ok().map(|l| l.subscriptions)
+    };
     let history = history_of(&server, &channel).await;
     let presence = match server.presence(&channel).await {
         Ok(members) => json!(members.iter().map(Member::to_json).collect::<Vec<_>>()),

@@ -11,6 +11,7 @@ use axum::Router;
 
 use belay_proto::server::TrustedProxies;
 
+use crate::admin_state::same_secret;
 use crate::Server;
 
 /// `routes` behind the admin guard of `server`.
@@ -177,11 +178,6 @@ fn forwarded_client(
         _ if headers_say => Forwarding::Unknown,
         _ => Forwarding::Direct,
     }
-}
-
-/// Compare secrets in time independent of where they differ.
-pub(super) fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// `localhost`, a 127.0.0.0/8 address or `[::1]`, with or without a port.

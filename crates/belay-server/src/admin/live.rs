@@ -1,6 +1,6 @@
 //! The web UI's live feed: once a second, this node's figures (connections
 //! open, deliveries, publications and refusals per second) go into a ring
-//! of the last [`KEPT`] samples (`GET /admin/samples`) and are published
+//! of the last [`KEPT`](crate::admin_state::KEPT) samples (`GET /admin/samples`) and are published
 //! on channel [`CHANNEL`] of a hub: a Belay server of the admin's own, on
 //! the embedded broker, that the page's browser client reaches at
 //! `GET /admin/live` (a WebSocket, behind the admin guard). The hub is
@@ -14,62 +14,29 @@
 //! The hub itself is built when a console first connects: a server nobody
 //! watches keeps only the ring.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
-use serde::Serialize;
 use serde_json::json;
 
-use crate::metrics::lock;
+use crate::admin_state::{Live, Sample};
 use crate::shared::{Lifecycle, Shared};
 use crate::Server;
 
 /// How often a sample is taken.
 pub(crate) const EVERY: Duration = Duration::from_secs(1);
-/// Samples kept for a page that opens (five minutes).
-pub(crate) const KEPT: usize = 300;
 /// The hub's channel of samples.
 pub(crate) const CHANNEL: &str = "stats";
 
-/// One second of the node.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub(crate) struct Sample {
-    /// Milliseconds since the server started.
-    at_ms: u64,
-    connections: i64,
-    deliveries_per_s: u64,
-    publications_per_s: u64,
-    refusals_per_s: u64,
-    /// 1 while serving, 0 once a drain started.
-    ready: u8,
-}
-
-/// The hub (once a console connected) and the ring of samples.
-pub(crate) struct Live {
-    hub: std::sync::OnceLock<Server>,
-    recent: Mutex<VecDeque<Sample>>,
-}
-
-impl Live {
-    /// The samples kept, oldest first.
-    pub(crate) fn recent(&self) -> Vec<Sample> {
-        lock(&self.recent).iter().copied().collect()
-    }
-}
-
 /// `server`'s feed, started now if it was not (inside a Tokio runtime).
-pub(crate) fn started(server: &Server) -> &Live {
+pub(crate) fn started(server: &Server) -> &Live<Server> {
     server.shared.admin.live.get_or_init(|| {
         tokio::spawn(sample(Arc::downgrade(&server.shared)));
-        Live {
-            hub: std::sync::OnceLock::new(),
-            recent: Mutex::new(VecDeque::with_capacity(KEPT)),
-        }
+        Live::default()
     })
 }
 
@@ -138,11 +105,7 @@ async fn sample(shared: Weak<Shared>) {
             ready: u8::from(lifecycle == Lifecycle::Serving),
         };
         if let Some(live) = shared.admin.live.get() {
-            let mut recent = lock(&live.recent);
-            if recent.len() == KEPT {
-                recent.pop_front();
-            }
-            recent.push_back(sample);
+            live.keep(sample);
             if hub.is_none() {
                 hub = live.hub.get().cloned();
             }

@@ -16,63 +16,24 @@
 //! At most [`MAX_LOGINS`] logins are held (the oldest goes first), each for
 //! [`LOGIN_LIFETIME`].
 
-use std::sync::Mutex;
-use std::time::Duration;
-
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use belay_proto::Instant;
 use serde::Deserialize;
 
-use super::guard::{cross_origin, same_secret, Refusal};
-use crate::metrics::lock;
+use super::guard::{cross_origin, Refusal};
+use crate::admin_state::same_secret;
 use crate::Server;
 
 /// The cookie's name.
 pub const COOKIE: &str = "belay_admin";
-/// Logins held at most; a new one beyond pushes out the oldest.
-pub const MAX_LOGINS: usize = 32;
-/// How long a login holds.
-pub const LOGIN_LIFETIME: Duration = Duration::from_secs(12 * 3_600);
 /// The longest login body.
 const MAX_BODY: usize = 4 << 10;
 
-/// The logins held now.
-#[derive(Debug, Default)]
-pub(crate) struct Logins {
-    held: Mutex<Vec<(String, Instant)>>,
-}
-
-impl Logins {
-    /// A new login at `now`: its id.
-    fn open(&self, now: Instant) -> String {
-        let mut bytes = [0u8; 32];
-        getrandom::getrandom(&mut bytes).expect("the operating system's random generator");
-        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut held = lock(&self.held);
-        held.retain(|(_, until)| *until > now);
-        if held.len() >= MAX_LOGINS {
-            held.remove(0);
-        }
-        held.push((id.clone(), now.saturating_add(LOGIN_LIFETIME)));
-        id
-    }
-
-    /// Whether `id` names a login that holds at `now`.
-    pub(crate) fn holds(&self, id: &str, now: Instant) -> bool {
-        lock(&self.held)
-            .iter()
-            .any(|(held, until)| *until > now && same_secret(held.as_bytes(), id.as_bytes()))
-    }
-
-    fn close(&self, id: &str) {
-        lock(&self.held).retain(|(held, _)| held != id);
-    }
-}
+pub use crate::admin_state::{LOGIN_LIFETIME, MAX_LOGINS};
 
 /// The login id a request's `belay_admin` cookie carries.
 pub(crate) fn cookie(headers: &HeaderMap) -> Option<&str> {
@@ -139,25 +100,6 @@ async fn logout(State(server): State<Server>, request: Request<Body>) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_login_holds_until_its_lifetime_and_the_oldest_goes_first() {
-        let logins = Logins::default();
-        let first = logins.open(Instant::ZERO);
-        assert!(logins.holds(
-            &first,
-            Instant::ZERO.saturating_add(Duration::from_secs(60))
-        ));
-        assert!(!logins.holds(&first, Instant::ZERO.saturating_add(LOGIN_LIFETIME)));
-        assert!(!logins.holds("not-a-login", Instant::ZERO));
-        let later: Vec<String> = (0..MAX_LOGINS)
-            .map(|_| logins.open(Instant::ZERO))
-            .collect();
-        assert!(!logins.holds(&first, Instant::ZERO));
-        assert!(later.iter().all(|id| logins.holds(id, Instant::ZERO)));
-        logins.close(&later[0]);
-        assert!(!logins.holds(&later[0], Instant::ZERO));
-    }
 
     #[test]
     fn the_cookie_is_found_among_others() {

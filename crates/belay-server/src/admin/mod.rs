@@ -27,13 +27,13 @@
 //! own: the login form when a token is configured and the browser holds no
 //! login ([`login`]: the token goes in a POST body once, and an HttpOnly,
 //! `SameSite=Strict` cookie stands for it after; never in a URL), the
-//! console otherwise. The console reads [`api`]'s JSON routes and follows
+//! console otherwise. The console reads the admin JSON routes and follows
 //! the node's figures live over a Belay connection of the project's own
-//! browser client to a hub server of the admin's own ([`live`]).
+//! browser client to a hub server of the admin's own.
 
 mod api;
 mod guard;
-pub(crate) mod live;
+mod live;
 pub mod login;
 mod page;
 
@@ -42,13 +42,6 @@ pub use guard::guard;
 use axum::Router;
 
 use crate::Server;
-
-/// What the admin routes keep: the logins of the web UI and its live feed.
-#[derive(Default)]
-pub(crate) struct AdminState {
-    pub(crate) logins: login::Logins,
-    pub(crate) live: std::sync::OnceLock<live::Live>,
-}
 
 /// Every admin route of `server`: the guarded JSON and actions, the UI's
 /// page, assets and live feed, and the login.
