@@ -7,6 +7,7 @@ mod common;
 mod bad_sends;
 mod close_code_labels;
 mod heartbeat;
+mod looked_up;
 mod opening;
 mod oversized_send;
 mod relayed;
