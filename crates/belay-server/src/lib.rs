@@ -76,6 +76,7 @@ pub mod metrics;
 mod node;
 mod outbound;
 mod peer_limits;
+mod request_body;
 mod requests;
 pub mod rpc;
 mod server;

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use belay_proto::message::{ClientMessage, Request};
 use belay_test_support::services::RedisServer;
 use belay_test_support::sockets::{http_call, Closed, Raw};
 use serde_json::{json, Value};
@@ -19,15 +18,7 @@ async fn a_user_on_another_node_is_found_and_disconnected_from_this_nodes_consol
     let b = Node::start_direct(&redis).await;
     let (mut raw, _welcome) = Raw::connected(b.addr(), None).await;
     // An answered request: B's connection task is past its welcome.
-    raw.send(&ClientMessage::Request(Request {
-        id: 1,
-        method: "echo".into(),
-        params: json!({}),
-        idem: None,
-        timeout_ms: None,
-    }))
-    .await;
-    assert!(raw.recv_skipping_pings().await.is_some());
+    raw.answered(1, "echo", json!({})).await;
 
     let found = http_call(
         a.addr(),

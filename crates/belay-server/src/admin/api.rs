@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use belay_proto::server::{is_reserved_channel, ChannelPattern};
+use belay_proto::server::{is_reserved_channel, BadBody, ChannelPattern};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -61,28 +61,32 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
-/// `body` as JSON of type `T`, read within the server's body timeout and
-/// at most `max` bytes; or the error answer.
+/// `body` as JSON of type `T`, read as every bounded body is
+/// ([`read_body`](crate::request_body::read_body): at most `max` bytes,
+/// in full within the server's body timeout); or the error answer (408
+/// closes the connection: the rest of the body may still come).
 pub(super) async fn json_body<T: DeserializeOwned>(
     server: &Server,
     body: Body,
     max: usize,
 ) -> Result<T, Response> {
-    let read = tokio::time::timeout(server.body_timeout(), axum::body::to_bytes(body, max));
-    let bytes = match read.await {
-        Err(_) => {
-            return Err(error(
-                StatusCode::REQUEST_TIMEOUT,
-                "body not in full in time",
-            ))
-        }
-        Ok(Err(_)) => {
+    let read = crate::request_body::read_body(body, max, server.body_timeout()).await;
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(BadBody::TooLarge) => {
             return Err(error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("body over {max} bytes"),
             ))
         }
-        Ok(Ok(bytes)) => bytes,
+        Err(BadBody::NotUtf8) => return Err(error(StatusCode::BAD_REQUEST, "body not UTF-8")),
+        Err(_) => {
+            let mut answer = error(StatusCode::REQUEST_TIMEOUT, "body not in full in time");
+            answer
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(answer);
+        }
     };
     serde_json::from_slice(&bytes).map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))
 }

@@ -145,9 +145,7 @@ async fn a_users_sessions_show_transport_and_codec_and_disconnect_closes_them_40
     let (server, addr) = on_loopback().await;
     let (mut raw, _welcome) = Raw::connected(addr, None).await;
     // An answered request: the connection's task is past its welcome.
-    raw.send(&crate::request(1, "echo", serde_json::json!({}), None))
-        .await;
-    assert!(raw.recv_skipping_pings().await.is_some());
+    raw.answered(1, "echo", serde_json::json!({})).await;
     let sessions = json(&http_call(addr, "GET", "/admin/sessions?user=anonymous", None).await);
     let listed = sessions["sessions"].as_array().unwrap();
     assert_eq!(listed.len(), 1, "{sessions}");
@@ -251,27 +249,15 @@ async fn the_samples_come_once_a_second_and_the_ui_is_on_the_internal_router_onl
 
 #[tokio::test]
 async fn a_channels_detail_shows_its_subscribers_here_and_its_presence() {
-    use belay_proto::message::{ClientMessage, ServerMessage, Subscribe};
     use belay_server::{ChannelOptions, Namespaces};
     let namespaces =
         Namespaces::new().with("room:*", ChannelOptions::default().with_presence(true));
     let server = crate::server(ServerConfig::default().with_namespaces(namespaces));
     let addr = common::start_with(&server, server.router().merge(server.admin_router())).await;
     let (mut raw, _welcome) = Raw::connected(addr, None).await;
-    raw.send(&ClientMessage::Subscribe(Subscribe {
-        channel: "room:1".into(),
-        since: None,
-        token: None,
-    }))
-    .await;
-    assert!(matches!(
-        raw.recv_skipping_pings().await,
-        Some(ServerMessage::Subscribed(_))
-    ));
+    raw.subscribed("room:1").await;
     // An answered request: the connection's task is past the join.
-    raw.send(&crate::request(1, "echo", serde_json::json!({}), None))
-        .await;
-    assert!(raw.recv_skipping_pings().await.is_some());
+    raw.answered(1, "echo", serde_json::json!({})).await;
     let listed = json(&http_call(addr, "GET", "/admin/channels?pattern=room:*", None).await);
     assert_eq!(listed["channels"][0]["channel"], "room:1");
     assert_eq!(listed["channels"][0]["subscribers"], 1);

@@ -4,7 +4,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use belay_proto::message::{decode_server, encode_client, ClientMessage, Connect, ServerMessage};
+use belay_proto::message::{
+    decode_server, encode_client, ClientMessage, Connect, Request, Response, ServerMessage,
+    Subscribe,
+};
 use futures_util::{SinkExt, StreamExt};
 use http::Uri;
 use tokio::net::TcpStream;
@@ -93,6 +96,37 @@ impl Raw {
                 ServerMessage::Ping => self.send(&ClientMessage::Pong).await,
                 other => return Some(other),
             }
+        }
+    }
+
+    /// Subscribe to `channel` (from now) and wait for its confirmation.
+    pub async fn subscribed(&mut self, channel: &str) {
+        self.send(&ClientMessage::Subscribe(Subscribe {
+            channel: channel.into(),
+            since: None,
+            token: None,
+        }))
+        .await;
+        match self.recv_skipping_pings().await {
+            Some(ServerMessage::Subscribed(s)) => assert_eq!(s.channel, channel),
+            other => panic!("subscribed to {channel} expected, got {other:?}"),
+        }
+    }
+
+    /// Call `method` with `params` as request `id` and wait for its
+    /// response (the connection's task has handled everything sent before).
+    pub async fn answered(&mut self, id: u64, method: &str, params: serde_json::Value) -> Response {
+        self.send(&ClientMessage::Request(Request {
+            id,
+            method: method.into(),
+            params,
+            idem: None,
+            timeout_ms: None,
+        }))
+        .await;
+        match self.recv_skipping_pings().await {
+            Some(ServerMessage::Response(r)) if r.id == id => r,
+            other => panic!("response {id} expected, got {other:?}"),
         }
     }
 
