@@ -5,7 +5,8 @@
 //! `GET /admin/cluster/sessions?user=U` (each node's [`NODE_SESSIONS`]
 //! answer: the user's connections there) and `POST /admin/cluster/disconnect`
 //! `{"user", "reason"?}` (each node's [`USER_DISCONNECT`]: how many it
-//! closed 4003).
+//! closed 4003; a body of at most 4 KiB, in full within the server's body
+//! timeout). Bad input to either answers 400 with `{"error"}`.
 
 use std::time::Duration;
 
@@ -60,7 +61,15 @@ impl RedisBroker {
         let routes = Router::new()
             .route("/admin/cluster", get(cluster))
             .route("/admin/cluster/sessions", get(cluster_sessions))
-            .route("/admin/cluster/disconnect", post(cluster_disconnect))
+            .route(
+                "/admin/cluster/disconnect",
+                post({
+                    let (broker, server) = (self.clone(), server.clone());
+                    move |request: axum::extract::Request| {
+                        cluster_disconnect(broker, server, request.into_body())
+                    }
+                }),
+            )
             .with_state(self.clone());
         belay_server::admin::guard(server, routes)
     }
@@ -115,10 +124,18 @@ async fn cluster_sessions(
     }
 }
 
+/// The longest body `POST /admin/cluster/disconnect` takes.
+const MAX_BODY: usize = 4 << 10;
+
 async fn cluster_disconnect(
-    State(broker): State<RedisBroker>,
-    body: axum::body::Bytes,
+    broker: RedisBroker,
+    server: Server,
+    body: axum::body::Body,
 ) -> Response {
+    let read = belay_server::read_body(body, MAX_BODY, server.body_timeout()).await;
+    let Ok(body) = read else {
+        return refused("a body of at most 4 KiB, in full within the body timeout");
+    };
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return refused("a JSON body {\"user\", \"reason\"?}");
     };

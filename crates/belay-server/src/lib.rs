@@ -93,5 +93,6 @@ mod ws;
 pub use belay_proto::server::{Access, ChannelOptions, Namespaces};
 pub use config::ServerConfig;
 pub use inspect::{NodeStats, UserSession, MAX_LISTED_SESSIONS};
+pub use request_body::read_body;
 pub use server::ServerBuilder;
 pub use shared::{Lifecycle, Server};

@@ -1,7 +1,9 @@
 //! A request's body read whole under the server's bounds: at most a
 //! number of bytes of UTF-8, in full within the body timeout, the rest of
 //! a body over the limit read and dropped within bounds of its own. The
-//! SSE fallback's routes and the admin routes read their bodies so.
+//! SSE fallback's routes and the admin routes read their bodies so, and
+//! routes an extension merges into the server's router can too
+//! ([`read_body`] with [`Server::body_timeout`](crate::Server::body_timeout)).
 
 use std::time::Duration;
 
@@ -12,13 +14,9 @@ use bytes::Bytes;
 /// The whole body, at most `limit` bytes of UTF-8, in full within
 /// `timeout`. A body that fails to arrive counts as too large (its sender
 /// is gone or sent more). Past the limit, the rest is read and dropped
-/// ([`drain`], with bounds of its own, after the deadline's wait) before
-/// the answer.
-pub(crate) async fn read_body(
-    body: Body,
-    limit: usize,
-    timeout: Duration,
-) -> Result<Bytes, BadBody> {
+/// (at most 8 MiB within 2 s) before the answer, so that a client that
+/// writes its whole body before it reads gets the refusal, not a reset.
+pub async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes, BadBody> {
     let bytes = match tokio::time::timeout(timeout, collect(body, limit)).await {
         Err(_) => return Err(BadBody::TimedOut),
         Ok(Collected::Whole(bytes)) => bytes,

@@ -1,7 +1,8 @@
 //! The admin console's lookup and disconnect reach every node: two
 //! `belay serve --demo` nodes on one Redis; a user connected to node B is
 //! found from node A's `/admin/cluster/sessions` (with B's id, transport
-//! and codec) and closed 4003 by A's `/admin/cluster/disconnect`.
+//! and codec) and closed 4003 by A's `/admin/cluster/disconnect`; bad
+//! input to those routes is refused 400.
 
 use std::time::Duration;
 
@@ -56,5 +57,21 @@ async fn a_user_on_another_node_is_found_and_disconnected_from_this_nodes_consol
             assert_eq!(reason, "disconnected: test");
         }
         other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_routes_refuse_a_missing_or_long_user_and_a_body_that_is_not_json() {
+    let redis = RedisServer::start().await;
+    let a = Node::start_direct(&redis).await;
+    let long = format!("/admin/cluster/sessions?user={}", "u".repeat(2_000));
+    for path in ["/admin/cluster/sessions", long.as_str()] {
+        let answer = http_call(a.addr(), "GET", path, None).await;
+        assert_eq!(answer.status, 400, "{path}: {answer:?}");
+    }
+    let huge = format!(r#"{{"user":"{}"}}"#, "u".repeat(8 << 10));
+    for body in ["{nope", r#"{"reason":"no user"}"#, huge.as_str()] {
+        let answer = http_call(a.addr(), "POST", "/admin/cluster/disconnect", Some(body)).await;
+        assert_eq!(answer.status, 400, "{body}: {answer:?}");
     }
 }
