@@ -10,11 +10,13 @@ use belay_server::broker::{
     HistoryPage, HistoryQuery, Joining, ListError, LiveSender, OutcomeStore, PublishError,
     Publishing, SubscribeError, SubscriberId, Subscription,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::time::timeout;
 
+use crate::commands::{Commands, Primary};
 use crate::config::RedisConfig;
 use crate::control::{control_names, ControlPlane};
+use crate::durable::Durable;
+use crate::endpoint::Endpoint;
 use crate::hub::{Hub, JoinFailure};
 use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
@@ -48,7 +50,10 @@ pub struct RedisBroker {
 }
 
 pub(crate) struct Inner {
-    commands: ConnectionManager,
+    commands: Commands,
+    /// Under [`RedisConfig::wait_replicas`]: the connections publications
+    /// wait for replicas on.
+    durable: Option<Durable>,
     scripts: Scripts,
     pub(crate) hub: Arc<Hub>,
     pub(crate) link: Link,
@@ -74,33 +79,15 @@ impl RedisBroker {
     /// reached now; once started, the broker reconnects by itself (and
     /// refuses publications and subscriptions while Redis is away).
     pub async fn connect(config: RedisConfig) -> Result<RedisBroker, ConnectError> {
-        let client = match &config.tls_ca_pem {
-            Some(ca) => redis::Client::build_with_tls(
-                config.url.as_str(),
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(ca.clone()),
-                },
-            ),
-            None => redis::Client::open(config.url.as_str()),
-        }
-        .map_err(|e| ConnectError::InvalidUrl(e.to_string()))?;
-        let manager = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(config.command_timeout))
-            .set_response_timeout(Some(config.command_timeout))
-            .set_max_delay(Duration::from_secs(2));
-        let commands = timeout(
-            config.command_timeout,
-            client.get_connection_manager_with_config(manager),
-        )
-        .await
-        .map_err(|_| ConnectError::Unreachable("timed out".into()))?
-        .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+        let endpoint = Arc::new(Endpoint::new(&config)?);
+        let commands = Commands::connect(Arc::clone(&endpoint), config.command_timeout)
+            .await
+            .map_err(ConnectError::Unreachable)?;
         let hub = Arc::new(Hub::new(config.join_buffer));
         let node = config.node_id.clone().unwrap_or_else(new_epoch);
         let (to_control, inbox) = tokio::sync::mpsc::channel(1_024);
         let (link, listening) = Link::start(
-            client,
+            Arc::clone(&endpoint),
             Arc::clone(&hub),
             &config.prefix,
             (config.command_timeout, config.probe_every),
@@ -134,7 +121,16 @@ impl RedisBroker {
             config.presence_max_bytes,
         );
         let every = config.position_check_every;
+        let durable = match config.wait_replicas {
+            0 => None,
+            _ => Some(
+                Durable::connect(&endpoint, &config)
+                    .await
+                    .map_err(ConnectError::Unreachable)?,
+            ),
+        };
         let inner = Arc::new(Inner {
+            durable,
             commands,
             outcomes,
             presence,
@@ -183,24 +179,53 @@ fn new_epoch() -> String {
 }
 
 impl Inner {
-    /// Run `call` within the command timeout; why not, as the reason a
-    /// client is told (`what`: which operation).
+    /// The primary to run a channel script on, and the writer to name in
+    /// it: the primary's `run_id`, or none under
+    /// [`RedisConfig::wait_replicas`] (a failover then loses nothing a
+    /// client saw, so epochs are kept).
+    async fn primary(&self, what: &str) -> Result<(Primary, Arc<str>), String> {
+        let primary = self
+            .commands
+            .primary()
+            .await
+            .map_err(|e| format!("Redis {what}: {e}"))?;
+        let writer = if self.config.wait_replicas > 0 {
+            Arc::from("")
+        } else {
+            Arc::clone(&primary.run_id)
+        };
+        Ok((primary, writer))
+    }
+
+    /// Run `call` on `primary` within the command timeout; why not, as the
+    /// reason a client is told (`what`: which operation).
     async fn run(
         &self,
         what: &str,
+        primary: &Primary,
         call: &redis::ScriptInvocation<'_>,
     ) -> Result<redis::Value, String> {
-        let mut commands = self.commands.clone();
-        match timeout(
-            self.config.command_timeout,
-            call.invoke_async(&mut commands),
-        )
-        .await
-        {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(error)) => Err(format!("Redis {what}: {error}")),
-            Err(_) => Err(format!("Redis {what}: timed out")),
-        }
+        self.run_on(&self.commands, what, primary, call).await
+    }
+
+    /// [`Inner::run`] on a connection of `commands` other than the node's
+    /// main one.
+    async fn run_on(
+        &self,
+        commands: &Commands,
+        what: &str,
+        primary: &Primary,
+        call: &redis::ScriptInvocation<'_>,
+    ) -> Result<redis::Value, String> {
+        commands
+            .invoke(primary, call)
+            .await
+            .map_err(|error| format!("Redis {what}: {error}"))
+    }
+
+    /// The prefix of every key and PUB/SUB name.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.config.prefix
     }
 
     /// `channel`'s history length and age: its namespace's, capped by
@@ -214,8 +239,39 @@ impl Inner {
     }
 
     async fn publish(&self, channel: String, data: RawJson) -> Result<Publication, PublishError> {
-        let keys = ChannelKeys::new(&self.config.prefix, &channel);
-        let (history_len, history_age) = self.history_bounds(&channel);
+        if let Some(durable) = &self.durable {
+            return durable.publish(self, channel, data).await;
+        }
+        let (primary, writer) = self
+            .primary("publish")
+            .await
+            .map_err(PublishError::Unavailable)?;
+        let (offset, epoch) = self
+            .append(&self.commands, &primary, &writer, &channel, &data, true)
+            .await
+            .map_err(PublishError::Unavailable)?;
+        Ok(Publication {
+            channel,
+            epoch,
+            offset,
+            data,
+        })
+    }
+
+    /// Run the publish script for `data` on `primary`: `{offset, epoch}`.
+    /// `live`: publish it on PUB/SUB too (otherwise the caller does, once
+    /// replicas have it).
+    pub(crate) async fn append(
+        &self,
+        commands: &Commands,
+        primary: &Primary,
+        writer: &str,
+        channel: &str,
+        data: &RawJson,
+        live: bool,
+    ) -> Result<(u64, String), String> {
+        let keys = ChannelKeys::new(&self.config.prefix, channel);
+        let (history_len, history_age) = self.history_bounds(channel);
         let mut call = self.scripts.publish.prepare_invoke();
         call.key(&keys.meta)
             .key(&keys.history)
@@ -225,22 +281,14 @@ impl Inner {
             .arg(history_age.as_secs().max(1))
             .arg(self.config.meta_ttl.as_secs().max(1))
             .arg(new_epoch())
-            .arg(self.config.history_max_bytes);
+            .arg(self.config.history_max_bytes)
+            .arg(writer)
+            .arg(if live { "1" } else { "0" });
         // A publication whose answer is lost may or may not have been
         // appended: the caller is told it failed, and a retry publishes it
         // again (the application's own idempotency decides).
-        let reply = self
-            .run("publish", &call)
-            .await
-            .map_err(PublishError::Unavailable)?;
-        let (offset, epoch) =
-            publish_reply(reply).map_err(|e| PublishError::Unavailable(e.to_string()))?;
-        Ok(Publication {
-            channel,
-            epoch,
-            offset,
-            data,
-        })
+        let reply = self.run_on(commands, "publish", primary, &call).await?;
+        publish_reply(reply).map_err(|e| e.to_string())
     }
 
     pub(crate) async fn history(
@@ -255,7 +303,9 @@ impl Inner {
             .arg(after.map(|a| a.to_string()).unwrap_or_default())
             .arg(self.config.meta_ttl.as_secs().max(1))
             .arg(new_epoch());
-        let reply = self.run("history", &call).await?;
+        let (primary, writer) = self.primary("history").await?;
+        call.arg(&*writer);
+        let reply = self.run("history", &primary, &call).await?;
         history_reply(reply).map_err(|e| e.to_string())
     }
 
@@ -289,8 +339,13 @@ impl Inner {
             .arg(self.config.meta_ttl.as_secs().max(1))
             .arg(new_epoch())
             .arg(start);
+        let (primary, writer) = self
+            .primary("history")
+            .await
+            .map_err(HistoryError::Unavailable)?;
+        call.arg(&*writer);
         let reply = self
-            .run("history", &call)
+            .run("history", &primary, &call)
             .await
             .map_err(HistoryError::Unavailable)?;
         let read = read_reply(reply).map_err(|e| HistoryError::Unavailable(e.to_string()))?;

@@ -15,6 +15,17 @@ pub struct RedisConfig {
     /// `rediss://…` for TLS (the host name is checked against Redis's
     /// certificate).
     pub url: String,
+    /// Find the primary through Redis Sentinel instead of at `url`'s host:
+    /// `url` then gives only the scheme (`rediss://` for TLS), the ACL user
+    /// and password, and the database of the primary.
+    pub sentinel: Option<SentinelConfig>,
+    /// Acknowledge a publication only once this many replicas have it
+    /// (Redis `WAIT`), and send it live only then. `0` (the default): no
+    /// wait. See [`RedisConfig::wait_replicas`].
+    pub wait_replicas: usize,
+    /// How long a publication waits for [`wait_replicas`](Self::wait_replicas)
+    /// before it is answered `unavailable`.
+    pub wait_timeout: Duration,
     /// With `rediss://`: the CA certificates (PEM) Redis's certificate must
     /// chain to. `None`: the system's trusted roots.
     pub tls_ca_pem: Option<Vec<u8>>,
@@ -89,6 +100,9 @@ impl Default for RedisConfig {
     fn default() -> Self {
         RedisConfig {
             url: "redis://127.0.0.1:6379".into(),
+            sentinel: None,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_millis(500),
             tls_ca_pem: None,
             prefix: "belay".into(),
             history_len: 1_000,
@@ -118,6 +132,37 @@ impl RedisConfig {
             url: url.into(),
             ..RedisConfig::default()
         }
+    }
+
+    /// Find the primary through the Sentinels at `urls` (each
+    /// `redis://[:password@]host:port`, or `rediss://` for TLS with
+    /// [`tls_ca_pem`](Self::tls_ca_pem)), which watch it under the name
+    /// `master`. The primary is asked for again before every new
+    /// connection, so a failover is followed on the next reconnect.
+    pub fn sentinel(
+        mut self,
+        master: impl Into<String>,
+        urls: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.sentinel = Some(SentinelConfig {
+            master: master.into(),
+            urls: urls.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Durability: acknowledge a publication only once `replicas` replicas
+    /// have it (Redis `WAIT`, at most `timeout`), and only then send it
+    /// live. A failover to one of them then loses no publication a client
+    /// saw or a publisher was told succeeded, so channels keep their epoch
+    /// (positions resume with `recovered: true`). A publication not
+    /// confirmed in time is answered `unavailable` (it may still appear, from
+    /// the history). Costs a round trip to the replicas on every publish
+    /// (docs/BENCHMARKS.md). Every node of a cluster should have the same.
+    pub fn wait_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.wait_replicas = replicas;
+        self.wait_timeout = timeout;
+        self
     }
 
     /// Set [`prefix`](Self::prefix).
@@ -217,10 +262,35 @@ impl RedisConfig {
     }
 }
 
+/// Where the Sentinels are and the name they watch the primary under.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SentinelConfig {
+    /// The master name of the Sentinels' configuration (`sentinel monitor
+    /// NAME …`).
+    pub master: String,
+    /// The Sentinels, `redis://[:password@]host:port` (TLS: `rediss://`).
+    /// Asked in order; the first that names a primary that says it is one
+    /// wins.
+    pub urls: Vec<String>,
+}
+
+impl std::fmt::Debug for SentinelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self.urls.iter().map(|u| redacted_url(u)).collect();
+        f.debug_struct("SentinelConfig")
+            .field("master", &self.master)
+            .field("urls", &urls)
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisConfig")
             .field("url", &redacted_url(&self.url))
+            .field("sentinel", &self.sentinel)
+            .field("wait_replicas", &self.wait_replicas)
             .field("prefix", &self.prefix)
             .field("node_id", &self.node_id)
             .finish_non_exhaustive()
@@ -262,5 +332,9 @@ mod debug_tests {
             "rediss://:***@host:1"
         );
         assert_eq!(redacted_url("redis://host:1/2"), "redis://host:1/2");
+        let config = config.sentinel("main", ["redis://:s3cret@127.0.0.1:26379"]);
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("127.0.0.1:26379"), "{shown}");
     }
 }

@@ -54,8 +54,11 @@
 
 mod broker;
 mod cluster_info;
+mod commands;
 mod config;
 mod control;
+mod durable;
+mod endpoint;
 mod hub;
 mod keys;
 mod ledger;
@@ -68,5 +71,5 @@ mod sse_relay;
 
 pub use broker::{ConnectError, RedisBroker};
 pub use cluster_info::{answer_disconnects, NODE_INFO, NODE_SESSIONS, USER_DISCONNECT};
-pub use config::RedisConfig;
+pub use config::{RedisConfig, SentinelConfig};
 pub use control::{ControlError, ControlPlane, HandlerFuture, MAX_CONTROL_MESSAGE};

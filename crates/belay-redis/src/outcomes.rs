@@ -7,9 +7,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::commands::Commands;
 use belay_proto::server::SharedOutcome;
 use belay_server::broker::{OutcomeError, OutcomeFuture, OutcomeKey, OutcomeStore};
-use redis::aio::ConnectionManager;
 use redis::{Script, Value};
 use tokio::time::timeout;
 
@@ -56,7 +56,7 @@ return 0
 
 /// Idempotency records in Redis, shared by every node on it.
 pub(crate) struct RedisOutcomes {
-    commands: ConnectionManager,
+    commands: Commands,
     prefix: String,
     command_timeout: Duration,
     claim: Script,
@@ -68,7 +68,7 @@ pub(crate) struct RedisOutcomes {
 
 impl RedisOutcomes {
     pub(crate) fn new(
-        commands: ConnectionManager,
+        commands: Commands,
         prefix: &str,
         command_timeout: Duration,
         max_bytes: usize,
@@ -108,7 +108,7 @@ impl RedisOutcomes {
 
 /// Run `script` on `name` with `args` within `limit`.
 async fn invoke(
-    mut commands: ConnectionManager,
+    mut commands: Commands,
     limit: Duration,
     script: &Script,
     name: &str,

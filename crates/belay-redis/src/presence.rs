@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::commands::Commands;
 use belay_proto::message::RawJson;
 use belay_server::broker::{Member, PresenceError, PresenceFuture, PresenceStore};
-use redis::aio::ConnectionManager;
 use redis::Script;
 use tokio::time::timeout;
 
@@ -59,7 +59,7 @@ type OwnEntries = (usize, HashMap<(String, String), Own>);
 
 /// Presence in Redis, shared by every node on it.
 pub(crate) struct RedisPresence {
-    commands: ConnectionManager,
+    commands: Commands,
     prefix: String,
     command_timeout: Duration,
     ttl: Duration,
@@ -82,7 +82,7 @@ fn unavailable(error: impl std::fmt::Display) -> PresenceError {
 
 impl RedisPresence {
     pub(crate) fn start(
-        commands: ConnectionManager,
+        commands: Commands,
         prefix: &str,
         command_timeout: Duration,
         ttl: Duration,

@@ -19,6 +19,7 @@ use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
+use crate::endpoint::Endpoint;
 use crate::hub::{Hub, Interest};
 use crate::keys::{channel_of, live_name, parse_live};
 
@@ -38,9 +39,10 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// Start the task on `client`, delivering into `hub`.
+    /// Start the task on the primary `endpoint` names (asked again on every
+    /// reconnect), delivering into `hub`.
     pub(crate) fn start(
-        client: redis::Client,
+        endpoint: Arc<Endpoint>,
         hub: Arc<Hub>,
         prefix: &str,
         timing: (Duration, Duration),
@@ -50,7 +52,7 @@ impl Link {
         let prefix: Arc<str> = Arc::from(prefix);
         let (command_timeout, probe_every) = timing;
         let task = Task {
-            client,
+            endpoint,
             hub,
             prefix: Arc::clone(&prefix),
             command_timeout,
@@ -84,7 +86,7 @@ impl Link {
 }
 
 struct Task {
-    client: redis::Client,
+    endpoint: Arc<Endpoint>,
     hub: Arc<Hub>,
     prefix: Arc<str>,
     command_timeout: Duration,
@@ -107,7 +109,10 @@ impl Task {
         // Since when the connection is lost (for the line that says it is back).
         let mut lost_at: Option<tokio::time::Instant> = None;
         loop {
-            let connected = timeout(self.command_timeout, self.client.get_async_pubsub()).await;
+            let connected = timeout(self.command_timeout, async {
+                self.endpoint.primary().await?.get_async_pubsub().await
+            })
+            .await;
             let Ok(Ok(pubsub)) = connected else {
                 // Unreachable: refuse what waits, retry after a while.
                 let wait = tokio::time::sleep(backoff);

@@ -5,16 +5,33 @@
 use redis::{Script, Value};
 
 /// The channel's epoch (KEYS[1] the meta hash, KEYS[2] the Stream), or a
-/// new one, `fresh`, when the meta hash is missing: its history is gone
-/// (never made, expired, or lost by Redis), so any leftover Stream of the
-/// old epoch is dropped and entry ids keep matching offsets. Both scripts
-/// start with it.
+/// new one, `fresh`. A new epoch starts when the meta hash is missing (its
+/// history is gone: never made, expired, or lost by Redis) or when the
+/// channel was last written by another Redis process than `writer` (the
+/// `run_id` of the primary this runs on, empty: not checked): a replica
+/// promoted by a failover, or Redis restarted from its disk, may lack the
+/// last publications the old process acknowledged and sent live, and its
+/// offsets would count them again. Any leftover Stream of the old epoch is
+/// dropped, so entry ids keep matching offsets. Every script starts with it.
 const CURRENT_EPOCH: &str = r"
-local function current_epoch(fresh)
-  local epoch = redis.call('HGET', KEYS[1], 'e')
+local function current_epoch(fresh, writer)
+  local meta = redis.call('HMGET', KEYS[1], 'e', 'w')
+  local epoch = meta[1]
+  if epoch and writer ~= '' and meta[2] ~= writer then
+    if meta[2] then
+      epoch = false
+    else
+      redis.call('HSET', KEYS[1], 'w', writer)
+    end
+  end
   if not epoch then
     epoch = fresh
-    redis.call('HSET', KEYS[1], 'e', epoch, 's', 0)
+    redis.call('HSET', KEYS[1], 'e', epoch, 's', 0, 'b', 0)
+    if writer ~= '' then
+      redis.call('HSET', KEYS[1], 'w', writer)
+    else
+      redis.call('HDEL', KEYS[1], 'w')
+    end
     redis.call('DEL', KEYS[2])
   end
   return epoch
@@ -23,8 +40,9 @@ end
 
 /// Publish. KEYS: meta, history. ARGV: live channel, data, history length
 /// (0: none kept), history TTL s, meta TTL s, an epoch to start if there
-/// is none, the most bytes of data the history holds. Returns `{offset,
-/// epoch}`.
+/// is none, the most bytes of data the history holds, the writer's
+/// `run_id` ([`CURRENT_EPOCH`]), `1` to publish live now (`0`: the caller
+/// publishes once replicas confirmed). Returns `{offset, epoch}`.
 ///
 /// A missing meta hash starts a new epoch ([`CURRENT_EPOCH`]). The meta
 /// hash's `b` counts the bytes of data in the Stream (a Stream that
@@ -33,7 +51,7 @@ end
 /// held stays consecutive up to the top. A publication larger than the
 /// byte bound alone empties the Stream.
 const PUBLISH: &str = r"
-local epoch = current_epoch(ARGV[6])
+local epoch = current_epoch(ARGV[6], ARGV[8])
 local offset = redis.call('HINCRBY', KEYS[1], 's', 1)
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 if ARGV[3] ~= '0' then
@@ -64,16 +82,18 @@ if ARGV[3] ~= '0' then
   end
   redis.call('HSET', KEYS[1], 'b', math.max(held, 0))
 end
-redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
+if ARGV[9] == '1' then
+  redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
+end
 return {offset, epoch}
 ";
 
 /// Read the position and what is held after a given offset. KEYS: meta,
 /// history. ARGV: the offset to read after (empty: read nothing), meta TTL
-/// s, an epoch to start if there is none. Returns `{epoch, top, now_ms,
-/// entries}`, entries as `XRANGE` gives them.
+/// s, an epoch to start if there is none, the writer's `run_id`. Returns
+/// `{epoch, top, now_ms, entries}`, entries as `XRANGE` gives them.
 const HISTORY: &str = r"
-local epoch = current_epoch(ARGV[3])
+local epoch = current_epoch(ARGV[3], ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 local top = tonumber(redis.call('HGET', KEYS[1], 's'))
 local now = redis.call('TIME')
@@ -92,14 +112,14 @@ return {epoch, top, ms, entries}
 /// KEYS: meta, history. ARGV: the position's epoch and offset (both empty:
 /// none), `1` to read newest first, the most entries, the most bytes of
 /// data (the first entry always goes in), the history's age in ms, meta
-/// TTL s, an epoch to start if there is none, and the entry id to start
-/// at (inclusive; empty: read nothing). Returns `{epoch, top, entries,
+/// TTL s, an epoch to start if there is none, the entry id to start at
+/// (inclusive; empty: read nothing), and the writer's `run_id`. Returns `{epoch, top, entries,
 /// truncated}`: nothing is read when the position is of another epoch or
 /// beyond the top (the caller refuses it). Entries are in time order, so
 /// the expired ones are the oldest: skipped going forward, the end going
 /// back.
 const READ: &str = r"
-local epoch = current_epoch(ARGV[8])
+local epoch = current_epoch(ARGV[8], ARGV[10])
 redis.call('EXPIRE', KEYS[1], ARGV[7])
 local top = tonumber(redis.call('HGET', KEYS[1], 's'))
 local limit = tonumber(ARGV[4])

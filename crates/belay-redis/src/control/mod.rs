@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use crate::commands::Commands;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::timeout;
@@ -84,7 +84,7 @@ impl std::fmt::Debug for ControlPlane {
 struct Inner {
     node: String,
     prefix: String,
-    commands: ConnectionManager,
+    commands: Commands,
     command_timeout: Duration,
     scripts: RegistryScripts,
     handlers: RwLock<HashMap<String, Handler>>,
@@ -114,7 +114,7 @@ impl ControlPlane {
     pub(crate) fn start(
         node: String,
         prefix: &str,
-        commands: ConnectionManager,
+        commands: Commands,
         command_timeout: Duration,
         node_ttl: Duration,
         inbox: mpsc::Receiver<Vec<u8>>,

@@ -16,6 +16,7 @@ mod presence_across_nodes;
 mod presence_redis_down;
 mod redis_down;
 mod redis_faults;
+mod sentinel_failover;
 mod shared_subscription;
 mod sse_relay;
 mod tls;

@@ -6,7 +6,7 @@
 //! connections Redis drops are replaced; a lost history key makes a resume
 //! a Resync, never a partial replay.
 
-use crate::common::{config, next, node, publications, subscribe, Raw, RedisServer};
+use crate::common::{config, next, node, publications, resubscribe, subscribe, Raw, RedisServer};
 use belay_proto::message::ServerMessage;
 use belay_server::broker::PublishError;
 use redis::AsyncCommands;
@@ -203,23 +203,4 @@ async fn a_lost_history_key_makes_a_resume_a_resync_not_a_partial_replay() {
     };
     assert!(!granted.recovered, "2 and 3 are gone: announced");
     assert_eq!(granted.offset, 3, "granted at the top");
-}
-
-/// Subscribe from `since`, retrying while the broker answers `unavailable`
-/// (its connections come back within their backoff, at most 2 s).
-async fn resubscribe(
-    raw: &mut Raw,
-    channel: &str,
-    since: belay_proto::message::StreamPosition,
-) -> belay_proto::message::Subscribed {
-    for _ in 0..100 {
-        match subscribe(raw, channel, Some(since.clone())).await {
-            ServerMessage::Subscribed(granted) => return granted,
-            ServerMessage::Unsubscribed(u) if u.code == "unavailable" => {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-    panic!("not subscribed within 10 s")
 }

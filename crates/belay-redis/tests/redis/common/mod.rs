@@ -75,6 +75,25 @@ pub async fn next(raw: &mut Raw) -> ServerMessage {
         .expect("the connection stays open")
 }
 
+/// Subscribe from `since`, retrying while the broker answers `unavailable`
+/// (its connections come back within their backoff, at most 2 s).
+pub async fn resubscribe(
+    raw: &mut Raw,
+    channel: &str,
+    since: belay_proto::message::StreamPosition,
+) -> belay_proto::message::Subscribed {
+    for _ in 0..100 {
+        match subscribe(raw, channel, Some(since.clone())).await {
+            ServerMessage::Subscribed(granted) => return granted,
+            ServerMessage::Unsubscribed(u) if u.code == "unavailable" => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    panic!("not subscribed within 10 s")
+}
+
 /// The next `n` publications' offsets and data.
 pub async fn publications(raw: &mut Raw, n: usize) -> Vec<(u64, serde_json::Value)> {
     let mut got = Vec::new();

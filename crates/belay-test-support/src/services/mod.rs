@@ -14,6 +14,10 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+mod sentinel;
+
+pub use sentinel::{RedisSentinels, MASTER};
+
 /// A `redis-server` without persistence, on a loopback port.
 #[derive(Debug)]
 pub struct RedisServer {
@@ -23,6 +27,8 @@ pub struct RedisServer {
     /// With TLS: the PEM files (certificate, key, CA) it serves with; it
     /// then listens for TLS only.
     tls: Option<RedisTls>,
+    /// More arguments (a replica's `--replicaof`).
+    extra: Vec<String>,
 }
 
 /// PEM files for a TLS `redis-server`.
@@ -48,7 +54,21 @@ impl RedisServer {
         RedisServer::start_with(Some(tls)).await
     }
 
+    /// Start a replica of `primary` and wait until it has synchronised.
+    pub async fn start_replica_of(primary: SocketAddr) -> RedisServer {
+        let extra = vec![
+            "--replicaof".into(),
+            primary.ip().to_string(),
+            primary.port().to_string(),
+        ];
+        RedisServer::start_with_args(None, extra).await
+    }
+
     async fn start_with(tls: Option<RedisTls>) -> RedisServer {
+        RedisServer::start_with_args(tls, Vec::new()).await
+    }
+
+    async fn start_with_args(tls: Option<RedisTls>, extra: Vec<String>) -> RedisServer {
         let port = free_port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let dir = std::env::temp_dir().join(format!("belay-redis-{}-{port}", std::process::id()));
@@ -58,6 +78,7 @@ impl RedisServer {
             addr,
             dir,
             tls,
+            extra,
         };
         server.spawn().await;
         server
@@ -139,6 +160,7 @@ impl RedisServer {
             .args(["--bind", "127.0.0.1"])
             .args(listen)
             .args(["--save", "", "--appendonly", "no", "--logfile", ""])
+            .args(&self.extra)
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::piped())
@@ -150,12 +172,18 @@ impl RedisServer {
             });
         let stdout = child.stdout.take().expect("piped stdout");
         self.child = Some(child);
-        // Ready when it says so in its log; the rest of the log is read
-        // (and dropped) so the pipe never fills.
+        // Ready when it says so in its log (a replica: once it has the
+        // primary's data); the rest of the log is read (and dropped) so the
+        // pipe never fills.
+        let ready_line = if self.extra.iter().any(|a| a == "--replicaof") {
+            "sync: Finished with success"
+        } else {
+            "Ready to accept connections"
+        };
         let mut lines = BufReader::new(stdout).lines();
         let ready = tokio::time::timeout(Duration::from_secs(10), async {
             while let Ok(Some(line)) = lines.next_line().await {
-                if line.contains("Ready to accept connections") {
+                if line.contains(ready_line) {
                     return true;
                 }
             }

@@ -1,0 +1,101 @@
+//! [`Durable`]: publications acknowledged only once replicas have them
+//! ([`RedisConfig::wait_replicas`]).
+//!
+//! The publish script appends without publishing live; Redis `WAIT` then
+//! blocks until the replicas confirmed it (on the connection that wrote it:
+//! `WAIT` counts that client's writes), and only then is it published on
+//! PUB/SUB and the publisher told. So a failover to a replica that
+//! confirmed loses nothing a publisher was told or a client was sent. A
+//! `WAIT` blocks its connection's later commands, so durable publications
+//! run on a few connections of their own, round-robin, never on the one
+//! the node's other commands use.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use belay_proto::message::{Publication, RawJson};
+use belay_server::broker::PublishError;
+
+use crate::broker::Inner;
+use crate::commands::Commands;
+use crate::config::RedisConfig;
+use crate::endpoint::Endpoint;
+use crate::keys::ChannelKeys;
+
+/// Connections durable publications are spread over.
+const CONNECTIONS: usize = 4;
+
+pub(crate) struct Durable {
+    connections: Vec<Commands>,
+    next: AtomicUsize,
+    replicas: usize,
+    wait_ms: u64,
+}
+
+impl Durable {
+    pub(crate) async fn connect(
+        endpoint: &Arc<Endpoint>,
+        config: &RedisConfig,
+    ) -> Result<Durable, String> {
+        let mut connections = Vec::with_capacity(CONNECTIONS);
+        // A WAIT answers within its own timeout; the command timeout
+        // bounds the rest of the round trip.
+        let limit = config.command_timeout + config.wait_timeout;
+        for _ in 0..CONNECTIONS {
+            connections.push(Commands::connect(Arc::clone(endpoint), limit).await?);
+        }
+        Ok(Durable {
+            connections,
+            next: AtomicUsize::new(0),
+            replicas: config.wait_replicas,
+            wait_ms: u64::try_from(config.wait_timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        })
+    }
+
+    pub(crate) async fn publish(
+        &self,
+        broker: &Inner,
+        channel: String,
+        data: RawJson,
+    ) -> Result<Publication, PublishError> {
+        let unavailable = PublishError::Unavailable;
+        let commands = &self.connections[self.next.fetch_add(1, Ordering::Relaxed) % CONNECTIONS];
+        let primary = commands
+            .primary()
+            .await
+            .map_err(|e| unavailable(format!("Redis publish: {e}")))?;
+        let (offset, epoch) = broker
+            .append(commands, &primary, "", &channel, &data, false)
+            .await
+            .map_err(unavailable)?;
+        let mut wait = redis::cmd("WAIT");
+        wait.arg(self.replicas).arg(self.wait_ms);
+        let confirmed: usize = commands
+            .query(&primary, &wait)
+            .await
+            .map_err(|e| unavailable(format!("Redis WAIT: {e}")))?;
+        if confirmed < self.replicas {
+            return Err(unavailable(format!(
+                "{confirmed} of {} replicas confirmed the publication within {} ms: it may or may not survive a failover",
+                self.replicas, self.wait_ms
+            )));
+        }
+        let keys = ChannelKeys::new(broker.prefix(), &channel);
+        let mut live = redis::cmd("PUBLISH");
+        live.arg(&keys.live)
+            .arg(format!("{offset}:{epoch}:{}", data.get()));
+        if let Err(error) = commands.query::<i64>(&primary, &live).await {
+            // It is on the replicas and in the history: subscribers get it
+            // from there (the position check, or the next publication's gap).
+            tracing::warn!(%error, channel = %channel, "a durable publication was not sent live");
+        }
+        Ok(Publication {
+            channel,
+            epoch,
+            offset,
+            data,
+        })
+    }
+}

@@ -1,0 +1,192 @@
+//! Redis behind Sentinel: the broker finds the primary through the
+//! Sentinels and follows a failover (the primary killed, its replica
+//! promoted) without a client reconnecting. What the old primary had not
+//! replicated is announced, never lost silently: the promoted replica is
+//! another Redis process, so every channel starts a new epoch there and a
+//! position from before resumes as `recovered: false`. Publishing during
+//! the switch answers `unavailable`. With `wait_replicas`, a publication is
+//! acknowledged and sent live only once the replica has it, so the same
+//! failover loses nothing and positions resume.
+
+use std::time::Duration;
+
+use crate::common::{next, node, publications, resubscribe, subscribe, Raw};
+use belay_proto::message::{ServerMessage, StreamPosition};
+use belay_redis::RedisConfig;
+use belay_server::broker::PublishError;
+use belay_server::Server;
+use belay_test_support::services::{RedisSentinels, MASTER};
+use serde_json::json;
+
+/// The broker's configuration for `set`: the Sentinels only (the URL's
+/// host is not used), short timeouts.
+fn sentinel_config(set: &RedisSentinels) -> RedisConfig {
+    RedisConfig::new("redis://unused")
+        .sentinel(MASTER, set.sentinel_urls())
+        .command_timeout(Duration::from_millis(500))
+        .probe_every(Duration::from_millis(200))
+}
+
+/// Publish until the new primary takes it (within 20 s); every refusal on
+/// the way must be `unavailable`, never another error.
+async fn publish_once_available(server: &Server, data: serde_json::Value) -> u64 {
+    for _ in 0..200 {
+        match server.publish("news", data.clone()).await {
+            Ok(published) => return published.offset,
+            Err(PublishError::Unavailable(_)) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("expected unavailable during the switch, got {other:?}"),
+        }
+    }
+    panic!("the new primary took no publication within 20 s")
+}
+
+#[tokio::test]
+async fn a_failover_that_loses_unreplicated_publications_announces_them() {
+    let mut set = RedisSentinels::start().await;
+    let (server, addr) = node(sentinel_config(&set)).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    server.publish("news", json!(1)).await.expect("published");
+    assert_eq!(publications(&mut raw, 1).await, [(1, json!(1))]);
+
+    // The replica stops taking the stream: 2 and 3 reach the client live
+    // but exist only on the primary, which then dies.
+    set.replica.pause();
+    server.publish("news", json!(2)).await.expect("published");
+    server.publish("news", json!(3)).await.expect("published");
+    assert_eq!(
+        publications(&mut raw, 2).await,
+        [(2, json!(2)), (3, json!(3))]
+    );
+    set.primary.kill().await;
+    set.replica.resume();
+
+    let refused = server.publish("news", json!("during")).await;
+    assert!(
+        matches!(refused, Err(PublishError::Unavailable(_))),
+        "publishing while the primary is gone answers unavailable: {refused:?}"
+    );
+    let ServerMessage::Unsubscribed(ended) = next(&mut raw).await else {
+        panic!("the subscription ends while Redis fails over")
+    };
+    assert_eq!(ended.code, "unavailable", "retryable: {ended:?}");
+
+    set.wait_for_lines("+switch-master", 1, Duration::from_secs(30))
+        .await;
+    let seen = StreamPosition {
+        epoch: first.epoch.clone(),
+        offset: 3,
+    };
+    let resumed = resubscribe(&mut raw, "news", seen).await;
+    assert!(
+        !resumed.recovered,
+        "2 and 3 are gone with the old primary: the client is told to resync"
+    );
+    assert_ne!(resumed.epoch, first.epoch, "a new epoch on the new primary");
+
+    let offset = publish_once_available(&server, json!("after")).await;
+    assert_eq!(
+        publications(&mut raw, 1).await,
+        [(offset, json!("after"))],
+        "live again on the new primary, same connection"
+    );
+}
+
+#[tokio::test]
+async fn with_wait_replicas_a_failover_loses_nothing_and_positions_resume() {
+    let mut set = RedisSentinels::start().await;
+    let config = sentinel_config(&set).wait_replicas(1, Duration::from_millis(500));
+    let (server, addr) = node(config).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    for n in 1..=3 {
+        server.publish("news", json!(n)).await.expect("confirmed");
+    }
+    assert_eq!(
+        publications(&mut raw, 3).await,
+        [(1, json!(1)), (2, json!(2)), (3, json!(3))]
+    );
+
+    let took = set.fail_over().await;
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let seen = StreamPosition {
+        epoch: first.epoch.clone(),
+        offset: 3,
+    };
+    let resumed = resubscribe(&mut raw, "news", seen).await;
+    assert!(
+        resumed.recovered,
+        "every publication confirmed is on the new primary"
+    );
+    assert_eq!(resumed.epoch, first.epoch, "the epoch is kept");
+    // The new primary has no replica: a publication now cannot be
+    // confirmed, and is refused rather than acknowledged (each of the
+    // durable connections first finds its old primary gone).
+    let mut reasons = Vec::new();
+    for _ in 0..20 {
+        let refused = server.publish("news", json!(4)).await;
+        let Err(PublishError::Unavailable(reason)) = refused else {
+            panic!("expected unavailable, got {refused:?}")
+        };
+        let unconfirmed = reason.contains("0 of 1 replicas");
+        reasons.push(reason);
+        if unconfirmed {
+            return;
+        }
+    }
+    panic!("never refused for want of a replica: {reasons:?}");
+}
+
+#[tokio::test]
+async fn with_wait_replicas_an_unconfirmed_publication_is_refused_and_not_sent_live() {
+    let set = RedisSentinels::start().await;
+    let config = sentinel_config(&set).wait_replicas(1, Duration::from_millis(300));
+    let (server, addr) = node(config).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(_) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    set.replica.pause();
+    let refused = server.publish("news", json!("unconfirmed")).await;
+    assert!(
+        matches!(&refused, Err(PublishError::Unavailable(r)) if r.contains("replicas")),
+        "{refused:?}"
+    );
+    set.replica.resume();
+    let confirmed = server
+        .publish("news", json!("confirmed"))
+        .await
+        .expect("confirmed");
+    // The refused one took an offset; it was never sent live, but it is in
+    // the history, so the subscriber gets both, in order (the gap sends it
+    // back to the history), never the second alone.
+    assert_eq!(confirmed.offset, 2);
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        match next(&mut raw).await {
+            ServerMessage::Publication(p) => got.push((p.offset, p.data.get().to_owned())),
+            ServerMessage::Unsubscribed(u) if u.code == "unavailable" => {
+                let since = StreamPosition {
+                    epoch: confirmed.epoch.clone(),
+                    offset: got.last().map_or(0, |g: &(u64, String)| g.0),
+                };
+                let resumed = resubscribe(&mut raw, "news", since).await;
+                assert!(resumed.recovered, "{resumed:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            (1, "\"unconfirmed\"".to_owned()),
+            (2, "\"confirmed\"".to_owned())
+        ]
+    );
+}

@@ -1,0 +1,166 @@
+//! [`RedisSentinels`]: a primary, a replica and three Sentinels watching
+//! them, as a team runs Redis with failover, on loopback ports.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Notify;
+
+use super::{free_port, RedisServer};
+
+/// The master name the Sentinels watch the primary under.
+pub const MASTER: &str = "belay-main";
+
+/// How long the Sentinels wait before they call a silent primary down:
+/// short, so a failover takes a few seconds in a test.
+const DOWN_AFTER_MS: u64 = 1_000;
+
+/// A primary, one replica and three Sentinels (quorum 2). Stopped when
+/// dropped.
+#[derive(Debug)]
+pub struct RedisSentinels {
+    /// The primary as started (a failover promotes the replica).
+    pub primary: RedisServer,
+    /// Its replica.
+    pub replica: RedisServer,
+    sentinels: Vec<Sentinel>,
+    /// Every Sentinel's log lines, and a wake-up for each new one.
+    log: Arc<(Mutex<Vec<String>>, Notify)>,
+}
+
+#[derive(Debug)]
+struct Sentinel {
+    addr: SocketAddr,
+    child: Child,
+    dir: std::path::PathBuf,
+}
+
+impl RedisSentinels {
+    /// Start them all and wait until every Sentinel knows the replica and
+    /// the other two Sentinels (so a failover can be agreed at once).
+    pub async fn start() -> RedisSentinels {
+        let primary = RedisServer::start().await;
+        let replica = RedisServer::start_replica_of(primary.addr()).await;
+        let log = Arc::new((Mutex::new(Vec::new()), Notify::new()));
+        let mut sentinels = Vec::new();
+        for _ in 0..3 {
+            sentinels.push(Sentinel::spawn(primary.addr(), Arc::clone(&log)).await);
+        }
+        let set = RedisSentinels {
+            primary,
+            replica,
+            sentinels,
+            log,
+        };
+        // Each Sentinel logs the replica it found and each other Sentinel.
+        set.wait_for_lines("+slave slave", 3, Duration::from_secs(20))
+            .await;
+        set.wait_for_lines("+sentinel sentinel", 6, Duration::from_secs(20))
+            .await;
+        set
+    }
+
+    /// The Sentinels' URLs.
+    pub fn sentinel_urls(&self) -> Vec<String> {
+        self.sentinels
+            .iter()
+            .map(|s| format!("redis://{}", s.addr))
+            .collect()
+    }
+
+    /// Kill the primary (`SIGKILL`) and wait until the Sentinels have
+    /// promoted the replica (`+switch-master`); returns how long that took.
+    pub async fn fail_over(&mut self) -> Duration {
+        let started = tokio::time::Instant::now();
+        self.primary.kill().await;
+        self.wait_for_lines("+switch-master", 1, Duration::from_secs(30))
+            .await;
+        started.elapsed()
+    }
+
+    /// Wait until the Sentinels' logs hold `count` lines containing
+    /// `needle`; panics after `limit`.
+    pub async fn wait_for_lines(&self, needle: &str, count: usize, limit: Duration) {
+        let (lines, changed) = &*self.log;
+        let found = tokio::time::timeout(limit, async {
+            loop {
+                let notified = changed.notified();
+                let seen = lines
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .filter(|l| l.contains(needle))
+                    .count();
+                if seen >= count {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+        assert!(
+            found.is_ok(),
+            "the Sentinels did not log {count} × {needle:?} within {limit:?}: {:?}",
+            lines.lock().unwrap_or_else(PoisonError::into_inner)
+        );
+    }
+}
+
+impl Sentinel {
+    async fn spawn(primary: SocketAddr, log: Arc<(Mutex<Vec<String>>, Notify)>) -> Sentinel {
+        let port = free_port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let dir =
+            std::env::temp_dir().join(format!("belay-sentinel-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory for the Sentinel");
+        // A Sentinel rewrites its configuration file, so it gets one of its own.
+        let conf = dir.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "bind 127.0.0.1\nport {port}\ndir {dir}\n\
+                 sentinel monitor {MASTER} {ip} {primary_port} 2\n\
+                 sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n\
+                 sentinel failover-timeout {MASTER} 5000\n\
+                 sentinel parallel-syncs {MASTER} 1\n",
+                dir = dir.display(),
+                ip = primary.ip(),
+                primary_port = primary.port(),
+            ),
+        )
+        .expect("write sentinel.conf");
+        let binary =
+            std::env::var("BELAY_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned());
+        let mut child = Command::new(&binary)
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {binary} --sentinel: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let (kept, changed) = &*log;
+                kept.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(format!("{port}: {line}"));
+                changed.notify_waiters();
+            }
+        });
+        Sentinel { addr, child, dir }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
