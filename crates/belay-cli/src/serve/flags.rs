@@ -63,6 +63,22 @@ pub(crate) struct Args {
     /// chain to (default: the system's trusted roots).
     #[arg(long, value_name = "FILE")]
     pub(crate) redis_ca: Option<PathBuf>,
+    /// Find the Redis primary through this Sentinel
+    /// (`redis://[:password@]host:port`; repeat for each); --broker then
+    /// gives only the primary's scheme, user, password and database.
+    #[arg(
+        long = "redis-sentinel",
+        value_name = "URL",
+        requires = "redis_sentinel_master"
+    )]
+    pub(crate) redis_sentinels: Vec<String>,
+    /// With --redis-sentinel: the master name the Sentinels watch.
+    #[arg(long, value_name = "NAME", requires = "redis_sentinels")]
+    pub(crate) redis_sentinel_master: Option<String>,
+    /// With Redis: acknowledge a publication (and send it live) only once
+    /// this many replicas have it (Redis `WAIT`, at most 500 ms).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) redis_wait_replicas: usize,
     /// Take every setting from this TOML file (`belay config defaults`
     /// prints one with every default; `belay config check FILE` checks one)
     /// instead of these flags; only --demo, --feed-every-ms and the

@@ -62,6 +62,11 @@ impl Setup {
                     prefix: args.redis_prefix.clone(),
                     ca_file: args.redis_ca.clone(),
                     presence_ttl: None,
+                    sentinel: args
+                        .redis_sentinel_master
+                        .clone()
+                        .map(|master| (master, args.redis_sentinels.clone())),
+                    wait_replicas: (args.redis_wait_replicas, Duration::from_millis(500)),
                 }
             }
             other => {
@@ -125,6 +130,8 @@ async fn connect(
         prefix,
         ca_file,
         presence_ttl,
+        sentinel,
+        wait_replicas,
     } = plan
     else {
         let memory = MemoryBroker::new(*history).with_namespaces(namespaces.clone());
@@ -139,6 +146,12 @@ async fn connect(
     redis.max_channels = history.max_channels;
     if let Some(ttl) = presence_ttl {
         redis = redis.presence_ttl(*ttl);
+    }
+    if let Some((master, urls)) = sentinel {
+        redis = redis.sentinel(master.clone(), urls.clone());
+    }
+    if wait_replicas.0 > 0 {
+        redis = redis.wait_replicas(wait_replicas.0, wait_replicas.1);
     }
     if let Some(path) = ca_file {
         let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use belay_client::belay_proto::Event as SessionEvent;
 use belay_client::{Client, ClientEvent, Item, RequestError};
-use belay_test_support::services::{free_port, RedisServer};
+use belay_test_support::services::{free_port, RedisSentinels, RedisServer, MASTER};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -37,11 +37,41 @@ pub(crate) struct Node {
 /// Log lines a node's record keeps.
 const LOG_LINES: usize = 2_000;
 
+/// What the nodes keep their channels in.
+pub(crate) enum Backing {
+    /// One Redis.
+    Redis(RedisServer),
+    /// A primary and a replica behind three Sentinels.
+    Sentinels(RedisSentinels),
+}
+
+impl Backing {
+    /// `belay serve`'s flags for it.
+    fn broker(&self) -> Vec<String> {
+        match self {
+            Backing::Redis(redis) => vec!["--broker".into(), redis.url()],
+            Backing::Sentinels(set) => {
+                // Only the scheme counts: the Sentinels name the primary.
+                let mut flags: Vec<String> = vec![
+                    "--broker".into(),
+                    "redis://sentinel-named-primary".into(),
+                    "--redis-sentinel-master".into(),
+                    MASTER.into(),
+                ];
+                for url in set.sentinel_urls() {
+                    flags.extend(["--redis-sentinel".into(), url]);
+                }
+                flags
+            }
+        }
+    }
+}
+
 impl Node {
     /// A node behind HAProxy (PROXY protocol from 127.0.0.1).
-    async fn start(redis: &RedisServer, port: u16) -> Node {
+    async fn start(backing: &Backing, port: u16) -> Node {
         Node::spawn(
-            redis,
+            backing.broker(),
             port,
             &["--proxy-protocol", "--trusted-proxy", "127.0.0.1"],
         )
@@ -50,7 +80,7 @@ impl Node {
 
     /// A node reached directly (its admin routes from loopback, no token).
     pub(crate) async fn start_direct(redis: &RedisServer) -> Node {
-        Node::spawn(redis, free_port(), &[]).await
+        Node::spawn(vec!["--broker".into(), redis.url()], free_port(), &[]).await
     }
 
     /// Its address.
@@ -58,9 +88,10 @@ impl Node {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
-    async fn spawn(redis: &RedisServer, port: u16, extra: &[&str]) -> Node {
+    async fn spawn(broker: Vec<String>, port: u16, extra: &[&str]) -> Node {
         let mut child = Command::new(env!("CARGO_BIN_EXE_belay"))
-            .args(["serve", "--demo", "--broker", &redis.url()])
+            .args(["serve", "--demo"])
+            .args(broker)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
             // HAProxy notices a 503 within 2 × 100 ms; a second is plenty
@@ -148,7 +179,7 @@ impl Node {
 
 /// Redis, the nodes, and HAProxy in front of them.
 pub(crate) struct Cluster {
-    pub(crate) redis: RedisServer,
+    pub(crate) backing: Backing,
     pub(crate) nodes: Vec<Node>,
     pub(crate) url: String,
     /// A URL per node, through HAProxy but pinned to that node.
@@ -158,11 +189,20 @@ pub(crate) struct Cluster {
 }
 
 impl Cluster {
+    /// `nodes` nodes on one Redis.
     pub(crate) async fn start(nodes: usize) -> Cluster {
-        let redis = RedisServer::start().await;
+        Cluster::start_on(Backing::Redis(RedisServer::start().await), nodes).await
+    }
+
+    /// `nodes` nodes on Redis behind Sentinels.
+    pub(crate) async fn start_on_sentinels(nodes: usize) -> Cluster {
+        Cluster::start_on(Backing::Sentinels(RedisSentinels::start().await), nodes).await
+    }
+
+    async fn start_on(backing: Backing, nodes: usize) -> Cluster {
         let mut started = Vec::new();
         for _ in 0..nodes {
-            started.push(Node::start(&redis, free_port()).await);
+            started.push(Node::start(&backing, free_port()).await);
         }
         let front = free_port();
         let dir =
@@ -174,7 +214,7 @@ impl Cluster {
         let url = format!("ws://{}/ws", SocketAddr::from(([127, 0, 0, 1], front)));
         until_ready(SocketAddr::from(([127, 0, 0, 1], front))).await;
         Cluster {
-            redis,
+            backing,
             nodes: started,
             url,
             direct: direct

@@ -16,3 +16,4 @@ mod harness;
 mod node_kill;
 mod presence_node_killed;
 mod redis_restart;
+mod sentinel_failover;

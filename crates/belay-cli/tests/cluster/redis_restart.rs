@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{finish, fleet, wait_for_more, wait_for_publications, Cluster};
+use crate::harness::{finish, fleet, wait_for_more, wait_for_publications, Backing, Cluster};
 
 const CLIENTS: usize = 8;
 /// How long a node's log line may take to reach the test.
@@ -18,7 +18,10 @@ async fn a_redis_restart_gives_every_client_an_announced_resync() {
     let members = fleet(&cluster.url, CLIENTS).await;
     wait_for_publications(&members, 5).await;
 
-    cluster.redis.restart().await;
+    let Backing::Redis(redis) = &mut cluster.backing else {
+        unreachable!("one Redis")
+    };
+    redis.restart().await;
     // Back within the broker's reconnect backoff (at most 2 s) and the
     // client's resubscribe after `unavailable`.
     tokio::time::timeout(Duration::from_secs(30), wait_for_more(&members, 10))

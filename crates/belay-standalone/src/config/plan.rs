@@ -30,6 +30,11 @@ pub enum BrokerPlan {
         /// How long a presence entry lives without its node refreshing it
         /// (`broker.presence_ttl_ms`); `None`: the broker's default (60 s).
         presence_ttl: Option<Duration>,
+        /// `broker.sentinel_master` and `broker.sentinels`: find the
+        /// primary through these Sentinels.
+        sentinel: Option<(String, Vec<String>)>,
+        /// `broker.wait_replicas` and `broker.wait_timeout_ms`.
+        wait_replicas: (usize, Duration),
     },
 }
 
@@ -256,6 +261,13 @@ fn broker(s: &Settings) -> BrokerPlan {
             prefix: s.text("broker.redis_prefix").unwrap_or("belay").to_owned(),
             ca_file: s.text("broker.redis_ca").map(PathBuf::from),
             presence_ttl: Some(millis(s, "broker.presence_ttl_ms")),
+            sentinel: s
+                .text("broker.sentinel_master")
+                .map(|master| (master.to_owned(), s.list("broker.sentinels").to_vec())),
+            wait_replicas: (
+                usize::try_from(s.int("broker.wait_replicas")).unwrap_or(0),
+                millis(s, "broker.wait_timeout_ms"),
+            ),
         },
         _ => BrokerPlan::Memory,
     }

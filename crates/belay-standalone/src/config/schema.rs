@@ -420,6 +420,29 @@ pub(crate) const KEYS: &[Key] = &[
         "60000",
         "With Redis: how long a presence entry outlives its last refresh (its node refreshes every third of this), so a killed node's members are gone from presence within it.",
     ),
+    key(
+        "broker.sentinels",
+        Kind::List,
+        "[]",
+        "Redis Sentinels (\"redis://[:password@]host:port\", \"rediss://\" for TLS) to find the primary through; broker.url then gives only the primary's scheme, user, password and database. The primary is asked for again on every reconnect, so a failover is followed.",
+    ),
+    optional(
+        "broker.sentinel_master",
+        Kind::Str,
+        "With broker.sentinels: the master name the Sentinels watch the primary under.",
+    ),
+    key(
+        "broker.wait_replicas",
+        int(0, 64),
+        "0",
+        "With Redis: acknowledge a publication (and send it live) only once this many replicas have it (Redis WAIT), so a failover loses nothing a client saw or a publisher was told. 0: no wait (a failover's lost publications are announced: recovered false).",
+    ),
+    key(
+        "broker.wait_timeout_ms",
+        MILLIS,
+        "500",
+        "With broker.wait_replicas: how long a publication waits for the replicas before it is answered unavailable.",
+    ),
     optional(
         "broker.redis_ca",
         Kind::File,

@@ -224,3 +224,50 @@ fn a_namespace_bound_above_the_global_cap_is_an_error_at_its_line() {
         "[history]\nmax_len = 100\n\n[[namespace]]\npattern = \"chat:*\"\nhistory_size = 100\n";
     assert!(Settings::parse(within, None, no_env).is_ok());
 }
+
+#[test]
+fn sentinels_and_wait_replicas_reach_the_broker_plan() {
+    let text = "[broker]\nurl = \"redis://:pw@unused\"\nsentinels = [\"redis://127.0.0.1:26379\", \"redis://127.0.0.1:26380\"]\nsentinel_master = \"main\"\nwait_replicas = 1\nwait_timeout_ms = 250\n";
+    let settings = Settings::parse(text, None, no_env).expect("valid");
+    let BrokerPlan::Redis {
+        sentinel,
+        wait_replicas,
+        ..
+    } = Plan::from_settings(&settings).expect("a plan").broker
+    else {
+        panic!("a Redis broker expected")
+    };
+    assert_eq!(
+        sentinel,
+        Some((
+            "main".to_owned(),
+            vec![
+                "redis://127.0.0.1:26379".to_owned(),
+                "redis://127.0.0.1:26380".to_owned()
+            ]
+        ))
+    );
+    assert_eq!(wait_replicas, (1, std::time::Duration::from_millis(250)));
+}
+
+#[test]
+fn sentinels_without_a_master_name_and_a_name_without_sentinels_are_refused() {
+    let redis = "[broker]\nurl = \"redis://unused\"\n";
+    let found = errors(&format!(
+        "{redis}sentinels = [\"redis://127.0.0.1:26379\"]\n"
+    ));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains("broker.sentinel_master"),
+        "{found:?}"
+    );
+    assert_eq!(found[0].line, 3);
+    let found = errors(&format!("{redis}sentinel_master = \"main\"\n"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains("needs broker.sentinels"),
+        "{found:?}"
+    );
+    let found = errors(&format!("{redis}wait_replicas = 65\n"));
+    assert_eq!(found.len(), 1, "{found:?}");
+}

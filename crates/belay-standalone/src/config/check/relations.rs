@@ -20,6 +20,20 @@ impl Checker<'_> {
             }
             _ => {}
         }
+        let sentinels =
+            matches!(self.values.get("broker.sentinels"), Some(Value::List(l)) if !l.is_empty());
+        if sentinels && !has(&self.values, "broker.sentinel_master") {
+            self.related(
+                "broker.sentinels",
+                "broker.sentinels needs broker.sentinel_master (the name the Sentinels watch the primary under)",
+            );
+        }
+        if has(&self.values, "broker.sentinel_master") && !sentinels {
+            self.related(
+                "broker.sentinel_master",
+                "broker.sentinel_master needs broker.sentinels (where the Sentinels are)",
+            );
+        }
         if self.values.get("auth.mode") == Some(&Value::Str("jwt".into())) {
             let hs = self.values.get("auth.jwt_algorithm") == Some(&Value::Str("HS256".into()));
             if hs && !has(&self.values, "auth.jwt_secret") {
