@@ -190,3 +190,36 @@ async fn with_wait_replicas_an_unconfirmed_publication_is_refused_and_not_sent_l
         ]
     );
 }
+
+#[tokio::test]
+async fn passwords_for_redis_and_for_the_sentinels_come_from_their_urls() {
+    let set = RedisSentinels::start_with_passwords(Some(("redis-pw", "sentinel-pw"))).await;
+    let with = |redis: &str, sentinel: &str| {
+        let mut config = sentinel_config(&set);
+        config.url = format!("redis://:{redis}@unused");
+        let urls = set
+            .sentinel_urls()
+            .iter()
+            .map(|u| u.replace("redis://", &format!("redis://:{sentinel}@")))
+            .collect::<Vec<_>>();
+        config.sentinel(MASTER, urls)
+    };
+    let (server, addr) = node(with("redis-pw", "sentinel-pw")).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(_) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    server
+        .publish("news", json!("hi"))
+        .await
+        .expect("published");
+    assert_eq!(publications(&mut raw, 1).await, [(1, json!("hi"))]);
+
+    for (redis, sentinel) in [("wrong", "sentinel-pw"), ("redis-pw", "wrong")] {
+        let refused = belay_redis::RedisBroker::connect(with(redis, sentinel)).await;
+        assert!(
+            matches!(refused, Err(belay_redis::ConnectError::Unreachable(_))),
+            "a wrong password ({redis}, {sentinel}) is refused at connect: {refused:?}"
+        );
+    }
+}

@@ -46,29 +46,31 @@ impl RedisServer {
     /// Start one on a free port; panics (failing the test with the reason)
     /// when `redis-server` is missing or does not answer within 10 s.
     pub async fn start() -> RedisServer {
-        RedisServer::start_with(None).await
+        RedisServer::start_with(None, Vec::new()).await
     }
 
     /// Start one that speaks TLS only, with `tls`'s files.
     pub async fn start_tls(tls: RedisTls) -> RedisServer {
-        RedisServer::start_with(Some(tls)).await
+        RedisServer::start_with(Some(tls), Vec::new()).await
     }
 
-    /// Start a replica of `primary` and wait until it has synchronised.
-    pub async fn start_replica_of(primary: SocketAddr) -> RedisServer {
-        let extra = vec![
+    /// Start one with more `redis-server` arguments (`--requirepass …`).
+    pub async fn start_with_args(extra: Vec<String>) -> RedisServer {
+        RedisServer::start_with(None, extra).await
+    }
+
+    /// Start a replica of `primary` (with more arguments: `--masterauth
+    /// …`) and wait until it has synchronised.
+    pub async fn start_replica_of(primary: SocketAddr, mut extra: Vec<String>) -> RedisServer {
+        extra.extend([
             "--replicaof".into(),
             primary.ip().to_string(),
             primary.port().to_string(),
-        ];
-        RedisServer::start_with_args(None, extra).await
+        ]);
+        RedisServer::start_with(None, extra).await
     }
 
-    async fn start_with(tls: Option<RedisTls>) -> RedisServer {
-        RedisServer::start_with_args(tls, Vec::new()).await
-    }
-
-    async fn start_with_args(tls: Option<RedisTls>, extra: Vec<String>) -> RedisServer {
+    async fn start_with(tls: Option<RedisTls>, extra: Vec<String>) -> RedisServer {
         let port = free_port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let dir = std::env::temp_dir().join(format!("belay-redis-{}-{port}", std::process::id()));

@@ -43,12 +43,28 @@ impl RedisSentinels {
     /// Start them all and wait until every Sentinel knows the replica and
     /// the other two Sentinels (so a failover can be agreed at once).
     pub async fn start() -> RedisSentinels {
-        let primary = RedisServer::start().await;
-        let replica = RedisServer::start_replica_of(primary.addr()).await;
+        RedisSentinels::start_with_passwords(None).await
+    }
+
+    /// With passwords: `(redis, sentinel)`: the primary and the replica
+    /// require the first (and use it with each other), the Sentinels
+    /// require the second (and use the first with Redis).
+    pub async fn start_with_passwords(passwords: Option<(&str, &str)>) -> RedisSentinels {
+        let redis_auth: Vec<String> = match passwords {
+            Some((redis, _)) => vec![
+                "--requirepass".into(),
+                redis.into(),
+                "--masterauth".into(),
+                redis.into(),
+            ],
+            None => Vec::new(),
+        };
+        let primary = RedisServer::start_with_args(redis_auth.clone()).await;
+        let replica = RedisServer::start_replica_of(primary.addr(), redis_auth).await;
         let log = Arc::new((Mutex::new(Vec::new()), Notify::new()));
         let mut sentinels = Vec::new();
         for _ in 0..3 {
-            sentinels.push(Sentinel::spawn(primary.addr(), Arc::clone(&log)).await);
+            sentinels.push(Sentinel::spawn(primary.addr(), passwords, Arc::clone(&log)).await);
         }
         let set = RedisSentinels {
             primary,
@@ -111,14 +127,25 @@ impl RedisSentinels {
 }
 
 impl Sentinel {
-    async fn spawn(primary: SocketAddr, log: Arc<(Mutex<Vec<String>>, Notify)>) -> Sentinel {
+    async fn spawn(
+        primary: SocketAddr,
+        passwords: Option<(&str, &str)>,
+        log: Arc<(Mutex<Vec<String>>, Notify)>,
+    ) -> Sentinel {
         let port = free_port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let dir =
             std::env::temp_dir().join(format!("belay-sentinel-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary directory for the Sentinel");
-        // A Sentinel rewrites its configuration file, so it gets one of its own.
+        // A Sentinel rewrites its configuration file, so it gets one of its
+        // own (`auth-pass` after the `monitor` line it refers to).
         let conf = dir.join("sentinel.conf");
+        let auth = match passwords {
+            Some((redis, sentinel)) => {
+                format!("requirepass {sentinel}\nsentinel auth-pass {MASTER} {redis}\n")
+            }
+            None => String::new(),
+        };
         std::fs::write(
             &conf,
             format!(
@@ -130,7 +157,7 @@ impl Sentinel {
                 dir = dir.display(),
                 ip = primary.ip(),
                 primary_port = primary.port(),
-            ),
+            ) + &auth,
         )
         .expect("write sentinel.conf");
         let binary =
