@@ -38,6 +38,8 @@ enum Cmd {
         broker: String,
         #[arg(long)]
         shared_port: Option<u16>,
+        #[arg(long, default_value_t = 0)]
+        wait_replicas: usize,
     },
     /// (internal) A group of load clients driven by stdin (see `cluster::capacity`).
     Hold {
@@ -78,6 +80,10 @@ enum Cmd {
         latency_rate: f64,
         #[arg(long, default_value_t = 100_000)]
         floor_requests: u64,
+        /// Also 1 node on a primary with one replica, without and with
+        /// `WAIT 1` before each publication is acknowledged.
+        #[arg(long)]
+        replicated: bool,
     },
     /// Idle then subscribed sessions over nodes sharing a port (SO_REUSEPORT), then a broadcast.
     Capacity {
@@ -138,10 +144,12 @@ fn main() -> Result<(), String> {
         Cmd::Node {
             broker,
             shared_port,
+            wait_replicas,
         } => runtime.block_on(node::serve(NodeArgs {
             broker,
             shared_port,
             ping_interval,
+            wait_replicas,
         })),
         Cmd::Hold {
             url,
@@ -171,7 +179,9 @@ fn main() -> Result<(), String> {
             latency_messages,
             latency_rate,
             floor_requests,
+            replicated,
         } => runtime.block_on(publish::run(&PublishBench {
+            replicated,
             node_counts: nodes,
             runs: runs.clamp(1, 10),
             throughput_subscribers: throughput_subscribers.clamp(1, 10_000),

@@ -177,6 +177,8 @@ pub struct NodeArgs {
     pub shared_port: Option<u16>,
     /// The server's ping interval.
     pub ping_interval: Duration,
+    /// With Redis: publications wait for this many replicas (Redis `WAIT`).
+    pub wait_replicas: usize,
 }
 
 /// The node process's main: serve until stdin closes. Warnings (the
@@ -193,7 +195,11 @@ pub async fn serve(args: NodeArgs) -> Result<(), String> {
     let broker: Option<Arc<dyn Broker>> = if args.broker == "memory" {
         None
     } else if args.broker.starts_with("redis://") {
-        let redis = RedisBroker::connect(RedisConfig::new(args.broker.clone()))
+        let mut config = RedisConfig::new(args.broker.clone());
+        if args.wait_replicas > 0 {
+            config = config.wait_replicas(args.wait_replicas, Duration::from_millis(500));
+        }
+        let redis = RedisBroker::connect(config)
             .await
             .map_err(|e| format!("--broker {}: {e}", args.broker))?;
         Some(Arc::new(redis))
@@ -264,6 +270,17 @@ impl NodeProcess {
         shared_port: Option<u16>,
         ping_interval: Duration,
     ) -> Result<NodeProcess, String> {
+        NodeProcess::start_waiting(broker, shared_port, ping_interval, 0).await
+    }
+
+    /// [`NodeProcess::start`], its publications waiting for
+    /// `wait_replicas` replicas.
+    pub async fn start_waiting(
+        broker: &str,
+        shared_port: Option<u16>,
+        ping_interval: Duration,
+        wait_replicas: usize,
+    ) -> Result<NodeProcess, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command
@@ -271,6 +288,9 @@ impl NodeProcess {
             .arg(ping_interval.as_millis().to_string());
         if let Some(port) = shared_port {
             command.args(["--shared-port", &port.to_string()]);
+        }
+        if wait_replicas > 0 {
+            command.args(["--wait-replicas", &wait_replicas.to_string()]);
         }
         let mut child = command
             .stdin(Stdio::piped())

@@ -51,6 +51,9 @@ pub struct PublishBench {
     pub sources: Vec<IpAddr>,
     /// The nodes' ping interval.
     pub ping_interval: Duration,
+    /// Also 1 node on a primary with one replica (its own pair), without
+    /// and with `wait_replicas = 1`: what durability costs.
+    pub replicated: bool,
 }
 
 /// One setup: how many nodes on which broker.
@@ -59,6 +62,10 @@ struct Setup {
     name: String,
     nodes: usize,
     redis: bool,
+    /// On the primary that has a replica.
+    replicated: bool,
+    /// Publications wait for this many replicas.
+    wait_replicas: usize,
 }
 
 /// The figures of one setup in one run.
@@ -89,14 +96,43 @@ pub async fn run(bench: &PublishBench) -> Result<(), String> {
         name: "memory, 1 node".into(),
         nodes: 1,
         redis: false,
+        replicated: false,
+        wait_replicas: 0,
     }];
     for &n in &bench.node_counts {
         setups.push(Setup {
             name: format!("redis, {n} node{}", if n == 1 { "" } else { "s" }),
             nodes: n.clamp(1, 16),
             redis: true,
+            replicated: false,
+            wait_replicas: 0,
         });
     }
+    // A primary and its replica of their own, so the rows above keep a
+    // Redis that replicates to nobody.
+    let pair = if bench.replicated {
+        let primary = RedisProcess::start()?;
+        let replica = RedisProcess::start_replica_of(&primary)?;
+        println!(
+            "replicated pair: primary {} (pid {}), replica {} (pid {})",
+            primary.url(),
+            primary.pid(),
+            replica.url(),
+            replica.pid()
+        );
+        for wait_replicas in [0, 1] {
+            setups.push(Setup {
+                name: format!("redis + 1 replica, 1 node, wait_replicas {wait_replicas}"),
+                nodes: 1,
+                redis: true,
+                replicated: true,
+                wait_replicas,
+            });
+        }
+        Some((primary, replica))
+    } else {
+        None
+    };
     let mut figures: Vec<Vec<RunFigures>> = vec![Vec::new(); setups.len()];
     let mut floor: Vec<Vec<f64>> = vec![Vec::new(); bench.concurrency.len()];
     let mut floor_p50: Vec<Vec<f64>> = vec![Vec::new(); bench.concurrency.len()];
@@ -106,7 +142,17 @@ pub async fn run(bench: &PublishBench) -> Result<(), String> {
     println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for run in 1..=bench.runs {
         for (s, setup) in setups.iter().enumerate() {
-            let f = run_setup(bench, &redis, setup, run, &mut epoch_len).await?;
+            let on = match (&pair, setup.replicated) {
+                (Some((primary, replica)), true) => Backing {
+                    redis: primary,
+                    replica: Some(replica),
+                },
+                _ => Backing {
+                    redis: &redis,
+                    replica: None,
+                },
+            };
+            let f = run_setup(bench, &on, setup, run, &mut epoch_len).await?;
             figures[s].push(f);
         }
         // The floor: redis-benchmark PUBLISH with a payload as long as the
@@ -193,13 +239,20 @@ pub async fn run(bench: &PublishBench) -> Result<(), String> {
     Ok(())
 }
 
+/// The Redis a setup runs on, and its replica (whose CPU counts too).
+struct Backing<'a> {
+    redis: &'a RedisProcess,
+    replica: Option<&'a RedisProcess>,
+}
+
 async fn run_setup(
     bench: &PublishBench,
-    redis: &RedisProcess,
+    backing: &Backing<'_>,
     setup: &Setup,
     run: usize,
     epoch_len: &mut usize,
 ) -> Result<RunFigures, String> {
+    let redis = backing.redis;
     let broker = if setup.redis {
         redis.url()
     } else {
@@ -207,7 +260,10 @@ async fn run_setup(
     };
     let mut nodes = Vec::new();
     for _ in 0..setup.nodes {
-        nodes.push(NodeProcess::start(&broker, None, bench.ping_interval).await?);
+        nodes.push(
+            NodeProcess::start_waiting(&broker, None, bench.ping_interval, setup.wait_replicas)
+                .await?,
+        );
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let targets: Vec<_> = nodes.iter().map(|n| n.private.clone()).collect();
@@ -215,11 +271,15 @@ async fn run_setup(
     if setup.redis {
         pids.push(redis.pid());
     }
+    if let Some(replica) = backing.replica {
+        pids.push(replica.pid());
+    }
     let mut figures = RunFigures::default();
     let tag = format!(
-        "{}n{}r{run}",
+        "{}n{}w{}r{run}",
         if setup.redis { "redis" } else { "mem" },
-        setup.nodes
+        setup.nodes,
+        setup.wait_replicas
     );
     for &k in &bench.concurrency {
         let channel = format!("tput.{tag}.c{k}");

@@ -29,6 +29,28 @@ impl RedisProcess {
     /// directory (`--save "" --appendonly no`), and wait, at most 10 s,
     /// until it answers `PING`.
     pub fn start() -> Result<RedisProcess, String> {
+        RedisProcess::start_with(&[])
+    }
+
+    /// Start a replica of `primary` and wait, at most 10 s, until it has
+    /// synchronised (`master_link_status:up`).
+    pub fn start_replica_of(primary: &RedisProcess) -> Result<RedisProcess, String> {
+        let port = primary.port.to_string();
+        let replica = RedisProcess::start_with(&["--replicaof", "127.0.0.1", &port])?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if replica
+                .info("replication")?
+                .contains("master_link_status:up")
+            {
+                return Ok(replica);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err("the replica did not synchronise within 10 s".into())
+    }
+
+    fn start_with(extra: &[&str]) -> Result<RedisProcess, String> {
         let mut last = String::new();
         // The port is free when chosen; another process could take it
         // before redis-server binds it, so try a few.
@@ -42,6 +64,7 @@ impl RedisProcess {
             let child = Command::new("redis-server")
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .args(extra)
                 .arg("--dir")
                 .arg(&dir)
                 .arg("--logfile")
@@ -110,6 +133,33 @@ impl RedisProcess {
             .read_line(&mut line)
             .map_err(|e| e.to_string())?;
         Ok(line.trim_end().to_owned())
+    }
+}
+
+impl RedisProcess {
+    /// `INFO section`, whole (a bulk string), within 5 s.
+    fn info(&self, section: &str) -> Result<String, String> {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        let mut stream =
+            TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .map_err(|e| e.to_string())?;
+        let request = format!("*2\r\n$4\r\nINFO\r\n${}\r\n{section}\r\n", section.len());
+        stream
+            .write_all(request.as_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut reader = BufReader::new(stream);
+        let mut header = String::new();
+        reader.read_line(&mut header).map_err(|e| e.to_string())?;
+        let len: usize = header
+            .trim_end()
+            .strip_prefix('$')
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("INFO answered {header:?}"))?;
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).map_err(|e| e.to_string())?;
+        String::from_utf8(body).map_err(|e| e.to_string())
     }
 }
 
