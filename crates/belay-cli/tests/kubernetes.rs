@@ -1,6 +1,6 @@
 //! The Kubernetes recipe (examples/kubernetes/belay.yaml): the belay.toml
-//! of its ConfigMap passes `belay config check` with the Secret's
-//! environment overrides, and the pod's grace period covers the drain its
+//! of its ConfigMap (pods sharing channels through Redis with Sentinel)
+//! passes `belay config check` with the Secret's environment overrides, and the pod's grace period covers the drain its
 //! settings configure (preStop, load-balancer delay, advising the pod's
 //! connections, linger, requests in flight). The YAML is read line by line:
 //! the manifest is ours and keeps a simple shape.
@@ -85,7 +85,10 @@ fn the_configmaps_belay_toml_passes_config_check_with_the_secrets_overrides() {
         names.push(name.trim().to_owned());
         check.env(name.trim(), value(&secrets, name.trim()));
     }
-    assert_eq!(names, ["BELAY_AUTH_JWT_SECRET", "BELAY_API_KEY"]);
+    assert_eq!(
+        names,
+        ["BELAY_AUTH_JWT_SECRET", "BELAY_API_KEY", "BELAY_BROKER_URL"]
+    );
     let out = check.output().expect("run belay");
     assert!(
         out.status.success(),
