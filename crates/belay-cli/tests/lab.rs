@@ -136,4 +136,10 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
     assert!(belay_redis.data_after.is_some(), "Belay's feed goes on");
     let belay_restart = figures(cell(&report, LabFault::RedisRestart, ClientKind::Belay));
     assert!(belay_restart.resyncs >= 1, "the lost history is announced");
+    let belay_failover = figures(cell(&report, LabFault::SentinelFailover, ClientKind::Belay));
+    assert!(
+        belay_failover.resyncs >= 1,
+        "what the old primary may not have replicated is announced"
+    );
+    assert!(belay_failover.data_after.is_some(), "Belay's feed goes on");
 }

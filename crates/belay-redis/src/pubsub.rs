@@ -129,7 +129,7 @@ impl Task {
                         },
                     }
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+                backoff = (backoff * 2).min(Duration::from_millis(500));
                 continue;
             };
             backoff = Duration::from_millis(50);

@@ -22,7 +22,7 @@ async fn a_redis_restart_gives_every_client_an_announced_resync() {
         unreachable!("one Redis")
     };
     redis.restart().await;
-    // Back within the broker's reconnect backoff (at most 2 s) and the
+    // Back within the broker's reconnect backoff (at most 500 ms) and the
     // client's resubscribe after `unavailable`.
     tokio::time::timeout(Duration::from_secs(30), wait_for_more(&members, 10))
         .await

@@ -25,6 +25,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::http;
+use super::sentinels::{self, Sentinels};
 use super::server::{LabServer, NodeSetup, ServerSetup};
 
 /// How long redis-server and HAProxy may take to be up.
@@ -56,7 +57,7 @@ pub(crate) async fn signal(pid: u32, signal: &str) -> Result<(), String> {
 }
 
 /// A loopback port nothing listens on now (the OS picks it).
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -92,16 +93,33 @@ pub(crate) struct Redis {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// A replica's `--replicaof 127.0.0.1 PORT`.
+    primary: Option<u16>,
 }
 
 impl Redis {
     async fn start(dir: &Path) -> Result<Redis, String> {
+        Redis::start_with(dir, None).await
+    }
+
+    /// A replica of the Redis on `primary`; ready once synchronised.
+    pub(crate) async fn start_replica_of(dir: &Path, primary: u16) -> Result<Redis, String> {
+        Redis::start_with(dir, Some(primary)).await
+    }
+
+    async fn start_with(dir: &Path, primary: Option<u16>) -> Result<Redis, String> {
         let mut last = String::new();
         for _ in 0..PORT_TRIES {
+            let port = free_port()?;
+            // Each in a directory of its own (a replica writes its copy).
+            let dir = dir.join(format!("redis-{port}"));
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             let mut redis = Redis {
                 child: None,
-                port: free_port()?,
-                dir: dir.to_owned(),
+                port,
+                dir,
+                primary,
             };
             match redis.spawn().await {
                 Ok(()) => return Ok(redis),
@@ -113,9 +131,19 @@ impl Redis {
 
     /// Start the process on `self.port`; ready when its log says so.
     async fn spawn(&mut self) -> Result<(), String> {
+        let replica_of: Vec<String> = match self.primary {
+            Some(port) => vec!["--replicaof".into(), "127.0.0.1".into(), port.to_string()],
+            None => Vec::new(),
+        };
+        let ready_line = if self.primary.is_some() {
+            "sync: Finished with success"
+        } else {
+            "Ready to accept connections"
+        };
         let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
             .args(["--save", "", "--appendonly", "no", "--logfile", ""])
+            .args(replica_of)
             .arg("--dir")
             .arg(&self.dir)
             .stdin(Stdio::null())
@@ -130,7 +158,7 @@ impl Redis {
         let mut lines = BufReader::new(stdout).lines();
         let ready = tokio::time::timeout(START_BOUND, async {
             while let Ok(Some(line)) = lines.next_line().await {
-                if line.contains("Ready to accept connections") {
+                if line.contains(ready_line) {
                     return true;
                 }
             }
@@ -153,6 +181,18 @@ impl Redis {
     /// Its `redis://` URL.
     pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Its port.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `SIGKILL`, and wait until it is gone (it stays gone).
+    pub(crate) async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
     }
 
     fn pid(&self) -> Result<u32, String> {
@@ -339,6 +379,8 @@ pub(crate) struct Cluster {
     nodes: Vec<Option<LabServer>>,
     haproxy: Haproxy,
     redis: Redis,
+    /// With Sentinel: the replica and the Sentinels watching both.
+    sentinels: Option<(Redis, Sentinels)>,
     _dir: TempDir,
 }
 
@@ -346,13 +388,29 @@ pub(crate) struct Cluster {
 const NODES: usize = 2;
 
 impl Cluster {
-    /// Start Redis, [`NODES`] nodes on it (with `setup`'s timings), and
+    /// Start Redis (with `sentinel`: a primary, its replica and three
+    /// Sentinels), [`NODES`] nodes on it (with `setup`'s timings), and
     /// HAProxy; returns once HAProxy routes.
-    pub(crate) async fn start(setup: &ServerSetup) -> Result<Cluster, String> {
+    pub(crate) async fn start(setup: &ServerSetup, sentinel: bool) -> Result<Cluster, String> {
         let dir = TempDir::create()?;
         let redis = Redis::start(&dir.0).await?;
+        let sentinels = match sentinel {
+            true => {
+                let replica = Redis::start_replica_of(&dir.0, redis.port()).await?;
+                let watching = Sentinels::start(&dir.0, redis.port()).await?;
+                Some((replica, watching))
+            }
+            false => None,
+        };
         let node = NodeSetup {
-            broker: redis.url(),
+            broker: match &sentinels {
+                // Only the scheme counts: the Sentinels name the primary.
+                Some(_) => "redis://sentinel-named-primary".into(),
+                None => redis.url(),
+            },
+            sentinel: sentinels
+                .as_ref()
+                .map(|(_, s)| (sentinels::MASTER.to_owned(), s.urls())),
             lb_delay_secs: LB_DELAY_SECS,
         };
         let mut nodes = Vec::new();
@@ -365,8 +423,20 @@ impl Cluster {
             nodes: nodes.into_iter().map(Some).collect(),
             haproxy,
             redis,
+            sentinels,
             _dir: dir,
         })
+    }
+
+    /// Kill the primary and wait (at most `bound`) until the Sentinels
+    /// have promoted the replica.
+    pub(crate) async fn fail_over(&mut self, bound: Duration) -> Result<(), String> {
+        let (_, sentinels) = self
+            .sentinels
+            .as_ref()
+            .ok_or("this cluster has no Sentinels")?;
+        self.redis.kill().await;
+        sentinels.switched(bound).await
     }
 
     /// Where clients connect: HAProxy.

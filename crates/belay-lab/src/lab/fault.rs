@@ -44,11 +44,14 @@ pub enum LabFault {
     RedisDown,
     /// Cluster: Redis killed and started again on the same port, empty.
     RedisRestart,
+    /// Cluster on Redis with Sentinel: the primary killed, its replica
+    /// promoted; the nodes find it through the Sentinels.
+    SentinelFailover,
 }
 
 impl LabFault {
     /// Every fault, in table order.
-    pub const ALL: [LabFault; 15] = [
+    pub const ALL: [LabFault; 16] = [
         LabFault::Freeze,
         LabFault::ServiceDown,
         LabFault::SlowReplies,
@@ -64,6 +67,7 @@ impl LabFault {
         LabFault::NodeKill,
         LabFault::RedisDown,
         LabFault::RedisRestart,
+        LabFault::SentinelFailover,
     ];
 
     /// The name on the command line and in tables.
@@ -84,6 +88,7 @@ impl LabFault {
             LabFault::NodeKill => "node-kill",
             LabFault::RedisDown => "redis-down",
             LabFault::RedisRestart => "redis-restart",
+            LabFault::SentinelFailover => "sentinel-failover",
         }
     }
 
@@ -107,7 +112,11 @@ impl LabFault {
     pub fn cluster(self) -> bool {
         matches!(
             self,
-            LabFault::Deploy | LabFault::NodeKill | LabFault::RedisDown | LabFault::RedisRestart
+            LabFault::Deploy
+                | LabFault::NodeKill
+                | LabFault::RedisDown
+                | LabFault::RedisRestart
+                | LabFault::SentinelFailover
         )
     }
 

@@ -294,20 +294,25 @@ fn codec_shortfalls(
 
 /// What a cluster fault asks of a Belay client beyond the guarantees of
 /// every fault: a move or a Redis that comes back with its data is a resume
-/// (no resync); Redis restarted empty is announced (a resync); a Redis
-/// fault leaves the connection up (no dial).
+/// (no resync); Redis restarted empty, or a failover to another Redis
+/// process, is announced (a resync); a Redis fault leaves the connection up
+/// (no dial).
 fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = String> {
     let mut out = Vec::new();
     match fault {
         LabFault::Deploy | LabFault::NodeKill | LabFault::RedisDown if f.resyncs > 0 => {
             out.push(format!("{} resyncs where the history was kept", f.resyncs));
         }
-        LabFault::RedisRestart if f.resyncs == 0 => {
+        LabFault::RedisRestart | LabFault::SentinelFailover if f.resyncs == 0 => {
             out.push("the lost history was never announced (no resync)".to_owned());
         }
         _ => {}
     }
-    if matches!(fault, LabFault::RedisDown | LabFault::RedisRestart) && f.dials_since_fault > 0 {
+    if matches!(
+        fault,
+        LabFault::RedisDown | LabFault::RedisRestart | LabFault::SentinelFailover
+    ) && f.dials_since_fault > 0
+    {
         out.push(format!(
             "{} dials: the connection did not stay up",
             f.dials_since_fault

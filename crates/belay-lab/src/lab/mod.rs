@@ -38,6 +38,7 @@ mod peer_agent;
 mod probe;
 mod report;
 mod run;
+mod sentinels;
 mod server;
 mod socketio_app;
 mod transport;

@@ -49,12 +49,14 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     if c.faults.iter().any(|f| f.cluster()) {
         let _ = writeln!(
             out,
-            "* Cluster faults (deploy, node-kill, redis-down, redis-restart): two `belay serve --demo \
+            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover): two `belay serve --demo \
              --broker redis://…` nodes (the same timings, both publishing `feed`, load-balancer \
              delay {} s) on one `redis-server` without persistence, HAProxy in front (roundrobin, \
              `/readyz` checked every 100 ms, `send-proxy-v2`); the node a deploy or a kill hits \
              is the client's; redis-down holds Redis stopped (SIGSTOP) for {} ms, the fault's \
-             length plus the broker's probe bound.",
+             length plus the broker's probe bound; sentinel-failover adds a replica and three \
+             Sentinels (quorum 2, down after 1 s), the nodes find the primary through them \
+             (`--redis-sentinel`), and the primary gets SIGKILL.",
             LB_DELAY_SECS,
             (c.fault_for + REDIS_PROBE_BOUND).as_millis(),
         );

@@ -78,7 +78,9 @@ impl Stage {
         if plan.fault.cluster() {
             return Ok(Stage {
                 server: None,
-                cluster: Some(Cluster::start(&plan.server).await?),
+                cluster: Some(
+                    Cluster::start(&plan.server, plan.fault == LabFault::SentinelFailover).await?,
+                ),
                 proxy: None,
                 net: None,
                 target: None,
@@ -307,6 +309,11 @@ impl Stage {
             }
             LabFault::RedisRestart => {
                 self.cluster()?.redis().restart().await?;
+            }
+            LabFault::SentinelFailover => {
+                // Over once a replica is promoted; the nodes find it on
+                // their next reconnect.
+                self.cluster()?.fail_over(Duration::from_secs(30)).await?;
             }
         }
         Ok(Instant::now())

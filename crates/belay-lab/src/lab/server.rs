@@ -73,6 +73,9 @@ pub(crate) struct LabServer {
 pub(crate) struct NodeSetup {
     /// The broker's URL, `redis://127.0.0.1:PORT`.
     pub(crate) broker: String,
+    /// With Sentinel: the master name and the Sentinels' URLs (the
+    /// broker's URL then gives only the scheme).
+    pub(crate) sentinel: Option<(String, Vec<String>)>,
     /// Seconds the balancer needs to notice `/readyz` = 503 in a drain.
     pub(crate) lb_delay_secs: u64,
 }
@@ -132,6 +135,12 @@ impl LabServer {
                 "--trusted-proxy".into(),
                 "127.0.0.1".into(),
             ]);
+            if let Some((master, urls)) = &node.sentinel {
+                serve_args.extend(["--redis-sentinel-master".into(), master.clone()]);
+                for url in urls {
+                    serve_args.extend(["--redis-sentinel".into(), url.clone()]);
+                }
+            }
         }
         let (program, args) = match setup.app.socketio_profile() {
             Some(profile) if node.is_none() => (
