@@ -223,3 +223,33 @@ async fn passwords_for_redis_and_for_the_sentinels_come_from_their_urls() {
         );
     }
 }
+
+#[tokio::test]
+async fn sentinel_settings_that_cannot_work_are_refused_with_a_typed_error() {
+    for config in [
+        RedisConfig::new("redis://unused").sentinel(MASTER, Vec::<String>::new()),
+        RedisConfig::new("redis://unused").sentinel(MASTER, ["not a url"]),
+        RedisConfig::new("not a url").sentinel(MASTER, ["redis://127.0.0.1:1"]),
+    ] {
+        let refused = belay_redis::RedisBroker::connect(config).await;
+        assert!(
+            matches!(refused, Err(belay_redis::ConnectError::InvalidUrl(_))),
+            "{refused:?}"
+        );
+    }
+    // Well formed, but no Sentinel answers: unreachable, within the timeout.
+    let config = RedisConfig::new("redis://unused")
+        .sentinel(
+            MASTER,
+            [format!(
+                "redis://127.0.0.1:{}",
+                belay_test_support::services::free_port()
+            )],
+        )
+        .command_timeout(Duration::from_millis(500));
+    let refused = belay_redis::RedisBroker::connect(config).await;
+    assert!(
+        matches!(refused, Err(belay_redis::ConnectError::Unreachable(_))),
+        "{refused:?}"
+    );
+}

@@ -270,4 +270,9 @@ fn sentinels_without_a_master_name_and_a_name_without_sentinels_are_refused() {
     );
     let found = errors(&format!("{redis}wait_replicas = 65\n"));
     assert_eq!(found.len(), 1, "{found:?}");
+    let found = errors(&format!(
+        "{redis}sentinels = [\"127.0.0.1:26379\"]\nsentinel_master = \"main\"\n"
+    ));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("expected redis://"), "{found:?}");
 }

@@ -20,8 +20,20 @@ impl Checker<'_> {
             }
             _ => {}
         }
-        let sentinels =
-            matches!(self.values.get("broker.sentinels"), Some(Value::List(l)) if !l.is_empty());
+        let urls = match self.values.get("broker.sentinels") {
+            Some(Value::List(urls)) => urls.clone(),
+            _ => Vec::new(),
+        };
+        if let Some(url) = urls
+            .iter()
+            .find(|u| !u.starts_with("redis://") && !u.starts_with("rediss://"))
+        {
+            self.related(
+                "broker.sentinels",
+                &format!("broker.sentinels: expected redis:// (rediss://) URLs, found \"{url}\""),
+            );
+        }
+        let sentinels = !urls.is_empty();
         if sentinels && !has(&self.values, "broker.sentinel_master") {
             self.related(
                 "broker.sentinels",
