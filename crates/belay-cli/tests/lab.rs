@@ -142,4 +142,15 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
         "what the old primary may not have replicated is announced"
     );
     assert!(belay_failover.data_after.is_some(), "Belay's feed goes on");
+    let belay_durable = figures(cell(
+        &report,
+        LabFault::SentinelFailoverWait,
+        ClientKind::Belay,
+    ));
+    assert_eq!(
+        belay_durable.resyncs, 0,
+        "with wait_replicas the promoted replica has everything the client saw"
+    );
+    assert_eq!(belay_durable.lost_silently, 0);
+    assert!(belay_durable.data_after.is_some(), "Belay's feed goes on");
 }

@@ -379,40 +379,61 @@ pub(crate) struct Cluster {
     nodes: Vec<Option<LabServer>>,
     haproxy: Haproxy,
     redis: Redis,
-    /// With Sentinel: the replica and the Sentinels watching both.
-    sentinels: Option<(Redis, Sentinels)>,
+    /// With Sentinel: the replicas and the Sentinels watching them all.
+    sentinels: Option<(Vec<Redis>, Sentinels)>,
     _dir: TempDir,
 }
 
 /// Nodes in a cluster.
 const NODES: usize = 2;
 
+/// The Redis a cluster runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RedisSetup {
+    /// One `redis-server`.
+    Single,
+    /// A primary, one replica and three Sentinels.
+    Sentinel,
+    /// A primary, two replicas and three Sentinels; the nodes acknowledge
+    /// a publication once one replica has it (`--redis-wait-replicas 1`),
+    /// so after a failover the other replica confirms.
+    SentinelWait,
+}
+
 impl Cluster {
-    /// Start Redis (with `sentinel`: a primary, its replica and three
-    /// Sentinels), [`NODES`] nodes on it (with `setup`'s timings), and
-    /// HAProxy; returns once HAProxy routes.
-    pub(crate) async fn start(setup: &ServerSetup, sentinel: bool) -> Result<Cluster, String> {
+    /// Start Redis as `redis` says, [`NODES`] nodes on it (with `setup`'s
+    /// timings), and HAProxy; returns once HAProxy routes.
+    pub(crate) async fn start(setup: &ServerSetup, redis: RedisSetup) -> Result<Cluster, String> {
         let dir = TempDir::create()?;
-        let redis = Redis::start(&dir.0).await?;
-        let sentinels = match sentinel {
-            true => {
-                let replica = Redis::start_replica_of(&dir.0, redis.port()).await?;
-                let watching = Sentinels::start(&dir.0, redis.port()).await?;
-                Some((replica, watching))
+        let primary = Redis::start(&dir.0).await?;
+        let (replicas, wait_replicas) = match redis {
+            RedisSetup::Single => (0, 0),
+            RedisSetup::Sentinel => (1, 0),
+            RedisSetup::SentinelWait => (2, 1),
+        };
+        let sentinels = if replicas > 0 {
+            let mut started = Vec::new();
+            for _ in 0..replicas {
+                started.push(Redis::start_replica_of(&dir.0, primary.port()).await?);
             }
-            false => None,
+            let watching = Sentinels::start(&dir.0, primary.port(), replicas).await?;
+            Some((started, watching))
+        } else {
+            None
         };
         let node = NodeSetup {
             broker: match &sentinels {
                 // Only the scheme counts: the Sentinels name the primary.
                 Some(_) => "redis://sentinel-named-primary".into(),
-                None => redis.url(),
+                None => primary.url(),
             },
             sentinel: sentinels
                 .as_ref()
                 .map(|(_, s)| (sentinels::MASTER.to_owned(), s.urls())),
+            wait_replicas,
             lb_delay_secs: LB_DELAY_SECS,
         };
+        let redis = primary;
         let mut nodes = Vec::new();
         for _ in 0..NODES {
             nodes.push(LabServer::start_node(setup, &node).await?);
@@ -429,7 +450,7 @@ impl Cluster {
     }
 
     /// Kill the primary and wait (at most `bound`) until the Sentinels
-    /// have promoted the replica.
+    /// have promoted a replica.
     pub(crate) async fn fail_over(&mut self, bound: Duration) -> Result<(), String> {
         let (_, sentinels) = self
             .sentinels

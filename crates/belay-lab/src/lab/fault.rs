@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::cluster::RedisSetup;
+
 /// One fault of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -47,11 +49,15 @@ pub enum LabFault {
     /// Cluster on Redis with Sentinel: the primary killed, its replica
     /// promoted; the nodes find it through the Sentinels.
     SentinelFailover,
+    /// The same with two replicas and publications acknowledged once one
+    /// has them (`wait_replicas = 1`): nothing a client saw is lost, so
+    /// positions resume.
+    SentinelFailoverWait,
 }
 
 impl LabFault {
     /// Every fault, in table order.
-    pub const ALL: [LabFault; 16] = [
+    pub const ALL: [LabFault; 17] = [
         LabFault::Freeze,
         LabFault::ServiceDown,
         LabFault::SlowReplies,
@@ -68,6 +74,7 @@ impl LabFault {
         LabFault::RedisDown,
         LabFault::RedisRestart,
         LabFault::SentinelFailover,
+        LabFault::SentinelFailoverWait,
     ];
 
     /// The name on the command line and in tables.
@@ -89,6 +96,7 @@ impl LabFault {
             LabFault::RedisDown => "redis-down",
             LabFault::RedisRestart => "redis-restart",
             LabFault::SentinelFailover => "sentinel-failover",
+            LabFault::SentinelFailoverWait => "sentinel-failover-wait",
         }
     }
 
@@ -117,7 +125,17 @@ impl LabFault {
                 | LabFault::RedisDown
                 | LabFault::RedisRestart
                 | LabFault::SentinelFailover
+                | LabFault::SentinelFailoverWait
         )
+    }
+
+    /// The Redis its cluster runs on.
+    pub(crate) fn redis_setup(self) -> RedisSetup {
+        match self {
+            LabFault::SentinelFailover => RedisSetup::Sentinel,
+            LabFault::SentinelFailoverWait => RedisSetup::SentinelWait,
+            _ => RedisSetup::Single,
+        }
     }
 
     /// Whether the clients go through the fault proxy.

@@ -300,7 +300,12 @@ fn codec_shortfalls(
 fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = String> {
     let mut out = Vec::new();
     match fault {
-        LabFault::Deploy | LabFault::NodeKill | LabFault::RedisDown if f.resyncs > 0 => {
+        LabFault::Deploy
+        | LabFault::NodeKill
+        | LabFault::RedisDown
+        | LabFault::SentinelFailoverWait
+            if f.resyncs > 0 =>
+        {
             out.push(format!("{} resyncs where the history was kept", f.resyncs));
         }
         LabFault::RedisRestart | LabFault::SentinelFailover if f.resyncs == 0 => {
@@ -310,7 +315,10 @@ fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = S
     }
     if matches!(
         fault,
-        LabFault::RedisDown | LabFault::RedisRestart | LabFault::SentinelFailover
+        LabFault::RedisDown
+            | LabFault::RedisRestart
+            | LabFault::SentinelFailover
+            | LabFault::SentinelFailoverWait
     ) && f.dials_since_fault > 0
     {
         out.push(format!(

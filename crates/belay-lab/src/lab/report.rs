@@ -49,14 +49,15 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     if c.faults.iter().any(|f| f.cluster()) {
         let _ = writeln!(
             out,
-            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover): two `belay serve --demo \
+            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover, sentinel-failover-wait): two `belay serve --demo \
              --broker redis://…` nodes (the same timings, both publishing `feed`, load-balancer \
              delay {} s) on one `redis-server` without persistence, HAProxy in front (roundrobin, \
              `/readyz` checked every 100 ms, `send-proxy-v2`); the node a deploy or a kill hits \
              is the client's; redis-down holds Redis stopped (SIGSTOP) for {} ms, the fault's \
              length plus the broker's probe bound; sentinel-failover adds a replica and three \
              Sentinels (quorum 2, down after 1 s), the nodes find the primary through them \
-             (`--redis-sentinel`), and the primary gets SIGKILL.",
+             (`--redis-sentinel`), and the primary gets SIGKILL; sentinel-failover-wait runs two replicas and the nodes \
+             with `--redis-wait-replicas 1`.",
             LB_DELAY_SECS,
             (c.fault_for + REDIS_PROBE_BOUND).as_millis(),
         );
@@ -297,8 +298,10 @@ fn verdicts(out: &mut String, report: &LabReport) {
          server connection after the fault; every fault but slow replies detected, the \
          silent ones (freeze, blackhole, link cut, half-open) within the heartbeat bound; \
          ready again after the fault. In the cluster: no resync after a deploy, a node kill \
-         or Redis down (the history is kept), a resync after Redis restarted empty, and the \
-         connection up through both Redis faults (no dial). With WebSockets blocked: ready \
+         or Redis down (the history is kept), a resync after Redis restarted empty or a \
+         Sentinel failover (the promoted replica may lack the old primary's last writes), none \
+         after a failover with `wait_replicas` (it lacks nothing a client saw), and the \
+         connection up through every Redis fault (no dial). With WebSockets blocked: ready \
          over SSE (in the `sse` cells, only ever over SSE) and, after `websocket-blocked`, back \
          on WebSocket. With the binary codec: every ready over WebSocket in `belay.bin.1`.\n\n",
     );

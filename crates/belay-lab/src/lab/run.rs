@@ -78,9 +78,7 @@ impl Stage {
         if plan.fault.cluster() {
             return Ok(Stage {
                 server: None,
-                cluster: Some(
-                    Cluster::start(&plan.server, plan.fault == LabFault::SentinelFailover).await?,
-                ),
+                cluster: Some(Cluster::start(&plan.server, plan.fault.redis_setup()).await?),
                 proxy: None,
                 net: None,
                 target: None,
@@ -310,7 +308,7 @@ impl Stage {
             LabFault::RedisRestart => {
                 self.cluster()?.redis().restart().await?;
             }
-            LabFault::SentinelFailover => {
+            LabFault::SentinelFailover | LabFault::SentinelFailoverWait => {
                 // Over once a replica is promoted; the nodes find it on
                 // their next reconnect.
                 self.cluster()?.fail_over(Duration::from_secs(30)).await?;

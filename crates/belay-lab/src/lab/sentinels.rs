@@ -34,9 +34,13 @@ pub(crate) struct Sentinels {
 
 impl Sentinels {
     /// Start three watching the primary on `primary` (which has its
-    /// replica already) and wait until each knows the replica and the
+    /// `replicas` already) and wait until each knows the replicas and the
     /// other two.
-    pub(crate) async fn start(dir: &Path, primary: u16) -> Result<Sentinels, String> {
+    pub(crate) async fn start(
+        dir: &Path,
+        primary: u16,
+        replicas: usize,
+    ) -> Result<Sentinels, String> {
         let log: Log = Arc::new((Mutex::new(Vec::new()), Notify::new()));
         let mut sentinels = Sentinels {
             children: Vec::new(),
@@ -49,7 +53,9 @@ impl Sentinels {
             sentinels.children.push(child);
             sentinels.ports.push(port);
         }
-        sentinels.lines("+slave slave", 3, DISCOVERY_BOUND).await?;
+        sentinels
+            .lines("+slave slave", 3 * replicas, DISCOVERY_BOUND)
+            .await?;
         sentinels
             .lines("+sentinel sentinel", 6, DISCOVERY_BOUND)
             .await?;

@@ -76,6 +76,8 @@ pub(crate) struct NodeSetup {
     /// With Sentinel: the master name and the Sentinels' URLs (the
     /// broker's URL then gives only the scheme).
     pub(crate) sentinel: Option<(String, Vec<String>)>,
+    /// Publications wait for this many replicas (`--redis-wait-replicas`).
+    pub(crate) wait_replicas: usize,
     /// Seconds the balancer needs to notice `/readyz` = 503 in a drain.
     pub(crate) lb_delay_secs: u64,
 }
@@ -135,6 +137,12 @@ impl LabServer {
                 "--trusted-proxy".into(),
                 "127.0.0.1".into(),
             ]);
+            if node.wait_replicas > 0 {
+                serve_args.extend([
+                    "--redis-wait-replicas".into(),
+                    node.wait_replicas.to_string(),
+                ]);
+            }
             if let Some((master, urls)) = &node.sentinel {
                 serve_args.extend(["--redis-sentinel-master".into(), master.clone()]);
                 for url in urls {
