@@ -223,6 +223,21 @@ impl Inner {
             .map_err(|error| format!("Redis {what}: {error}"))
     }
 
+    /// `1` when publications are durable: readers see only what replicas
+    /// confirmed (the scripts' `visible_top`).
+    fn durable_flag(&self) -> &'static str {
+        if self.durable.is_some() {
+            "1"
+        } else {
+            "0"
+        }
+    }
+
+    /// The scripts.
+    pub(crate) fn scripts(&self) -> &Scripts {
+        &self.scripts
+    }
+
     /// The prefix of every key and PUB/SUB name.
     pub(crate) fn prefix(&self) -> &str {
         &self.config.prefix
@@ -304,7 +319,7 @@ impl Inner {
             .arg(self.config.meta_ttl.as_secs().max(1))
             .arg(new_epoch());
         let (primary, writer) = self.primary("history").await?;
-        call.arg(&*writer);
+        call.arg(&*writer).arg(self.durable_flag());
         let reply = self.run("history", &primary, &call).await?;
         history_reply(reply).map_err(|e| e.to_string())
     }
@@ -343,7 +358,7 @@ impl Inner {
             .primary("history")
             .await
             .map_err(HistoryError::Unavailable)?;
-        call.arg(&*writer);
+        call.arg(&*writer).arg(self.durable_flag());
         let reply = self
             .run("history", &primary, &call)
             .await

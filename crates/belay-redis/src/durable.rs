@@ -3,8 +3,9 @@
 //!
 //! The publish script appends without publishing live; Redis `WAIT` then
 //! blocks until the replicas confirmed it (on the connection that wrote it:
-//! `WAIT` counts that client's writes), and only then is it published on
-//! PUB/SUB and the publisher told. So a failover to a replica that
+//! `WAIT` counts that client's writes), and only then does the confirm
+//! script raise the channel's confirmed top (what history reads may return)
+//! and publish it on PUB/SUB, and the publisher is told. So a failover to a replica that
 //! confirmed loses nothing a publisher was told or a client was sent. A
 //! `WAIT` blocks its connection's later commands, so durable publications
 //! run on a few connections of their own, round-robin, never on the one
@@ -83,13 +84,17 @@ impl Durable {
             )));
         }
         let keys = ChannelKeys::new(broker.prefix(), &channel);
-        let mut live = redis::cmd("PUBLISH");
-        live.arg(&keys.live)
+        let mut confirm = broker.scripts().confirm.prepare_invoke();
+        confirm
+            .key(&keys.meta)
+            .arg(&keys.live)
+            .arg(offset)
             .arg(format!("{offset}:{epoch}:{}", data.get()));
-        if let Err(error) = commands.query::<i64>(&primary, &live).await {
+        if let Err(error) = commands.invoke(&primary, &confirm).await {
             // It is on the replicas and in the history: subscribers get it
-            // from there (the position check, or the next publication's gap).
-            tracing::warn!(%error, channel = %channel, "a durable publication was not sent live");
+            // from there once a later confirmation raises the confirmed top
+            // (the position check, or the next publication's gap).
+            tracing::warn!(%error, channel = %channel, "a durable publication was not confirmed in Redis or sent live");
         }
         Ok(Publication {
             channel,

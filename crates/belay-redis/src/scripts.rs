@@ -1,4 +1,4 @@
-//! The two Lua scripts every channel operation runs, and their replies.
+//! The Lua scripts every channel operation runs, and their replies.
 //! Each runs atomically in Redis, so offsets never skip or repeat within an
 //! epoch, whichever node publishes.
 
@@ -26,7 +26,7 @@ local function current_epoch(fresh, writer)
   end
   if not epoch then
     epoch = fresh
-    redis.call('HSET', KEYS[1], 'e', epoch, 's', 0, 'b', 0)
+    redis.call('HSET', KEYS[1], 'e', epoch, 's', 0, 'b', 0, 'c', 0)
     if writer ~= '' then
       redis.call('HSET', KEYS[1], 'w', writer)
     else
@@ -35,6 +35,17 @@ local function current_epoch(fresh, writer)
     redis.call('DEL', KEYS[2])
   end
   return epoch
+end
+
+-- The top a reader may see: with durable publications (`durable` is '1')
+-- only what replicas confirmed (`c`, raised by the confirm script), so no
+-- reader is handed a publication a failover could still take back.
+local function visible_top(durable)
+  local top = tonumber(redis.call('HGET', KEYS[1], 's'))
+  if durable == '1' then
+    top = math.min(top, tonumber(redis.call('HGET', KEYS[1], 'c') or '0'))
+  end
+  return top
 end
 ";
 
@@ -90,19 +101,20 @@ return {offset, epoch}
 
 /// Read the position and what is held after a given offset. KEYS: meta,
 /// history. ARGV: the offset to read after (empty: read nothing), meta TTL
-/// s, an epoch to start if there is none, the writer's `run_id`. Returns
+/// s, an epoch to start if there is none, the writer's `run_id`, `1` for
+/// durable publications (read only what replicas confirmed). Returns
 /// `{epoch, top, now_ms, entries}`, entries as `XRANGE` gives them.
 const HISTORY: &str = r"
 local epoch = current_epoch(ARGV[3], ARGV[4])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-local top = tonumber(redis.call('HGET', KEYS[1], 's'))
+local top = visible_top(ARGV[5])
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
 local entries = {}
 if ARGV[1] ~= '' then
   local after = tonumber(ARGV[1])
   if after < top then
-    entries = redis.call('XRANGE', KEYS[2], (after + 1) .. '-0', '+', 'COUNT', top - after)
+    entries = redis.call('XRANGE', KEYS[2], (after + 1) .. '-0', top .. '-0', 'COUNT', top - after)
   end
 end
 return {epoch, top, ms, entries}
@@ -113,15 +125,16 @@ return {epoch, top, ms, entries}
 /// none), `1` to read newest first, the most entries, the most bytes of
 /// data (the first entry always goes in), the history's age in ms, meta
 /// TTL s, an epoch to start if there is none, the entry id to start at
-/// (inclusive; empty: read nothing), and the writer's `run_id`. Returns `{epoch, top, entries,
-/// truncated}`: nothing is read when the position is of another epoch or
+/// (inclusive; empty: read nothing), the writer's `run_id`, and `1` for
+/// durable publications (read only what replicas confirmed). Returns
+/// `{epoch, top, entries, truncated}`: nothing is read when the position is of another epoch or
 /// beyond the top (the caller refuses it). Entries are in time order, so
 /// the expired ones are the oldest: skipped going forward, the end going
 /// back.
 const READ: &str = r"
 local epoch = current_epoch(ARGV[8], ARGV[10])
 redis.call('EXPIRE', KEYS[1], ARGV[7])
-local top = tonumber(redis.call('HGET', KEYS[1], 's'))
+local top = visible_top(ARGV[11])
 local limit = tonumber(ARGV[4])
 local entries = {}
 local truncated = 0
@@ -149,30 +162,38 @@ if reading then
       break
     end
     for _, entry in ipairs(batch) do
-      local fields = entry[2]
-      local data, t = '', 0
-      for i = 1, #fields, 2 do
-        if fields[i] == 'd' then
-          data = fields[i + 1]
-        elseif fields[i] == 't' then
-          t = tonumber(fields[i + 1])
-        end
-      end
-      if ms - t >= max_age then
-        if reverse then
-          done = true
-          break
-        end
-      elseif #entries > 0 and bytes + #data > budget then
-        truncated = 1
+      -- Not confirmed yet: past the end going forward, skipped going back.
+      local beyond = tonumber(string.match(entry[1], '^%d+')) > top
+      if beyond and not reverse then
         done = true
         break
-      else
-        bytes = bytes + #data
-        entries[#entries + 1] = entry
-        if #entries >= limit then
+      end
+      if not beyond then
+        local fields = entry[2]
+        local data, t = '', 0
+        for i = 1, #fields, 2 do
+          if fields[i] == 'd' then
+            data = fields[i + 1]
+          elseif fields[i] == 't' then
+            t = tonumber(fields[i + 1])
+          end
+        end
+        if ms - t >= max_age then
+          if reverse then
+            done = true
+            break
+          end
+        elseif #entries > 0 and bytes + #data > budget then
+          truncated = 1
           done = true
           break
+        else
+          bytes = bytes + #data
+          entries[#entries + 1] = entry
+          if #entries >= limit then
+            done = true
+            break
+          end
         end
       end
     end
@@ -182,6 +203,21 @@ end
 return {epoch, top, entries, truncated}
 ";
 
+/// A durable publication confirmed by the replicas: raise the channel's
+/// confirmed top (`c`) to it, so readers may see it, and publish it live.
+/// KEYS: meta. ARGV: the live channel, the offset, the live message
+/// (`OFFSET:EPOCH:DATA`). Confirmations may come out of order; the top only
+/// rises, and a later offset confirmed means every earlier one is too (one
+/// replication stream).
+const CONFIRM: &str = r"
+local confirmed = tonumber(redis.call('HGET', KEYS[1], 'c') or '0')
+if tonumber(ARGV[2]) > confirmed then
+  redis.call('HSET', KEYS[1], 'c', ARGV[2])
+end
+redis.call('PUBLISH', ARGV[1], ARGV[3])
+return 1
+";
+
 /// The scripts, loaded once per broker (sent by hash, and by body when a
 /// restarted Redis no longer knows them).
 #[derive(Debug)]
@@ -189,6 +225,7 @@ pub(crate) struct Scripts {
     pub(crate) publish: Script,
     pub(crate) history: Script,
     pub(crate) read: Script,
+    pub(crate) confirm: Script,
 }
 
 impl Scripts {
@@ -197,6 +234,7 @@ impl Scripts {
             publish: Script::new(&format!("{CURRENT_EPOCH}{PUBLISH}")),
             history: Script::new(&format!("{CURRENT_EPOCH}{HISTORY}")),
             read: Script::new(&format!("{CURRENT_EPOCH}{READ}")),
+            confirm: Script::new(CONFIRM),
         }
     }
 }

@@ -149,7 +149,7 @@ async fn with_wait_replicas_an_unconfirmed_publication_is_refused_and_not_sent_l
     let config = sentinel_config(&set).wait_replicas(1, Duration::from_millis(300));
     let (server, addr) = node(config).await;
     let (mut raw, _) = Raw::connected(addr, None).await;
-    let ServerMessage::Subscribed(_) = subscribe(&mut raw, "news", None).await else {
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
         panic!("subscribed expected")
     };
     set.replica.pause();
@@ -157,6 +157,22 @@ async fn with_wait_replicas_an_unconfirmed_publication_is_refused_and_not_sent_l
     assert!(
         matches!(&refused, Err(PublishError::Unavailable(r)) if r.contains("replicas")),
         "{refused:?}"
+    );
+    // It is in the primary's history, but no reader is handed it before a
+    // replica has it: a resume from the start replays nothing.
+    let (mut reader, _) = Raw::connected(addr, None).await;
+    let from_start = StreamPosition {
+        epoch: first.epoch.clone(),
+        offset: 0,
+    };
+    let ServerMessage::Subscribed(resumed) = subscribe(&mut reader, "news", Some(from_start)).await
+    else {
+        panic!("subscribed expected")
+    };
+    assert!(resumed.recovered);
+    assert_eq!(
+        resumed.offset, 0,
+        "the top readers see is the confirmed one"
     );
     set.replica.resume();
     let confirmed = server
