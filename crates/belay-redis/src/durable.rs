@@ -5,7 +5,8 @@
 //! blocks until the replicas confirmed it (on the connection that wrote it:
 //! `WAIT` counts that client's writes), and only then does the confirm
 //! script raise the channel's confirmed top (what history reads may return)
-//! and publish it on PUB/SUB, and the publisher is told. So a failover to a replica that
+//! and publish it on PUB/SUB (with any earlier one a slower publisher has
+//! not confirmed yet, in offset order), and the publisher is told. So a failover to a replica that
 //! confirmed loses nothing a publisher was told or a client was sent. A
 //! `WAIT` blocks its connection's later commands, so durable publications
 //! run on a few connections of their own, round-robin, never on the one
@@ -87,9 +88,11 @@ impl Durable {
         let mut confirm = broker.scripts().confirm.prepare_invoke();
         confirm
             .key(&keys.meta)
+            .key(&keys.history)
             .arg(&keys.live)
             .arg(offset)
-            .arg(format!("{offset}:{epoch}:{}", data.get()));
+            .arg(&epoch)
+            .arg(data.get());
         if let Err(error) = commands.invoke(&primary, &confirm).await {
             // It is on the replicas and in the history: subscribers get it
             // from there once a later confirmation raises the confirmed top

@@ -204,17 +204,41 @@ return {epoch, top, entries, truncated}
 ";
 
 /// A durable publication confirmed by the replicas: raise the channel's
-/// confirmed top (`c`) to it, so readers may see it, and publish it live.
-/// KEYS: meta. ARGV: the live channel, the offset, the live message
-/// (`OFFSET:EPOCH:DATA`). Confirmations may come out of order; the top only
-/// rises, and a later offset confirmed means every earlier one is too (one
-/// replication stream).
+/// confirmed top (`c`) to it, so readers may see it, and publish live, in
+/// offset order, every publication up to it not yet published. KEYS: meta,
+/// history. ARGV: the live channel, the offset, the epoch, the data.
+///
+/// Confirmations come out of order (publishers on other connections and
+/// nodes), but one replication stream carries every write in order, so a
+/// later offset confirmed means every earlier one is on the replicas too:
+/// they go live first (read back from the Stream), the confirmed top only
+/// rises, and a confirmation at or below it has nothing left to do. So
+/// subscribers see offsets in order, not gaps that would send them to the
+/// history. A publication of another epoch (the channel started a new one
+/// meanwhile) is not published.
 const CONFIRM: &str = r"
-local confirmed = tonumber(redis.call('HGET', KEYS[1], 'c') or '0')
-if tonumber(ARGV[2]) > confirmed then
-  redis.call('HSET', KEYS[1], 'c', ARGV[2])
+if redis.call('HGET', KEYS[1], 'e') ~= ARGV[3] then
+  return 0
 end
-redis.call('PUBLISH', ARGV[1], ARGV[3])
+local confirmed = tonumber(redis.call('HGET', KEYS[1], 'c') or '0')
+local offset = tonumber(ARGV[2])
+if offset <= confirmed then
+  return 0
+end
+if offset > confirmed + 1 then
+  local earlier = redis.call('XRANGE', KEYS[2], (confirmed + 1) .. '-0', (offset - 1) .. '-0')
+  for _, entry in ipairs(earlier) do
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'd' then
+        local id = string.match(entry[1], '^%d+')
+        redis.call('PUBLISH', ARGV[1], id .. ':' .. ARGV[3] .. ':' .. fields[i + 1])
+      end
+    end
+  end
+end
+redis.call('HSET', KEYS[1], 'c', offset)
+redis.call('PUBLISH', ARGV[1], offset .. ':' .. ARGV[3] .. ':' .. ARGV[4])
 return 1
 ";
 
