@@ -46,7 +46,7 @@ impl Beat {
     /// in the plan. `None` if the pacing carries no origin (an older server)
     /// or the interval is under a millisecond.
     ///
-    /// In whole milliseconds: the period is clamped to `[1 ms, 300 s]` as
+    /// In whole milliseconds: the period is clamped to `[1 ms, MAX_PACING_PERIOD]` as
     /// for the slots; the client's offset in the plan is
     /// `(phase + origin) mod period`; its place on the beat is
     /// `floor(offset × interval / period)` after the origin; the first beat

@@ -45,7 +45,8 @@ pub struct FleetPacing {
 impl FleetPacing {
     /// A plan for a server admitting `admission_rate` connections per second,
     /// whose slot grid starts at `origin` on the server's clock.
-    /// Defaults: headroom 0.95, period between 1 s and 300 s.
+    /// Defaults: headroom 0.95, period between 1 s and
+    /// [`MAX_PACING_PERIOD`](crate::backoff::MAX_PACING_PERIOD) (one hour).
     pub fn new(admission_rate: f64, origin: Instant) -> Self {
         FleetPacing {
             admission_rate: if admission_rate > 0.0 {
@@ -178,7 +179,8 @@ mod tests {
             Duration::from_secs(1),
             "clamped to the minimum"
         );
-        assert_eq!(plan.period_for(10_000_000), Duration::from_secs(300));
+        assert_eq!(plan.period_for(1_000_000), Duration::from_millis(2_105_263));
+        assert_eq!(plan.period_for(10_000_000), Duration::from_secs(3_600));
     }
 
     #[test]
