@@ -29,6 +29,7 @@
 mod admission;
 mod channel;
 mod channel_pattern;
+mod cluster_capacity;
 mod connection;
 mod drain;
 mod fleet;
@@ -61,6 +62,7 @@ pub use connection::{
     TransportError, MAX_BEFORE_WELCOME,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
+pub use cluster_capacity::ClusterCapacity;
 pub use fleet::FleetPacing;
 pub use forwarded::{
     parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,

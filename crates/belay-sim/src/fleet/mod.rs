@@ -302,10 +302,10 @@ impl<'p> Fleet<'p> {
                 }
                 let pacing = self.server.pacing(now);
                 let ping = self.server.ping_interval();
-                // Pinged on its beat at its place in the plan, as
-                // belay-server pings an idle connection.
+                // Pinged on its beat, as belay-server pings an idle
+                // connection (`Beat::for_pings`).
                 self.ping_beats[index] =
-                    ping.and_then(|i| pacing.and_then(|p| Beat::from_pacing(&p, i, now)));
+                    ping.and_then(|i| pacing.and_then(|p| Beat::for_pings(&p, i, now)));
                 if let Some(at) = self.next_ping(index, now) {
                     self.agenda.push(at, index as u32, id, Delivery::ServerPing);
                 }
