@@ -111,7 +111,7 @@ struct MassArgs {
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     detection_window: Duration,
     /// The server pings every connection on its beat at this interval, as
-    /// belay-server does (25 s by default); the death is then silent and the
+    /// belay-server does (every 8 s by default); the death is then silent and the
     /// clients notice it by the missing pings.
     #[arg(long, value_parser = parse_duration)]
     server_ping: Option<Duration>,

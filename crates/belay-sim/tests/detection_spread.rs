@@ -129,7 +129,10 @@ fn with_belay_servers_pings_a_fleet_past_the_ping_interval_is_back_in_a_period()
     spec.horizon = Duration::from_secs(150);
     let m = run_outage(&spec, &case("belay-default"), None).metrics;
     let all = m.to_100.expect("everyone back").as_secs_f64();
-    assert!((62.5..=62.5 * 1.1).contains(&all), "all connected at {all} s");
+    assert!(
+        (62.5..=62.5 * 1.1).contains(&all),
+        "all connected at {all} s"
+    );
     assert!(m.peak_after_return <= 500, "peak {}", m.peak_after_return);
     assert!(
         m.attempts_per_client_after_return() <= 1.01,

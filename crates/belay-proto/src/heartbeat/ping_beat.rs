@@ -170,7 +170,10 @@ mod tests {
             let noticed = last_ping + 47_500;
             let first_notice = death + 22_500;
             let slot = 62_000 + ((first_notice - 62_000) / 42_000 + 1) * 42_000;
-            assert!(noticed < slot, "death {death}: noticed {noticed}, slot {slot}");
+            assert!(
+                noticed < slot,
+                "death {death}: noticed {noticed}, slot {slot}"
+            );
             assert!(noticed + 42_000 > slot, "death {death}: not a period early");
             assert!(death - last_ping <= 25_250, "death {death}");
         }
@@ -185,7 +188,10 @@ mod tests {
         assert_eq!(beat.last_at_or_before(lead), lead);
         assert_eq!(beat.next_after(lead), at(1_000_000 - 8_000));
         let gap = beat.interval();
-        assert!(gap < secs(8) && gap > Duration::from_millis(7_970), "{gap:?}");
+        assert!(
+            gap < secs(8) && gap > Duration::from_millis(7_970),
+            "{gap:?}"
+        );
         let mut t = beat.next_after(lead);
         for _ in 0..263 {
             let next = beat.next_after(t);

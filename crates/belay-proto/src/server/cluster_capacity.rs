@@ -93,7 +93,10 @@ mod tests {
         assert_eq!(ClusterCapacity::new(f64::INFINITY, 3), None);
         assert_eq!(ClusterCapacity::new(500.0, 0), None);
         let ok = ClusterCapacity::new(1_500.0, 3).unwrap();
-        assert_eq!((ok.admission_rate(), ok.nodes(), ok.fleet()), (1_500.0, 3, None));
+        assert_eq!(
+            (ok.admission_rate(), ok.nodes(), ok.fleet()),
+            (1_500.0, 3, None)
+        );
     }
 
     #[test]

@@ -57,12 +57,12 @@ pub use channel::{
     DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH, RESERVED_CHANNEL_PREFIX,
 };
 pub use channel_pattern::ChannelPattern;
+pub use cluster_capacity::ClusterCapacity;
 pub use connection::{
     AuthVerdict, Connection, Event, Frame, Input, JoinAnswer, OutboundRoom, Output, Phase, Ticket,
     TransportError, MAX_BEFORE_WELCOME,
 };
 pub use drain::{DrainConfig, DrainPhase, DrainPlan};
-pub use cluster_capacity::ClusterCapacity;
 pub use fleet::FleetPacing;
 pub use forwarded::{
     parse_proxy_header, IpRange, IpRangeError, ProxyHeader, TrustedProxies, MAX_PROXY_HEADER,

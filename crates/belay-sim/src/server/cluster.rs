@@ -112,12 +112,15 @@ impl Cluster {
 
     /// The work of every node, summed, if work has a cost.
     pub(crate) fn work(&self) -> Option<WorkStats> {
-        self.nodes.iter().filter_map(ServerModel::work).reduce(|a, b| WorkStats {
-            busy: a.busy + b.busy,
-            dropped: a.dropped + b.dropped,
-            queued: a.queued + b.queued,
-            admitted_too_late: a.admitted_too_late + b.admitted_too_late,
-        })
+        self.nodes
+            .iter()
+            .filter_map(ServerModel::work)
+            .reduce(|a, b| WorkStats {
+                busy: a.busy + b.busy,
+                dropped: a.dropped + b.dropped,
+                queued: a.queued + b.queued,
+                admitted_too_late: a.admitted_too_late + b.admitted_too_late,
+            })
     }
 }
 
@@ -129,7 +132,12 @@ mod tests {
         let mut options = ServerOptions::new(500);
         options.nodes = nodes;
         options.balancer = balancer;
-        Cluster::new(&options, Instant::from_millis(1_000), Duration::from_secs(10), 1)
+        Cluster::new(
+            &options,
+            Instant::from_millis(1_000),
+            Duration::from_secs(10),
+            1,
+        )
     }
 
     #[test]
@@ -146,7 +154,10 @@ mod tests {
         for _ in 0..40_000 {
             counts[usize::from(c.pick())] += 1;
         }
-        assert!(counts.iter().all(|&n| (9_700..10_300).contains(&n)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&n| (9_700..10_300).contains(&n)),
+            "{counts:?}"
+        );
     }
 
     #[test]
@@ -168,7 +179,10 @@ mod tests {
             c.node(1).opened();
         }
         assert_eq!(c.node(1).pacing(Instant::ZERO).unwrap().period_ms, 10_526);
-        assert_eq!(c.attempt(2, Instant::ZERO), Answer::Now(super::super::Verdict::Admit));
+        assert_eq!(
+            c.attempt(2, Instant::ZERO),
+            Answer::Now(super::super::Verdict::Admit)
+        );
         assert_eq!(c.node_attempts()[2], [Instant::ZERO]);
         assert!(c.node_attempts()[0].is_empty());
         // Planning alone, a node sizes its period for its own clients at
@@ -180,7 +194,10 @@ mod tests {
         for _ in 0..2_500 {
             alone.node(0).opened();
         }
-        assert_eq!(alone.node(0).pacing(Instant::ZERO).unwrap().period_ms, 5_263);
+        assert_eq!(
+            alone.node(0).pacing(Instant::ZERO).unwrap().period_ms,
+            5_263
+        );
         assert_eq!(options.cluster, None);
     }
 }

@@ -53,8 +53,8 @@ pub struct ServerOptions {
     /// and nothing else.
     pub clock_offset: Duration,
     /// The server pings every open connection on its beat at this interval
-    /// (`welcome.ping_interval_ms`), as belay-server does every 25 s by
-    /// default; `None` (the default): no pings, the clients' own probes
+    /// (`welcome.ping_interval_ms`), as belay-server does (every 8 s by
+    /// default, `Beat::for_pings`); `None` (the default): no pings, the clients' own probes
     /// keep their connections alive.
     pub ping_interval: Option<Duration>,
     /// Nodes behind the balancer, each with these options (`rate` each):
