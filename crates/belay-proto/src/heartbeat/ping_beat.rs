@@ -14,7 +14,8 @@
 //!   admissions: 12,500 clients at 500/s on a 25 s ping) the client waits
 //!   for its next slot after it notices. The pings are then **set on its
 //!   slots**: one ping `notice + 250 ms` before each slot (the lead ping),
-//!   the next `I + 250 ms` after it (the rest), and the rest of the period
+//!   the next `I + 250 ms` after it (the rest; for a period under
+//!   `I + 250 ms` the margin shrinks to `P − I`), and the rest of the period
 //!   covered by `⌈(P − I − 250 ms) / I⌉` evenly spaced pings. A death in the
 //!   rest is noticed 250 ms before that slot; a death anywhere else before
 //!   the next lead ping, so before the slot after it. Either way each client
@@ -72,26 +73,29 @@ impl Beat {
     /// In whole milliseconds, with `P` the clamped period and `I` the
     /// interval: if `20 × I ≥ 19 × P`, [`Beat::from_pacing`]. Otherwise,
     /// with `φ` the phase reduced modulo `P`, `n` =
-    /// [`notice_after_ping`]`(I)`, the rest `r = min(I + 250 ms, P)` and
-    /// `s = P − r`, every period holds the beats
+    /// [`notice_after_ping`]`(I)`, the margin `g = min(250 ms, P − I)`, the
+    /// rest `r = I + g` and `s = P − r`, every period holds the beats
     ///
     /// ```text
-    /// first = anchor + (φ − n − 250 ms + r) mod P          the end of a rest
+    /// first = anchor + (φ − n − g + r) mod P               the end of a rest
     /// beats = first + k × P + ⌈j × s / m⌉,  j in [0, m],  m = ⌈s / I⌉
     /// ```
     ///
-    /// the last of which (`j = m`) is the lead beat, `n + 250 ms` before a
-    /// slot, followed by the rest (with `s = 0`: one beat per period, the
-    /// lead beat). See the module docs for why.
+    /// the last of which (`j = m`) is the lead beat, `n + g` before a slot,
+    /// followed by the rest (with `s = 0`: one beat per period, the lead
+    /// beat). See the module docs for why.
     pub fn for_pings(pacing: &Pacing, interval: Duration, anchor: Instant) -> Option<Beat> {
         let interval_ms = interval.as_millis();
         let period = clamped_period_ms(pacing);
         if pacing.origin_ms.is_none() || interval_ms == 0 || interval_ms * 20 >= period * 19 {
             return Beat::from_pacing(pacing, interval, anchor);
         }
-        let margin = SLOT_MARGIN.as_millis();
+        // Here I < 0.95 P. The margin is room for a timer that fires late,
+        // at most what the period leaves after one interval: the rest must
+        // fit in the period for every death to be noticed in time.
+        let margin = SLOT_MARGIN.as_millis().min(period - interval_ms);
         let lead = (notice_after_ping_ms(interval_ms) + margin) % period;
-        let rest = (interval_ms + margin).min(period);
+        let rest = interval_ms + margin;
         let phase = u128::from(pacing.phase_ms) % period;
         let first = (phase + period - lead + rest) % period;
         let span = period - rest;
@@ -180,6 +184,55 @@ mod tests {
     }
 
     #[test]
+    fn every_client_notices_within_the_period_before_its_slot() {
+        // For any period the interval does not spread, any phase and any
+        // moment of the death: the last ping plus the notice falls in the
+        // period before the client's first slot strictly after
+        // `death + notice − I`, so it attempts in that slot. Pings never
+        // more than the rest apart.
+        let cases = [
+            (42_000, 25_000),
+            (30_000, 25_000), // the lead is longer than the period
+            (21_052, 8_000),
+            (100_000, 8_000),
+            (5_000, 2_000),
+            (2_200, 2_000), // one ping per period
+            (9_001, 3_000),
+            (3_600_000, 120_000),
+        ];
+        for (period, interval) in cases {
+            let notice = notice_after_ping(Duration::from_millis(interval)).as_millis() as u64;
+            for phase in [0, 1, period / 3, period - 1] {
+                let anchor = 1_000_000;
+                let beat = Beat::for_pings(
+                    &pacing(period, phase),
+                    Duration::from_millis(interval),
+                    at(anchor),
+                )
+                .unwrap();
+                let first_slot = anchor + phase;
+                let step = (period / 97).max(1);
+                let mut death = anchor + 10 * period;
+                while death < anchor + 13 * period {
+                    let last = beat.last_at_or_before(at(death)).as_millis();
+                    assert!(
+                        death - last <= interval + 250,
+                        "{period}/{interval}: {death}"
+                    );
+                    let noticed = last + notice;
+                    let from = death + notice - interval;
+                    let slot = first_slot + ((from - first_slot) / period + 1) * period;
+                    assert!(
+                        noticed < slot && noticed + period > slot,
+                        "{period}/{interval}/{phase}: death {death}, noticed {noticed}, slot {slot}"
+                    );
+                    death += step;
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_long_period_gets_evenly_spaced_pings_after_the_rest() {
         // 8 s pings (noticed after 16 s: lead 16 250) on a 2 105 263 ms
         // period: a rest of 8 250 ms, then ⌈2 097 013 / 8 000⌉ = 263 gaps.
@@ -204,13 +257,14 @@ mod tests {
     #[test]
     fn a_period_within_the_rest_gets_one_ping_per_period() {
         // 2 s pings on a 2 200 ms period: 20 × 2 000 < 19 × 2 200, and the
-        // rest (2 250 ms) would be the whole period: the lead beat alone.
+        // period leaves 200 ms after an interval: the margin, and a rest of
+        // the whole period, the lead beat alone.
         let beat = Beat::for_pings(&pacing(2_200, 1_000), secs(2), at(0)).unwrap();
         assert_eq!(beat.interval(), Duration::from_millis(2_200));
-        // Noticed 4 s after the ping (the watchdog): lead 4 250, i.e.
-        // 1 000 − 4 250 mod 2 200 = 1 150.
-        assert_eq!(beat.last_at_or_before(at(1_150)), at(1_150));
-        assert_eq!(beat.next_after(at(1_150)), at(3_350));
+        // Noticed 4 s after the ping (the watchdog): lead 4 200, i.e.
+        // 1 000 − 4 200 mod 2 200 = 1 200.
+        assert_eq!(beat.last_at_or_before(at(1_200)), at(1_200));
+        assert_eq!(beat.next_after(at(1_200)), at(3_400));
     }
 
     #[test]
