@@ -8,7 +8,7 @@ use belay_sim::policy::{select_cases, PolicyCase};
 use belay_sim::scenario::blip::{run_blip_all, BlipSpec, Detection};
 use belay_sim::scenario::flapping::{run_flapping_all, FlappingSpec};
 use belay_sim::scenario::outage::{run_outage_all, OutageSpec};
-use belay_sim::server::ServerOptions;
+use belay_sim::server::{Balancer, ServerOptions};
 use belay_sim::{outage_svg, parse_duration, report, EngineStats, Progress};
 
 use crate::sim_herd::{run_cost_cmd, run_spread_cmd, CostArgs, CostSweepArgs, SpreadArgs};
@@ -67,6 +67,15 @@ struct Common {
     stats: bool,
 }
 
+/// `--balancer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BalancerArg {
+    /// One node after the other.
+    RoundRobin,
+    /// A node drawn at random for every attempt.
+    Random,
+}
+
 #[derive(Debug, clap::Args)]
 struct MassArgs {
     #[command(flatten)]
@@ -102,10 +111,26 @@ struct MassArgs {
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     detection_window: Duration,
     /// The server pings every connection on its beat at this interval, as
-    /// belay-server does (25 s by default); the death is then silent and the
+    /// belay-server does (every 8 s by default); the death is then silent and the
     /// clients notice it by the missing pings.
     #[arg(long, value_parser = parse_duration)]
     server_ping: Option<Duration>,
+    /// Nodes behind a balancer, each admitting `--rate` per second and
+    /// planning its slots for the cluster's capacity (nodes × rate).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// How the balancer spreads attempts over the nodes.
+    #[arg(long, value_enum, default_value = "round-robin")]
+    balancer: BalancerArg,
+    /// With several nodes, each plans its slots for itself alone instead of
+    /// for the cluster's capacity.
+    #[arg(long)]
+    node_plans: bool,
+    /// Refuse an attempt while up as belay-server does, with HTTP 503 and
+    /// `Retry-After` (the client comes back 1–2 s later), instead of the
+    /// seed's free refused connection.
+    #[arg(long)]
+    answer_503: bool,
     /// Plot attempts/s and connected clients per policy to this SVG file.
     #[arg(long)]
     svg: Option<PathBuf>,
@@ -184,6 +209,9 @@ fn run_mass(args: &MassArgs, planned: bool) -> Result<(), String> {
     if args.clients == 0 || args.clients > u32::MAX as usize {
         return Err("--clients must be between 1 and 4294967295".into());
     }
+    if args.nodes == 0 || args.nodes > 1_000 || (planned && args.nodes > 1) {
+        return Err("--nodes must be between 1 and 1000 (1 for a planned restart)".into());
+    }
     let cases = cases(&args.common)?;
     let mut spec = OutageSpec::seed_scenario();
     spec.clients = args.clients;
@@ -195,9 +223,16 @@ fn run_mass(args: &MassArgs, planned: bool) -> Result<(), String> {
     spec.server.reject_cost = args.reject_cost;
     spec.server.ping_interval = args.server_ping.filter(|i| !i.is_zero());
     spec.server.cost = args.cost.cost_model();
+    spec.server.nodes = args.nodes;
+    spec.server.balancer = match args.balancer {
+        BalancerArg::RoundRobin => Balancer::RoundRobin,
+        BalancerArg::Random => Balancer::Random,
+    };
+    spec.server.cluster_plan = !args.node_plans;
+    spec.server.answer_503 = args.answer_503;
     spec.horizon = args
         .horizon
-        .unwrap_or_else(|| fleet_horizon(args.clients, args.rate));
+        .unwrap_or_else(|| fleet_horizon(args.clients, args.rate * args.nodes as u64));
     spec.seed = args.common.seed;
     spec.detection_window = args.detection_window;
     spec.latency = args.common.latency;

@@ -31,7 +31,7 @@ const MAX_HEADERS: usize = 64;
 /// RFC 6455 §1.3: appended to the key before hashing.
 const ACCEPT_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// `Retry-After` values above this are read as this: the core clamps every
-/// server hint to five minutes anyway, and the product with 1000 must not
+/// server hint to an hour anyway (`MAX_HINT_DELAY`), and the product with 1000 must not
 /// overflow.
 const MAX_RETRY_AFTER_SECS: u64 = belay_proto::backoff::MAX_HINT_DELAY.as_secs();
 

@@ -81,7 +81,7 @@ async fn a_rate_limited_upgrade_reports_its_retry_after_and_ignores_dates_and_ga
         (
             "503 Service Unavailable",
             "Retry-After: 99999999999999999999999",
-            Some(300_000),
+            Some(3_600_000),
         ),
     ] {
         let (listener, url) = listen().await;

@@ -117,7 +117,7 @@ pub use client::{
 /// Reconnect pacing for a fleet: [`server::FleetPacing`], at the path it had
 /// before the crate was split by side.
 pub mod fleet {
-    pub use crate::server::FleetPacing;
+    pub use crate::server::{ClusterCapacity, FleetPacing};
 }
 
 pub use close::{CloseCode, CloseInfo};

@@ -58,6 +58,7 @@ pub mod auth;
 pub mod broker;
 mod client_publish;
 mod clock;
+mod cluster_pacing;
 pub mod config;
 pub mod conformance;
 mod connection;
@@ -90,7 +91,7 @@ mod unhandled;
 mod upgrade;
 mod ws;
 
-pub use belay_proto::server::{Access, ChannelOptions, Namespaces};
+pub use belay_proto::server::{Access, ChannelOptions, ClusterCapacity, Namespaces};
 pub use config::ServerConfig;
 pub use inspect::{NodeStats, UserSession, MAX_LISTED_SESSIONS};
 pub use request_body::read_body;

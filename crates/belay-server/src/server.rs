@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 use axum::Router;
-use belay_proto::fleet::FleetPacing;
+use belay_proto::fleet::{ClusterCapacity, FleetPacing};
 use belay_proto::message::{Payload, RawJson};
 use belay_proto::server::{IdempotencyCache, Node};
 use belay_proto::server::{SourceTable, TokenBucket};
@@ -34,6 +34,7 @@ pub struct ServerBuilder {
     broker: Option<Arc<dyn Broker>>,
     stream_layer: Option<Arc<dyn StreamLayer>>,
     sse_relay: Option<Arc<dyn crate::sse_relay::SseRelay>>,
+    cluster: Option<ClusterCapacity>,
 }
 
 impl Default for ServerBuilder {
@@ -53,6 +54,7 @@ impl ServerBuilder {
             broker: None,
             stream_layer: None,
             sse_relay: None,
+            cluster: None,
         }
     }
 
@@ -96,6 +98,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Plan reconnect slots for a cluster behind a balancer from the start
+    /// (see [`Server::set_cluster_capacity`], which changes it at runtime).
+    pub fn cluster_capacity(mut self, capacity: ClusterCapacity) -> Self {
+        self.cluster = Some(capacity);
+        self
+    }
+
     /// The server, not yet listening.
     pub fn build(self) -> Server {
         let clock = Clock::new();
@@ -116,6 +125,7 @@ impl ServerBuilder {
         idempotency.set_max_bytes(self.config.idempotency_max_bytes);
         let mut pacing = FleetPacing::new(rate, now);
         pacing.set_expected_fleet(self.config.expected_fleet);
+        pacing.set_cluster(self.cluster);
         let (lifecycle, _) = watch::channel(Lifecycle::Serving);
         let node = Node::new(self.config.node_config(), now)
             .with_idempotency(idempotency)

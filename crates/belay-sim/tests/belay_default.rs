@@ -113,3 +113,19 @@ fn a_large_fleet_keeps_the_same_shape() {
     assert!(m.total_attempts <= 250_000, "{}", m.total_attempts);
     assert!(m.to_100.unwrap() <= Duration::from_secs(32));
 }
+
+#[test]
+fn a_fleet_past_five_minutes_of_admissions_is_still_paced() {
+    // 20,000 clients at 50/s need 400 s: a period of 421 s, past the 300 s
+    // the core once capped it at (the shape of 200,000 clients at 500/s).
+    let mut spec = OutageSpec::seed_scenario();
+    spec.clients = 20_000;
+    spec.server = belay_sim::server::ServerOptions::new(50);
+    spec.horizon = Duration::from_secs(800);
+    let m = run_outage(&spec, &case("belay-default"), None).metrics;
+    let bound = 10.0 + 20_000.0 / 50.0;
+    let all = m.to_100.expect("everyone back").as_secs_f64();
+    assert!(all <= bound * 1.1, "all connected at {all} s");
+    assert!(m.peak_after_return <= 50, "peak {}", m.peak_after_return);
+    assert!(m.attempts_per_client_after_return() <= 1.01);
+}

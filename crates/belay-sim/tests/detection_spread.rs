@@ -115,3 +115,28 @@ fn with_belay_servers_pings_the_fleet_is_let_in_as_it_notices() {
         m.attempts_per_client_after_return()
     );
 }
+
+#[test]
+fn with_belay_servers_pings_a_fleet_past_the_ping_interval_is_back_in_a_period() {
+    // 20,000 clients at 500/s: a period of 42.1 s, longer than the 25 s
+    // ping interval, so each client waits for its slot after it notices,
+    // and belay-server's pings are set on the slots (`Beat::for_pings`):
+    // everyone attempts at its first slot after the fleet's first notice
+    // (22.5 s after the death). The bound: 22.5 + 20,000 / 500 = 62.5 s.
+    let mut spec = OutageSpec::seed_scenario();
+    spec.clients = 20_000;
+    spec.server.ping_interval = Some(Duration::from_secs(25));
+    spec.horizon = Duration::from_secs(150);
+    let m = run_outage(&spec, &case("belay-default"), None).metrics;
+    let all = m.to_100.expect("everyone back").as_secs_f64();
+    assert!(
+        (62.5..=62.5 * 1.1).contains(&all),
+        "all connected at {all} s"
+    );
+    assert!(m.peak_after_return <= 500, "peak {}", m.peak_after_return);
+    assert!(
+        m.attempts_per_client_after_return() <= 1.01,
+        "{}",
+        m.attempts_per_client_after_return()
+    );
+}

@@ -51,7 +51,7 @@
 //!   fraction, as in gRPC.
 //! * `server_paced { first_window, fallback }`: once a loss was noticed on
 //!   a spreading beat (rule 1), until the next reset and while slots are
-//!   known, every delay is `min(max(period, interval), 300 s)` (no draw);
+//!   known, every delay is `min(max(period, interval), 3600 s)` (no draw);
 //!   otherwise, in order:
 //!   1. if `n == 0` and `first_window > 0`: `jit(0, first_window)` (1 draw),
 //!      the fast path that brings a lone client back quickly after a blip —
@@ -71,7 +71,7 @@
 //!      `now + d`, exact to the microsecond; otherwise it is `d`.
 //!      The fallback keeps escalating (a flapping server is not hammered
 //!      once per period) while every client stays on its own slot (a fleet
-//!      stays spread); the bound is `fallback max + 300 s`.
+//!      stays spread); the bound is `fallback max + 3600 s`.
 //!
 //! Pending retry advice overrides all of this once: the delay is
 //! `jit(earliest − now, latest − now)` with the differences saturating at
@@ -81,7 +81,8 @@
 //!
 //! Pacing slots are the instants `anchor + phase + k × period` for every
 //! integer `k`, computed in integer microseconds; `period` is clamped to
-//! `[1 ms, 300 s]` and `phase` reduced modulo `period`.
+//! `[1 ms, 3600 s]` ([`MAX_PACING_PERIOD`]) and `phase` reduced modulo
+//! `period`. Retry advice is clamped to [`MAX_HINT_DELAY`], the same hour.
 
 mod formula;
 mod pacing;

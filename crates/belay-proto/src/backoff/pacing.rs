@@ -20,12 +20,22 @@ use crate::time::Instant;
 ///
 /// Bounds the delay [`PacingSlots::next_slot_after`] can produce, and so
 /// [`BackoffPolicy::max_delay`](super::BackoffPolicy::max_delay) of a
-/// server-paced policy.
-pub const MAX_PACING_PERIOD: Duration = Duration::from_secs(300);
+/// server-paced policy: a hostile or buggy server can make a client wait at
+/// most one hour for its slot, never forever.
+///
+/// One hour, because a fleet is paced only while its period `N / (0.95 R)`
+/// fits (one attempt per client per period): up to 3,420 s of admissions,
+/// 1.71 million clients at 500 admissions per second, 17 million at 5,000.
+/// It was 300 s until issue 44, which left any fleet over 285 s of
+/// admissions unpaced (docs/SIMULATION.md, "Fleets past five minutes").
+pub const MAX_PACING_PERIOD: Duration = Duration::from_secs(3_600);
 
 /// The longest delay a [`RetryWindow`] may ask for; longer ones are clamped,
 /// so a misbehaving server cannot park a client forever.
-pub const MAX_HINT_DELAY: Duration = Duration::from_secs(300);
+///
+/// The same hour as [`MAX_PACING_PERIOD`]: a planned restart's advice
+/// spreads a fleet over as long as its slots would (`FleetPacing::restart_advice`).
+pub const MAX_HINT_DELAY: Duration = MAX_PACING_PERIOD;
 
 /// A grid of reconnect instants `anchor + phase + k × period`, for every
 /// integer `k` (negative too: the grid extends before the anchor).
@@ -195,9 +205,11 @@ mod tests {
         let zero = PacingSlots::new(Duration::ZERO, secs(5), at(0));
         assert_eq!(zero.period(), Duration::from_millis(1));
         assert_eq!(zero.phase(), Duration::ZERO);
-        let huge = PacingSlots::new(secs(10_000), secs(301), at(0));
+        let huge = PacingSlots::new(secs(100_000), secs(3_601), at(0));
         assert_eq!(huge.period(), MAX_PACING_PERIOD);
         assert_eq!(huge.phase(), secs(1));
+        let long = PacingSlots::new(secs(2_105), secs(7), at(0));
+        assert_eq!(long.period(), secs(2_105), "a million clients at 500/s");
         let odd = PacingSlots::new(secs(20), secs(45), at(0));
         assert_eq!(odd.phase(), secs(5));
     }
@@ -210,9 +222,11 @@ mod tests {
 
     #[test]
     fn retry_window_is_clamped_to_the_hint_limit() {
-        let window = RetryWindow::from_advice(at(0), secs(1000), Duration::MAX);
-        assert_eq!(window.earliest(), at(300));
-        assert_eq!(window.latest(), at(300));
+        let window = RetryWindow::from_advice(at(0), secs(10_000), Duration::MAX);
+        assert_eq!(window.earliest(), at(3_600));
+        assert_eq!(window.latest(), at(3_600));
+        let window = RetryWindow::from_advice(at(0), secs(1000), secs(2000));
+        assert_eq!((window.earliest(), window.latest()), (at(1000), at(2000)));
     }
 
     #[test]

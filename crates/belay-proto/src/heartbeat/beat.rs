@@ -17,6 +17,9 @@
 //! * [`Beat::from_pacing`]: a pinging server's pings, at the client's place
 //!   in the plan on a beat of the ping interval, so the last frames a silent
 //!   death leaves the fleet, and its notices, are spread evenly over it.
+//! * [`Beat::for_pings`]: the pings a server actually sends: the above
+//!   while its interval spreads the fleet no faster than it admits, else
+//!   **set on the client's slots** (`ping_beat.rs`).
 
 use std::num::{NonZeroU32, NonZeroU64};
 use std::time::Duration;
@@ -25,10 +28,12 @@ use crate::backoff::{PacingSlots, MAX_PACING_PERIOD};
 use crate::message::Pacing;
 use crate::time::Instant;
 
-/// The instants `first + k × period + ⌈j × period / per_period⌉`, for every
-/// integer `k` and `j` in `[0, per_period)`: `per_period` beats in each
-/// period, as evenly spaced as whole microseconds allow and never drifting
-/// from the period's grid.
+/// The instants `first + k × period + ⌈j × span / per_period⌉`, for every
+/// integer `k` and `j` in `[0, per_period]`, where `span = period − rest`:
+/// `per_period` evenly spaced gaps over the span, then a rest until the
+/// next period (with no rest, `j = per_period` is the next period's first
+/// beat: `per_period` beats in each period). As evenly spaced as whole
+/// microseconds allow and never drifting from the period's grid.
 ///
 /// Three words: a connection holds one (the server's connection futures are
 /// kept inside an allocator size class, see belay-server's `task_size`).
@@ -38,6 +43,8 @@ pub struct Beat {
     first: Instant,
     period_us: NonZeroU64,
     per_period: NonZeroU32,
+    /// The rest at the end of each period, in whole ms (below the period).
+    rest_ms: u32,
 }
 
 impl Beat {
@@ -46,7 +53,7 @@ impl Beat {
     /// in the plan. `None` if the pacing carries no origin (an older server)
     /// or the interval is under a millisecond.
     ///
-    /// In whole milliseconds: the period is clamped to `[1 ms, 300 s]` as
+    /// In whole milliseconds: the period is clamped to `[1 ms, MAX_PACING_PERIOD]` as
     /// for the slots; the client's offset in the plan is
     /// `(phase + origin) mod period`; its place on the beat is
     /// `floor(offset × interval / period)` after the origin; the first beat
@@ -104,10 +111,27 @@ impl Beat {
     }
 
     fn new(first: Instant, period_us: u128, per_period: u32) -> Option<Beat> {
+        Beat::spread(first, period_us, per_period, 0)
+    }
+
+    /// `per_period` gaps spread over each period less a rest of `rest_ms`
+    /// at its end; a rest that is not below the period is none.
+    pub(super) fn spread(
+        first: Instant,
+        period_us: u128,
+        per_period: u32,
+        rest_ms: u128,
+    ) -> Option<Beat> {
+        let period_us = NonZeroU64::new(u64::try_from(period_us).unwrap_or(u64::MAX))?;
+        let rest_ms = u32::try_from(rest_ms)
+            .ok()
+            .filter(|&ms| u64::from(ms) * 1_000 < period_us.get())
+            .unwrap_or(0);
         Some(Beat {
             first,
-            period_us: NonZeroU64::new(u64::try_from(period_us).unwrap_or(u64::MAX))?,
+            period_us,
             per_period: NonZeroU32::new(per_period)?,
+            rest_ms,
         })
     }
 
@@ -118,7 +142,13 @@ impl Beat {
 
     /// The time between beats (the shortest, to the microsecond).
     pub fn interval(&self) -> Duration {
-        Duration::from_micros(self.period_us.get() / u64::from(self.per_period.get()))
+        let rest_us = u64::from(self.rest_ms) * 1_000;
+        let spread = (self.period_us.get() - rest_us) / u64::from(self.per_period.get());
+        Duration::from_micros(if rest_us == 0 {
+            spread
+        } else {
+            spread.min(rest_us)
+        })
     }
 
     /// The latest beat instant at or before `t` (saturating at
@@ -136,21 +166,29 @@ impl Beat {
     fn beat_after_index(&self, t: Instant, steps: i128) -> Instant {
         let period = i128::from(self.period_us.get());
         let per_period = i128::from(self.per_period.get());
+        // The gaps are spread over the span; the rest (if any) follows.
+        let span = period - i128::from(self.rest_ms) * 1_000;
         let t = i128::from(t.as_micros());
         // The start of the period holding `t` (perhaps before zero), the
-        // index of the last beat in it at or before `t`, then `steps` on.
+        // index of the last beat in it at or before `t` (the span's last,
+        // `per_period`, during the rest), then `steps` on: past the span's
+        // last beat comes the next period's first.
         let start = t - (t - i128::from(self.first.as_micros())).rem_euclid(period);
-        let j = (t - start) * per_period / period + steps;
-        let at = start + (j * period + per_period - 1).div_euclid(per_period);
+        let j = ((t - start) * per_period / span).min(per_period) + steps;
+        let at = if j > per_period {
+            start + period
+        } else {
+            start + (j * span + per_period - 1).div_euclid(per_period)
+        };
         Instant::from_micros(u64::try_from(at.max(0)).unwrap_or(u64::MAX))
     }
 }
 
 /// How long before its slot a client set on its slots notices a silent
 /// death at the latest: room for a driver's timer firing late.
-const SLOT_MARGIN: Duration = Duration::from_millis(250);
+pub(super) const SLOT_MARGIN: Duration = Duration::from_millis(250);
 
-fn clamped_period_ms(pacing: &Pacing) -> u128 {
+pub(super) fn clamped_period_ms(pacing: &Pacing) -> u128 {
     u128::from(pacing.period_ms).clamp(1, MAX_PACING_PERIOD.as_millis())
 }
 

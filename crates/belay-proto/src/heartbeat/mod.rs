@@ -19,15 +19,18 @@
 //! answers either way). An idle connection (its last frame the answer to our
 //! own probe, or the `welcome`) that knows the fleet's [`Beat`] probes on it:
 //! at the first beat instant after the last frame, never later than without
-//! one (beats are at most `interval` apart).
+//! one (beats are at most `interval` apart; the one rest of a server's ping
+//! beat set on the slots, [`Beat::for_pings`], is 250 ms longer).
 
 use std::time::Duration;
 
 use crate::time::Instant;
 
 mod beat;
+mod ping_beat;
 
 pub use beat::Beat;
+pub use ping_beat::notice_after_ping;
 
 /// What the probe policy says to do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -228,7 +231,8 @@ impl Heartbeat {
 
     /// When the next probe is due if nothing arrives: `interval` after the
     /// last frame, or, on an idle connection that knows its beat, the first
-    /// beat instant after the last frame (never later: beats are at most
+    /// beat instant after the last frame (never later, but for the 250 ms of
+    /// a ping beat's rest, [`Beat::for_pings`]: beats are at most
     /// `interval` apart), so an idle connection probes on every beat.
     pub fn probe_due_at(&self) -> Instant {
         match (self.beat, self.idle) {

@@ -16,9 +16,19 @@
 //!
 //! Phases are measured from the moment the `welcome` is sent (the client
 //! anchors them at the moment it receives it), so no clocks are compared.
+//!
+//! A node of a cluster behind a balancer plans for the cluster instead
+//! ([`FleetPacing::set_cluster`], [`ClusterCapacity`]): `P = N / (headroom
+//! × R)` with `N` the cluster's fleet and `R` the sum of the nodes' rates,
+//! so the whole fleet comes back at about `headroom × R`, spread over the
+//! nodes by the balancer. Each node keeps its own grid (its own origin and
+//! golden-ratio phases): the union of the nodes' evenly spread slots is
+//! evenly spread too, and nothing has to be agreed between nodes but the
+//! capacity.
 
 use std::time::Duration;
 
+use super::ClusterCapacity;
 use crate::message::{Pacing, ReconnectAdvice};
 use crate::time::Instant;
 
@@ -40,12 +50,16 @@ pub struct FleetPacing {
     /// less, so clients that joined while the fleet was small (or after a
     /// restart, before everyone is back) do not get short periods.
     fleet: usize,
+    /// The cluster this node admits for, if it is one of several behind a
+    /// balancer.
+    cluster: Option<ClusterCapacity>,
 }
 
 impl FleetPacing {
     /// A plan for a server admitting `admission_rate` connections per second,
     /// whose slot grid starts at `origin` on the server's clock.
-    /// Defaults: headroom 0.95, period between 1 s and 300 s.
+    /// Defaults: headroom 0.95, period between 1 s and
+    /// [`MAX_PACING_PERIOD`](crate::backoff::MAX_PACING_PERIOD) (one hour).
     pub fn new(admission_rate: f64, origin: Instant) -> Self {
         FleetPacing {
             admission_rate: if admission_rate > 0.0 {
@@ -59,6 +73,7 @@ impl FleetPacing {
             origin,
             assigned: 0,
             fleet: 0,
+            cluster: None,
         }
     }
 
@@ -94,9 +109,26 @@ impl FleetPacing {
         self.fleet
     }
 
-    /// The admission rate the plan is for, per second.
+    /// The admission rate of this node, per second.
     pub fn admission_rate(&self) -> f64 {
         self.admission_rate
+    }
+
+    /// Plan for a cluster of nodes behind a balancer (or, with `None`, for
+    /// this node alone, the default): from the next `welcome` on, periods
+    /// are `cluster fleet / (headroom × cluster rate)`, the cluster fleet
+    /// being [`ClusterCapacity::fleet_for`] this node's fleet. Call it
+    /// whenever the control plane learns a new capacity (a node joined,
+    /// left, or changed its rate); clients keep the period of their last
+    /// `welcome` until their next.
+    pub fn set_cluster(&mut self, cluster: Option<ClusterCapacity>) -> &mut Self {
+        self.cluster = cluster;
+        self
+    }
+
+    /// The cluster the plan is for, if any.
+    pub fn cluster(&self) -> Option<ClusterCapacity> {
+        self.cluster
     }
 
     /// Slots handed out so far.
@@ -104,10 +136,16 @@ impl FleetPacing {
         self.assigned
     }
 
-    /// The period for a fleet of `connections`: long enough that one attempt
-    /// per client per period stays under `headroom × rate`.
+    /// The period for a fleet of `connections` on this node: long enough
+    /// that one attempt per client per period stays under `headroom × rate`
+    /// (with a [cluster](Self::set_cluster): the cluster's fleet under
+    /// `headroom ×` the cluster's rate).
     pub fn period_for(&self, connections: usize) -> Duration {
-        let secs = connections as f64 / (self.headroom * self.admission_rate);
+        let (fleet, rate) = match self.cluster {
+            Some(cluster) => (cluster.fleet_for(connections), cluster.admission_rate()),
+            None => (connections, self.admission_rate),
+        };
+        let secs = fleet as f64 / (self.headroom * rate);
         let period = Duration::try_from_secs_f64(secs).unwrap_or(self.max_period);
         // Whole milliseconds, as carried on the wire.
         let period = Duration::from_millis(u64::try_from(period.as_millis()).unwrap_or(u64::MAX));
@@ -178,7 +216,8 @@ mod tests {
             Duration::from_secs(1),
             "clamped to the minimum"
         );
-        assert_eq!(plan.period_for(10_000_000), Duration::from_secs(300));
+        assert_eq!(plan.period_for(1_000_000), Duration::from_millis(2_105_263));
+        assert_eq!(plan.period_for(10_000_000), Duration::from_secs(3_600));
     }
 
     #[test]
@@ -236,6 +275,27 @@ mod tests {
             21_052,
             "the first client of a big fleet"
         );
+    }
+
+    #[test]
+    fn a_cluster_plan_is_sized_for_the_cluster() {
+        let mut plan = FleetPacing::new(500.0, ms(0));
+        plan.set_expected_fleet(10_000);
+        // Four nodes of 500/s: the same period as one node alone.
+        plan.set_cluster(ClusterCapacity::new(2_000.0, 4));
+        assert_eq!(plan.assign(ms(0), 1).period_ms, 21_052);
+        // The other nodes are slower: the cluster admits 1,500/s.
+        plan.set_cluster(ClusterCapacity::new(1_500.0, 4));
+        assert_eq!(plan.assign(ms(0), 1).period_ms, 28_070);
+        // The control plane counts 60,000 clients in all (this node holds
+        // fewer than its share).
+        plan.set_cluster(ClusterCapacity::new(1_500.0, 4).map(|c| c.with_fleet(60_000)));
+        assert_eq!(plan.assign(ms(0), 1).period_ms, 42_105);
+        assert_eq!(plan.cluster().and_then(|c| c.fleet()), Some(60_000));
+        let advice = plan.restart_advice("deploy", 9_999, 10_000, Duration::ZERO);
+        assert!(advice.min_delay_ms > 42_000, "{advice:?}");
+        plan.set_cluster(None);
+        assert_eq!(plan.assign(ms(0), 1).period_ms, 21_052);
     }
 
     #[test]

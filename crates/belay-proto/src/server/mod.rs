@@ -29,6 +29,7 @@
 mod admission;
 mod channel;
 mod channel_pattern;
+mod cluster_capacity;
 mod connection;
 mod drain;
 mod fleet;
@@ -56,6 +57,7 @@ pub use channel::{
     DEFAULT_MAX_CHANNEL_LEN, MAX_PAYLOAD_DEPTH, RESERVED_CHANNEL_PREFIX,
 };
 pub use channel_pattern::ChannelPattern;
+pub use cluster_capacity::ClusterCapacity;
 pub use connection::{
     AuthVerdict, Connection, Event, Frame, Input, JoinAnswer, OutboundRoom, Output, Phase, Ticket,
     TransportError, MAX_BEFORE_WELCOME,

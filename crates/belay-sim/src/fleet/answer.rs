@@ -18,7 +18,9 @@ impl Fleet<'_> {
                 let answer = if self.offline(now) {
                     None
                 } else {
-                    Some(self.server.attempt(at))
+                    let node = self.cluster.pick();
+                    self.clients[index].node = node;
+                    Some(self.cluster.attempt(node, at))
                 };
                 if let Some(answer) = answer.filter(|a| !matches!(a, Answer::Now(_))) {
                     // Answered after the server's work (or dropped): the
@@ -39,7 +41,8 @@ impl Fleet<'_> {
                     match verdict {
                         Verdict::Admit => {
                             self.clients[index].conn = Some(id);
-                            self.server.opened();
+                            let node = self.clients[index].node;
+                            self.cluster.node(node).opened();
                             Delivery::Opened
                         }
                         Verdict::Refuse => Delivery::Refused,

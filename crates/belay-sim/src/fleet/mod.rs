@@ -37,7 +37,7 @@ use belay_proto::{CloseCode, CloseInfo, Config, Failure, Input, Instant, Session
 use crate::progress::Progress;
 use crate::queue::{Agenda, Delivery, Entry};
 use crate::record::Recorder;
-use crate::server::{Answer, ServerModel, WorkStats};
+use crate::server::{Answer, Cluster, WorkStats};
 
 mod answer;
 
@@ -78,6 +78,9 @@ struct Client {
     /// dropped it), and when the dial began.
     syn_tries: u8,
     dialed_at: Instant,
+    /// The node the balancer sent its current attempt to (and that holds
+    /// its connection, if any).
+    node: u16,
 }
 
 /// Counters of one run, for `--stats`.
@@ -106,7 +109,7 @@ pub(crate) struct Fleet<'p> {
     /// touches.
     ping_beats: Vec<Option<Beat>>,
     agenda: Agenda,
-    server: ServerModel,
+    cluster: Cluster,
     world: WorldOptions,
     inbox: VecDeque<Input>,
     record: Recorder,
@@ -124,7 +127,7 @@ impl<'p> Fleet<'p> {
         config: &Config,
         clients: usize,
         seed: u64,
-        server: ServerModel,
+        cluster: Cluster,
         world: WorldOptions,
         record: Recorder,
     ) -> Self {
@@ -138,13 +141,14 @@ impl<'p> Fleet<'p> {
             retry_after_secs: 0,
             syn_tries: 0,
             dialed_at: Instant::ZERO,
+            node: 0,
         };
         Fleet {
             agenda: Agenda::default(),
             sessions,
             clients: vec![client; clients],
             ping_beats: vec![None; clients],
-            server,
+            cluster,
             world,
             inbox: VecDeque::new(),
             record,
@@ -198,7 +202,8 @@ impl<'p> Fleet<'p> {
     pub(crate) fn server_dies(&mut self, now: Instant) {
         for index in 0..self.clients.len() {
             if self.clients[index].conn.take().is_some() {
-                self.server.closed();
+                let node = self.clients[index].node;
+                self.cluster.node(node).closed();
             }
             self.update_connected(index, now);
         }
@@ -236,7 +241,12 @@ impl<'p> Fleet<'p> {
     /// to `until` (the run may have stopped earlier).
     /// The server's work so far, if work has a cost.
     pub(crate) fn work(&self) -> Option<WorkStats> {
-        self.server.work()
+        self.cluster.work()
+    }
+
+    /// The instants at which attempts reached each node, in order.
+    pub(crate) fn node_attempts(&self) -> &[Vec<Instant>] {
+        self.cluster.node_attempts()
     }
 
     pub(crate) fn finish(mut self, until: Instant) -> (Recorder, EngineStats) {
@@ -267,20 +277,24 @@ impl<'p> Fleet<'p> {
             Delivery::Served => {
                 if self.sessions[index].current_transport() == Some(id) {
                     self.clients[index].conn = Some(id);
-                    self.server.opened();
+                    let node = self.clients[index].node;
+                    self.cluster.node(node).opened();
                     self.inbox.push_back(Input::TransportOpened(id));
                 } else {
                     // The client gave up on this attempt; the server finds
                     // the socket closed after doing the work.
-                    self.server.admitted_too_late();
+                    let node = self.clients[index].node;
+                    self.cluster.node(node).admitted_too_late();
                     self.record.failure();
                 }
             }
             Delivery::Syn => {
                 if self.sessions[index].current_transport() == Some(id) {
+                    // A retransmitted SYN goes to the same node.
+                    let node = self.clients[index].node;
                     let answer = self
-                        .server
-                        .attempt(now.saturating_add(self.world.latency / 2));
+                        .cluster
+                        .attempt(node, now.saturating_add(self.world.latency / 2));
                     self.route(index, id, now, answer);
                 }
             }
@@ -300,12 +314,13 @@ impl<'p> Fleet<'p> {
                 if self.clients[index].conn != Some(id) {
                     return; // the connection is gone: nobody reads this welcome
                 }
-                let pacing = self.server.pacing(now);
-                let ping = self.server.ping_interval();
-                // Pinged on its beat at its place in the plan, as
-                // belay-server pings an idle connection.
+                let node = self.clients[index].node;
+                let pacing = self.cluster.node(node).pacing(now);
+                let ping = self.cluster.first().ping_interval();
+                // Pinged on its beat, as belay-server pings an idle
+                // connection (`Beat::for_pings`).
                 self.ping_beats[index] =
-                    ping.and_then(|i| pacing.and_then(|p| Beat::from_pacing(&p, i, now)));
+                    ping.and_then(|i| pacing.and_then(|p| Beat::for_pings(&p, i, now)));
                 if let Some(at) = self.next_ping(index, now) {
                     self.agenda.push(at, index as u32, id, Delivery::ServerPing);
                 }
@@ -360,7 +375,9 @@ impl<'p> Fleet<'p> {
             Delivery::Restart => {
                 self.done_incident();
                 if self.clients[index].conn == Some(id) {
-                    let advice = self.server.restart_advice(index, self.clients.len());
+                    let node = self.clients[index].node;
+                    let total = self.clients.len();
+                    let advice = self.cluster.node(node).restart_advice(index, total);
                     self.forget(index, id);
                     self.inbox
                         .push_back(Input::Message(id, ServerMessage::Reconnect(advice)));
@@ -379,7 +396,7 @@ impl<'p> Fleet<'p> {
     /// beat, or (without pacing) one interval on, as belay-server pings a
     /// connection whose last frame was the answer to its ping.
     fn next_ping(&self, index: usize, now: Instant) -> Option<Instant> {
-        let interval = self.server.ping_interval()?;
+        let interval = self.cluster.first().ping_interval()?;
         Some(match self.ping_beats[index] {
             Some(beat) => beat.next_after(now),
             None => now.saturating_add(interval),
@@ -428,7 +445,8 @@ impl<'p> Fleet<'p> {
         let client = &mut self.clients[index];
         if client.conn == Some(id) {
             client.conn = None;
-            self.server.closed();
+            let node = client.node;
+            self.cluster.node(node).closed();
         }
     }
 

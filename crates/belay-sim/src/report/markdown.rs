@@ -7,6 +7,7 @@ use crate::format_duration;
 use crate::scenario::blip::{BlipRun, BlipSpec, Detection};
 use crate::scenario::flapping::{FlappingRun, FlappingSpec, Reset};
 use crate::scenario::outage::{OutageRun, OutageSpec};
+use crate::server::Balancer;
 
 /// The outage (or planned-restart) table: one row per policy.
 pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
@@ -50,6 +51,25 @@ pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
     if !spec.latency.is_zero() {
         options.push(format!("round trip {}", format_duration(spec.latency)));
     }
+    if spec.server.answer_503 && spec.server.cost.is_none() {
+        options.push("refusals are 503 + Retry-After".to_owned());
+    }
+    if spec.server.nodes > 1 {
+        options.push(format!(
+            "{} nodes of {}/s each behind a {} balancer, {}",
+            spec.server.nodes,
+            thousands(spec.server.rate),
+            match spec.server.balancer {
+                Balancer::Random => "random",
+                _ => "round-robin",
+            },
+            if spec.server.cluster_plan {
+                "slots planned for the cluster's capacity"
+            } else {
+                "each node planning its slots alone"
+            }
+        ));
+    }
     if let Some(cost) = spec.server.cost {
         options.push(format!(
             "every attempt costs the server {} of work ({} more if admitted) on {} worker(s),              listen backlog {}, refusals are 503 + Retry-After",
@@ -86,6 +106,44 @@ pub fn outage_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
     if runs.iter().any(|run| run.work.is_some()) {
         let _ = writeln!(out);
         out.push_str(&super::work_markdown(runs));
+    }
+    if spec.server.nodes > 1 {
+        let _ = writeln!(out);
+        out.push_str(&nodes_markdown(spec, runs));
+    }
+    out
+}
+
+/// Against the cluster's bound `D + N / (nodes × rate)`: when the fleet is
+/// in, and the busiest node's peak against its own rate.
+fn nodes_markdown(spec: &OutageSpec, runs: &[OutageRun]) -> String {
+    let capacity = (spec.server.rate * spec.server.nodes as u64).max(1) as f64;
+    let bound = spec.down_for.as_secs_f64() + spec.clients as f64 / capacity;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| policy | all connected / bound D + N / (sum of rates) | busiest node: peak attempts/s after return / its rate | quietest node's peak |"
+    );
+    let _ = writeln!(out, "|---|--:|--:|--:|");
+    for run in runs {
+        let busiest = run.node_peaks.iter().copied().max().unwrap_or(0);
+        let quietest = run.node_peaks.iter().copied().min().unwrap_or(0);
+        let done = run.metrics.to_100.map_or_else(
+            || format!("not within {}", format_duration(run.metrics.horizon)),
+            |t| {
+                let t = t.as_secs_f64();
+                format!("{t:.1} s / {bound:.1} s ({:.3})", t / bound)
+            },
+        );
+        let _ = writeln!(
+            out,
+            "| `{}` | {done} | {} / {} ({:.3}) | {} |",
+            run.case.name,
+            thousands(busiest as u64),
+            thousands(spec.server.rate),
+            busiest as f64 / spec.server.rate.max(1) as f64,
+            thousands(quietest as u64),
+        );
     }
     out
 }

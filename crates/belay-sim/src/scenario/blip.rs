@@ -30,7 +30,7 @@ use crate::progress::Progress;
 use crate::queue::Delivery;
 use crate::record::Recorder;
 use crate::scenario::outage::INCIDENT_AT;
-use crate::server::{ServerModel, ServerOptions};
+use crate::server::{Cluster, ServerOptions};
 
 /// How the session learns that its connection is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub fn run_blip(spec: &BlipSpec, case: &PolicyCase, progress: Option<&Progress>)
 fn simulate(spec: &BlipSpec, case: &PolicyCase, progress: Option<&Progress>) -> BlipRun {
     let mut options = ServerOptions::new(500);
     options.pacing = case.pacing;
-    let server = ServerModel::new(options, Instant::MAX, Duration::ZERO);
+    let server = Cluster::new(&options, Instant::MAX, Duration::ZERO, spec.seed);
     let back = INCIDENT_AT.saturating_add(spec.down);
     let world = WorldOptions {
         latency: spec.latency,

@@ -32,7 +32,7 @@ use crate::policy::PolicyCase;
 use crate::progress::Progress;
 use crate::record::Recorder;
 use crate::scenario::outage::INCIDENT_AT;
-use crate::server::{ServerModel, ServerOptions};
+use crate::server::{Cluster, ServerOptions};
 
 /// Where a run starts: the first connection.
 const START: Instant = INCIDENT_AT;
@@ -128,7 +128,7 @@ fn simulate(
     };
     let mut options = ServerOptions::new(500);
     options.pacing = case.pacing;
-    let server = ServerModel::new(options, Instant::MAX, Duration::ZERO);
+    let server = Cluster::new(&options, Instant::MAX, Duration::ZERO, spec.seed);
     let world = WorldOptions {
         latency: spec.latency,
         drop_after_ready: Some(spec.drop_after),

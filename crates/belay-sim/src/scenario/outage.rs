@@ -31,13 +31,13 @@ use belay_proto::rng::{RandomSource, SplitMix64};
 use belay_proto::Instant;
 
 use crate::fleet::{EngineStats, Fleet, WorldOptions};
-use crate::metrics::OutageMetrics;
+use crate::metrics::{peak_window, OutageMetrics};
 use crate::parallel::map_parallel;
 use crate::policy::PolicyCase;
 use crate::progress::Progress;
 use crate::queue::Delivery;
 use crate::record::Recorder;
-use crate::server::{ServerModel, ServerOptions, WorkStats};
+use crate::server::{Cluster, ServerOptions, WorkStats};
 
 /// Where "t = 0" (the incident) sits on the virtual clock. Far enough from
 /// the clock's origin for any setup before it.
@@ -119,8 +119,13 @@ pub struct OutageRun {
     pub record: Recorder,
     /// Engine counters.
     pub stats: EngineStats,
-    /// The server's work after its return, with a cost model.
+    /// The server's work after its return, with a cost model (summed over
+    /// the nodes).
     pub work: Option<WorkStats>,
+    /// Each node's peak: the largest number of attempts that reached it in
+    /// any window `[t, t + 1 s)` with `t ≥ D` (one entry per node; with one
+    /// node, the server's own peak, at the server).
+    pub node_peaks: Vec<usize>,
 }
 
 impl OutageRun {
@@ -159,9 +164,11 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
         // server is told the fleet to expect (`--expected-clients`), as a
         // production server is; otherwise its first clients would get
         // periods sized for the few connected before them.
-        options.expected_fleet.get_or_insert(spec.clients);
+        // Each node expects its share.
+        let share = spec.clients.div_ceil(options.nodes.max(1));
+        options.expected_fleet.get_or_insert(share);
     }
-    let server = ServerModel::new(options, INCIDENT_AT, spec.down_for);
+    let server = Cluster::new(&options, INCIDENT_AT, spec.down_for, spec.seed);
     let bins = spec.horizon.as_micros().div_ceil(BIN.as_micros()) as usize;
     let record = Recorder::new(spec.clients, INCIDENT_AT, BIN, bins);
     let world = WorldOptions {
@@ -225,6 +232,12 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
     }
     fleet.run(spec.end(), true);
     let work = fleet.work();
+    let back = INCIDENT_AT.saturating_add(spec.down_for);
+    let node_peaks = fleet
+        .node_attempts()
+        .iter()
+        .map(|attempts| peak_window(attempts, back, Duration::from_secs(1)).0)
+        .collect();
     let (record, stats) = fleet.finish(spec.end());
     OutageRun {
         case: case.clone(),
@@ -232,6 +245,7 @@ fn simulate(spec: &OutageSpec, case: &PolicyCase, progress: Option<&Progress>) -
         record,
         stats,
         work,
+        node_peaks,
     }
 }
 

@@ -38,8 +38,11 @@ use belay_proto::server::{Limits, TokenBucket, UpgradeDecision, UpgradeVerdict};
 use crate::cost::Workers;
 use belay_proto::Instant;
 
+mod cluster;
 mod options;
 
+pub(crate) use cluster::Cluster;
+pub use cluster::{Balancer, NODE_CLOCK_STEP};
 pub use options::ServerOptions;
 
 /// What the server does with an attempt once work has a cost.
@@ -141,6 +144,7 @@ impl ServerModel {
             if let Some(fleet) = options.expected_fleet {
                 plan.set_expected_fleet(fleet);
             }
+            plan.set_cluster(options.cluster);
             plan
         };
         ServerModel {

@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use belay_proto::fleet::ClusterCapacity;
+
+use super::Balancer;
 use crate::cost::CostModel;
 
 /// What the server model is told to be.
@@ -50,10 +53,23 @@ pub struct ServerOptions {
     /// and nothing else.
     pub clock_offset: Duration,
     /// The server pings every open connection on its beat at this interval
-    /// (`welcome.ping_interval_ms`), as belay-server does every 25 s by
-    /// default; `None` (the default): no pings, the clients' own probes
+    /// (`welcome.ping_interval_ms`), as belay-server does (every 8 s by
+    /// default, `Beat::for_pings`); `None` (the default): no pings, the clients' own probes
     /// keep their connections alive.
     pub ping_interval: Option<Duration>,
+    /// Nodes behind the balancer, each with these options (`rate` each):
+    /// see [`crate::server::Balancer`]. Default 1, a single server.
+    pub nodes: usize,
+    /// How the balancer spreads attempts over the nodes.
+    pub balancer: Balancer,
+    /// With several nodes, every node plans its slots for the cluster's
+    /// capacity (`nodes × rate`, `FleetPacing::set_cluster`), as
+    /// belay-server does when its control plane feeds
+    /// `Server::set_cluster_capacity`. Default true; false: each node plans
+    /// for itself alone.
+    pub cluster_plan: bool,
+    /// The capacity this node plans for (set by the cluster).
+    pub(crate) cluster: Option<ClusterCapacity>,
 }
 
 impl ServerOptions {
@@ -72,6 +88,10 @@ impl ServerOptions {
             answer_503: false,
             clock_offset: Duration::ZERO,
             ping_interval: None,
+            nodes: 1,
+            balancer: Balancer::RoundRobin,
+            cluster_plan: true,
+            cluster: None,
         }
     }
 }

@@ -1,10 +1,11 @@
 /** Server hints: pacing slots from `welcome` and one-shot retry windows (`backoff/pacing.rs`). */
 import { US } from "../time.js";
 
-/** Longest pacing period (ms); longer ones are clamped. */
-export const MAX_PACING_PERIOD_MS = 300_000;
-/** Longest advised delay (ms); longer ones are clamped. */
-export const MAX_HINT_DELAY_MS = 300_000;
+/**
+ * Longest pacing period and longest advised delay (ms, one hour: Rust's
+ * `MAX_PACING_PERIOD` and `MAX_HINT_DELAY`); longer ones are clamped.
+ */
+export const MAX_PACING_PERIOD_MS = 3_600_000;
 
 /** `a mod m` in `[0, m)`, for integers (exact below 2^53). */
 const mod = (a: number, m: number): number => ((a % m) + m) % m;
@@ -36,9 +37,9 @@ export interface RetryWindow {
   _latestUs: number;
 }
 
-/** `[now + min, now + max)` with both clamped to 300 s and `max` raised to `min`. */
+/** `[now + min, now + max)` with both clamped to 3600 s and `max` raised to `min`. */
 export function retryWindow(nowUs: number, minMs: number, maxMs: number): RetryWindow {
-  const lo = Math.min(Math.floor(minMs), MAX_HINT_DELAY_MS);
-  const hi = Math.max(Math.min(Math.floor(maxMs), MAX_HINT_DELAY_MS), lo);
+  const lo = Math.min(Math.floor(minMs), MAX_PACING_PERIOD_MS);
+  const hi = Math.max(Math.min(Math.floor(maxMs), MAX_PACING_PERIOD_MS), lo);
   return { _earliestUs: nowUs + lo * US, _latestUs: nowUs + hi * US };
 }

@@ -28,7 +28,7 @@ export function checkPolicy(policy: BackoffPolicy): void {
  *
  * `server_paced` with slots known: once a loss on a beat that spreads the
  * fleet (`interval ≥ 0.95 × period`) is remembered, one period (or one beat,
- * if longer; at most 300 s) each time, no draw; at attempt 0 such a loss
+ * if longer; at most 3600 s) each time, no draw; at attempt 0 such a loss
  * attempts at once (and is remembered), another silent loss waits for the
  * next slot, no draw; otherwise the fast path's draw.
  */

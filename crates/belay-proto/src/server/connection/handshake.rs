@@ -98,10 +98,11 @@ impl<F> Connection<F> {
         });
         // An idle client is pinged on its beat (spec §3.4): its last frame
         // before a silent death is then one of those pings, and the fleet
-        // notices the death spread evenly over the ping interval.
+        // notices the death spread evenly over the ping interval, or, for
+        // a fleet the interval does not spread, before each client's slot.
         let mut heartbeat = self.limits.heartbeat(now);
         heartbeat
-            .set_beat(pacing.and_then(|p| Beat::from_pacing(&p, self.limits.ping_interval(), now)));
+            .set_beat(pacing.and_then(|p| Beat::for_pings(&p, self.limits.ping_interval(), now)));
         self.stage = Stage::Open(Open {
             session,
             expires_at,

@@ -208,8 +208,8 @@ fn a_flood_advice_stays_within_what_clients_honour() {
     else {
         panic!("a flood is closed with advice: {response:?}");
     };
-    assert_eq!(advice.min_delay_ms, 300_000);
-    assert_eq!(advice.max_delay_ms, 300_000);
+    assert_eq!(advice.min_delay_ms, 3_600_000);
+    assert_eq!(advice.max_delay_ms, 3_600_000);
 }
 
 #[test]
