@@ -41,7 +41,8 @@ impl RedisBroker {
     /// Answer [`NODE_INFO`] for `server` (this node's id, lifecycle,
     /// uptime, open connections, channels followed) and return
     /// `GET /admin/cluster`, behind `server`'s admin guard: every live
-    /// node's answer, or why it gave none.
+    /// node's answer, or why it gave none. It also plans `server`'s
+    /// reconnect slots with the other nodes ([`RedisBroker::pace_with_cluster`]).
     pub fn cluster_router(&self, server: &Server) -> Router {
         let node = server.clone();
         let broker = self.clone();
@@ -58,6 +59,7 @@ impl RedisBroker {
             async move { Ok(json!(here.sessions_of(&user).await)) }
         });
         answer_disconnects(self.control(), server);
+        self.pace_with_cluster(server);
         let routes = Router::new()
             .route("/admin/cluster", get(cluster))
             .route("/admin/cluster/sessions", get(cluster_sessions))

@@ -54,6 +54,7 @@
 
 mod broker;
 mod cluster_info;
+mod cluster_pacing;
 mod commands;
 mod config;
 mod control;

@@ -30,6 +30,13 @@ impl Server {
         lock(&self.shared.node).pacing_mut().set_cluster(capacity);
     }
 
+    /// The connections per second this node admits (its
+    /// [`ServerConfig::accept_rate`](crate::ServerConfig::accept_rate)), as
+    /// it tells the other nodes.
+    pub fn admission_rate(&self) -> f64 {
+        lock(&self.shared.node).pacing_mut().admission_rate()
+    }
+
     /// The cluster capacity the slots are planned for, if any.
     pub fn cluster_capacity(&self) -> Option<ClusterCapacity> {
         lock(&self.shared.node).pacing_mut().cluster()

@@ -16,6 +16,7 @@
 //! flood of control traffic is refused ([`ControlError::Busy`]) rather
 //! than held.
 
+mod load;
 mod registry;
 mod wire;
 
@@ -31,6 +32,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::timeout;
 
+use load::{load_reply, rate_arg};
+pub(crate) use load::{ClusterLoad, LoadHooks, NodeLoad};
 use registry::{alive_reply, RegistryScripts};
 use wire::Wire;
 pub use wire::MAX_CONTROL_MESSAGE;
@@ -95,6 +98,9 @@ struct Inner {
     /// renewal, so a leave waits for one in flight and no renewal lands
     /// after it (one did, listing a node that had left).
     beating: tokio::sync::Mutex<bool>,
+    /// The node's load reported with each heartbeat and the totals heard
+    /// back, once a server is planned with the cluster.
+    load: Mutex<Option<Arc<LoadHooks>>>,
 }
 
 /// The PUB/SUB names of a node's control messages: its own and the
@@ -130,10 +136,21 @@ impl ControlPlane {
             next_id: AtomicU64::new(0),
             running: Arc::new(Semaphore::new(MAX_RUNNING)),
             beating: tokio::sync::Mutex::new(true),
+            load: Mutex::new(None),
         });
         tokio::spawn(beat(Arc::downgrade(&inner), node_ttl));
         tokio::spawn(read(Arc::downgrade(&inner), inbox));
         ControlPlane { inner }
+    }
+
+    /// Report `hooks`' load with every heartbeat from now on, and hand it
+    /// the live nodes' totals each time.
+    pub(crate) fn report_load(&self, hooks: LoadHooks) {
+        *self
+            .inner
+            .load
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(hooks));
     }
 
     /// Write the node's registry entry now (at start, so a node is listed
@@ -428,21 +445,35 @@ impl Inner {
         if !*beating {
             return Renewed::Left;
         }
+        let hooks = self
+            .load
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let load = hooks
+            .as_ref()
+            .map_or(NodeLoad { rate: 0.0, open: 0 }, |hooks| (hooks.report)());
         let mut commands = self.commands.clone();
         let mut call = self.scripts.beat.prepare_invoke();
         call.key(registry_key(&self.prefix))
             .arg(&self.node)
-            .arg(ttl.as_millis().max(1).to_string());
+            .arg(ttl.as_millis().max(1).to_string())
+            .arg(rate_arg(load.rate))
+            .arg(load.open);
         let beat = timeout(
             self.command_timeout,
             call.invoke_async::<redis::Value>(&mut commands),
         )
         .await;
         drop(beating);
-        if matches!(beat, Ok(Ok(_))) {
-            Renewed::Yes
-        } else {
-            Renewed::Failed
+        match beat {
+            Ok(Ok(reply)) => {
+                if let (Some(hooks), Some(totals)) = (hooks, load_reply(reply)) {
+                    (hooks.heard)(totals);
+                }
+                Renewed::Yes
+            }
+            _ => Renewed::Failed,
         }
     }
 }

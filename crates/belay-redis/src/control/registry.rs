@@ -1,18 +1,33 @@
 //! Which nodes are alive: one hash, `PREFIX.nodes`, a field per node whose
-//! value is `EXPIRES_MS|NAME`. Each node renews its field every heartbeat;
+//! value is `EXPIRES_MS|RATE|OPEN` (its admission rate per second, 0 when
+//! it plans alone, and its open connections). Each node renews its field
+//! every heartbeat and hears back the cluster's totals;
 //! a node that stops (killed, cut off from Redis) expires after the node
 //! TTL, and listing drops expired fields. Times are Redis's own clock, so
 //! the nodes' clocks need not agree.
 
 use redis::{Script, Value};
 
-/// Renew a node's field. KEYS: the hash. ARGV: node id, TTL ms.
+/// Renew a node's field and total the live nodes' loads. KEYS: the hash.
+/// ARGV: node id, TTL ms, admission rate, open connections. Returns
+/// `{nodes, rate, open}` over the live nodes that gave a rate (the rate as
+/// a string: Lua numbers reach Rust as integers).
 pub(crate) const BEAT: &str = r"
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], (ms + tonumber(ARGV[2])) .. '|' .. ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], (ms + tonumber(ARGV[2])) .. '|' .. ARGV[3] .. '|' .. ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return ms
+local nodes, rate, open = 0, 0, 0
+local all = redis.call('HGETALL', KEYS[1])
+for i = 2, #all, 2 do
+  local expires, r, o = string.match(all[i], '^(%d+)|([%d%.]+)|(%d+)$')
+  if expires and tonumber(expires) > ms and tonumber(r) and tonumber(r) > 0 then
+    nodes = nodes + 1
+    rate = rate + tonumber(r)
+    open = open + tonumber(o)
+  end
+end
+return {nodes, tostring(rate), open}
 ";
 
 /// The ids of live nodes, dropping expired fields. KEYS: the hash.

@@ -5,6 +5,7 @@
 mod across_nodes;
 mod auth;
 mod channel_list;
+mod cluster_pacing;
 mod common;
 mod control_plane;
 mod history_bytes;
