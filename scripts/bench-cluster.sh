@@ -7,6 +7,7 @@
 #
 #   scripts/bench-cluster.sh                       # everything (about an hour on 2 cores)
 #   ONLY=publish RUNS=1 scripts/bench-cluster.sh   # one part: publish | capacity | recovery
+#   PUB_REPLICATED=1 PUB_NODES=1 ONLY=publish scripts/bench-cluster.sh   # + a primary with a replica, wait_replicas 0 and 1
 #   CAP_NODES=4 CAP_CLIENTS=2 CAP_PER_CLIENT=5000 ONLY=capacity scripts/bench-cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,8 @@ if [[ $ONLY == all || $ONLY == publish ]]; then
     --throughput-subscribers "${PUB_TPUT_SUBSCRIBERS:-8}" --throughput-messages "${PUB_TPUT_MESSAGES:-20000}" \
     --concurrency "${PUB_CONCURRENCY:-1,16}" \
     --latency-subscribers "${PUB_LAT_SUBSCRIBERS:-1000}" --latency-messages "${PUB_LAT_MESSAGES:-1000}" \
-    --latency-rate "${PUB_LAT_RATE:-100}" --floor-requests "${PUB_FLOOR_REQUESTS:-100000}"
+    --latency-rate "${PUB_LAT_RATE:-100}" --floor-requests "${PUB_FLOOR_REQUESTS:-100000}" \
+    ${PUB_REPLICATED:+--replicated}
   echo "after publish: $(uptime)"
 fi
 

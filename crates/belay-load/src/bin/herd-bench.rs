@@ -83,6 +83,10 @@ struct Cli {
     /// The `belay` binary (default: the one next to this executable).
     #[arg(long)]
     belay: Option<PathBuf>,
+    /// Nodes behind HAProxy on one redis-server (each with --accept-rate);
+    /// 1: one server, no balancer.
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
 }
 
 fn main() -> Result<(), String> {
@@ -99,6 +103,7 @@ fn main() -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let mut reports = Vec::new();
+    let mut cluster_reports = Vec::new();
     for case in cases {
         let mut client_config = case.config.clone();
         if let Some(timeout) = cli.connect_timeout {
@@ -114,6 +119,7 @@ fn main() -> Result<(), String> {
                 session_cost_us: cli.session_cost_us,
                 max_pending_upgrades: cli.max_pending_upgrades,
                 cpus: cli.server_cpus.clone(),
+                broker: None,
             },
             clients: cli.clients,
             policy: case.name.clone(),
@@ -125,6 +131,14 @@ fn main() -> Result<(), String> {
             seed: cli.seed,
         };
         eprintln!("herd-bench: {} ({} clients)…", case.label, cli.clients);
+        if cli.nodes > 1 {
+            let report = runtime
+                .block_on(herd::cluster::run(&config, cli.nodes.min(16)))
+                .map_err(|e| format!("{}: {e}", case.name))?;
+            println!("{}", report.to_json());
+            cluster_reports.push(report);
+            continue;
+        }
         let report = runtime
             .block_on(herd::run(&config))
             .map_err(|e| format!("{}: {e}", case.name))?;
@@ -132,7 +146,11 @@ fn main() -> Result<(), String> {
         reports.push(report);
     }
     println!();
-    print!("{}", herd::table(&reports));
+    if cluster_reports.is_empty() {
+        print!("{}", herd::table(&reports));
+    } else {
+        print!("{}", herd::cluster::table(&cluster_reports));
+    }
     Ok(())
 }
 

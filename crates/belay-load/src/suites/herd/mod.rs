@@ -21,6 +21,8 @@
 //! Every client notices the outage at once: the kernel resets every
 //! connection of the killed process (the simulator's detection window 0).
 
+mod balancer;
+pub mod cluster;
 mod figures;
 mod fleet;
 mod kernel;

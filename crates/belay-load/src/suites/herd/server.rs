@@ -36,6 +36,9 @@ pub struct ServeSettings {
     pub max_pending_upgrades: u32,
     /// CPUs the server may run on (`taskset -c LIST`), if pinned.
     pub cpus: Option<String>,
+    /// `--broker`: `None` the embedded broker; a `redis://` URL for the
+    /// nodes of a cluster.
+    pub broker: Option<String>,
 }
 
 impl ServeSettings {
@@ -65,6 +68,7 @@ impl ServeSettings {
             .args(["--max-pending-upgrades", &pending])
             .args(["--max-pending-upgrades-per-ip", &pending])
             .args(["--work-rate-per-ip", "0"])
+            .args(["--broker", self.broker.as_deref().unwrap_or("memory")])
             // Quiet: nothing but warnings, so logging costs the server nothing.
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
