@@ -6,6 +6,7 @@
 # builds at the end (docs/BENCHMARKS.md).
 #
 #   RUNS=3 scripts/bench-cluster-regression.sh e5282fe
+#   RUNS=5 LAT_SUBSCRIBERS=100 LAT_MESSAGES=200 REPLICATED=0 scripts/bench-cluster-regression.sh e5282fe
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: scripts/bench-cluster-regression.sh BASE_COMMIT}
@@ -21,12 +22,14 @@ base_bin=$base_dir/target/release/cluster-bench
 echo "baseline: $base, new: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + local changes')"
 nproc; grep -m1 'model name' /proc/cpuinfo; redis-server --version
 args=(publish --nodes 1 --runs 1 --throughput-subscribers 8 --throughput-messages 20000
-      --concurrency 1,16 --latency-subscribers 1000 --latency-messages 1000 --latency-rate 100
-      --floor-requests 100000)
+      --concurrency 1,16 --latency-subscribers "${LAT_SUBSCRIBERS:-1000}"
+      --latency-messages "${LAT_MESSAGES:-1000}" --latency-rate 100 --floor-requests 100000)
+new_args=("${args[@]}")
+if [[ ${REPLICATED:-1} == 1 ]]; then new_args+=(--replicated); fi
 out=$(mktemp -d)
 for run in $(seq 1 "$RUNS"); do
   echo "== run $run: baseline"; "$base_bin" "${args[@]}" | tee -a "$out/base.txt" | grep MEDIAN
-  echo "== run $run: new"; "$new_bin" "${args[@]}" --replicated | tee -a "$out/new.txt" | grep MEDIAN
+  echo "== run $run: new"; "$new_bin" "${new_args[@]}" | tee -a "$out/new.txt" | grep MEDIAN
 done
 echo "== all MEDIAN lines (one per run): baseline"; grep MEDIAN "$out/base.txt"
 echo "== all MEDIAN lines (one per run): new"; grep MEDIAN "$out/new.txt"

@@ -292,6 +292,11 @@ mod tests {
         plan.set_cluster(ClusterCapacity::new(1_500.0, 4).map(|c| c.with_fleet(60_000)));
         assert_eq!(plan.assign(ms(0), 1).period_ms, 42_105);
         assert_eq!(plan.cluster().and_then(|c| c.fleet()), Some(60_000));
+        // A count short of what the nodes expect (a fleet still
+        // connecting) keeps the period for the expected fleet.
+        plan.set_cluster(ClusterCapacity::new(1_500.0, 4).map(|c| c.with_fleet(20_000)));
+        assert_eq!(plan.assign(ms(0), 1).period_ms, 28_070);
+        plan.set_cluster(ClusterCapacity::new(1_500.0, 4).map(|c| c.with_fleet(60_000)));
         let advice = plan.restart_advice("deploy", 9_999, 10_000, Duration::ZERO);
         assert!(advice.min_delay_ms > 42_000, "{advice:?}");
         plan.set_cluster(None);
