@@ -27,6 +27,7 @@ async fn a_small_fleet_comes_back_after_a_killed_server_and_the_counts_agree() {
             session_cost_us: 50,
             max_pending_upgrades: 2_048,
             cpus: None,
+            broker: None,
         },
         clients: CLIENTS,
         policy: case.name,
@@ -80,4 +81,57 @@ async fn a_small_fleet_comes_back_after_a_killed_server_and_the_counts_agree() {
     let refused = report.server.admission_refusals.expect("the metrics");
     assert_eq!(handshakes, n as f64 + refused, "admitted + refused: {json}");
     assert!(report.recovery.server_cpu > Duration::ZERO);
+}
+
+/// The same outage with two nodes on a real Redis behind a real HAProxy
+/// (`herd-bench --nodes 2`): 400 clients of Belay's default policy, each
+/// node admitting 100/s, both nodes killed and back after 1 s. The fleet is
+/// back, every node accepted its share, and (generous bounds: the machine
+/// may be loaded) within twice the bound, no node far past its rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_behind_haproxy_comes_back_to_both_nodes_at_their_rate() {
+    const FLEET: usize = 400;
+    let case = select_cases(Some("belay-default"))
+        .expect("a named policy")
+        .remove(0);
+    let config = HerdConfig {
+        serve: ServeSettings {
+            belay: PathBuf::from(env!("CARGO_BIN_EXE_belay")),
+            accept_rate: 100.0,
+            expected_clients: FLEET,
+            worker_threads: 1,
+            handshake_cost_us: 0,
+            session_cost_us: 0,
+            max_pending_upgrades: 2_048,
+            cpus: None,
+            broker: None,
+        },
+        clients: FLEET,
+        policy: case.name,
+        client_config: case.config,
+        down: Duration::from_secs(1),
+        horizon: Duration::from_secs(60),
+        ramp_rate: 150.0,
+        settle: Duration::from_secs(2),
+        seed: 1,
+    };
+    let report = herd::cluster::run(&config, 2)
+        .await
+        .expect("the run completes");
+    let json = report.to_json();
+    let all = report.figures.t100.expect("every client is back");
+    assert!(all >= config.down, "{json}");
+    assert!(all <= report.bound * 2, "{json}");
+    assert_eq!(report.per_node.len(), 2);
+    let accepted: f64 = report.per_node.iter().map(|n| n.accepted).sum();
+    assert_eq!(accepted, FLEET as f64, "each client admitted once: {json}");
+    for node in &report.per_node {
+        assert!(
+            node.accepted >= FLEET as f64 / 4.0,
+            "both nodes take a share: {json}"
+        );
+        // A new node's bucket starts full (100 tokens): its busiest second
+        // can reach twice its rate, never more.
+        assert!(node.peak_per_s <= 200.0, "{json}");
+    }
 }

@@ -183,22 +183,8 @@ impl Commands {
         command: &Cmd,
     ) -> Result<T, String> {
         let mut connection = primary.connection.clone();
-        match tokio::time::timeout(
-            self.shared.command_timeout,
-            command.query_async(&mut connection),
-        )
-        .await
-        {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => {
-                self.failed(primary, &error);
-                Err(error.to_string())
-            }
-            Err(_) => {
-                self.forget(primary);
-                Err("timed out".into())
-            }
-        }
+        self.settle(primary, command.query_async(&mut connection))
+            .await
     }
 
     /// Run `call` on `primary`, within the command timeout.
@@ -208,12 +194,19 @@ impl Commands {
         call: &redis::ScriptInvocation<'_>,
     ) -> Result<Value, String> {
         let mut connection = primary.connection.clone();
-        match tokio::time::timeout(
-            self.shared.command_timeout,
-            call.invoke_async(&mut connection),
-        )
-        .await
-        {
+        self.settle(primary, call.invoke_async(&mut connection))
+            .await
+    }
+
+    /// `reply` from `primary` within the command timeout; a failure that
+    /// ends the connection (or no answer in time) makes the next call
+    /// connect again.
+    async fn settle<T>(
+        &self,
+        primary: &Primary,
+        reply: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, String> {
+        match tokio::time::timeout(self.shared.command_timeout, reply).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => {
                 self.failed(primary, &error);

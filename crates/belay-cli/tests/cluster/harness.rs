@@ -40,9 +40,9 @@ const LOG_LINES: usize = 2_000;
 /// What the nodes keep their channels in.
 pub(crate) enum Backing {
     /// One Redis.
-    Redis(RedisServer),
+    Redis(Box<RedisServer>),
     /// A primary and a replica behind three Sentinels.
-    Sentinels(RedisSentinels),
+    Sentinels(Box<RedisSentinels>),
 }
 
 impl Backing {
@@ -191,12 +191,16 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// `nodes` nodes on one Redis.
     pub(crate) async fn start(nodes: usize) -> Cluster {
-        Cluster::start_on(Backing::Redis(RedisServer::start().await), nodes).await
+        Cluster::start_on(Backing::Redis(Box::new(RedisServer::start().await)), nodes).await
     }
 
     /// `nodes` nodes on Redis behind Sentinels.
     pub(crate) async fn start_on_sentinels(nodes: usize) -> Cluster {
-        Cluster::start_on(Backing::Sentinels(RedisSentinels::start().await), nodes).await
+        Cluster::start_on(
+            Backing::Sentinels(Box::new(RedisSentinels::start().await)),
+            nodes,
+        )
+        .await
     }
 
     async fn start_on(backing: Backing, nodes: usize) -> Cluster {

@@ -115,12 +115,7 @@ impl RedisProcess {
     /// Send one command (RESP array of bulk strings) and return the first
     /// line of the answer (`+OK`, `:3`, `$5` …), within 5 s.
     pub fn command(&self, args: &[&str]) -> Result<String, String> {
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        let mut stream =
-            TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .map_err(|e| e.to_string())?;
+        let mut stream = self.connect()?;
         let mut request = format!("*{}\r\n", args.len());
         for a in args {
             request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
@@ -137,14 +132,20 @@ impl RedisProcess {
 }
 
 impl RedisProcess {
-    /// `INFO section`, whole (a bulk string), within 5 s.
-    fn info(&self, section: &str) -> Result<String, String> {
+    /// A connection to it (within 1 s) whose reads wait at most 5 s.
+    fn connect(&self) -> Result<TcpStream, String> {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        let mut stream =
+        let stream =
             TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map_err(|e| e.to_string())?;
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .map_err(|e| e.to_string())?;
+        Ok(stream)
+    }
+
+    /// `INFO section`, whole (a bulk string), within 5 s.
+    fn info(&self, section: &str) -> Result<String, String> {
+        let mut stream = self.connect()?;
         let request = format!("*2\r\n$4\r\nINFO\r\n${}\r\n{section}\r\n", section.len());
         stream
             .write_all(request.as_bytes())

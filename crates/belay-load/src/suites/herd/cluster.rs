@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::balancer::Balancer;
-use super::figures::{compute, Figures};
-use super::fleet::{self, Fleet};
+use super::figures::Figures;
+use super::fleet::Fleet;
 use super::server::{series, ServeProcess};
 use super::HerdConfig;
 use crate::suites::cluster::redis::RedisProcess;
@@ -69,14 +69,7 @@ pub async fn run(config: &HerdConfig, nodes: usize) -> Result<ClusterReport, Loa
     let balancer = Balancer::start(&addrs).await?;
     let url = format!("ws://{}/ws", balancer.front());
     let mut fleet = Fleet::new();
-    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / config.ramp_rate));
-    for i in 0..n {
-        ticker.tick().await;
-        let seed = belay_sim::client_seed(config.seed, i as u64);
-        fleet
-            .add(&url, &config.client_config, seed)
-            .map_err(|e| LoadError::Target(e.to_string()))?;
-    }
+    super::ramp(&mut fleet, &url, config).await?;
     let counts = fleet
         .wait_for(|c| c.ready >= n, Duration::from_secs(60))
         .await;
@@ -104,15 +97,7 @@ pub async fn run(config: &HerdConfig, nodes: usize) -> Result<ClusterReport, Loa
     let up_at = Instant::now();
     let samples = watch(&fleet, &servers, kill_at + config.horizon).await;
     let end_at = Instant::now();
-    let (dials, changes) = fleet.recorded(kill_at);
-    let figures = compute(
-        n as u64,
-        fleet::micros(spawned_at, kill_at),
-        fleet::micros(up_at, kill_at),
-        fleet::micros(end_at, kill_at),
-        &dials,
-        &changes,
-    );
+    let figures = super::measured(&fleet, kill_at, [spawned_at, up_at, end_at]);
     fleet.close().await;
     for server in servers {
         server.kill().await?;
@@ -129,19 +114,11 @@ pub async fn run(config: &HerdConfig, nodes: usize) -> Result<ClusterReport, Loa
 }
 
 /// Each node's `(accepted, refused)` read every [`SAMPLE_EVERY`] until
-/// every client is ready again or `deadline`.
+/// every client is ready again or `deadline`, and once more at the end.
 async fn watch(fleet: &Fleet, servers: &[ServeProcess], deadline: Instant) -> Vec<Vec<(f64, f64)>> {
     let mut samples: Vec<Vec<(f64, f64)>> = vec![Vec::new(); servers.len()];
     loop {
-        for (server, kept) in servers.iter().zip(&mut samples) {
-            let text = server.scrape("/metrics", SAMPLE_EVERY).await.ok();
-            let get = |name| text.as_deref().and_then(|t| series(t, name));
-            let last = kept.last().copied().unwrap_or_default();
-            kept.push((
-                get("belay_connects_total").unwrap_or(last.0),
-                get("belay_admission_refusals_total").unwrap_or(last.1),
-            ));
-        }
+        sample(servers, &mut samples).await;
         let now = Instant::now();
         if now >= deadline {
             return samples;
@@ -153,8 +130,23 @@ async fn watch(fleet: &Fleet, servers: &[ServeProcess], deadline: Instant) -> Ve
             )
             .await;
         if counts.ready_since_kill >= fleet.len() {
+            sample(servers, &mut samples).await;
             return samples;
         }
+    }
+}
+
+/// Read every node's counters once (a node that does not answer keeps its
+/// last figures).
+async fn sample(servers: &[ServeProcess], samples: &mut [Vec<(f64, f64)>]) {
+    for (server, kept) in servers.iter().zip(samples.iter_mut()) {
+        let text = server.scrape("/metrics", SAMPLE_EVERY).await.ok();
+        let get = |name| text.as_deref().and_then(|t| series(t, name));
+        let last = kept.last().copied().unwrap_or_default();
+        kept.push((
+            get("belay_connects_total").unwrap_or(last.0),
+            get("belay_admission_refusals_total").unwrap_or(last.1),
+        ));
     }
 }
 

@@ -115,14 +115,7 @@ pub async fn run(config: &HerdConfig) -> Result<HerdReport, LoadError> {
     let url = format!("ws://{addr}/ws");
     let mut fleet = Fleet::new();
     let ramp_started = Instant::now();
-    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / config.ramp_rate));
-    for i in 0..n {
-        ticker.tick().await;
-        let seed = belay_sim::client_seed(config.seed, i as u64);
-        fleet
-            .add(&url, &config.client_config, seed)
-            .map_err(|e| LoadError::Target(e.to_string()))?;
-    }
+    ramp(&mut fleet, &url, config).await?;
     let ramp_bound = Duration::from_secs(60);
     let counts = fleet.wait_for(|c| c.ready >= n, ramp_bound).await;
     if counts.ready < n {
@@ -151,15 +144,7 @@ pub async fn run(config: &HerdConfig) -> Result<HerdReport, LoadError> {
     let end_at = Instant::now();
     let load_cpu = own_cpu()? - load_cpu_start;
     let server = ServerCounts::scrape(&second).await;
-    let (dials, changes) = fleet.recorded(kill_at);
-    let figures = compute(
-        n as u64,
-        fleet::micros(spawned_at, kill_at),
-        fleet::micros(up_at, kill_at),
-        fleet::micros(end_at, kill_at),
-        &dials,
-        &changes,
-    );
+    let figures = measured(&fleet, kill_at, [spawned_at, up_at, end_at]);
     fleet.close().await;
     second.kill().await?;
     Ok(HerdReport::new(
@@ -172,6 +157,34 @@ pub async fn run(config: &HerdConfig) -> Result<HerdReport, LoadError> {
         load_cpu,
         server,
     ))
+}
+
+/// Start the fleet's `config.clients` clients on `url`, `config.ramp_rate`
+/// per second, each with its seed.
+async fn ramp(fleet: &mut Fleet, url: &str, config: &HerdConfig) -> Result<(), LoadError> {
+    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / config.ramp_rate));
+    for i in 0..config.clients {
+        ticker.tick().await;
+        let seed = belay_sim::client_seed(config.seed, i as u64);
+        fleet
+            .add(url, &config.client_config, seed)
+            .map_err(|e| LoadError::Target(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The fleet's figures since `kill_at`, with the new server spawned, up
+/// and the run ended at the three instants.
+fn measured(fleet: &Fleet, kill_at: Instant, [spawned, up, end]: [Instant; 3]) -> Figures {
+    let (dials, changes) = fleet.recorded(kill_at);
+    compute(
+        fleet.len() as u64,
+        fleet::micros(spawned, kill_at),
+        fleet::micros(up, kill_at),
+        fleet::micros(end, kill_at),
+        &dials,
+        &changes,
+    )
 }
 
 /// The new server's CPU time, second by second, while the fleet comes back.

@@ -202,6 +202,7 @@ mod tests {
             session_cost_us: 0,
             max_pending_upgrades: 2_048,
             cpus: Some("0".into()),
+            broker: Some("redis://127.0.0.1:6379".into()),
         };
         let command = settings.command("127.0.0.1:0".parse().unwrap());
         let command = command.as_std();
@@ -212,5 +213,6 @@ mod tests {
         assert!(joined.contains("--accept-rate 200 --expected-clients 3000 --worker-threads 1"));
         assert!(joined.contains("--handshake-cost-us 1000"));
         assert!(joined.contains("--max-pending-upgrades-per-ip 2048"));
+        assert!(joined.contains("--broker redis://127.0.0.1:6379"));
     }
 }
