@@ -6,9 +6,9 @@ use std::time::Duration;
 use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
 use belay_proto::server::{can_resume, HeldHistory};
 use belay_server::broker::{
-    Broker, ChannelList, ChannelQuery, ChannelTally, Delivery, HistoryError, HistoryFuture,
-    HistoryPage, HistoryQuery, Joining, ListError, LiveSender, OutcomeStore, PublishError,
-    Publishing, SubscribeError, SubscriberId, Subscription,
+    Broker, ChannelList, ChannelQuery, ChannelTally, Delivery, HistoryFuture, HistoryQuery,
+    Joining, ListError, LiveSender, OutcomeStore, PublishError, Publishing, SubscribeError,
+    SubscriberId, Subscription,
 };
 use tokio::time::timeout;
 
@@ -22,7 +22,7 @@ use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
 use crate::presence::{RedisPresence, SharedPresence};
 use crate::pubsub::Link;
-use crate::scripts::{history_reply, publish_reply, read_reply, HeldEntry, HistoryReply, Scripts};
+use crate::scripts::{history_reply, publish_reply, HeldEntry, HistoryReply, Scripts};
 
 /// Why a [`RedisBroker`] could not start.
 #[derive(Debug, thiserror::Error)]
@@ -168,7 +168,7 @@ pub(crate) fn deliveries(
 }
 
 /// A fresh epoch: the time in nanoseconds and a process-wide counter, hex.
-fn new_epoch() -> String {
+pub(crate) fn new_epoch() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
@@ -183,7 +183,7 @@ impl Inner {
     /// it: the primary's `run_id`, or none under
     /// [`RedisConfig::wait_replicas`] (a failover then loses nothing a
     /// client saw, so epochs are kept).
-    async fn primary(&self, what: &str) -> Result<(Primary, Arc<str>), String> {
+    pub(crate) async fn primary(&self, what: &str) -> Result<(Primary, Arc<str>), String> {
         let primary = self
             .commands
             .primary()
@@ -199,7 +199,7 @@ impl Inner {
 
     /// Run `call` on `primary` within the command timeout; why not, as the
     /// reason a client is told (`what`: which operation).
-    async fn run(
+    pub(crate) async fn run(
         &self,
         what: &str,
         primary: &Primary,
@@ -225,7 +225,7 @@ impl Inner {
 
     /// `1` when publications are durable: readers see only what replicas
     /// confirmed (the scripts' `visible_top`).
-    fn durable_flag(&self) -> &'static str {
+    pub(crate) fn durable_flag(&self) -> &'static str {
         if self.durable.is_some() {
             "1"
         } else {
@@ -238,6 +238,11 @@ impl Inner {
         &self.scripts
     }
 
+    /// How Redis is reached and what is kept there.
+    pub(crate) fn config(&self) -> &RedisConfig {
+        &self.config
+    }
+
     /// The prefix of every key and PUB/SUB name.
     pub(crate) fn prefix(&self) -> &str {
         &self.config.prefix
@@ -245,7 +250,7 @@ impl Inner {
 
     /// `channel`'s history length and age: its namespace's, capped by
     /// the configured ones.
-    fn history_bounds(&self, channel: &str) -> (usize, Duration) {
+    pub(crate) fn history_bounds(&self, channel: &str) -> (usize, Duration) {
         self.config.namespaces.history_bounds(
             channel,
             self.config.history_len,
@@ -322,67 +327,6 @@ impl Inner {
         call.arg(&*writer).arg(self.durable_flag());
         let reply = self.run("history", &primary, &call).await?;
         history_reply(reply).map_err(|e| e.to_string())
-    }
-
-    /// A page of `channel`'s history for `query` (see the read script).
-    async fn read(
-        &self,
-        channel: String,
-        query: HistoryQuery,
-    ) -> Result<HistoryPage, HistoryError> {
-        let keys = ChannelKeys::new(&self.config.prefix, &channel);
-        let (_, history_age) = self.history_bounds(&channel);
-        let since = query.since.as_ref();
-        // The first entry id to read, inclusive (offsets are entry ids).
-        let start = match (since, query.reverse) {
-            (None, false) => "-".to_owned(),
-            (None, true) => "+".to_owned(),
-            (Some(s), false) => format!("{}-0", s.offset.saturating_add(1)),
-            (Some(s), true) if s.offset == 0 => String::new(),
-            (Some(s), true) => format!("{}-0", s.offset - 1),
-        };
-        let mut call = self.scripts.read.prepare_invoke();
-        call.key(&keys.meta)
-            .key(&keys.history)
-            .arg(since.map(|s| s.epoch.as_str()).unwrap_or_default())
-            .arg(since.map(|s| s.offset.to_string()).unwrap_or_default())
-            .arg(if query.reverse { "1" } else { "0" })
-            // Within what Lua's numbers print as integers.
-            .arg(query.limit.min(1 << 31))
-            .arg(query.max_bytes)
-            .arg(u64::try_from(history_age.as_millis()).unwrap_or(u64::MAX))
-            .arg(self.config.meta_ttl.as_secs().max(1))
-            .arg(new_epoch())
-            .arg(start);
-        let (primary, writer) = self
-            .primary("history")
-            .await
-            .map_err(HistoryError::Unavailable)?;
-        call.arg(&*writer).arg(self.durable_flag());
-        let reply = self
-            .run("history", &primary, &call)
-            .await
-            .map_err(HistoryError::Unavailable)?;
-        let read = read_reply(reply).map_err(|e| HistoryError::Unavailable(e.to_string()))?;
-        let position = StreamPosition {
-            epoch: read.epoch,
-            offset: read.top,
-        };
-        query.check(&position)?;
-        let mut page = HistoryPage::empty(position);
-        for entry in read.entries {
-            let data = RawJson::from_json(entry.data).map_err(|_| {
-                HistoryError::Unavailable("a publication in Redis is not JSON".into())
-            })?;
-            page.publications.push(Publication {
-                channel: channel.clone(),
-                epoch: page.position.epoch.clone(),
-                offset: entry.offset,
-                data,
-            });
-        }
-        page.truncated = read.truncated;
-        Ok(page)
     }
 
     /// Subscribe the PUB/SUB name, read the history, grant.

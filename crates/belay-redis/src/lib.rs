@@ -60,6 +60,7 @@ mod config;
 mod control;
 mod durable;
 mod endpoint;
+mod history_page;
 mod hub;
 mod keys;
 mod ledger;

@@ -36,6 +36,7 @@ mod netns;
 mod observation;
 mod peer_agent;
 mod probe;
+mod redis;
 mod report;
 mod run;
 mod sentinels;
