@@ -35,6 +35,10 @@ pub enum ConnectError {
     /// credentials).
     #[error("cannot reach Redis: {0}")]
     Unreachable(String),
+    /// Settings that do not go together (a Redis Cluster with
+    /// `wait_replicas`, or found through Sentinels).
+    #[error("unsupported Redis setup: {0}")]
+    Unsupported(String),
 }
 
 /// Channels, history and live fan-out shared by every node on one Redis.
@@ -79,6 +83,11 @@ impl RedisBroker {
     /// reached now; once started, the broker reconnects by itself (and
     /// refuses publications and subscriptions while Redis is away).
     pub async fn connect(config: RedisConfig) -> Result<RedisBroker, ConnectError> {
+        if config.is_cluster() && config.wait_replicas > 0 {
+            return Err(ConnectError::Unsupported(
+                "wait_replicas on a Redis Cluster (WAIT would block a shard's only command connection)".into(),
+            ));
+        }
         let endpoint = Arc::new(Endpoint::new(&config)?);
         let commands = Commands::connect(Arc::clone(&endpoint), config.command_timeout)
             .await
@@ -290,7 +299,7 @@ impl Inner {
         data: &RawJson,
         live: bool,
     ) -> Result<(u64, String), String> {
-        let keys = ChannelKeys::new(&self.config.prefix, channel);
+        let keys = ChannelKeys::new(&self.config.prefix, channel, self.config.is_cluster());
         let (history_len, history_age) = self.history_bounds(channel);
         let mut call = self.scripts.publish.prepare_invoke();
         call.key(&keys.meta)
@@ -316,7 +325,7 @@ impl Inner {
         channel: &str,
         after: Option<u64>,
     ) -> Result<HistoryReply, String> {
-        let keys = ChannelKeys::new(&self.config.prefix, channel);
+        let keys = ChannelKeys::new(&self.config.prefix, channel, self.config.is_cluster());
         let mut call = self.scripts.history.prepare_invoke();
         call.key(&keys.meta)
             .key(&keys.history)

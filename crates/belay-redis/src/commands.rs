@@ -6,11 +6,18 @@
 //! from its disk) may lack the last writes the old one acknowledged, so
 //! the channel scripts start a new epoch when the `run_id` a channel was
 //! last written under changes (see `scripts.rs`).
+//!
+//! On a Redis Cluster the connection is redis-rs's cluster connection: it
+//! sends each command to the primary of its key's slot and follows
+//! `MOVED`, `ASK` and failovers itself. Which primary runs a script is then
+//! not known here, so the scripts learn the writer's `run_id` themselves
+//! ([`CLUSTER_WRITER`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, RedisFuture, Value};
 
 use crate::endpoint::Endpoint;
@@ -44,14 +51,54 @@ struct Current {
     last_error: String,
 }
 
-/// One connection to one primary process.
+/// The writer the scripts are given on a Redis Cluster: "ask the node
+/// that runs the script" (see `scripts.rs`).
+pub(crate) const CLUSTER_WRITER: &str = "@";
+
+/// One connection to one primary process (or, on a cluster, to each
+/// primary).
 #[derive(Clone)]
 pub(crate) struct Primary {
-    pub(crate) connection: MultiplexedConnection,
+    pub(crate) connection: Connection,
     /// The primary's `run_id` (empty when Redis would not say: an ACL user
-    /// without `INFO`).
+    /// without `INFO`; [`CLUSTER_WRITER`] on a cluster).
     pub(crate) run_id: Arc<str>,
     generation: u64,
+}
+
+/// A connection to one Redis, or to a Redis Cluster.
+#[derive(Clone)]
+pub(crate) enum Connection {
+    Single(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
 }
 
 impl Commands {
@@ -128,7 +175,12 @@ impl Commands {
         }
     }
 
-    async fn open(&self) -> redis::RedisResult<(MultiplexedConnection, String)> {
+    async fn open(&self) -> redis::RedisResult<(Connection, String)> {
+        if let Some(seeds) = self.shared.endpoint.cluster() {
+            let client = seeds.client(self.shared.command_timeout, None)?;
+            let connection = client.get_async_connection().await?;
+            return Ok((Connection::Cluster(connection), CLUSTER_WRITER.into()));
+        }
         let client = self.shared.endpoint.primary().await?;
         let mut connection = client
             .get_multiplexed_async_connection_with_config(&self.shared.config)
@@ -154,7 +206,7 @@ impl Commands {
                 String::new()
             }
         };
-        Ok((connection, run_id))
+        Ok((Connection::Single(connection), run_id))
     }
 
     /// `error` came from `primary`: forget that connection if the error

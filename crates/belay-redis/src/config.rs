@@ -19,6 +19,9 @@ pub struct RedisConfig {
     /// `url` then gives only the scheme (`rediss://` for TLS), the ACL user
     /// and password, and the database of the primary.
     pub sentinel: Option<SentinelConfig>,
+    /// The nodes of a Redis Cluster to learn its slots from (`url` is the
+    /// first). Empty: not a cluster. See [`RedisConfig::cluster`].
+    pub cluster_nodes: Vec<String>,
     /// Acknowledge a publication only once this many replicas have it
     /// (Redis `WAIT`), and send it live only then. `0` (the default): no
     /// wait. See [`RedisConfig::wait_replicas`].
@@ -101,6 +104,7 @@ impl Default for RedisConfig {
         RedisConfig {
             url: "redis://127.0.0.1:6379".into(),
             sentinel: None,
+            cluster_nodes: Vec::new(),
             wait_replicas: 0,
             wait_timeout: Duration::from_millis(500),
             tls_ca_pem: None,
@@ -149,6 +153,27 @@ impl RedisConfig {
             urls: urls.into_iter().map(Into::into).collect(),
         });
         self
+    }
+
+    /// Run on a Redis Cluster (Redis 7 or later) whose nodes include
+    /// `urls` (each `redis://[user[:password]@]host:port`, or `rediss://`
+    /// with [`tls_ca_pem`](Self::tls_ca_pem); one answering node is
+    /// enough, the rest of the cluster is learnt from it). Channels spread
+    /// over the cluster's slots by their hash tag, live publications go
+    /// over sharded PUB/SUB (`SSUBSCRIBE`), and `MOVED`, `ASK` and failovers
+    /// are followed. Not with [`sentinel`](Self::sentinel) or
+    /// [`wait_replicas`](Self::wait_replicas).
+    pub fn cluster(mut self, urls: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.cluster_nodes = urls.into_iter().map(Into::into).collect();
+        if let Some(first) = self.cluster_nodes.first() {
+            self.url.clone_from(first);
+        }
+        self
+    }
+
+    /// Whether this is a Redis Cluster ([`RedisConfig::cluster`]).
+    pub fn is_cluster(&self) -> bool {
+        !self.cluster_nodes.is_empty()
     }
 
     /// Durability: acknowledge a publication only once `replicas` replicas
@@ -290,6 +315,14 @@ impl std::fmt::Debug for RedisConfig {
         f.debug_struct("RedisConfig")
             .field("url", &redacted_url(&self.url))
             .field("sentinel", &self.sentinel)
+            .field(
+                "cluster_nodes",
+                &self
+                    .cluster_nodes
+                    .iter()
+                    .map(|u| redacted_url(u))
+                    .collect::<Vec<_>>(),
+            )
             .field("wait_replicas", &self.wait_replicas)
             .field("prefix", &self.prefix)
             .field("node_id", &self.node_id)
@@ -336,5 +369,9 @@ mod debug_tests {
         let shown = format!("{config:?}");
         assert!(!shown.contains("s3cret"), "{shown}");
         assert!(shown.contains("127.0.0.1:26379"), "{shown}");
+        let config = RedisConfig::default().cluster(["redis://:cl4ster@127.0.0.1:7000"]);
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("cl4ster"), "{shown}");
+        assert!(shown.contains("127.0.0.1:7000"), "{shown}");
     }
 }

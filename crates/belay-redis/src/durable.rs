@@ -84,7 +84,8 @@ impl Durable {
                 self.replicas, self.wait_ms
             )));
         }
-        let keys = ChannelKeys::new(broker.prefix(), &channel);
+        // Durable publications are refused on a Redis Cluster.
+        let keys = ChannelKeys::new(broker.prefix(), &channel, false);
         let mut confirm = broker.scripts().confirm.prepare_invoke();
         confirm
             .key(&keys.meta)

@@ -15,7 +15,7 @@ impl Inner {
         channel: String,
         query: HistoryQuery,
     ) -> Result<HistoryPage, HistoryError> {
-        let keys = ChannelKeys::new(&self.config().prefix, &channel);
+        let keys = ChannelKeys::new(&self.config().prefix, &channel, self.config().is_cluster());
         let (_, history_age) = self.history_bounds(&channel);
         let since = query.since.as_ref();
         // The first entry id to read, inclusive (offsets are entry ids).

@@ -295,13 +295,25 @@ impl Hub {
     /// forget them all.
     pub(crate) fn end_all(&self, reason: &str) {
         let ended = std::mem::take(&mut *self.lock());
-        for member in ended.into_values().flatten() {
-            match member.state {
-                MemberState::Live(_) => member.live.end(ErrorBody::new("unavailable", reason)),
-                _ => member
-                    .live
-                    .refuse(SubscribeError::Unavailable(reason.into())),
-            }
+        end_members(ended.into_values().flatten(), reason);
+    }
+
+    /// End every member of `channel` with `unavailable` (its live name
+    /// stopped being heard: a Redis Cluster moved its slot).
+    pub(crate) fn end_channel(&self, channel: &str, reason: &str) {
+        let ended = self.lock().remove(channel);
+        end_members(ended.into_iter().flatten(), reason);
+    }
+}
+
+/// Live members end, joining ones are refused, all `unavailable`.
+fn end_members(members: impl Iterator<Item = Member>, reason: &str) {
+    for member in members {
+        match member.state {
+            MemberState::Live(_) => member.live.end(ErrorBody::new("unavailable", reason)),
+            _ => member
+                .live
+                .refuse(SubscribeError::Unavailable(reason.into())),
         }
     }
 }

@@ -13,10 +13,43 @@ use redis::{Script, Value};
 /// last publications the old process acknowledged and sent live, and its
 /// offsets would count them again. Any leftover Stream of the old epoch is
 /// dropped, so entry ids keep matching offsets. Every script starts with it.
+///
+/// On a Redis Cluster (`writer` is `@`: the caller does not know which
+/// node runs the script) the writer is this node, `RUN_ID/NODE_ID`. A
+/// channel last written by another node that this node sees as a healthy
+/// primary came here by resharding (`MIGRATE` moves keys whole), so it
+/// keeps its epoch. One last written by a node that failed, is a replica
+/// now, or is this node restarted (same node id, new `run_id`) may lack
+/// acknowledged writes: a new epoch, as above.
 const CURRENT_EPOCH: &str = r"
+local function cluster_writer()
+  local info = redis.call('INFO', 'server')
+  return string.match(info, 'run_id:(%x+)') .. '/' .. redis.call('CLUSTER', 'MYID')
+end
+
+local function healthy_primary(node)
+  for line in string.gmatch(redis.call('CLUSTER', 'NODES'), '[^\n]+') do
+    local id, flags = string.match(line, '^(%x+) %S+ (%S+)')
+    if id == node then
+      return string.find(flags, 'master', 1, true) ~= nil and string.find(flags, 'fail', 1, true) == nil
+    end
+  end
+  return false
+end
+
 local function current_epoch(fresh, writer)
   local meta = redis.call('HMGET', KEYS[1], 'e', 'w')
   local epoch = meta[1]
+  if writer == '@' then
+    writer = cluster_writer()
+    if epoch and meta[2] and meta[2] ~= writer then
+      local node = string.match(meta[2], '/(%x+)$')
+      if node and node ~= string.match(writer, '/(%x+)$') and healthy_primary(node) then
+        redis.call('HSET', KEYS[1], 'w', writer)
+        meta[2] = writer
+      end
+    end
+  end
   if epoch and writer ~= '' and meta[2] ~= writer then
     if meta[2] then
       epoch = false
@@ -52,7 +85,8 @@ end
 /// Publish. KEYS: meta, history. ARGV: live channel, data, history length
 /// (0: none kept), history TTL s, meta TTL s, an epoch to start if there
 /// is none, the most bytes of data the history holds, the writer's
-/// `run_id` ([`CURRENT_EPOCH`]), `1` to publish live now (`0`: the caller
+/// `run_id` ([`CURRENT_EPOCH`]; `@` on a cluster, which publishes live with
+/// `SPUBLISH`), `1` to publish live now (`0`: the caller
 /// publishes once replicas confirmed). Returns `{offset, epoch}`.
 ///
 /// A missing meta hash starts a new epoch ([`CURRENT_EPOCH`]). The meta
@@ -94,7 +128,11 @@ if ARGV[3] ~= '0' then
   redis.call('HSET', KEYS[1], 'b', math.max(held, 0))
 end
 if ARGV[9] == '1' then
-  redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
+  local publish = 'PUBLISH'
+  if ARGV[8] == '@' then
+    publish = 'SPUBLISH'
+  end
+  redis.call(publish, ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
 end
 return {offset, epoch}
 ";

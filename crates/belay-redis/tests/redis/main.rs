@@ -15,6 +15,7 @@ mod namespace_history;
 mod position_check;
 mod presence_across_nodes;
 mod presence_redis_down;
+mod redis_cluster;
 mod redis_down;
 mod redis_faults;
 mod sentinel_failover;

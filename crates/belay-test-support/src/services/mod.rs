@@ -14,8 +14,10 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+mod cluster;
 mod sentinel;
 
+pub use cluster::RedisCluster;
 pub use sentinel::{RedisSentinels, MASTER};
 
 /// A `redis-server` without persistence, on a loopback port.
@@ -105,6 +107,11 @@ impl RedisServer {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill().await;
         }
+    }
+
+    /// Whether it runs (not killed).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Stop it answering without closing anything (`SIGSTOP`): a silent

@@ -7,15 +7,19 @@
 //! subscription on it is ended with `unavailable`, so clients resubscribe
 //! from their positions and recover from the history: a publication that
 //! went out while no connection listened is never skipped silently.
+//!
+//! On one Redis (or the primary the Sentinels name) that is one PUB/SUB
+//! connection ([`single`]); on a Redis Cluster, one cluster connection
+//! subscribing each channel on its shard's primary ([`sharded`]).
 
-use std::collections::HashSet;
+mod sharded;
+mod single;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use belay_proto::message::{Publication, RawJson};
 use belay_server::broker::Delivery;
-use futures_util::StreamExt;
-use redis::aio::{PubSubSink, PubSubStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
@@ -36,6 +40,7 @@ enum Command {
 pub(crate) struct Link {
     commands: mpsc::UnboundedSender<Command>,
     prefix: Arc<str>,
+    cluster: bool,
 }
 
 impl Link {
@@ -51,7 +56,9 @@ impl Link {
         let (commands, queue) = mpsc::unbounded_channel();
         let prefix: Arc<str> = Arc::from(prefix);
         let (command_timeout, probe_every) = timing;
+        let cluster = endpoint.cluster().is_some();
         let task = Task {
+            cluster,
             endpoint,
             hub,
             prefix: Arc::clone(&prefix),
@@ -62,31 +69,43 @@ impl Link {
         };
         let (ready, listening) = oneshot::channel();
         tokio::spawn(task.run(queue, ready));
-        (Link { commands, prefix }, listening)
+        (
+            Link {
+                commands,
+                prefix,
+                cluster,
+            },
+            listening,
+        )
     }
 
     /// Subscribe to `channel` (again, if already): resolves when Redis has
     /// confirmed, so every later publication reaches the hub.
     pub(crate) fn subscribe(&self, channel: &str) -> oneshot::Receiver<Result<(), String>> {
         let (answer, confirmed) = oneshot::channel();
-        let _ = self
-            .commands
-            .send(Command::Subscribe(live_name(&self.prefix, channel), answer));
+        let _ = self.commands.send(Command::Subscribe(
+            live_name(&self.prefix, channel, self.cluster),
+            answer,
+        ));
         confirmed
     }
 
     /// Carry out what the hub decided for `channel`.
     pub(crate) fn follow(&self, channel: &str, interest: &Interest) {
         if *interest == Interest::Unsubscribe {
-            let _ = self
-                .commands
-                .send(Command::Unsubscribe(live_name(&self.prefix, channel)));
+            let _ = self.commands.send(Command::Unsubscribe(live_name(
+                &self.prefix,
+                channel,
+                self.cluster,
+            )));
         }
     }
 }
 
 struct Task {
     endpoint: Arc<Endpoint>,
+    /// On a Redis Cluster (sharded PUB/SUB).
+    cluster: bool,
     hub: Arc<Hub>,
     prefix: Arc<str>,
     command_timeout: Duration,
@@ -100,6 +119,12 @@ struct Task {
 /// Why a connection was given up.
 const LOST: &str = "the broker lost its connection to Redis: resubscribe";
 
+/// A connection made, of either kind.
+enum Session {
+    Single(redis::aio::PubSub),
+    Sharded(sharded::Sharded),
+}
+
 impl Task {
     /// `ready` is told once the first connection listens on the control
     /// names.
@@ -109,11 +134,8 @@ impl Task {
         // Since when the connection is lost (for the line that says it is back).
         let mut lost_at: Option<tokio::time::Instant> = None;
         loop {
-            let connected = timeout(self.command_timeout, async {
-                self.endpoint.primary().await?.get_async_pubsub().await
-            })
-            .await;
-            let Ok(Ok(pubsub)) = connected else {
+            let connected = timeout(self.command_timeout, self.open()).await;
+            let Ok(Ok(session)) = connected else {
                 // Unreachable: refuse what waits, retry after a while.
                 let wait = tokio::time::sleep(backoff);
                 tokio::pin!(wait);
@@ -139,8 +161,16 @@ impl Task {
                     "PUB/SUB connection to Redis back"
                 );
             }
-            let (sink, stream) = pubsub.split();
-            match self.serve(sink, stream, &mut queue, &mut ready).await {
+            let served = match session {
+                Session::Single(pubsub) => {
+                    let (sink, stream) = pubsub.split();
+                    self.serve(sink, stream, &mut queue, &mut ready).await
+                }
+                Session::Sharded(sharded) => {
+                    self.serve_sharded(sharded, &mut queue, &mut ready).await
+                }
+            };
+            match served {
                 Served::Closed => return,
                 Served::Lost => {
                     tracing::warn!("PUB/SUB connection to Redis lost; reconnecting");
@@ -151,106 +181,21 @@ impl Task {
         }
     }
 
-    async fn serve(
-        &self,
-        mut sink: PubSubSink,
-        mut stream: PubSubStream,
-        queue: &mut mpsc::UnboundedReceiver<Command>,
-        ready: &mut Option<oneshot::Sender<()>>,
-    ) -> Served {
-        for name in &self.control_names {
-            let done = timeout(self.command_timeout, sink.subscribe(name)).await;
-            if !matches!(done, Ok(Ok(()))) {
-                return Served::Lost;
-            }
+    /// A new connection: to the primary as of now, or to the cluster.
+    async fn open(&self) -> redis::RedisResult<Session> {
+        if let Some(seeds) = self.endpoint.cluster() {
+            return sharded::Sharded::open(seeds, self.command_timeout)
+                .await
+                .map(Session::Sharded);
         }
-        if let Some(ready) = ready.take() {
-            let _ = ready.send(());
-        }
-        // The names this connection is subscribed to, confirmed. A join on
-        // one of them needs no round trip: commands are served in order, so
-        // an unsubscribe decided before it has already removed the name.
-        // (One round trip per join, one at a time, made 10,000 clients
-        // resubscribing to one channel wait behind each other past the
-        // join's timeout, and their retries kept the queue full.)
-        let mut subscribed: HashSet<String> = HashSet::new();
-        // Any message from Redis is proof of life: only a connection quiet
-        // for a probe interval is probed (a busy node probing a busy
-        // connection mistook a late PONG for a lost Redis).
-        // The probe is due a probe interval after the last message (not at
-        // fixed ticks, which probed up to two intervals after it), so a
-        // silent Redis is found within `probe_every + command_timeout`.
-        let mut heard = tokio::time::Instant::now();
-        let probe = tokio::time::sleep(self.probe_every);
-        tokio::pin!(probe);
-        loop {
-            tokio::select! {
-                command = queue.recv() => match command {
-                    None => return Served::Closed,
-                    Some(Command::Subscribe(name, answer)) => {
-                        if subscribed.contains(&name) {
-                            let _ = answer.send(Ok(()));
-                            continue;
-                        }
-                        let done = timeout(self.command_timeout, sink.subscribe(&name)).await;
-                        let ok = matches!(done, Ok(Ok(())));
-                        let _ = answer.send(if ok { Ok(()) } else { Err("Redis did not confirm the subscription".into()) });
-                        if !ok {
-                            return Served::Lost;
-                        }
-                        subscribed.insert(name);
-                    }
-                    Some(Command::Unsubscribe(name)) => {
-                        subscribed.remove(&name);
-                        let done = timeout(self.command_timeout, sink.unsubscribe(&name)).await;
-                        if !matches!(done, Ok(Ok(()))) {
-                            return Served::Lost;
-                        }
-                    }
-                },
-                message = stream.next() => match message {
-                    None => return Served::Lost,
-                    Some(message) => {
-                        heard = tokio::time::Instant::now();
-                        let name = message.get_channel_name();
-                        if self.control_names.iter().any(|own| own == name) {
-                            // Full: dropped, and its sender times out.
-                            if self.control_inbox.try_send(message.get_payload_bytes().to_vec()).is_err() {
-                                tracing::warn!("control inbox full: message dropped");
-                            }
-                            continue;
-                        }
-                        if self.deliver(name, message.get_payload_bytes()) {
-                            // Its last members ended or went: nobody here listens.
-                            subscribed.remove(name);
-                            let done = timeout(self.command_timeout, sink.unsubscribe(name)).await;
-                            if !matches!(done, Ok(Ok(()))) {
-                                return Served::Lost;
-                            }
-                        }
-                    }
-                },
-                () = &mut probe => {
-                    let due = heard + self.probe_every;
-                    if tokio::time::Instant::now() < due {
-                        probe.as_mut().reset(due);
-                        continue;
-                    }
-                    let pong = timeout(self.command_timeout, sink.ping::<redis::Value>()).await;
-                    if !matches!(pong, Ok(Ok(_))) {
-                        return Served::Lost;
-                    }
-                    heard = tokio::time::Instant::now();
-                    probe.as_mut().reset(heard + self.probe_every);
-                }
-            }
-        }
+        let pubsub = self.endpoint.primary().await?.get_async_pubsub().await?;
+        Ok(Session::Single(pubsub))
     }
 
     /// A live message: encoded once for this node's members. Returns
     /// whether the channel has no member left here.
-    fn deliver(&self, name: &str, payload: &[u8]) -> bool {
-        let Some(channel) = channel_of(&self.prefix, name) else {
+    pub(super) fn deliver(&self, name: &str, payload: &[u8]) -> bool {
+        let Some(channel) = channel_of(&self.prefix, name, self.cluster) else {
             return false;
         };
         let Some((offset, epoch, data)) = parse_live(payload) else {
@@ -275,7 +220,7 @@ impl Task {
     }
 }
 
-enum Served {
+pub(super) enum Served {
     /// The broker is gone.
     Closed,
     /// The connection failed or went silent.

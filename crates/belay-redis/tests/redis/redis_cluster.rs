@@ -1,0 +1,257 @@
+//! A Redis Cluster (three primaries, each with a replica, made by
+//! `redis-cli --cluster create`): channels spread over its shards, live
+//! delivery over sharded PUB/SUB, presence and the control plane across
+//! shards, a channel's slot moved under publishing (its clients resume
+//! with nothing lost and the epoch kept), and a primary killed (its
+//! replica promoted; what it may have lacked is announced, as with
+//! Sentinel).
+
+use std::time::Duration;
+
+use crate::common::{next, node, publications, resubscribe, subscribe, Node, Raw};
+use belay_proto::message::{ServerMessage, StreamPosition};
+use belay_redis::{ConnectError, RedisBroker, RedisConfig};
+use belay_server::broker::{Member, PublishError};
+use belay_server::rpc::Methods;
+use belay_server::Server;
+use belay_test_support::services::RedisCluster;
+use serde_json::json;
+
+fn cluster_config(cluster: &RedisCluster) -> RedisConfig {
+    RedisConfig::default()
+        .cluster(cluster.urls())
+        .command_timeout(Duration::from_millis(500))
+        .probe_every(Duration::from_millis(200))
+}
+
+/// Publish `data` on `channel`, retrying (within 20 s) while the cluster
+/// answers `unavailable`; any other refusal fails the test.
+async fn publish_once_available(server: &Server, channel: &str, data: serde_json::Value) -> u64 {
+    for _ in 0..200 {
+        match server.publish(channel, data.clone()).await {
+            Ok(published) => return published.offset,
+            Err(PublishError::Unavailable(_)) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("expected unavailable during the switch, got {other:?}"),
+        }
+    }
+    panic!("the cluster took no publication on {channel} within 20 s")
+}
+
+#[tokio::test]
+async fn channels_spread_over_every_shard_and_reach_subscribers_on_another_node() {
+    let cluster = RedisCluster::start(3, 1).await;
+    let (publisher, _) = node(cluster_config(&cluster)).await;
+    let (_subscriber, addr) = node(cluster_config(&cluster)).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let channels: Vec<String> = (0..12).map(|n| format!("room:{n}")).collect();
+    for channel in &channels {
+        let ServerMessage::Subscribed(granted) = subscribe(&mut raw, channel, None).await else {
+            panic!("subscribed to {channel}")
+        };
+        assert_eq!(granted.offset, 0);
+    }
+    for (n, channel) in channels.iter().enumerate() {
+        let published = publisher
+            .publish(channel, json!(n))
+            .await
+            .expect("published");
+        assert_eq!(published.offset, 1);
+    }
+    let mut seen = Vec::new();
+    while seen.len() < channels.len() {
+        match next(&mut raw).await {
+            ServerMessage::Publication(p) => seen.push(p.channel),
+            other => panic!("expected a publication, got {other:?}"),
+        }
+    }
+    seen.sort();
+    let mut expected = channels.clone();
+    expected.sort();
+    assert_eq!(seen, expected, "each channel's publication, once");
+
+    let mut shards_used = std::collections::HashSet::new();
+    for channel in &channels {
+        let slot = cluster.slot_of(&format!("belay.meta.{{{channel}}}")).await;
+        shards_used.insert(cluster.primary_of(slot).await);
+    }
+    assert_eq!(
+        shards_used.len(),
+        3,
+        "twelve channels land on all three shards"
+    );
+}
+
+#[tokio::test]
+async fn presence_and_the_control_plane_work_across_shards() {
+    let cluster = RedisCluster::start(3, 1).await;
+    let a = Node::start(cluster_config(&cluster), Methods::new()).await;
+    let b = Node::start(cluster_config(&cluster), Methods::new()).await;
+    a.broker
+        .control()
+        .handle("double", |body: serde_json::Value| async move {
+            body.as_i64()
+                .map(|n| json!(n * 2))
+                .ok_or_else(|| "not a number".to_string())
+        });
+    let answer = b
+        .broker
+        .control()
+        .request(
+            a.broker.control().node(),
+            "double",
+            json!(21),
+            Duration::from_secs(2),
+        )
+        .await;
+    assert_eq!(answer, Ok(json!(42)), "a request crosses the cluster");
+
+    let presence_a = belay_server::broker::Broker::presence(&a.broker).expect("presence");
+    let presence_b = belay_server::broker::Broker::presence(&b.broker).expect("presence");
+    for n in 0..6 {
+        let room = format!("room:{n}");
+        presence_a
+            .add(&room, "k1", Member::new("c1", "alice", None))
+            .await
+            .expect("added");
+        let members = presence_b.members(&room).await.expect("read");
+        assert_eq!(members.len(), 1, "{room}: a member added on A is seen on B");
+        assert_eq!(members[0].user, "alice");
+    }
+    a.kill();
+    b.kill();
+}
+
+#[tokio::test]
+async fn a_channel_moved_to_another_shard_under_publishing_loses_nothing() {
+    let cluster = RedisCluster::start(3, 0).await;
+    let (publisher, _) = node(cluster_config(&cluster)).await;
+    let (_subscriber, addr) = node(cluster_config(&cluster)).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    let slot = cluster.slot_of("belay.meta.{news}").await;
+    let from = cluster.primary_of(slot).await;
+    let to = (from + 1) % 3;
+
+    // Publications keep going while the slot moves; each is acknowledged
+    // (redirected by MOVED/ASK) or refused `unavailable`, never wrong.
+    let publishing = tokio::spawn({
+        let publisher = publisher.clone();
+        async move {
+            let mut acknowledged = Vec::new();
+            for n in 0..300 {
+                match publisher.publish("news", json!(n)).await {
+                    Ok(p) => acknowledged.push(p.offset),
+                    Err(PublishError::Unavailable(_)) => {}
+                    Err(other) => panic!("{other:?}"),
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            acknowledged
+        }
+    });
+    cluster.move_slot(slot, to).await;
+    assert_eq!(cluster.primary_of(slot).await, to, "the slot moved");
+    let acknowledged = publishing.await.expect("the publisher ran");
+    let last = *acknowledged.last().expect("publications were acknowledged");
+    assert!(
+        acknowledged.len() >= 250,
+        "few refusals: {}",
+        acknowledged.len()
+    );
+
+    // The client follows: offsets in order, no gap; a subscription ended
+    // by the move resumes from its position with nothing lost.
+    let mut position = StreamPosition {
+        epoch: first.epoch.clone(),
+        offset: 0,
+    };
+    while position.offset < last {
+        match next(&mut raw).await {
+            ServerMessage::Publication(p) => {
+                assert_eq!(p.offset, position.offset + 1, "in order, no gap");
+                position.offset = p.offset;
+            }
+            ServerMessage::Unsubscribed(ended) => {
+                assert_eq!(ended.code, "unavailable", "{ended:?}");
+                let resumed = resubscribe(&mut raw, "news", position.clone()).await;
+                assert!(resumed.recovered, "the moved history is whole");
+                assert_eq!(resumed.epoch, first.epoch, "the epoch is kept");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let after = publisher
+        .publish("news", json!("after"))
+        .await
+        .expect("published");
+    assert_eq!(
+        after.epoch, first.epoch,
+        "the new shard keeps the channel's epoch"
+    );
+    assert_eq!(
+        publications(&mut raw, 1).await,
+        [(last + 1, json!("after"))]
+    );
+}
+
+#[tokio::test]
+async fn a_killed_primary_is_followed_and_what_it_may_have_lacked_is_announced() {
+    let mut cluster = RedisCluster::start(3, 1).await;
+    let (server, addr) = node(cluster_config(&cluster)).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    server.publish("news", json!(1)).await.expect("published");
+    assert_eq!(publications(&mut raw, 1).await, [(1, json!(1))]);
+
+    let primary = cluster
+        .primary_of(cluster.slot_of("belay.meta.{news}").await)
+        .await;
+    let took = cluster.kill_primary(primary).await;
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let ServerMessage::Unsubscribed(ended) = next(&mut raw).await else {
+        panic!("the subscription ends when its shard's primary is lost")
+    };
+    assert_eq!(ended.code, "unavailable", "retryable: {ended:?}");
+
+    let offset = publish_once_available(&server, "news", json!("after")).await;
+    let resumed = resubscribe(
+        &mut raw,
+        "news",
+        StreamPosition {
+            epoch: first.epoch.clone(),
+            offset: 1,
+        },
+    )
+    .await;
+    assert!(
+        !resumed.recovered,
+        "the promoted replica may lack what the old primary acknowledged: resync"
+    );
+    assert_ne!(resumed.epoch, first.epoch, "a new epoch on the new primary");
+    assert_eq!(resumed.offset, offset);
+    let next_offset = publish_once_available(&server, "news", json!("live")).await;
+    assert_eq!(
+        publications(&mut raw, 1).await,
+        [(next_offset, json!("live"))],
+        "live again on the promoted replica, same connection"
+    );
+}
+
+#[tokio::test]
+async fn durable_publications_on_a_cluster_are_refused_by_name() {
+    let config = RedisConfig::default()
+        .cluster(["redis://127.0.0.1:1"])
+        .wait_replicas(1, Duration::from_millis(100));
+    let refused = RedisBroker::connect(config).await;
+    assert!(
+        matches!(refused, Err(ConnectError::Unsupported(ref why)) if why.contains("wait_replicas")),
+        "{:?}",
+        refused.err()
+    );
+}
