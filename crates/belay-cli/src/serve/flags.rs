@@ -75,6 +75,18 @@ pub(crate) struct Args {
     /// With --redis-sentinel: the master name the Sentinels watch.
     #[arg(long, value_name = "NAME", requires = "redis_sentinels")]
     pub(crate) redis_sentinel_master: Option<String>,
+    /// --broker is a node of a Redis Cluster (Redis 7): the rest of the
+    /// cluster is learnt from it; channels spread over its shards.
+    #[arg(long, conflicts_with = "redis_sentinels")]
+    pub(crate) redis_cluster: bool,
+    /// With --redis-cluster: another node to learn the cluster from, should
+    /// --broker's be down at start (repeat for each).
+    #[arg(
+        long = "redis-cluster-node",
+        value_name = "URL",
+        requires = "redis_cluster"
+    )]
+    pub(crate) redis_cluster_nodes: Vec<String>,
     /// With Redis: acknowledge a publication (and send it live) only once
     /// this many replicas have it (Redis `WAIT`, at most 500 ms).
     #[arg(long, default_value_t = 0, value_name = "N")]

@@ -67,6 +67,7 @@ impl Setup {
                         .clone()
                         .map(|master| (master, args.redis_sentinels.clone())),
                     wait_replicas: (args.redis_wait_replicas, Duration::from_millis(500)),
+                    cluster: args.redis_cluster.then(|| args.redis_cluster_nodes.clone()),
                 }
             }
             other => {
@@ -132,6 +133,7 @@ async fn connect(
         presence_ttl,
         sentinel,
         wait_replicas,
+        cluster,
     } = plan
     else {
         let memory = MemoryBroker::new(*history).with_namespaces(namespaces.clone());
@@ -149,6 +151,9 @@ async fn connect(
     }
     if let Some((master, urls)) = sentinel {
         redis = redis.sentinel(master.clone(), urls.clone());
+    }
+    if let Some(more) = cluster {
+        redis = redis.cluster(std::iter::once(url.clone()).chain(more.iter().cloned()));
     }
     if wait_replicas.0 > 0 {
         redis = redis.wait_replicas(wait_replicas.0, wait_replicas.1);

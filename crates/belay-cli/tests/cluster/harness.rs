@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use belay_client::belay_proto::Event as SessionEvent;
 use belay_client::{Client, ClientEvent, Item, RequestError};
-use belay_test_support::services::{free_port, RedisSentinels, RedisServer, MASTER};
+use belay_test_support::services::{free_port, RedisCluster, RedisSentinels, RedisServer, MASTER};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -43,6 +43,8 @@ pub(crate) enum Backing {
     Redis(Box<RedisServer>),
     /// A primary and a replica behind three Sentinels.
     Sentinels(Box<RedisSentinels>),
+    /// A Redis Cluster.
+    Cluster(Box<RedisCluster>),
 }
 
 impl Backing {
@@ -60,6 +62,15 @@ impl Backing {
                 ];
                 for url in set.sentinel_urls() {
                     flags.extend(["--redis-sentinel".into(), url]);
+                }
+                flags
+            }
+            Backing::Cluster(cluster) => {
+                let urls = cluster.urls();
+                let mut flags: Vec<String> =
+                    vec!["--broker".into(), urls[0].clone(), "--redis-cluster".into()];
+                for url in &urls[1..] {
+                    flags.extend(["--redis-cluster-node".into(), url.clone()]);
                 }
                 flags
             }
@@ -198,6 +209,16 @@ impl Cluster {
     pub(crate) async fn start_on_sentinels(nodes: usize) -> Cluster {
         Cluster::start_on(
             Backing::Sentinels(Box::new(RedisSentinels::start().await)),
+            nodes,
+        )
+        .await
+    }
+
+    /// `nodes` nodes on a Redis Cluster of three primaries with a replica
+    /// each.
+    pub(crate) async fn start_on_redis_cluster(nodes: usize) -> Cluster {
+        Cluster::start_on(
+            Backing::Cluster(Box::new(RedisCluster::start(3, 1).await)),
             nodes,
         )
         .await

@@ -15,5 +15,6 @@ mod deploy;
 mod harness;
 mod node_kill;
 mod presence_node_killed;
+mod redis_cluster_failover;
 mod redis_restart;
 mod sentinel_failover;

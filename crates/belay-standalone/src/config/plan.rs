@@ -35,6 +35,9 @@ pub enum BrokerPlan {
         sentinel: Option<(String, Vec<String>)>,
         /// `broker.wait_replicas` and `broker.wait_timeout_ms`.
         wait_replicas: (usize, Duration),
+        /// `broker.cluster`: `url` is a node of a Redis Cluster; with
+        /// `broker.cluster_nodes`, more nodes to learn it from.
+        cluster: Option<Vec<String>>,
     },
 }
 
@@ -268,6 +271,9 @@ fn broker(s: &Settings) -> BrokerPlan {
                 usize::try_from(s.int("broker.wait_replicas")).unwrap_or(0),
                 millis(s, "broker.wait_timeout_ms"),
             ),
+            cluster: s
+                .flag("broker.cluster")
+                .then(|| s.list("broker.cluster_nodes").to_vec()),
         },
         _ => BrokerPlan::Memory,
     }

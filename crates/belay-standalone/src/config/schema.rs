@@ -432,6 +432,18 @@ pub(crate) const KEYS: &[Key] = &[
         "With broker.sentinels: the master name the Sentinels watch the primary under.",
     ),
     key(
+        "broker.cluster",
+        Kind::Bool,
+        "false",
+        "broker.url is a node of a Redis Cluster (Redis 7): the rest of the cluster is learnt from it, channels spread over its shards (sharded PUB/SUB), and MOVED, ASK and failovers are followed. Not with broker.sentinels or broker.wait_replicas.",
+    ),
+    key(
+        "broker.cluster_nodes",
+        Kind::List,
+        "[]",
+        "With broker.cluster: more nodes (\"redis://…\") to learn the cluster from, should broker.url's be down at start.",
+    ),
+    key(
         "broker.wait_replicas",
         int(0, 64),
         "0",

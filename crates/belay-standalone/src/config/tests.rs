@@ -276,3 +276,48 @@ fn sentinels_without_a_master_name_and_a_name_without_sentinels_are_refused() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].message.contains("expected redis://"), "{found:?}");
 }
+
+#[test]
+fn a_redis_cluster_reaches_the_broker_plan_with_its_extra_nodes() {
+    let text = "[broker]\nurl = \"redis://127.0.0.1:7000\"\ncluster = true\ncluster_nodes = [\"redis://127.0.0.1:7001\"]\n";
+    let settings = Settings::parse(text, None, no_env).expect("valid");
+    let BrokerPlan::Redis { cluster, .. } = Plan::from_settings(&settings).expect("a plan").broker
+    else {
+        panic!("a Redis broker expected")
+    };
+    assert_eq!(cluster, Some(vec!["redis://127.0.0.1:7001".to_owned()]));
+}
+
+#[test]
+fn a_redis_cluster_with_sentinels_wait_replicas_or_stray_nodes_is_refused() {
+    let redis = "[broker]\nurl = \"redis://unused\"\n";
+    let with_sentinels = errors(&format!(
+        "{redis}cluster = true\nsentinels = [\"redis://127.0.0.1:26379\"]\nsentinel_master = \"main\"\n"
+    ));
+    assert_eq!(with_sentinels.len(), 1, "{with_sentinels:?}");
+    assert!(
+        with_sentinels[0]
+            .message
+            .contains("broker.sentinels do not go together"),
+        "{with_sentinels:?}"
+    );
+    let waiting = errors(&format!("{redis}cluster = true\nwait_replicas = 1\n"));
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert!(waiting[0].message.contains("wait_replicas"), "{waiting:?}");
+    let stray = errors(&format!(
+        "{redis}cluster_nodes = [\"redis://127.0.0.1:7001\"]\n"
+    ));
+    assert_eq!(stray.len(), 1, "{stray:?}");
+    assert!(
+        stray[0].message.contains("needs broker.cluster"),
+        "{stray:?}"
+    );
+    let scheme = errors(&format!(
+        "{redis}cluster = true\ncluster_nodes = [\"127.0.0.1:7001\"]\n"
+    ));
+    assert_eq!(scheme.len(), 1, "{scheme:?}");
+    assert!(
+        scheme[0].message.contains("expected redis://"),
+        "{scheme:?}"
+    );
+}

@@ -46,6 +46,7 @@ impl Checker<'_> {
                 "broker.sentinel_master needs broker.sentinels (where the Sentinels are)",
             );
         }
+        self.cluster_relations(sentinels);
         if self.values.get("auth.mode") == Some(&Value::Str("jwt".into())) {
             let hs = self.values.get("auth.jwt_algorithm") == Some(&Value::Str("HS256".into()));
             if hs && !has(&self.values, "auth.jwt_secret") {
@@ -60,6 +61,47 @@ impl Checker<'_> {
                     "auth.mode = \"jwt\" with RS256 or ES256 needs auth.jwt_public_key",
                 );
             }
+        }
+    }
+
+    /// A Redis Cluster is found from its nodes, not through Sentinels, and
+    /// takes no `WAIT` (see `broker.cluster`).
+    fn cluster_relations(&mut self, sentinels: bool) {
+        let cluster = self.values.get("broker.cluster") == Some(&Value::Bool(true));
+        let nodes = match self.values.get("broker.cluster_nodes") {
+            Some(Value::List(urls)) => urls.clone(),
+            _ => Vec::new(),
+        };
+        if let Some(url) = nodes
+            .iter()
+            .find(|u| !u.starts_with("redis://") && !u.starts_with("rediss://"))
+        {
+            self.related(
+                "broker.cluster_nodes",
+                &format!(
+                    "broker.cluster_nodes: expected redis:// (rediss://) URLs, found \"{url}\""
+                ),
+            );
+        }
+        if !nodes.is_empty() && !cluster {
+            self.related(
+                "broker.cluster_nodes",
+                "broker.cluster_nodes needs broker.cluster = true",
+            );
+        }
+        if cluster && sentinels {
+            self.related(
+                "broker.cluster",
+                "broker.cluster and broker.sentinels do not go together: a Redis Cluster is found from its own nodes",
+            );
+        }
+        let waits =
+            matches!(self.values.get("broker.wait_replicas"), Some(Value::Int(n)) if *n > 0);
+        if cluster && waits {
+            self.related(
+                "broker.cluster",
+                "broker.cluster does not take broker.wait_replicas (WAIT would block a shard's command connection)",
+            );
         }
     }
 
