@@ -6,8 +6,9 @@
 # nodes and load-client groups are child processes, read through /proc.
 #
 #   scripts/bench-cluster.sh                       # everything (about an hour on 2 cores)
-#   ONLY=publish RUNS=1 scripts/bench-cluster.sh   # one part: publish | capacity | recovery
+#   ONLY=publish RUNS=1 scripts/bench-cluster.sh   # one part: publish | shards | capacity | recovery
 #   PUB_REPLICATED=1 PUB_NODES=1 ONLY=publish scripts/bench-cluster.sh   # + a primary with a replica, wait_replicas 0 and 1
+#   ONLY=shards RUNS=3 scripts/bench-cluster.sh    # one Redis vs Redis Clusters of 1 and 3 shards (SHARDS=1,3)
 #   CAP_NODES=4 CAP_CLIENTS=2 CAP_PER_CLIENT=5000 ONLY=capacity scripts/bench-cluster.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 # hard limit, which is why capacity splits the load clients over processes.
 ulimit -n "$(ulimit -Hn)"
 echo "RLIMIT_NOFILE: $(ulimit -n)"
-for tool in redis-server redis-benchmark; do
+for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "$tool is missing (Debian: apt-get install redis-server redis-tools)"; exit 1; }
 done
 
@@ -38,6 +39,13 @@ if [[ $ONLY == all || $ONLY == publish ]]; then
     --latency-rate "${PUB_LAT_RATE:-100}" --floor-requests "${PUB_FLOOR_REQUESTS:-100000}" \
     ${PUB_REPLICATED:+--replicated}
   echo "after publish: $(uptime)"
+fi
+
+if [[ $ONLY == all || $ONLY == shards ]]; then
+  echo "== publishing over ${SHARD_CHANNELS:-256} channels: one Redis vs Redis Clusters of ${SHARDS:-1,3} shards =="
+  $bin shards --shards "${SHARDS:-1,3}" --nodes "${SHARD_NODES:-2}" --channels "${SHARD_CHANNELS:-256}" \
+    --messages "${SHARD_MESSAGES:-40000}" --concurrency "${SHARD_CONCURRENCY:-32}" --runs "$RUNS"
+  echo "after shards: $(uptime)"
 fi
 
 if [[ $ONLY == all || $ONLY == capacity ]]; then

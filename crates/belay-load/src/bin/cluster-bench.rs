@@ -15,6 +15,7 @@ use belay_load::suites::cluster::capacity::{self, CapacityBench, HoldArgs};
 use belay_load::suites::cluster::node::{self, NodeArgs};
 use belay_load::suites::cluster::publish::{self, PublishBench};
 use belay_load::suites::cluster::recovery::{self, RecoveryBench};
+use belay_load::suites::cluster::shards::{self, ShardsBench};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -40,6 +41,9 @@ enum Cmd {
         shared_port: Option<u16>,
         #[arg(long, default_value_t = 0)]
         wait_replicas: usize,
+        /// --broker is a node of a Redis Cluster.
+        #[arg(long)]
+        redis_cluster: bool,
     },
     /// (internal) A group of load clients driven by stdin (see `cluster::capacity`).
     Hold {
@@ -84,6 +88,26 @@ enum Cmd {
         /// `WAIT 1` before each publication is acknowledged.
         #[arg(long)]
         replicated: bool,
+    },
+    /// Publishing over many channels: one Redis vs Redis Clusters of 1, 3 … shards.
+    Shards {
+        /// Shard counts of the clusters, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1,3")]
+        shards: Vec<usize>,
+        /// Belay nodes publishing at once.
+        #[arg(long, default_value_t = 2)]
+        nodes: usize,
+        /// Channels the publications spread over.
+        #[arg(long, default_value_t = 256)]
+        channels: u64,
+        /// Publications per run, over all nodes.
+        #[arg(long, default_value_t = 40_000)]
+        messages: u64,
+        /// Publishing tasks per node.
+        #[arg(long, default_value_t = 32)]
+        concurrency: u64,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
     },
     /// Idle then subscribed sessions over nodes sharing a port (SO_REUSEPORT), then a broadcast.
     Capacity {
@@ -145,11 +169,30 @@ fn main() -> Result<(), String> {
             broker,
             shared_port,
             wait_replicas,
+            redis_cluster,
         } => runtime.block_on(node::serve(NodeArgs {
             broker,
             shared_port,
             ping_interval,
             wait_replicas,
+            cluster: redis_cluster,
+        })),
+        Cmd::Shards {
+            shards,
+            nodes,
+            channels,
+            messages,
+            concurrency,
+            runs,
+        } => runtime.block_on(shards::run(&ShardsBench {
+            shards: shards.into_iter().map(|s| s.clamp(1, 8)).collect(),
+            nodes: nodes.clamp(1, 8),
+            channels: channels.clamp(1, 10_000),
+            messages: messages.clamp(1, 1_000_000),
+            concurrency: concurrency.clamp(1, 256),
+            runs: runs.clamp(1, 10),
+            sources,
+            ping_interval,
         })),
         Cmd::Hold {
             url,

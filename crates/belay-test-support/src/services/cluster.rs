@@ -18,6 +18,8 @@ const NODE_TIMEOUT_MS: u64 = 1_000;
 pub struct RedisCluster {
     /// Every node, the first `primaries` started as primaries.
     pub nodes: Vec<RedisServer>,
+    /// Each node's cluster bus port.
+    buses: Vec<u16>,
     primaries: usize,
 }
 
@@ -27,8 +29,10 @@ impl RedisCluster {
     pub async fn start(primaries: usize, replicas: usize) -> RedisCluster {
         assert!(primaries >= 1, "a cluster has a primary");
         let mut nodes = Vec::new();
+        let mut buses = Vec::new();
         for _ in 0..primaries * (1 + replicas) {
-            let bus = free_port().to_string();
+            buses.push(free_port());
+            let bus = buses[buses.len() - 1].to_string();
             nodes.push(
                 RedisServer::start_with_args(
                     [
@@ -50,7 +54,11 @@ impl RedisCluster {
                 .await,
             );
         }
-        let cluster = RedisCluster { nodes, primaries };
+        let cluster = RedisCluster {
+            nodes,
+            buses,
+            primaries,
+        };
         if primaries >= 3 {
             let mut create: Vec<String> = vec!["--cluster".into(), "create".into()];
             create.extend(cluster.nodes.iter().map(|n| n.addr().to_string()));
@@ -92,8 +100,11 @@ impl RedisCluster {
         }
         let first = self.nodes[0].addr();
         let (host, port) = (first.ip().to_string(), first.port().to_string());
+        // The bus port is named: it is not the default (port + 10,000).
+        let bus = self.buses[0].to_string();
         for node in 1..self.nodes.len() {
-            self.cli(node, &["CLUSTER", "MEET", &host, &port]).await;
+            self.cli(node, &["CLUSTER", "MEET", &host, &port, &bus])
+                .await;
         }
         for replica in 0..self.primaries * replicas {
             let node = self.primaries + replica;

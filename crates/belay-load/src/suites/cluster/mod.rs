@@ -27,6 +27,8 @@ pub mod node;
 pub mod publish;
 pub mod recovery;
 pub mod redis;
+pub mod redis_cluster;
+pub mod shards;
 pub mod subscribers;
 
 use crate::measure::procfs::{self, CLK_TCK};

@@ -45,7 +45,8 @@ pub const BACKLOG: u32 = 4_096;
 /// default. `bench.publish` takes `channel`, `messages` (≤ 1,000,000),
 /// `rate` (publications/s in all), `concurrency` (publishing tasks, each
 /// awaiting its publications one after the other at `rate / concurrency`;
-/// default 1) and `wait` (answer once every publication is done, with
+/// default 1), `channels` (publication `n` on `CHANNEL.{n % channels}`;
+/// default 1: all on `channel`) and `wait` (answer once every publication is done, with
 /// `published`, `failed`, `elapsed_us`, `epoch`, `last_offset`; default:
 /// answer at once, `null`). Each message is `{"n": N, "t": µs since the
 /// epoch at publish time}`.
@@ -73,6 +74,7 @@ pub fn build(ping_interval: Duration, broker: Option<Arc<dyn Broker>>) -> Server
                 messages: params["messages"].as_u64().unwrap_or(0).min(1_000_000),
                 rate: params["rate"].as_f64().unwrap_or(100.0).clamp(0.1, 1e6),
                 concurrency: params["concurrency"].as_u64().unwrap_or(1).clamp(1, 256),
+                channels: params["channels"].as_u64().unwrap_or(1).clamp(1, 100_000),
             };
             if params["wait"].as_bool().unwrap_or(false) {
                 Ok::<_, RpcError>(job.run().await)
@@ -95,6 +97,7 @@ struct PublishJob {
     messages: u64,
     rate: f64,
     concurrency: u64,
+    channels: u64,
 }
 
 impl PublishJob {
@@ -106,6 +109,7 @@ impl PublishJob {
         for task in 0..k {
             let server = self.server.clone();
             let channel = self.channel.clone();
+            let channels = self.channels;
             let (messages, rate) = (self.messages, self.rate / k as f64);
             tasks.spawn(async move {
                 let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
@@ -114,8 +118,13 @@ impl PublishJob {
                 let mut n = task;
                 while n < messages {
                     ticker.tick().await;
+                    let on = if channels > 1 {
+                        format!("{channel}.{}", n % channels)
+                    } else {
+                        channel.clone()
+                    };
                     match server
-                        .publish(&channel, json!({ "n": n, "t": wall_micros() }))
+                        .publish(&on, json!({ "n": n, "t": wall_micros() }))
                         .await
                     {
                         Ok(p) => {
@@ -179,6 +188,8 @@ pub struct NodeArgs {
     pub ping_interval: Duration,
     /// With Redis: publications wait for this many replicas (Redis `WAIT`).
     pub wait_replicas: usize,
+    /// `broker` is a node of a Redis Cluster.
+    pub cluster: bool,
 }
 
 /// The node process's main: serve until stdin closes. Warnings (the
@@ -196,6 +207,9 @@ pub async fn serve(args: NodeArgs) -> Result<(), String> {
         None
     } else if args.broker.starts_with("redis://") {
         let mut config = RedisConfig::new(args.broker.clone());
+        if args.cluster {
+            config = config.cluster([args.broker.clone()]);
+        }
         if args.wait_replicas > 0 {
             config = config.wait_replicas(args.wait_replicas, Duration::from_millis(500));
         }
@@ -281,6 +295,24 @@ impl NodeProcess {
         ping_interval: Duration,
         wait_replicas: usize,
     ) -> Result<NodeProcess, String> {
+        NodeProcess::launch(broker, shared_port, ping_interval, wait_replicas, false).await
+    }
+
+    /// [`NodeProcess::start`] on the Redis Cluster `seed` is a node of.
+    pub async fn start_on_cluster(
+        seed: &str,
+        ping_interval: Duration,
+    ) -> Result<NodeProcess, String> {
+        NodeProcess::launch(seed, None, ping_interval, 0, true).await
+    }
+
+    async fn launch(
+        broker: &str,
+        shared_port: Option<u16>,
+        ping_interval: Duration,
+        wait_replicas: usize,
+        cluster: bool,
+    ) -> Result<NodeProcess, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut command = Command::new(exe);
         command
@@ -291,6 +323,9 @@ impl NodeProcess {
         }
         if wait_replicas > 0 {
             command.args(["--wait-replicas", &wait_replicas.to_string()]);
+        }
+        if cluster {
+            command.arg("--redis-cluster");
         }
         let mut child = command
             .stdin(Stdio::piped())

@@ -299,6 +299,7 @@ async fn run_setup(
             messages: bench.throughput_messages,
             rate: 1e6,
             concurrency: k,
+            channels: 1,
         };
         let source = websocket::source_for(&bench.sources, bench.throughput_subscribers);
         let answer = subscribers::publish(&targets[0], source, &request, Duration::from_secs(300))
@@ -351,6 +352,7 @@ async fn run_setup(
         messages: bench.latency_messages,
         rate: bench.latency_rate,
         concurrency: 1,
+        channels: 1,
     };
     let source = websocket::source_for(&bench.sources, bench.latency_subscribers);
     let answer = subscribers::publish(&targets[0], source, &request, Duration::from_secs(300))

@@ -50,7 +50,7 @@ impl RedisProcess {
         Err("the replica did not synchronise within 10 s".into())
     }
 
-    fn start_with(extra: &[&str]) -> Result<RedisProcess, String> {
+    pub(crate) fn start_with(extra: &[&str]) -> Result<RedisProcess, String> {
         let mut last = String::new();
         // The port is free when chosen; another process could take it
         // before redis-server binds it, so try a few.

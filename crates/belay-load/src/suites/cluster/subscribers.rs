@@ -264,6 +264,9 @@ pub struct PublishRequest {
     pub rate: f64,
     /// Publishing tasks on the node, each awaiting its publications in turn.
     pub concurrency: u64,
+    /// Spread over this many channels (`CHANNEL.0` …), publication `n` on
+    /// `CHANNEL.{n % channels}`; 1: all on `channel` itself.
+    pub channels: u64,
 }
 
 /// Open a session on `target`, ask for the publications with `wait`, and
@@ -285,6 +288,7 @@ pub async fn publish(
                 "messages": request.messages,
                 "rate": request.rate,
                 "concurrency": request.concurrency,
+                "channels": request.channels,
                 "wait": true,
             },
         });

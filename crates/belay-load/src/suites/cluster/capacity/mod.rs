@@ -382,6 +382,7 @@ async fn measure(
         messages: bench.messages,
         rate: bench.rate,
         concurrency: 1,
+        channels: 1,
     };
     let collect_secs = (bench.messages as f64 / bench.rate) as u64 + 120;
     let answer = subscribers::publish(

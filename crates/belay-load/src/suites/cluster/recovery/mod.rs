@@ -209,6 +209,7 @@ async fn run_once(
         messages: (rate * bench.publish_secs).ceil() as u64,
         rate,
         concurrency: 1,
+        channels: 1,
     };
     let publisher_target = b.private.clone();
     let publisher_source = websocket::source_for(&bench.sources, n);
