@@ -26,11 +26,12 @@ pub(crate) struct Args {
     clients: Vec<ClientKind>,
     /// Faults, comma-separated (default: all of them). The cluster faults
     /// (deploy, node-kill, redis-down, redis-restart, sentinel-failover,
-    /// sentinel-failover-wait) need redis-server and haproxy on PATH.
+    /// sentinel-failover-wait, cluster-primary-killed, resharding) need
+    /// redis-server, redis-cli and haproxy on PATH.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,websocket-blocked,deploy,node-kill,redis-down,redis-restart,sentinel-failover,sentinel-failover-wait"
+        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,websocket-blocked,deploy,node-kill,redis-down,redis-restart,sentinel-failover,sentinel-failover-wait,cluster-primary-killed,resharding"
     )]
     faults: Vec<LabFault>,
     /// Transports, comma-separated: websocket, sse (WebSockets refused by

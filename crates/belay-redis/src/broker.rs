@@ -486,6 +486,16 @@ impl RedisBroker {
         &self.inner.control
     }
 
+    /// The node's command connection.
+    pub(crate) fn commands(&self) -> &Commands {
+        &self.inner.commands
+    }
+
+    /// How Redis is reached and what is kept there.
+    pub(crate) fn config(&self) -> &RedisConfig {
+        &self.inner.config
+    }
+
     /// Bytes of idempotent outcomes this node holds in Redis now (bounded
     /// by [`RedisConfig::outcome_max_bytes`]).
     pub fn outcome_bytes(&self) -> usize {

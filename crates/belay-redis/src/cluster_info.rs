@@ -42,7 +42,8 @@ impl RedisBroker {
     /// uptime, open connections, channels followed) and return
     /// `GET /admin/cluster`, behind `server`'s admin guard: every live
     /// node's answer, or why it gave none. It also plans `server`'s
-    /// reconnect slots with the other nodes ([`RedisBroker::pace_with_cluster`]).
+    /// reconnect slots with the other nodes ([`RedisBroker::pace_with_cluster`])
+    /// and shares its resident hosts with them ([`RedisBroker::serve_hosts`]).
     pub fn cluster_router(&self, server: &Server) -> Router {
         let node = server.clone();
         let broker = self.clone();
@@ -60,6 +61,7 @@ impl RedisBroker {
         });
         answer_disconnects(self.control(), server);
         self.pace_with_cluster(server);
+        self.serve_hosts(server);
         let routes = Router::new()
             .route("/admin/cluster", get(cluster))
             .route("/admin/cluster/sessions", get(cluster_sessions))

@@ -270,7 +270,8 @@ impl ServerConfig {
                 belay_proto::server::HostCallsConfig::default()
                     .with_timing(self.host_timing.clone())
                     .with_bounds(self.max_hosts, self.max_calls_per_host)
-                    .with_answer_timeout(belay_proto::server::DEFAULT_ANSWER_TIMEOUT),
+                    .with_answer_timeout(belay_proto::server::DEFAULT_ANSWER_TIMEOUT)
+                    .with_first_call_id(random_call_base()),
             );
         config
     }
@@ -307,5 +308,31 @@ impl ServerConfig {
         self.max_hosts = hosts;
         self.max_calls_per_host = calls;
         self
+    }
+}
+
+/// Where this server's host call ids start: a random multiple of 2³² below
+/// 2⁵³ (ids stay exact in JavaScript), so nodes sharing a broker, whose
+/// deliveries on `$host-calls:ID` every node's sessions of that host get,
+/// never number two calls alike (2²¹ starting points; two nodes of ten
+/// share one with odds of about 2 in 100,000, and then only their calls
+/// to one host at the same moment could meet).
+fn random_call_base() -> u64 {
+    let mut bytes = [0u8; 4];
+    getrandom::getrandom(&mut bytes).expect("the operating system's random generator");
+    u64::from(u32::from_le_bytes(bytes) & 0x1F_FFFF) << 32
+}
+
+#[cfg(test)]
+mod call_base_tests {
+    #[test]
+    fn host_call_ids_start_at_a_random_multiple_of_two_to_the_32_below_two_to_the_53() {
+        let bases: Vec<u64> = (0..8).map(|_| super::random_call_base()).collect();
+        for base in &bases {
+            assert_eq!(base % (1 << 32), 0);
+            assert!(*base < 1 << 53, "{base}");
+        }
+        let distinct: std::collections::HashSet<_> = bases.iter().collect();
+        assert!(distinct.len() > 1, "random starting points: {bases:?}");
     }
 }

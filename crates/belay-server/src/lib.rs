@@ -66,6 +66,7 @@ pub mod events;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod host_directory;
 mod host_waiters;
 mod hosts;
 mod idempotency_expiry;
@@ -93,6 +94,7 @@ mod ws;
 
 pub use belay_proto::server::{Access, ChannelOptions, ClusterCapacity, Namespaces};
 pub use config::ServerConfig;
+pub use host_directory::{DirectoryFuture, HostDirectory, SharedHost};
 pub use inspect::{NodeStats, UserSession, MAX_LISTED_SESSIONS};
 pub use request_body::read_body;
 pub use server::ServerBuilder;

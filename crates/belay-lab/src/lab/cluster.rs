@@ -1,7 +1,8 @@
 //! The cluster the cluster faults run against: one `redis-server` without
 //! persistence (for the Sentinel faults: a primary with one or two
-//! replicas and three Sentinels, `sentinels.rs`), two `belay serve --demo
-//! --broker redis://…` nodes on it,
+//! replicas and three Sentinels, `sentinels.rs`; for the Redis Cluster
+//! faults: three primaries with a replica each, made by `redis-cli
+//! --cluster create`), two `belay serve --demo --broker redis://…` nodes on it,
 //! and HAProxy in front (health checks on `/readyz`, the client's address
 //! sent with `send-proxy-v2`), as in the cluster tests
 //! (crates/belay-cli/tests/cluster). Each process runs on free loopback
@@ -23,6 +24,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use belay_test_support::services::RedisCluster;
 use tokio::process::{Child, Command};
 
 use super::http;
@@ -234,7 +236,11 @@ pub(crate) struct Cluster {
     // Dropped in this order: the nodes, HAProxy, Redis, the directory.
     nodes: Vec<Option<LabServer>>,
     haproxy: Haproxy,
-    redis: Redis,
+    /// The one Redis, or the Sentinels' first primary (none on a Redis
+    /// Cluster).
+    redis: Option<Redis>,
+    /// On a Redis Cluster: its nodes.
+    redis_cluster: Option<RedisCluster>,
     /// With Sentinel: the replicas and the Sentinels watching them all.
     sentinels: Option<(Vec<Redis>, Sentinels)>,
     _dir: TempDir,
@@ -254,18 +260,27 @@ pub(crate) enum RedisSetup {
     /// a publication once one replica has it (`--redis-wait-replicas 1`),
     /// so after a failover the other replica confirms.
     SentinelWait,
+    /// A Redis Cluster: three primaries with a replica each.
+    Cluster,
 }
+
+/// A key of the channel the lab's clients follow (`feed`): its slot is the
+/// channel's, which the Redis Cluster faults act on.
+const FEED_KEY: &str = "belay.meta.{feed}";
 
 impl Cluster {
     /// Start Redis as `redis` says, [`NODES`] nodes on it (with `setup`'s
     /// timings), and HAProxy; returns once HAProxy routes.
     pub(crate) async fn start(setup: &ServerSetup, redis: RedisSetup) -> Result<Cluster, String> {
         let dir = TempDir::create()?;
+        if redis == RedisSetup::Cluster {
+            return Cluster::start_on_redis_cluster(setup, dir).await;
+        }
         let primary = Redis::start(&dir.0).await?;
         let (replicas, wait_replicas) = match redis {
-            RedisSetup::Single => (0, 0),
             RedisSetup::Sentinel => (1, 0),
             RedisSetup::SentinelWait => (2, 1),
+            _ => (0, 0),
         };
         let sentinels = if replicas > 0 {
             let mut started = Vec::new();
@@ -287,22 +302,75 @@ impl Cluster {
                 .as_ref()
                 .map(|(_, s)| (sentinels::MASTER.to_owned(), s.urls())),
             wait_replicas,
+            cluster: None,
             lb_delay_secs: LB_DELAY_SECS,
         };
-        let redis = primary;
+        let mut cluster = Cluster::start_nodes(setup, &node, dir).await?;
+        cluster.redis = Some(primary);
+        cluster.sentinels = sentinels;
+        Ok(cluster)
+    }
+
+    /// [`NODES`] nodes on a Redis Cluster, and HAProxy.
+    async fn start_on_redis_cluster(setup: &ServerSetup, dir: TempDir) -> Result<Cluster, String> {
+        let redis = RedisCluster::start(3, 1).await;
+        let urls = redis.urls();
+        let node = NodeSetup {
+            broker: urls[0].clone(),
+            sentinel: None,
+            wait_replicas: 0,
+            cluster: Some(urls[1..].to_vec()),
+            lb_delay_secs: LB_DELAY_SECS,
+        };
+        let mut cluster = Cluster::start_nodes(setup, &node, dir).await?;
+        cluster.redis_cluster = Some(redis);
+        Ok(cluster)
+    }
+
+    /// [`NODES`] nodes as `node` says, and HAProxy in front.
+    async fn start_nodes(
+        setup: &ServerSetup,
+        node: &NodeSetup,
+        dir: TempDir,
+    ) -> Result<Cluster, String> {
         let mut nodes = Vec::new();
         for _ in 0..NODES {
-            nodes.push(LabServer::start_node(setup, &node).await?);
+            nodes.push(LabServer::start_node(setup, node).await?);
         }
         let addrs: Vec<SocketAddr> = nodes.iter().map(LabServer::addr).collect();
         let haproxy = Haproxy::start(&dir.0, &addrs).await?;
         Ok(Cluster {
             nodes: nodes.into_iter().map(Some).collect(),
             haproxy,
-            redis,
-            sentinels,
+            redis: None,
+            redis_cluster: None,
+            sentinels: None,
             _dir: dir,
         })
+    }
+
+    /// On a Redis Cluster: kill the primary serving the feed's slot and
+    /// wait until its replica serves it.
+    pub(crate) async fn kill_feed_primary(&mut self) -> Result<(), String> {
+        let redis = self
+            .redis_cluster
+            .as_mut()
+            .ok_or("this cluster is not on a Redis Cluster")?;
+        let primary = redis.primary_of(redis.slot_of(FEED_KEY).await).await;
+        redis.kill_primary(primary).await;
+        Ok(())
+    }
+
+    /// On a Redis Cluster: move the feed's slot to the next primary.
+    pub(crate) async fn move_feed_slot(&mut self) -> Result<(), String> {
+        let redis = self
+            .redis_cluster
+            .as_ref()
+            .ok_or("this cluster is not on a Redis Cluster")?;
+        let slot = redis.slot_of(FEED_KEY).await;
+        let from = redis.primary_of(slot).await;
+        redis.move_slot(slot, (from + 1) % redis.shards()).await;
+        Ok(())
     }
 
     /// Kill the primary and wait (at most `bound`) until the Sentinels
@@ -312,7 +380,11 @@ impl Cluster {
             .sentinels
             .as_ref()
             .ok_or("this cluster has no Sentinels")?;
-        self.redis.kill().await;
+        self.redis
+            .as_mut()
+            .ok_or("this cluster has no primary of its own")?
+            .kill()
+            .await;
         sentinels.switched(bound).await
     }
 
@@ -321,9 +393,11 @@ impl Cluster {
         self.haproxy.front
     }
 
-    /// The shared Redis.
-    pub(crate) fn redis(&mut self) -> &mut Redis {
-        &mut self.redis
+    /// The shared Redis (not on a Redis Cluster).
+    pub(crate) fn redis(&mut self) -> Result<&mut Redis, String> {
+        self.redis
+            .as_mut()
+            .ok_or_else(|| "this cluster runs on a Redis Cluster".to_owned())
     }
 
     /// The node holding a connection (the lab's one client is on it).

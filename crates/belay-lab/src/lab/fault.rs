@@ -53,11 +53,20 @@ pub enum LabFault {
     /// has them (`wait_replicas = 1`): nothing a client saw is lost, so
     /// positions resume.
     SentinelFailoverWait,
+    /// On a Redis Cluster (three primaries, a replica each, the nodes
+    /// with `--redis-cluster`), the primary serving the feed's slot gets
+    /// SIGKILL and its replica is promoted: announced like a Sentinel
+    /// failover (a resync), the connection stays up.
+    ClusterPrimaryKilled,
+    /// On the same cluster, the feed's slot moves to another primary
+    /// (`MIGRATE`, as `redis-cli --cluster reshard` does) while the feed
+    /// publishes: resumed without a resync, the connection stays up.
+    Resharding,
 }
 
 impl LabFault {
     /// Every fault, in table order.
-    pub const ALL: [LabFault; 17] = [
+    pub const ALL: [LabFault; 19] = [
         LabFault::Freeze,
         LabFault::ServiceDown,
         LabFault::SlowReplies,
@@ -75,6 +84,8 @@ impl LabFault {
         LabFault::RedisRestart,
         LabFault::SentinelFailover,
         LabFault::SentinelFailoverWait,
+        LabFault::ClusterPrimaryKilled,
+        LabFault::Resharding,
     ];
 
     /// The name on the command line and in tables.
@@ -97,6 +108,8 @@ impl LabFault {
             LabFault::RedisRestart => "redis-restart",
             LabFault::SentinelFailover => "sentinel-failover",
             LabFault::SentinelFailoverWait => "sentinel-failover-wait",
+            LabFault::ClusterPrimaryKilled => "cluster-primary-killed",
+            LabFault::Resharding => "resharding",
         }
     }
 
@@ -126,6 +139,8 @@ impl LabFault {
                 | LabFault::RedisRestart
                 | LabFault::SentinelFailover
                 | LabFault::SentinelFailoverWait
+                | LabFault::ClusterPrimaryKilled
+                | LabFault::Resharding
         )
     }
 
@@ -134,6 +149,7 @@ impl LabFault {
         match self {
             LabFault::SentinelFailover => RedisSetup::Sentinel,
             LabFault::SentinelFailoverWait => RedisSetup::SentinelWait,
+            LabFault::ClusterPrimaryKilled | LabFault::Resharding => RedisSetup::Cluster,
             _ => RedisSetup::Single,
         }
     }

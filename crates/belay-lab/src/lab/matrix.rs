@@ -304,11 +304,14 @@ fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = S
         | LabFault::NodeKill
         | LabFault::RedisDown
         | LabFault::SentinelFailoverWait
+        | LabFault::Resharding
             if f.resyncs > 0 =>
         {
             out.push(format!("{} resyncs where the history was kept", f.resyncs));
         }
-        LabFault::RedisRestart | LabFault::SentinelFailover if f.resyncs == 0 => {
+        LabFault::RedisRestart | LabFault::SentinelFailover | LabFault::ClusterPrimaryKilled
+            if f.resyncs == 0 =>
+        {
             out.push("the lost history was never announced (no resync)".to_owned());
         }
         _ => {}
@@ -319,6 +322,8 @@ fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = S
             | LabFault::RedisRestart
             | LabFault::SentinelFailover
             | LabFault::SentinelFailoverWait
+            | LabFault::ClusterPrimaryKilled
+            | LabFault::Resharding
     ) && f.dials_since_fault > 0
     {
         out.push(format!(

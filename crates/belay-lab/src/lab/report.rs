@@ -49,7 +49,7 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     if c.faults.iter().any(|f| f.cluster()) {
         let _ = writeln!(
             out,
-            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover, sentinel-failover-wait): two `belay serve --demo \
+            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover, sentinel-failover-wait, cluster-primary-killed, resharding): two `belay serve --demo \
              --broker redis://…` nodes (the same timings, both publishing `feed`, load-balancer \
              delay {} s) on one `redis-server` without persistence, HAProxy in front (roundrobin, \
              `/readyz` checked every 100 ms, `send-proxy-v2`); the node a deploy or a kill hits \
@@ -57,7 +57,10 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
              length plus the broker's probe bound; sentinel-failover adds a replica and three \
              Sentinels (quorum 2, down after 1 s), the nodes find the primary through them \
              (`--redis-sentinel`), and the primary gets SIGKILL; sentinel-failover-wait runs two replicas and the nodes \
-             with `--redis-wait-replicas 1`.",
+             with `--redis-wait-replicas 1`; cluster-primary-killed and resharding run the nodes \
+             with `--redis-cluster` on a Redis Cluster (three primaries with a replica each, \
+             `cluster-node-timeout` 1 s) and kill the primary serving the feed's slot (SIGKILL; \
+             over once its replica serves) or move the slot to another primary.",
             LB_DELAY_SECS,
             (c.fault_for + REDIS_PROBE_BOUND).as_millis(),
         );

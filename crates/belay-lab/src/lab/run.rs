@@ -301,17 +301,24 @@ impl Stage {
             LabFault::RedisDown => {
                 // Held past the broker's probe bound, so that the outage
                 // lasts the fault's length after it can have been noticed.
-                self.cluster()?.redis().pause().await?;
+                self.cluster()?.redis()?.pause().await?;
                 sleep(hold + REDIS_PROBE_BOUND).await;
-                self.cluster()?.redis().resume().await?;
+                self.cluster()?.redis()?.resume().await?;
             }
             LabFault::RedisRestart => {
-                self.cluster()?.redis().restart().await?;
+                self.cluster()?.redis()?.restart().await?;
             }
             LabFault::SentinelFailover | LabFault::SentinelFailoverWait => {
                 // Over once a replica is promoted; the nodes find it on
                 // their next reconnect.
                 self.cluster()?.fail_over(Duration::from_secs(30)).await?;
+            }
+            LabFault::ClusterPrimaryKilled => {
+                // Over once the replica serves the feed's slot.
+                self.cluster()?.kill_feed_primary().await?;
+            }
+            LabFault::Resharding => {
+                self.cluster()?.move_feed_slot().await?;
             }
         }
         Ok(Instant::now())

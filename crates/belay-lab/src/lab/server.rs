@@ -78,6 +78,9 @@ pub(crate) struct NodeSetup {
     pub(crate) sentinel: Option<(String, Vec<String>)>,
     /// Publications wait for this many replicas (`--redis-wait-replicas`).
     pub(crate) wait_replicas: usize,
+    /// On a Redis Cluster: more of its nodes (`--redis-cluster
+    /// --redis-cluster-node …`; the broker's URL is one).
+    pub(crate) cluster: Option<Vec<String>>,
     /// Seconds the balancer needs to notice `/readyz` = 503 in a drain.
     pub(crate) lb_delay_secs: u64,
 }
@@ -142,6 +145,12 @@ impl LabServer {
                     "--redis-wait-replicas".into(),
                     node.wait_replicas.to_string(),
                 ]);
+            }
+            if let Some(more) = &node.cluster {
+                serve_args.push("--redis-cluster".into());
+                for url in more {
+                    serve_args.extend(["--redis-cluster-node".into(), url.clone()]);
+                }
             }
             if let Some((master, urls)) = &node.sentinel {
                 serve_args.extend(["--redis-sentinel-master".into(), master.clone()]);

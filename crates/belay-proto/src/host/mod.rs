@@ -40,7 +40,7 @@ mod record;
 mod timing;
 
 pub use idle_sleep::{Beat, HostAction, IdleSleep, IdleSleepConfig, IdleSleepStats};
-pub use record::{HostRecord, HostState};
+pub use record::{HostRecord, HostState, SharedHost};
 pub use timing::HostTiming;
 
 /// The channel a host publishes to and its clients subscribe to:

@@ -6,10 +6,45 @@
 //! grace ago. The state clients see is derived, never stored: `ready` while
 //! the host's session holds its calls channel; otherwise `waking` while it
 //! is needed, `offline` when it stopped beating, `asleep` else.
+//!
+//! Relays sharing a broker share their hosts: what the other nodes say of
+//! a host (its last heartbeat there, a session of it held there, a node
+//! needing it) comes in as a [`SharedHost`] and counts as if seen here.
+
+use std::time::Duration;
 
 use crate::time::Instant;
 
 use super::HostTiming;
+
+/// What the other relays sharing a broker say of a host, read from the
+/// broker (`belay_server::HostDirectory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SharedHost {
+    /// How long ago the host last called the heartbeat endpoint of any
+    /// relay (`None`: never, or forgotten).
+    pub beat_age: Option<Duration>,
+    /// A session of the host holds its calls channel on another relay.
+    pub attached_elsewhere: bool,
+    /// Another relay needs the host (subscribers, calls, grace).
+    pub needed_elsewhere: bool,
+}
+
+impl SharedHost {
+    /// A view: last beat `beat_age` ago, attached and needed elsewhere.
+    pub fn new(
+        beat_age: Option<Duration>,
+        attached_elsewhere: bool,
+        needed_elsewhere: bool,
+    ) -> Self {
+        SharedHost {
+            beat_age,
+            attached_elsewhere,
+            needed_elsewhere,
+        }
+    }
+}
 
 /// A host's state as its clients see it (`$host-state:ID`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,6 +87,10 @@ pub struct HostRecord {
     calls: u32,
     /// When the last call ended.
     last_call_end: Option<Instant>,
+    /// A session of it is held on another relay ([`SharedHost`]).
+    attached_elsewhere: bool,
+    /// Another relay needs it ([`SharedHost`]).
+    needed_elsewhere: bool,
 }
 
 impl HostRecord {
@@ -63,7 +102,18 @@ impl HostRecord {
             subscribers: 0,
             calls: 0,
             last_call_end: None,
+            attached_elsewhere: false,
+            needed_elsewhere: false,
         }
+    }
+
+    /// What the other relays say of the host, read at `now`.
+    pub fn handle_shared(&mut self, now: Instant, shared: SharedHost) {
+        if let Some(age) = shared.beat_age {
+            self.last_beat = self.last_beat.max(now.saturating_sub(age));
+        }
+        self.attached_elsewhere = shared.attached_elsewhere;
+        self.needed_elsewhere = shared.needed_elsewhere;
     }
 
     /// A heartbeat from the host at `now`; the answer is
@@ -106,8 +156,13 @@ impl HostRecord {
         self.last_call_end = Some(self.last_call_end.map_or(now, |at| at.max(now)));
     }
 
-    /// Whether anyone needs the host at `now`.
+    /// Whether anyone needs the host at `now` (here or on another relay).
     pub fn needed(&self, now: Instant, timing: &HostTiming) -> bool {
+        self.needed_elsewhere || self.needed_here(now, timing)
+    }
+
+    /// Whether anyone on this relay needs the host at `now`.
+    pub fn needed_here(&self, now: Instant, timing: &HostTiming) -> bool {
         self.subscribers > 0
             || self.calls > 0
             || self
@@ -117,7 +172,7 @@ impl HostRecord {
 
     /// The state its clients see at `now`.
     pub fn state(&self, now: Instant, timing: &HostTiming) -> HostState {
-        if self.attached > 0 {
+        if self.is_attached() {
             HostState::Ready
         } else if now.saturating_duration_since(self.last_beat) >= timing.offline_after() {
             HostState::Offline
@@ -133,8 +188,14 @@ impl HostRecord {
         self.calls
     }
 
-    /// Whether a session of the host holds its calls channel.
+    /// Whether a session of the host holds its calls channel, here or on
+    /// another relay.
     pub fn is_attached(&self) -> bool {
+        self.attached > 0 || self.attached_elsewhere
+    }
+
+    /// Whether a session of the host holds its calls channel on this relay.
+    pub fn is_attached_here(&self) -> bool {
         self.attached > 0
     }
 

@@ -10,6 +10,7 @@ mod common;
 mod control_plane;
 mod history_bytes;
 mod history_read;
+mod hosts_across_nodes;
 mod idempotency_across_nodes;
 mod namespace_history;
 mod position_check;

@@ -9,7 +9,8 @@
 //! whether the call waits for this host's answer is its
 //! [`HostCalls`](belay_proto::server::HostCalls)': a call id that is not
 //! waiting for this host (answered already, given up, another host's) is
-//! `not_found`.
+//! `not_found`. In a cluster, a call of another node is handed to it
+//! (`across_nodes`) and `not_found` only when no node took it.
 
 use belay_proto::message::{AnswerParams, AnswerResult, ErrorBody, Payload, RawJson, Reply};
 use belay_proto::server::{CallId, ReservedCall};
@@ -29,11 +30,12 @@ pub(crate) async fn run(ctx: CallContext, params: Payload) -> Reply {
         Some(Err(error)) => return Reply::Error(error),
         other => return unexpected(other.map(|c| c.map(|_| ()))),
     };
-    answer(&ctx, params)
+    answer(&ctx, params).await
 }
 
-/// Hand the host's outcome to the call waiting for it.
-fn answer(ctx: &CallContext, params: AnswerParams) -> Reply {
+/// Hand the host's outcome to the call waiting for it: here, or (in a
+/// cluster) on the node that made the call.
+async fn answer(ctx: &CallContext, params: AnswerParams) -> Reply {
     // The node let only a host through.
     let Some(host) = ctx.principal.host.as_deref() else {
         return refused("forbidden", "only a host answers calls".into());
@@ -41,10 +43,14 @@ fn answer(ctx: &CallContext, params: AnswerParams) -> Reply {
     let shared = &ctx.server.shared;
     let call = params.call;
     let reply = params.outcome.into_reply();
-    if shared
+    let taken = shared
         .hosts
-        .answer(shared, host, CallId::from_u64(call), reply)
-    {
+        .answer(shared, host, CallId::from_u64(call), reply.clone())
+        || shared
+            .hosts
+            .forward_answer(host, CallId::from_u64(call), reply)
+            .await;
+    if taken {
         match RawJson::encode(&AnswerResult::new()) {
             Ok(result) => Reply::Result(result),
             Err(e) => refused("internal", e.to_string()),

@@ -52,6 +52,8 @@ async fn call_host(ctx: CallContext, params: CallParams, access: AccessRoute) ->
         return refused(e.code(), e.to_string(), None);
     }
     let host = params.host;
+    // In a cluster the host may beat and connect on another node.
+    shared.hosts.look_up_unless_held(shared, &host).await;
     let request = CallRequest::new(
         host.as_str(),
         Arc::clone(&ctx.session),

@@ -34,6 +34,8 @@ pub(crate) async fn heartbeat(State(server): State<Server>, headers: HeaderMap) 
             "these credentials name no host (JWT claim `host`)".into(),
         ));
     };
+    // In a cluster: recorded for every node, and what they say counts.
+    shared.hosts.share_beat(shared, &host).await;
     match shared.hosts.beat(shared, &host) {
         Ok(beat) => Json(serde_json::json!({
             "host": &*host,

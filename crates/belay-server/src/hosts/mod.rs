@@ -40,6 +40,7 @@ use tokio::sync::oneshot;
 use crate::metrics::lock;
 use crate::shared::Shared;
 
+mod across_nodes;
 pub(crate) mod answer;
 pub(crate) mod call;
 pub(crate) mod heartbeat;

@@ -108,12 +108,12 @@ impl HostCalls {
     /// No hosts, no calls.
     pub fn new(config: HostCallsConfig) -> Self {
         HostCalls {
+            next_call: config.first_call_id,
             config,
             hosts: HashMap::new(),
             early_subscribers: HashMap::new(),
             calls: HashMap::new(),
             timers: BTreeSet::new(),
-            next_call: 0,
             outputs: VecDeque::new(),
         }
     }

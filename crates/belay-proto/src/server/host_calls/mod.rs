@@ -39,6 +39,11 @@ pub struct HostCallsConfig {
     /// [`HostTiming::call_deadline`] of this. Default
     /// [`DEFAULT_ANSWER_TIMEOUT`].
     pub answer_timeout: Duration,
+    /// The id of the first call; the next ones count up from it. Nodes
+    /// sharing a broker share the hosts' `$host-calls:ID` channels, so each
+    /// starts at a different (random) point: a delivery or an answer is
+    /// never mistaken for another node's call of the same host. Default 0.
+    pub first_call_id: u64,
 }
 
 impl Default for HostCallsConfig {
@@ -48,6 +53,7 @@ impl Default for HostCallsConfig {
             max_hosts: 10_000,
             max_calls_per_host: 64,
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,
+            first_call_id: 0,
         }
     }
 }
@@ -69,6 +75,12 @@ impl HostCallsConfig {
     /// With `timeout` for a woken host to answer.
     pub fn with_answer_timeout(mut self, timeout: Duration) -> Self {
         self.answer_timeout = timeout;
+        self
+    }
+
+    /// Number calls from `id` on ([`first_call_id`](Self::first_call_id)).
+    pub fn with_first_call_id(mut self, id: u64) -> Self {
+        self.first_call_id = id;
         self
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::host::{HostRecord, HostState};
+use crate::host::{HostRecord, HostState, SharedHost};
 use crate::time::Instant;
 
 use super::HostCallOutput;
@@ -58,6 +58,94 @@ impl HostCalls {
             return;
         };
         entry.record.handle_attached();
+        self.deliver_waiting(host);
+        self.note(now, host);
+    }
+
+    /// A session of `host` let go of its calls channel. When it was the
+    /// last (here and on every other relay), the calls delivered to it
+    /// settle [`HostCallError::Lost`] (it may have run them); calls still
+    /// waiting for the host go on waiting.
+    pub fn handle_detached(&mut self, now: Instant, host: &str) {
+        let Some(entry) = self.hosts.get_mut(host) else {
+            return;
+        };
+        entry.record.handle_detached(now);
+        self.settle_lost_if_gone(now, host);
+        self.note(now, host);
+    }
+
+    /// What the other relays sharing the broker say of `host` at `now`
+    /// (registered if new, like a heartbeat: it beats on another relay).
+    /// A session held elsewhere gets the calls waiting here delivered (the
+    /// broker carries them there); a host no longer held anywhere settles
+    /// the calls delivered to it [`HostCallError::Lost`], as a last local
+    /// session leaving does. Refused, with nothing changed, when the table
+    /// is full.
+    pub fn handle_shared(
+        &mut self,
+        now: Instant,
+        host: &str,
+        shared: SharedHost,
+    ) -> Result<(), RegistryFull> {
+        let entry = register(
+            &mut self.hosts,
+            &mut self.early_subscribers,
+            &self.config,
+            now,
+            host,
+        )?;
+        entry.record.handle_shared(now, shared);
+        if entry.record.is_attached() {
+            self.deliver_waiting(host);
+        } else {
+            self.settle_lost_if_gone(now, host);
+        }
+        self.note(now, host);
+        Ok(())
+    }
+
+    /// Hosts whose view from the other relays this relay should read
+    /// again now: those with calls here that no session here holds (they
+    /// wait for a host that may connect elsewhere, or were delivered to
+    /// one that may go). Sorted.
+    pub fn hosts_to_look_up(&self) -> Vec<Arc<str>> {
+        let mut hosts: Vec<Arc<str>> = (self.calls.values())
+            .map(|call| &call.host)
+            .filter(|host| {
+                self.hosts
+                    .get(&***host)
+                    .is_some_and(|entry| !entry.record.is_attached_here())
+            })
+            .cloned()
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        hosts
+    }
+
+    /// What this relay tells the others at `now`: the hosts a session here
+    /// holds, and the hosts needed here (subscribers, calls, grace). Each
+    /// sorted.
+    pub fn hosts_held_and_needed(&self, now: Instant) -> (Vec<Arc<str>>, Vec<Arc<str>>) {
+        let timing = &self.config.timing;
+        let mut held = Vec::new();
+        let mut needed = Vec::new();
+        for (host, entry) in &self.hosts {
+            if entry.record.is_attached_here() {
+                held.push(Arc::clone(host));
+            }
+            if entry.record.needed_here(now, timing) {
+                needed.push(Arc::clone(host));
+            }
+        }
+        held.sort_unstable();
+        needed.sort_unstable();
+        (held, needed)
+    }
+
+    /// Deliver every call waiting for `host`, in id order.
+    fn deliver_waiting(&mut self, host: &str) {
         let mut waiting: Vec<CallId> = (self.calls.iter())
             .filter(|(_, call)| &*call.host == host && call.request.is_some())
             .map(|(id, _)| *id)
@@ -66,28 +154,26 @@ impl HostCalls {
         for id in waiting {
             self.deliver(id);
         }
-        self.note(now, host);
     }
 
-    /// A session of `host` let go of its calls channel. When it was the
-    /// last, the calls delivered to it settle [`HostCallError::Lost`] (it
-    /// may have run them); calls still waiting for the host go on waiting.
-    pub fn handle_detached(&mut self, now: Instant, host: &str) {
-        let Some(entry) = self.hosts.get_mut(host) else {
+    /// When no session of `host` is held anywhere, settle the calls
+    /// delivered to it [`HostCallError::Lost`].
+    fn settle_lost_if_gone(&mut self, now: Instant, host: &str) {
+        if self
+            .hosts
+            .get(host)
+            .map_or(true, |entry| entry.record.is_attached())
+        {
             return;
-        };
-        entry.record.handle_detached(now);
-        if !entry.record.is_attached() {
-            let mut lost: Vec<CallId> = (self.calls.iter())
-                .filter(|(_, call)| &*call.host == host && call.request.is_none())
-                .map(|(id, _)| *id)
-                .collect();
-            lost.sort_unstable();
-            for id in lost {
-                self.settle(now, id, Err(HostCallError::Lost));
-            }
         }
-        self.note(now, host);
+        let mut lost: Vec<CallId> = (self.calls.iter())
+            .filter(|(_, call)| &*call.host == host && call.request.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        lost.sort_unstable();
+        for id in lost {
+            self.settle(now, id, Err(HostCallError::Lost));
+        }
     }
 
     /// A client subscribed to `$host:ID`.
@@ -126,6 +212,13 @@ impl HostCalls {
         self.hosts
             .get(host)
             .is_some_and(|entry| entry.record.is_attached())
+    }
+
+    /// Whether a session of `host` on this relay holds its calls channel.
+    pub fn is_attached_here(&self, host: &str) -> bool {
+        self.hosts
+            .get(host)
+            .is_some_and(|entry| entry.record.is_attached_here())
     }
 
     /// Hosts recorded.

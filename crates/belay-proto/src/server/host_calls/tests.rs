@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::host::max_calls_per_caller;
+use crate::host::{max_calls_per_caller, SharedHost};
 use crate::time::Instant;
 
 const HOST: &str = "pc-1";
@@ -319,4 +319,107 @@ fn subscribers_before_the_first_heartbeat_count_once_it_registers() {
     assert_eq!((beat.needed, beat.state), (true, HostState::Waking));
     calls.handle_unsubscribed(at(2), HOST);
     assert_eq!(states(&drain(&mut calls)), [HostState::Asleep]);
+}
+
+#[test]
+fn calls_are_numbered_from_the_configured_first_id() {
+    let base = 7u64 << 32;
+    let mut calls = HostCalls::new(HostCallsConfig::default().with_first_call_id(base));
+    calls.handle_beat(at(0), HOST).unwrap();
+    calls.handle_attached(at(0), HOST);
+    let first = calls.handle_call(at(1), call_req("a")).unwrap();
+    let second = calls.handle_call(at(2), call_req("b")).unwrap();
+    assert_eq!(first, CallId::from_u64(base));
+    assert_eq!(second, CallId::from_u64(base + 1));
+    // Another node's numbering never names these calls.
+    let other = HostCalls::new(HostCallsConfig::default().with_first_call_id(9u64 << 32));
+    assert_ne!(other.config().first_call_id, base);
+    let answer = calls.handle_answer(at(3), HOST, CallId::from_u64(9u64 << 32), result("x"));
+    assert!(
+        answer.is_err(),
+        "an id from another node's range is no call here"
+    );
+}
+
+fn elsewhere(attached: bool, needed: bool) -> SharedHost {
+    SharedHost::new(
+        Some(std::time::Duration::from_millis(500)),
+        attached,
+        needed,
+    )
+}
+
+#[test]
+fn a_host_beating_on_another_relay_is_known_here_and_its_call_waits() {
+    let mut calls = HostCalls::new(HostCallsConfig::default());
+    assert_eq!(
+        calls.handle_call(at(0), call_req("a")),
+        Err(HostCallError::UnknownHost)
+    );
+    calls
+        .handle_shared(at(1_000), HOST, elsewhere(false, false))
+        .unwrap();
+    let call = calls.handle_call(at(1_000), call_req("a")).unwrap();
+    let out = drain(&mut calls);
+    assert!(delivered(&out).is_empty(), "asleep: the call waits");
+    assert_eq!(states(&out), [HostState::Waking]);
+    assert_eq!(calls.hosts_to_look_up(), [Arc::from(HOST)]);
+    let (held, needed) = calls.hosts_held_and_needed(at(1_000));
+    assert!(held.is_empty());
+    assert_eq!(needed, [Arc::from(HOST)], "the waiting call needs it");
+    assert_eq!(calls.call_timeout(call), Some(at(21_000)));
+}
+
+#[test]
+fn a_session_held_on_another_relay_gets_the_waiting_calls_and_its_end_settles_them_lost() {
+    let mut calls = HostCalls::new(HostCallsConfig::default());
+    calls
+        .handle_shared(at(0), HOST, elsewhere(false, false))
+        .unwrap();
+    let call = calls.handle_call(at(0), call_req("a")).unwrap();
+    drain(&mut calls);
+    calls
+        .handle_shared(at(2_000), HOST, elsewhere(true, false))
+        .unwrap();
+    let out = drain(&mut calls);
+    assert_eq!(delivered(&out), [call], "the broker carries it there");
+    assert_eq!(states(&out), [HostState::Ready]);
+    assert!(calls.is_attached(HOST));
+    // The relay holding the session died (its lease ran out) or the
+    // session ended there: the delivered call may have run.
+    calls
+        .handle_shared(at(3_000), HOST, elsewhere(false, false))
+        .unwrap();
+    let out = drain(&mut calls);
+    assert_eq!(settled(&out), [(call, Err(HostCallError::Lost))]);
+}
+
+#[test]
+fn a_relay_needing_the_host_makes_its_heartbeat_here_say_needed() {
+    let mut calls = HostCalls::new(HostCallsConfig::default());
+    assert!(!calls.handle_beat(at(0), HOST).unwrap().needed);
+    calls
+        .handle_shared(at(100), HOST, elsewhere(false, true))
+        .unwrap();
+    let beat = calls.handle_beat(at(100), HOST).unwrap();
+    assert!(beat.needed, "another relay waits for it");
+    assert_eq!(beat.state, HostState::Waking);
+    let (_, needed_here) = calls.hosts_held_and_needed(at(100));
+    assert!(needed_here.is_empty(), "not needed by this relay itself");
+}
+
+#[test]
+fn a_local_session_is_not_undone_by_the_shared_view() {
+    let mut calls = relay(true);
+    let call = calls.handle_call(at(10), call_req("a")).unwrap();
+    drain(&mut calls);
+    calls
+        .handle_shared(at(20), HOST, elsewhere(false, false))
+        .unwrap();
+    assert!(calls.is_attached(HOST));
+    assert!(settled(&drain(&mut calls)).is_empty());
+    assert!(calls.hosts_to_look_up().is_empty(), "held here");
+    let (held, _) = calls.hosts_held_and_needed(at(20));
+    assert_eq!(held, [Arc::from(HOST)]);
+    assert_eq!(calls.call_timeout(call), Some(at(30_010)), "the answer deadline");
 }

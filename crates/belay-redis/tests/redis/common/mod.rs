@@ -118,6 +118,22 @@ pub struct Node {
 
 impl Node {
     pub async fn start(redis: RedisConfig, methods: Methods) -> Node {
+        Node::start_built(redis, move |broker| {
+            Server::builder()
+                .config(ServerConfig::default().with_idempotency_lease(Duration::from_millis(600)))
+                .broker(Arc::new(broker))
+                .methods(methods)
+                .build()
+        })
+        .await
+    }
+
+    /// A node whose server `build` makes from its broker (the cluster
+    /// routes merged, as `start`).
+    pub async fn start_built(
+        redis: RedisConfig,
+        build: impl FnOnce(RedisBroker) -> Server + Send + 'static,
+    ) -> Node {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -126,11 +142,7 @@ impl Node {
         let (ready, started) = oneshot::channel();
         runtime.spawn(async move {
             let broker = RedisBroker::connect(redis).await.expect("Redis answers");
-            let server = Server::builder()
-                .config(ServerConfig::default().with_idempotency_lease(Duration::from_millis(600)))
-                .broker(Arc::new(broker.clone()))
-                .methods(methods)
-                .build();
+            let server = build(broker.clone());
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let addr = listener.local_addr().expect("addr");
             let router = server.router().merge(broker.cluster_router(&server));
