@@ -35,8 +35,8 @@ pub enum ConnectError {
     /// credentials).
     #[error("cannot reach Redis: {0}")]
     Unreachable(String),
-    /// Settings that do not go together (a Redis Cluster with
-    /// `wait_replicas`, or found through Sentinels).
+    /// Settings that do not go together (a Redis Cluster found through
+    /// Sentinels).
     #[error("unsupported Redis setup: {0}")]
     Unsupported(String),
 }
@@ -83,11 +83,6 @@ impl RedisBroker {
     /// reached now; once started, the broker reconnects by itself (and
     /// refuses publications and subscriptions while Redis is away).
     pub async fn connect(config: RedisConfig) -> Result<RedisBroker, ConnectError> {
-        if config.is_cluster() && config.wait_replicas > 0 {
-            return Err(ConnectError::Unsupported(
-                "wait_replicas on a Redis Cluster (WAIT would block a shard's only command connection)".into(),
-            ));
-        }
         let endpoint = Arc::new(Endpoint::new(&config)?);
         let commands = Commands::connect(Arc::clone(&endpoint), config.command_timeout)
             .await
@@ -232,6 +227,15 @@ impl Inner {
             .map_err(|error| format!("Redis {what}: {error}"))
     }
 
+    /// The command the scripts publish live with: sharded on a cluster.
+    pub(crate) fn live_command(&self) -> &'static str {
+        if self.config.is_cluster() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        }
+    }
+
     /// `1` when publications are durable: readers see only what replicas
     /// confirmed (the scripts' `visible_top`).
     pub(crate) fn durable_flag(&self) -> &'static str {
@@ -312,7 +316,8 @@ impl Inner {
             .arg(new_epoch())
             .arg(self.config.history_max_bytes)
             .arg(writer)
-            .arg(if live { "1" } else { "0" });
+            .arg(if live { "1" } else { "0" })
+            .arg(self.live_command());
         // A publication whose answer is lost may or may not have been
         // appended: the caller is told it failed, and a retry publishes it
         // again (the application's own idempotency decides).

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, RedisFuture, Value};
 
 use crate::endpoint::Endpoint;
@@ -237,6 +238,29 @@ impl Commands {
         let mut connection = primary.connection.clone();
         self.settle(primary, command.query_async(&mut connection))
             .await
+    }
+
+    /// [`Commands::query`] on the primary serving `key`'s slot: on a
+    /// cluster a keyless command (`WAIT`) would go to any node.
+    pub(crate) async fn query_at<T: redis::FromRedisValue>(
+        &self,
+        primary: &Primary,
+        command: &Cmd,
+        key: &str,
+    ) -> Result<T, String> {
+        let Connection::Cluster(connection) = &primary.connection else {
+            return self.query(primary, command).await;
+        };
+        let mut connection = connection.clone();
+        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(
+            key,
+            SlotAddr::Master,
+        )));
+        let reply = async {
+            let value = connection.route_command(command.clone(), route).await?;
+            T::from_redis_value(value).map_err(RedisError::from)
+        };
+        self.settle(primary, reply).await
     }
 
     /// Run `call` on `primary`, within the command timeout.

@@ -161,8 +161,7 @@ impl RedisConfig {
     /// enough, the rest of the cluster is learnt from it). Channels spread
     /// over the cluster's slots by their hash tag, live publications go
     /// over sharded PUB/SUB (`SSUBSCRIBE`), and `MOVED`, `ASK` and failovers
-    /// are followed. Not with [`sentinel`](Self::sentinel) or
-    /// [`wait_replicas`](Self::wait_replicas).
+    /// are followed. Not with [`sentinel`](Self::sentinel).
     pub fn cluster(mut self, urls: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.cluster_nodes = urls.into_iter().map(Into::into).collect();
         if let Some(first) = self.cluster_nodes.first() {

@@ -10,7 +10,10 @@
 //! confirmed loses nothing a publisher was told or a client was sent. A
 //! `WAIT` blocks its connection's later commands, so durable publications
 //! run on a few connections of their own, round-robin, never on the one
-//! the node's other commands use.
+//! the node's other commands use. On a Redis Cluster each is a cluster
+//! connection (one connection per primary), and the `WAIT` goes to the
+//! primary of the channel's slot, which took the append on that same
+//! connection.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -72,10 +75,12 @@ impl Durable {
             .append(commands, &primary, "", &channel, &data, false)
             .await
             .map_err(unavailable)?;
+        let keys = ChannelKeys::new(broker.prefix(), &channel, broker.config().is_cluster());
         let mut wait = redis::cmd("WAIT");
         wait.arg(self.replicas).arg(self.wait_ms);
+        // On a cluster, at the primary that took the append (its slot's).
         let confirmed: usize = commands
-            .query(&primary, &wait)
+            .query_at(&primary, &wait, &keys.meta)
             .await
             .map_err(|e| unavailable(format!("Redis WAIT: {e}")))?;
         if confirmed < self.replicas {
@@ -84,8 +89,6 @@ impl Durable {
                 self.replicas, self.wait_ms
             )));
         }
-        // Durable publications are refused on a Redis Cluster.
-        let keys = ChannelKeys::new(broker.prefix(), &channel, false);
         let mut confirm = broker.scripts().confirm.prepare_invoke();
         confirm
             .key(&keys.meta)
@@ -93,7 +96,8 @@ impl Durable {
             .arg(&keys.live)
             .arg(offset)
             .arg(&epoch)
-            .arg(data.get());
+            .arg(data.get())
+            .arg(broker.live_command());
         if let Err(error) = commands.invoke(&primary, &confirm).await {
             // It is on the replicas and in the history: subscribers get it
             // from there once a later confirmation raises the confirmed top

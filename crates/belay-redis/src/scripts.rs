@@ -85,9 +85,9 @@ end
 /// Publish. KEYS: meta, history. ARGV: live channel, data, history length
 /// (0: none kept), history TTL s, meta TTL s, an epoch to start if there
 /// is none, the most bytes of data the history holds, the writer's
-/// `run_id` ([`CURRENT_EPOCH`]; `@` on a cluster, which publishes live with
-/// `SPUBLISH`), `1` to publish live now (`0`: the caller
-/// publishes once replicas confirmed). Returns `{offset, epoch}`.
+/// `run_id` ([`CURRENT_EPOCH`]; `@` on a cluster), `1` to publish live now
+/// (`0`: the caller publishes once replicas confirmed), the command that
+/// publishes live (`PUBLISH`; `SPUBLISH` on a cluster). Returns `{offset, epoch}`.
 ///
 /// A missing meta hash starts a new epoch ([`CURRENT_EPOCH`]). The meta
 /// hash's `b` counts the bytes of data in the Stream (a Stream that
@@ -128,11 +128,7 @@ if ARGV[3] ~= '0' then
   redis.call('HSET', KEYS[1], 'b', math.max(held, 0))
 end
 if ARGV[9] == '1' then
-  local publish = 'PUBLISH'
-  if ARGV[8] == '@' then
-    publish = 'SPUBLISH'
-  end
-  redis.call(publish, ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
+  redis.call(ARGV[10], ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
 end
 return {offset, epoch}
 ";
@@ -244,7 +240,8 @@ return {epoch, top, entries, truncated}
 /// A durable publication confirmed by the replicas: raise the channel's
 /// confirmed top (`c`) to it, so readers may see it, and publish live, in
 /// offset order, every publication up to it not yet published. KEYS: meta,
-/// history. ARGV: the live channel, the offset, the epoch, the data.
+/// history. ARGV: the live channel, the offset, the epoch, the data, the
+/// command that publishes live (`PUBLISH`; `SPUBLISH` on a cluster).
 ///
 /// Confirmations come out of order (publishers on other connections and
 /// nodes), but one replication stream carries every write in order, so a
@@ -270,13 +267,13 @@ if offset > confirmed + 1 then
     for i = 1, #fields, 2 do
       if fields[i] == 'd' then
         local id = string.match(entry[1], '^%d+')
-        redis.call('PUBLISH', ARGV[1], id .. ':' .. ARGV[3] .. ':' .. fields[i + 1])
+        redis.call(ARGV[5], ARGV[1], id .. ':' .. ARGV[3] .. ':' .. fields[i + 1])
       end
     end
   end
 end
 redis.call('HSET', KEYS[1], 'c', offset)
-redis.call('PUBLISH', ARGV[1], offset .. ':' .. ARGV[3] .. ':' .. ARGV[4])
+redis.call(ARGV[5], ARGV[1], offset .. ':' .. ARGV[3] .. ':' .. ARGV[4])
 return 1
 ";
 

@@ -300,10 +300,11 @@ fn verdicts(out: &mut String, report: &LabReport) {
          Every request settled; no publication lost silently or duplicated; exactly one \
          server connection after the fault; every fault but slow replies detected, the \
          silent ones (freeze, blackhole, link cut, half-open) within the heartbeat bound; \
-         ready again after the fault. In the cluster: no resync after a deploy, a node kill \
-         or Redis down (the history is kept), a resync after Redis restarted empty or a \
-         Sentinel failover (the promoted replica may lack the old primary's last writes), none \
-         after a failover with `wait_replicas` (it lacks nothing a client saw), and the \
+         ready again after the fault. In the cluster: no resync after a deploy, a node kill, \
+         Redis down or a resharding (the history is kept), a resync after Redis restarted \
+         empty, a Sentinel failover or a Redis Cluster primary killed (the promoted replica may \
+         lack the old primary's last writes), none after a failover with `wait_replicas` (it \
+         lacks nothing a client saw), and the \
          connection up through every Redis fault (no dial). With WebSockets blocked: ready \
          over SSE (in the `sse` cells, only ever over SSE) and, after `websocket-blocked`, back \
          on WebSocket. With the binary codec: every ready over WebSocket in `belay.bin.1`.\n\n",

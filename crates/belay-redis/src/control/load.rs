@@ -28,6 +28,14 @@ pub(crate) struct LoadHooks {
     pub(crate) heard: Box<dyn Fn(ClusterLoad) + Send + Sync>,
 }
 
+/// The most admissions per second one node's report counts for in the
+/// cluster's totals: far above what one node admits (thousands per
+/// second), so only a broken or lying report meets it.
+pub(crate) const MAX_NODE_RATE: u64 = 1_000_000;
+
+/// The most open connections one node's report counts for.
+pub(crate) const MAX_NODE_OPEN: u64 = 100_000_000;
+
 /// The rate as the beat script stores it (a decimal, never an exponent);
 /// anything not a positive finite number is 0.
 pub(crate) fn rate_arg(rate: f64) -> String {
@@ -50,11 +58,14 @@ pub(crate) fn load_reply(value: Value) -> Option<ClusterLoad> {
         Value::Int(n) => u64::try_from(*n).ok(),
         _ => None,
     };
-    let rate = match rate {
+    let rate: f64 = match rate {
         Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok()?,
         Value::SimpleString(text) => text.parse().ok()?,
         _ => return None,
     };
+    if !rate.is_finite() || rate < 0.0 {
+        return None;
+    }
     Some(ClusterLoad {
         nodes: u32::try_from(number(nodes)?).ok()?,
         rate,
@@ -100,13 +111,17 @@ mod tests {
             ])),
             None
         );
-        assert_eq!(
-            load_reply(Value::Array(vec![
-                Value::Int(1),
-                Value::BulkString(b"x".to_vec()),
-                Value::Int(0)
-            ])),
-            None
-        );
+        for nonsense in [&b"x"[..], b"inf", b"NaN", b"-5"] {
+            assert_eq!(
+                load_reply(Value::Array(vec![
+                    Value::Int(1),
+                    Value::BulkString(nonsense.to_vec()),
+                    Value::Int(0)
+                ])),
+                None,
+                "{}",
+                String::from_utf8_lossy(nonsense)
+            );
+        }
     }
 }

@@ -32,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::timeout;
 
-use load::{load_reply, rate_arg};
+use load::{load_reply, rate_arg, MAX_NODE_OPEN, MAX_NODE_RATE};
 pub(crate) use load::{ClusterLoad, LoadHooks, NodeLoad};
 use registry::{alive_reply, RegistryScripts};
 use wire::Wire;
@@ -459,7 +459,9 @@ impl Inner {
             .arg(&self.node)
             .arg(ttl.as_millis().max(1).to_string())
             .arg(rate_arg(load.rate))
-            .arg(load.open);
+            .arg(load.open)
+            .arg(MAX_NODE_RATE)
+            .arg(MAX_NODE_OPEN);
         let beat = timeout(
             self.command_timeout,
             call.invoke_async::<redis::Value>(&mut commands),

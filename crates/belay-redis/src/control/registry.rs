@@ -9,9 +9,12 @@
 use redis::{Script, Value};
 
 /// Renew a node's field and total the live nodes' loads. KEYS: the hash.
-/// ARGV: node id, TTL ms, admission rate, open connections. Returns
-/// `{nodes, rate, open}` over the live nodes that gave a rate (the rate as
-/// a string: Lua numbers reach Rust as integers).
+/// ARGV: node id, TTL ms, admission rate, open connections, the most
+/// admissions per second one node counts for and the most connections
+/// (another node's field is read, never trusted: one that claims more
+/// counts as that much). Returns `{nodes, rate, open}` over the live nodes
+/// that gave a rate (the rate as a string: Lua numbers reach Rust as
+/// integers).
 pub(crate) const BEAT: &str = r"
 local now = redis.call('TIME')
 local ms = now[1] * 1000 + math.floor(now[2] / 1000)
@@ -23,8 +26,8 @@ for i = 2, #all, 2 do
   local expires, r, o = string.match(all[i], '^(%d+)|([%d%.]+)|(%d+)$')
   if expires and tonumber(expires) > ms and tonumber(r) and tonumber(r) > 0 then
     nodes = nodes + 1
-    rate = rate + tonumber(r)
-    open = open + tonumber(o)
+    rate = rate + math.min(tonumber(r), tonumber(ARGV[5]))
+    open = open + math.min(tonumber(o), tonumber(ARGV[6]))
   end
 end
 return {nodes, tostring(rate), open}

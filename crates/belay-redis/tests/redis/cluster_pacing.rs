@@ -1,7 +1,8 @@
 //! Fleet pacing across nodes: each node reports its admission rate and
 //! open connections with its heartbeat and plans its reconnect slots for
 //! the live nodes' totals (`Server::cluster_capacity`); a node that dies
-//! drops out of the plan within the node TTL, and the one left plans alone.
+//! drops out of the plan within the node TTL, and the one left plans alone;
+//! a node's claimed rate counts for at most a million admissions per second.
 
 use std::time::Duration;
 
@@ -51,5 +52,31 @@ async fn nodes_plan_for_the_clusters_rate_and_a_dead_one_drops_out() {
 
     b.kill();
     planned(&a, |plan| plan.is_none()).await;
+    a.kill();
+}
+
+#[tokio::test]
+async fn a_node_claiming_an_absurd_rate_counts_for_the_most_one_node_may() {
+    let redis = RedisServer::start().await;
+    let a = Node::start(config(&redis).node_ttl(TTL), Methods::new()).await;
+    // Another "node" (anything that can write Redis) claims a rate that
+    // would make every node plan for an instant reconnect.
+    let client = redis::Client::open(redis.url()).expect("url");
+    let mut connection = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis answers");
+    let far_future = u64::MAX / 4;
+    let _: () = redis::cmd("HSET")
+        .arg("belay.nodes")
+        .arg("liar")
+        .arg(format!("{far_future}|99999999999999|99999999999999"))
+        .query_async(&mut connection)
+        .await
+        .expect("written");
+    planned(&a, |plan| {
+        plan.is_some_and(|(rate, nodes, _)| nodes == 2 && rate == 500.0 + 1_000_000.0)
+    })
+    .await;
     a.kill();
 }

@@ -4,13 +4,13 @@
 //! shards, a channel's slot moved under publishing (its clients resume
 //! with nothing lost and the epoch kept), and a primary killed (its
 //! replica promoted; what it may have lacked is announced, as with
-//! Sentinel).
+//! Sentinel; with `wait_replicas`, nothing is lost and positions resume).
 
 use std::time::Duration;
 
 use crate::common::{next, node, publications, resubscribe, subscribe, Node, Raw};
 use belay_proto::message::{ServerMessage, StreamPosition};
-use belay_redis::{ConnectError, RedisBroker, RedisConfig};
+use belay_redis::RedisConfig;
 use belay_server::broker::{Member, PublishError};
 use belay_server::rpc::Methods;
 use belay_server::Server;
@@ -244,13 +244,73 @@ async fn a_killed_primary_is_followed_and_what_it_may_have_lacked_is_announced()
 }
 
 #[tokio::test]
-async fn durable_publications_on_a_cluster_are_refused_by_name() {
+async fn with_wait_replicas_a_killed_primary_loses_nothing_and_positions_resume() {
+    let mut cluster = RedisCluster::start(3, 1).await;
+    let config = cluster_config(&cluster).wait_replicas(1, Duration::from_millis(500));
+    let (server, addr) = node(config).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    for n in 1..=3 {
+        server.publish("news", json!(n)).await.expect("confirmed");
+    }
+    assert_eq!(
+        publications(&mut raw, 3).await,
+        [(1, json!(1)), (2, json!(2)), (3, json!(3))]
+    );
+    let killed = cluster
+        .primary_of(cluster.slot_of("belay.meta.{news}").await)
+        .await;
+    cluster.kill_primary(killed).await;
+    let resumed = resubscribe(
+        &mut raw,
+        "news",
+        StreamPosition {
+            epoch: first.epoch.clone(),
+            offset: 3,
+        },
+    )
+    .await;
+    assert!(
+        resumed.recovered,
+        "every confirmed publication is on the promoted replica"
+    );
+    assert_eq!(resumed.epoch, first.epoch, "the epoch is kept");
+    // The promoted replica has no replica of its own: a publication on its
+    // shard cannot be confirmed, and is refused, never acknowledged.
+    let refused = server.publish("news", json!(4)).await;
+    assert!(
+        matches!(&refused, Err(PublishError::Unavailable(_))),
+        "{refused:?}"
+    );
+    // A channel of another shard, whose primary keeps its replica, is
+    // confirmed as before.
+    let mut other = None;
+    for n in 0..64 {
+        let channel = format!("other:{n}");
+        let slot = cluster.slot_of(&format!("belay.meta.{{{channel}}}")).await;
+        let primary = cluster.primary_of(slot).await;
+        if primary < 3 && primary != killed {
+            other = Some(channel);
+            break;
+        }
+    }
+    let other = other.expect("a channel on a shard that kept its replica");
+    server
+        .publish(&other, json!("confirmed"))
+        .await
+        .expect("confirmed by that shard's replica");
+}
+
+#[tokio::test]
+async fn a_cluster_found_through_sentinels_is_refused_by_name() {
     let config = RedisConfig::default()
         .cluster(["redis://127.0.0.1:1"])
-        .wait_replicas(1, Duration::from_millis(100));
-    let refused = RedisBroker::connect(config).await;
+        .sentinel("main", ["redis://127.0.0.1:2"]);
+    let refused = belay_redis::RedisBroker::connect(config).await;
     assert!(
-        matches!(refused, Err(ConnectError::Unsupported(ref why)) if why.contains("wait_replicas")),
+        matches!(refused, Err(belay_redis::ConnectError::Unsupported(ref why)) if why.contains("Sentinels")),
         "{:?}",
         refused.err()
     );

@@ -435,7 +435,7 @@ pub(crate) const KEYS: &[Key] = &[
         "broker.cluster",
         Kind::Bool,
         "false",
-        "broker.url is a node of a Redis Cluster (Redis 7): the rest of the cluster is learnt from it, channels spread over its shards (sharded PUB/SUB), and MOVED, ASK and failovers are followed. Not with broker.sentinels or broker.wait_replicas.",
+        "broker.url is a node of a Redis Cluster (Redis 7): the rest of the cluster is learnt from it, channels spread over its shards (sharded PUB/SUB), and MOVED, ASK and failovers are followed. Not with broker.sentinels.",
     ),
     key(
         "broker.cluster_nodes",

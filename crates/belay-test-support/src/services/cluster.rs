@@ -273,8 +273,9 @@ impl RedisCluster {
             .expect("a node of the cluster runs")
     }
 
-    /// Wait until every running node says the cluster is ok and no
-    /// primary it knows is failing; panics after `limit`.
+    /// Wait until every running node says the cluster is ok, no primary it
+    /// knows is failing, and every replica has its primary's data; panics
+    /// after `limit`.
     async fn wait_until_served(&self, limit: Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
@@ -291,7 +292,10 @@ impl RedisCluster {
                         && flags.contains("fail")
                         && line.split_whitespace().count() > 8
                 });
-                if !info.contains("cluster_state:ok") || failing_primary {
+                let replication = self.cli(index, &["INFO", "replication"]).await;
+                let syncing = replication.contains("role:slave")
+                    && !replication.contains("master_link_status:up");
+                if !info.contains("cluster_state:ok") || failing_primary || syncing {
                     served = false;
                     break;
                 }

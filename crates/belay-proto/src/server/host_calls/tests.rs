@@ -421,5 +421,9 @@ fn a_local_session_is_not_undone_by_the_shared_view() {
     assert!(calls.hosts_to_look_up().is_empty(), "held here");
     let (held, _) = calls.hosts_held_and_needed(at(20));
     assert_eq!(held, [Arc::from(HOST)]);
-    assert_eq!(calls.call_timeout(call), Some(at(30_010)), "the answer deadline");
+    assert_eq!(
+        calls.call_timeout(call),
+        Some(at(30_010)),
+        "the answer deadline"
+    );
 }

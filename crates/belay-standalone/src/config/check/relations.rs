@@ -64,8 +64,8 @@ impl Checker<'_> {
         }
     }
 
-    /// A Redis Cluster is found from its nodes, not through Sentinels, and
-    /// takes no `WAIT` (see `broker.cluster`).
+    /// A Redis Cluster is found from its nodes, not through Sentinels (see
+    /// `broker.cluster`).
     fn cluster_relations(&mut self, sentinels: bool) {
         let cluster = self.values.get("broker.cluster") == Some(&Value::Bool(true));
         let nodes = match self.values.get("broker.cluster_nodes") {
@@ -93,14 +93,6 @@ impl Checker<'_> {
             self.related(
                 "broker.cluster",
                 "broker.cluster and broker.sentinels do not go together: a Redis Cluster is found from its own nodes",
-            );
-        }
-        let waits =
-            matches!(self.values.get("broker.wait_replicas"), Some(Value::Int(n)) if *n > 0);
-        if cluster && waits {
-            self.related(
-                "broker.cluster",
-                "broker.cluster does not take broker.wait_replicas (WAIT would block a shard's command connection)",
             );
         }
     }
