@@ -454,11 +454,30 @@ mod tests {
             messages: 10,
             rate: 1e6,
             concurrency: 3,
+            channels: 1,
         }
         .run()
         .await;
         assert_eq!(summary["published"], 10);
         assert_eq!(summary["failed"], 0);
         assert_eq!(summary["last_offset"], 10);
+    }
+
+    #[tokio::test]
+    async fn publish_job_spreads_over_channels() {
+        let server = build(Duration::from_secs(25), None);
+        let summary = PublishJob {
+            server: server.clone(),
+            channel: "t".into(),
+            messages: 9,
+            rate: 1e6,
+            concurrency: 3,
+            channels: 3,
+        }
+        .run()
+        .await;
+        assert_eq!(summary["published"], 9);
+        // Three publications on each of t.0, t.1 and t.2.
+        assert_eq!(summary["last_offset"], 3);
     }
 }
