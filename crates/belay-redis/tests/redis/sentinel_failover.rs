@@ -251,3 +251,55 @@ async fn sentinel_settings_that_cannot_work_are_refused_with_a_typed_error() {
         "{refused:?}"
     );
 }
+
+#[tokio::test]
+async fn over_tls_the_sentinels_and_the_primary_are_reached_and_a_failover_followed() {
+    let dir = std::env::temp_dir().join(format!("belay-sentinel-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    // The Sentinels name the primary by address: the certificate names it.
+    let certified =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .expect("a certificate");
+    let (cert, key) = (dir.join("redis.crt"), dir.join("redis.key"));
+    let ca = certified.cert.pem();
+    std::fs::write(&cert, &ca).expect("write cert");
+    std::fs::write(&key, certified.signing_key.serialize_pem()).expect("write key");
+    let tls = belay_test_support::services::RedisTls {
+        cert: cert.clone(),
+        key,
+        ca: cert,
+    };
+    let mut set = RedisSentinels::start_tls(tls).await;
+    assert!(set.sentinel_urls()[0].starts_with("rediss://"));
+    let mut config = sentinel_config(&set).tls_ca_pem(ca.into_bytes());
+    config.url = "rediss://unused".into();
+    let (server, addr) = node(config).await;
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    server.publish("news", json!(1)).await.expect("published");
+    assert_eq!(publications(&mut raw, 1).await, [(1, json!(1))]);
+
+    set.fail_over().await;
+    let resumed = resubscribe(
+        &mut raw,
+        "news",
+        StreamPosition {
+            epoch: first.epoch.clone(),
+            offset: 1,
+        },
+    )
+    .await;
+    assert_ne!(
+        resumed.epoch, first.epoch,
+        "a new epoch on the promoted replica"
+    );
+    let offset = publish_once_available(&server, json!("after")).await;
+    assert_eq!(
+        publications(&mut raw, 1).await,
+        [(offset, json!("after"))],
+        "live over TLS on the promoted replica"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -72,6 +72,19 @@ impl RedisServer {
         RedisServer::start_with(None, extra).await
     }
 
+    /// A TLS-only replica of the TLS-only `primary` (replication over TLS
+    /// too), once it has synchronised.
+    pub async fn start_tls_replica_of(primary: SocketAddr, tls: RedisTls) -> RedisServer {
+        let extra = vec![
+            "--replicaof".into(),
+            primary.ip().to_string(),
+            primary.port().to_string(),
+            "--tls-replication".into(),
+            "yes".into(),
+        ];
+        RedisServer::start_with(Some(tls), extra).await
+    }
+
     async fn start_with(tls: Option<RedisTls>, extra: Vec<String>) -> RedisServer {
         let port = free_port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));

@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::Notify;
 
-use super::{free_port, RedisServer};
+use super::{free_port, RedisServer, RedisTls};
 
 /// The master name the Sentinels watch the primary under.
 pub const MASTER: &str = "belay-main";
@@ -28,6 +28,8 @@ pub struct RedisSentinels {
     /// Its replica.
     pub replica: RedisServer,
     sentinels: Vec<Sentinel>,
+    /// Everything speaks TLS only (with these files).
+    tls: Option<RedisTls>,
     /// Every Sentinel's log lines, and a wake-up for each new one.
     log: Arc<(Mutex<Vec<String>>, Notify)>,
 }
@@ -61,15 +63,37 @@ impl RedisSentinels {
         };
         let primary = RedisServer::start_with_args(redis_auth.clone()).await;
         let replica = RedisServer::start_replica_of(primary.addr(), redis_auth).await;
+        RedisSentinels::watch(primary, replica, passwords, None).await
+    }
+
+    /// Everything over TLS only, with `tls`'s files: the primary, its
+    /// replica (replicating over TLS) and the Sentinels (`rediss://`,
+    /// reaching Redis over TLS). The certificate must name `127.0.0.1`:
+    /// the Sentinels name the primary by address.
+    pub async fn start_tls(tls: RedisTls) -> RedisSentinels {
+        let primary = RedisServer::start_tls(tls.clone()).await;
+        let replica = RedisServer::start_tls_replica_of(primary.addr(), tls.clone()).await;
+        RedisSentinels::watch(primary, replica, None, Some(tls)).await
+    }
+
+    async fn watch(
+        primary: RedisServer,
+        replica: RedisServer,
+        passwords: Option<(&str, &str)>,
+        tls: Option<RedisTls>,
+    ) -> RedisSentinels {
         let log = Arc::new((Mutex::new(Vec::new()), Notify::new()));
         let mut sentinels = Vec::new();
         for _ in 0..3 {
-            sentinels.push(Sentinel::spawn(primary.addr(), passwords, Arc::clone(&log)).await);
+            sentinels.push(
+                Sentinel::spawn(primary.addr(), passwords, tls.as_ref(), Arc::clone(&log)).await,
+            );
         }
         let set = RedisSentinels {
             primary,
             replica,
             sentinels,
+            tls,
             log,
         };
         // Each Sentinel logs the replica it found and each other Sentinel.
@@ -80,11 +104,16 @@ impl RedisSentinels {
         set
     }
 
-    /// The Sentinels' URLs.
+    /// The Sentinels' URLs (`rediss://` with TLS).
     pub fn sentinel_urls(&self) -> Vec<String> {
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
         self.sentinels
             .iter()
-            .map(|s| format!("redis://{}", s.addr))
+            .map(|s| format!("{scheme}://{}", s.addr))
             .collect()
     }
 
@@ -130,6 +159,7 @@ impl Sentinel {
     async fn spawn(
         primary: SocketAddr,
         passwords: Option<(&str, &str)>,
+        tls: Option<&RedisTls>,
         log: Arc<(Mutex<Vec<String>>, Notify)>,
     ) -> Sentinel {
         let port = free_port();
@@ -149,11 +179,12 @@ impl Sentinel {
         std::fs::write(
             &conf,
             format!(
-                "bind 127.0.0.1\nport {port}\ndir {dir}\n\
+                "bind 127.0.0.1\n{listen}dir {dir}\n\
                  sentinel monitor {MASTER} {ip} {primary_port} 2\n\
                  sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n\
                  sentinel failover-timeout {MASTER} 5000\n\
                  sentinel parallel-syncs {MASTER} 1\n",
+                listen = listen(port, tls),
                 dir = dir.display(),
                 ip = primary.ip(),
                 primary_port = primary.port(),
@@ -182,6 +213,21 @@ impl Sentinel {
             }
         });
         Sentinel { addr, child, dir }
+    }
+}
+
+/// A Sentinel's listening lines: `port N`, or TLS only on N (and TLS to
+/// the Redis servers it watches).
+fn listen(port: u16, tls: Option<&RedisTls>) -> String {
+    match tls {
+        None => format!("port {port}\n"),
+        Some(tls) => format!(
+            "port 0\ntls-port {port}\ntls-cert-file {}\ntls-key-file {}\n\
+             tls-ca-cert-file {}\ntls-auth-clients no\ntls-replication yes\n",
+            tls.cert.display(),
+            tls.key.display(),
+            tls.ca.display(),
+        ),
     }
 }
 
