@@ -495,6 +495,22 @@ pub(crate) async fn wait_for_more(members: &[Member], more: usize) {
     wait_for_publications(members, most + more).await;
 }
 
+/// Stop every client and check what a lost history asks of each: told
+/// at least once to resync (`why` it lost it), never a silent gap, its
+/// connection up throughout, no request cut.
+pub(crate) async fn finish_resynced(members: Vec<Member>, why: &str) {
+    for seen in finish(members).await {
+        assert!(seen.resyncs() >= 1, "{why} is announced: {seen:?}");
+        seen.without_silent_gaps()
+            .expect("a new epoch only after a Resync");
+        assert_eq!(
+            seen.sessions, 1,
+            "the connection stayed up: a service fault"
+        );
+        assert_eq!(seen.requests_cut, 0);
+    }
+}
+
 /// Stop every client and return what each saw.
 pub(crate) async fn finish(members: Vec<Member>) -> Vec<Seen> {
     let mut all = Vec::new();

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use crate::harness::{finish, fleet, wait_for_more, wait_for_publications, Backing, Cluster};
+use crate::harness::{
+    finish_resynced, fleet, wait_for_more, wait_for_publications, Backing, Cluster,
+};
 
 const CLIENTS: usize = 8;
 /// How long a node's log line may take to reach the test.
@@ -45,17 +47,5 @@ async fn a_redis_restart_gives_every_client_an_announced_resync() {
             node.port
         );
     }
-    for seen in finish(members).await {
-        assert!(
-            seen.resyncs() >= 1,
-            "the lost history is announced: {seen:?}"
-        );
-        seen.without_silent_gaps()
-            .expect("a new epoch only after a Resync");
-        assert_eq!(
-            seen.sessions, 1,
-            "the connection stayed up: a service fault"
-        );
-        assert_eq!(seen.requests_cut, 0);
-    }
+    finish_resynced(members, "the lost history").await;
 }

@@ -15,6 +15,7 @@
 mod sharded;
 mod single;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -119,6 +120,33 @@ struct Task {
 /// Why a connection was given up.
 const LOST: &str = "the broker lost its connection to Redis: resubscribe";
 
+/// Where live names are subscribed: one connection's PUB/SUB sink, or a
+/// cluster connection's sharded subscriptions.
+trait LiveNames {
+    async fn join(&mut self, name: &str) -> redis::RedisResult<()>;
+    async fn part(&mut self, name: &str) -> redis::RedisResult<()>;
+}
+
+impl LiveNames for redis::aio::PubSubSink {
+    async fn join(&mut self, name: &str) -> redis::RedisResult<()> {
+        self.subscribe(name).await
+    }
+
+    async fn part(&mut self, name: &str) -> redis::RedisResult<()> {
+        self.unsubscribe(name).await
+    }
+}
+
+impl LiveNames for redis::cluster_async::ClusterConnection {
+    async fn join(&mut self, name: &str) -> redis::RedisResult<()> {
+        self.ssubscribe(name).await
+    }
+
+    async fn part(&mut self, name: &str) -> redis::RedisResult<()> {
+        self.sunsubscribe(name).await
+    }
+}
+
 /// A connection made, of either kind.
 enum Session {
     Single(redis::aio::PubSub),
@@ -179,6 +207,55 @@ impl Task {
                 }
             }
         }
+    }
+
+    /// Carry out the hub's `command` on `names`, keeping `subscribed` (the
+    /// names confirmed: a join on one of them needs no round trip, since
+    /// commands are served in order). `Some` when the connection's loop
+    /// ends: the broker is gone, or Redis did not confirm.
+    async fn command(
+        &self,
+        names: &mut impl LiveNames,
+        subscribed: &mut HashSet<String>,
+        command: Option<Command>,
+    ) -> Option<Served> {
+        let Some(command) = command else {
+            return Some(Served::Closed);
+        };
+        match command {
+            Command::Subscribe(name, answer) => {
+                if subscribed.contains(&name) {
+                    let _ = answer.send(Ok(()));
+                    return None;
+                }
+                let done = timeout(self.command_timeout, names.join(&name)).await;
+                let ok = matches!(done, Ok(Ok(())));
+                let _ = answer.send(if ok {
+                    Ok(())
+                } else {
+                    Err("Redis did not confirm the subscription".into())
+                });
+                if !ok {
+                    return Some(Served::Lost);
+                }
+                subscribed.insert(name);
+                None
+            }
+            Command::Unsubscribe(name) => self.part(names, subscribed, &name).await,
+        }
+    }
+
+    /// Unsubscribe `name` (nobody here listens any more); `Some(Lost)`
+    /// when Redis did not confirm.
+    async fn part(
+        &self,
+        names: &mut impl LiveNames,
+        subscribed: &mut HashSet<String>,
+        name: &str,
+    ) -> Option<Served> {
+        subscribed.remove(name);
+        let done = timeout(self.command_timeout, names.part(name)).await;
+        (!matches!(done, Ok(Ok(())))).then_some(Served::Lost)
     }
 
     /// A new connection: to the primary as of now, or to the cluster.

@@ -68,8 +68,7 @@ impl Task {
         if let Some(ready) = ready.take() {
             let _ = ready.send(());
         }
-        // Confirmed live names (see `single.rs` for why a join on one of
-        // them needs no round trip).
+        // Confirmed live names (`Task::command`).
         let mut subscribed: HashSet<String> = HashSet::new();
         // A message from one primary says nothing of the others, so every
         // primary is probed at each interval, busy or not.
@@ -78,29 +77,11 @@ impl Task {
         probe.reset();
         loop {
             tokio::select! {
-                command = queue.recv() => match command {
-                    None => return Served::Closed,
-                    Some(Command::Subscribe(name, answer)) => {
-                        if subscribed.contains(&name) {
-                            let _ = answer.send(Ok(()));
-                            continue;
-                        }
-                        let done = timeout(self.command_timeout, connection.ssubscribe(&name)).await;
-                        let ok = matches!(done, Ok(Ok(())));
-                        let _ = answer.send(if ok { Ok(()) } else { Err("Redis did not confirm the subscription".into()) });
-                        if !ok {
-                            return Served::Lost;
-                        }
-                        subscribed.insert(name);
+                command = queue.recv() => {
+                    if let Some(served) = self.command(&mut connection, &mut subscribed, command).await {
+                        return served;
                     }
-                    Some(Command::Unsubscribe(name)) => {
-                        subscribed.remove(&name);
-                        let done = timeout(self.command_timeout, connection.sunsubscribe(&name)).await;
-                        if !matches!(done, Ok(Ok(()))) {
-                            return Served::Lost;
-                        }
-                    }
-                },
+                }
                 push = pushes.recv() => {
                     let Some(push) = push else {
                         return Served::Lost;
@@ -121,10 +102,8 @@ impl Task {
                                 continue;
                             }
                             if self.deliver(&name, payload) {
-                                subscribed.remove(&name);
-                                let done = timeout(self.command_timeout, connection.sunsubscribe(&name)).await;
-                                if !matches!(done, Ok(Ok(()))) {
-                                    return Served::Lost;
+                                if let Some(served) = self.part(&mut connection, &mut subscribed, &name).await {
+                                    return served;
                                 }
                             }
                         }

@@ -27,10 +27,9 @@ impl Task {
         if let Some(ready) = ready.take() {
             let _ = ready.send(());
         }
-        // The names this connection is subscribed to, confirmed. A join on
-        // one of them needs no round trip: commands are served in order, so
-        // an unsubscribe decided before it has already removed the name.
-        // (One round trip per join, one at a time, made 10,000 clients
+        // The names this connection is subscribed to, confirmed
+        // (`Task::command`; an unsubscribe decided before a join has already
+        // removed the name). (One round trip per join, one at a time, made 10,000 clients
         // resubscribing to one channel wait behind each other past the
         // join's timeout, and their retries kept the queue full.)
         let mut subscribed: HashSet<String> = HashSet::new();
@@ -45,29 +44,11 @@ impl Task {
         tokio::pin!(probe);
         loop {
             tokio::select! {
-                command = queue.recv() => match command {
-                    None => return Served::Closed,
-                    Some(Command::Subscribe(name, answer)) => {
-                        if subscribed.contains(&name) {
-                            let _ = answer.send(Ok(()));
-                            continue;
-                        }
-                        let done = timeout(self.command_timeout, sink.subscribe(&name)).await;
-                        let ok = matches!(done, Ok(Ok(())));
-                        let _ = answer.send(if ok { Ok(()) } else { Err("Redis did not confirm the subscription".into()) });
-                        if !ok {
-                            return Served::Lost;
-                        }
-                        subscribed.insert(name);
+                command = queue.recv() => {
+                    if let Some(served) = self.command(&mut sink, &mut subscribed, command).await {
+                        return served;
                     }
-                    Some(Command::Unsubscribe(name)) => {
-                        subscribed.remove(&name);
-                        let done = timeout(self.command_timeout, sink.unsubscribe(&name)).await;
-                        if !matches!(done, Ok(Ok(()))) {
-                            return Served::Lost;
-                        }
-                    }
-                },
+                }
                 message = stream.next() => match message {
                     None => return Served::Lost,
                     Some(message) => {
@@ -82,10 +63,8 @@ impl Task {
                         }
                         if self.deliver(name, message.get_payload_bytes()) {
                             // Its last members ended or went: nobody here listens.
-                            subscribed.remove(name);
-                            let done = timeout(self.command_timeout, sink.unsubscribe(name)).await;
-                            if !matches!(done, Ok(Ok(()))) {
-                                return Served::Lost;
+                            if let Some(served) = self.part(&mut sink, &mut subscribed, name).await {
+                                return served;
                             }
                         }
                     }

@@ -76,17 +76,22 @@ async fn connect_host(node: &Node) -> Raw {
     raw
 }
 
+/// Send request `id`: `method` with `params`.
+async fn request(raw: &mut Raw, id: u64, method: &str, params: Value) {
+    raw.send(&ClientMessage::Request(Request {
+        id,
+        method: method.into(),
+        params,
+        idem: None,
+        timeout_ms: None,
+    }))
+    .await;
+}
+
 /// Send `$call` from `caller` (request `id`).
 async fn call(caller: &mut Raw, id: u64) {
-    caller
-        .send(&ClientMessage::Request(Request {
-            id,
-            method: "$call".into(),
-            params: json!({ "host": HOST, "method": "echo", "params": { "n": id } }),
-            idem: None,
-            timeout_ms: None,
-        }))
-        .await;
+    let params = json!({ "host": HOST, "method": "echo", "params": { "n": id } });
+    request(caller, id, "$call", params).await;
 }
 
 /// The next call delivered to the host: its id and params.
@@ -104,13 +109,12 @@ async fn delivered(host: &mut Raw) -> (u64, Value) {
 
 /// The host answers `call` with `result`; the relay's verdict.
 async fn answer(host: &mut Raw, call: u64, result: Value) -> Reply {
-    host.send(&ClientMessage::Request(Request {
-        id: 900,
-        method: "$answer".into(),
-        params: json!({ "call": call, "result": result }),
-        idem: None,
-        timeout_ms: None,
-    }))
+    request(
+        host,
+        900,
+        "$answer",
+        json!({ "call": call, "result": result }),
+    )
     .await;
     response(host, 900).await
 }

@@ -8,12 +8,13 @@
 
 use std::time::Duration;
 
-use crate::common::{next, node, publications, resubscribe, subscribe, Node, Raw};
+use crate::common::{
+    next, node, publications, publish_once_available, resubscribe, subscribe, Node, Raw,
+};
 use belay_proto::message::{ServerMessage, StreamPosition};
 use belay_redis::RedisConfig;
 use belay_server::broker::{Member, PublishError};
 use belay_server::rpc::Methods;
-use belay_server::Server;
 use belay_test_support::services::RedisCluster;
 use serde_json::json;
 
@@ -22,21 +23,6 @@ fn cluster_config(cluster: &RedisCluster) -> RedisConfig {
         .cluster(cluster.urls())
         .command_timeout(Duration::from_millis(500))
         .probe_every(Duration::from_millis(200))
-}
-
-/// Publish `data` on `channel`, retrying (within 20 s) while the cluster
-/// answers `unavailable`; any other refusal fails the test.
-async fn publish_once_available(server: &Server, channel: &str, data: serde_json::Value) -> u64 {
-    for _ in 0..200 {
-        match server.publish(channel, data.clone()).await {
-            Ok(published) => return published.offset,
-            Err(PublishError::Unavailable(_)) => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(other) => panic!("expected unavailable during the switch, got {other:?}"),
-        }
-    }
-    panic!("the cluster took no publication on {channel} within 20 s")
 }
 
 #[tokio::test]

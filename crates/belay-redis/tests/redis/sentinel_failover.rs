@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
-use crate::common::{next, node, publications, resubscribe, subscribe, Raw};
+use crate::common::{
+    next, node, publications, publish_once_available, resubscribe, subscribe, Raw,
+};
 use belay_proto::message::{ServerMessage, StreamPosition};
 use belay_redis::RedisConfig;
 use belay_server::broker::PublishError;
-use belay_server::Server;
 use belay_test_support::services::{RedisSentinels, MASTER};
 use serde_json::json;
 
@@ -25,21 +26,6 @@ fn sentinel_config(set: &RedisSentinels) -> RedisConfig {
         .sentinel(MASTER, set.sentinel_urls())
         .command_timeout(Duration::from_millis(500))
         .probe_every(Duration::from_millis(200))
-}
-
-/// Publish until the new primary takes it (within 20 s); every refusal on
-/// the way must be `unavailable`, never another error.
-async fn publish_once_available(server: &Server, data: serde_json::Value) -> u64 {
-    for _ in 0..200 {
-        match server.publish("news", data.clone()).await {
-            Ok(published) => return published.offset,
-            Err(PublishError::Unavailable(_)) => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(other) => panic!("expected unavailable during the switch, got {other:?}"),
-        }
-    }
-    panic!("the new primary took no publication within 20 s")
 }
 
 #[tokio::test]
@@ -88,7 +74,7 @@ async fn a_failover_that_loses_unreplicated_publications_announces_them() {
     );
     assert_ne!(resumed.epoch, first.epoch, "a new epoch on the new primary");
 
-    let offset = publish_once_available(&server, json!("after")).await;
+    let offset = publish_once_available(&server, "news", json!("after")).await;
     assert_eq!(
         publications(&mut raw, 1).await,
         [(offset, json!("after"))],
@@ -295,7 +281,7 @@ async fn over_tls_the_sentinels_and_the_primary_are_reached_and_a_failover_follo
         resumed.epoch, first.epoch,
         "a new epoch on the promoted replica"
     );
-    let offset = publish_once_available(&server, json!("after")).await;
+    let offset = publish_once_available(&server, "news", json!("after")).await;
     assert_eq!(
         publications(&mut raw, 1).await,
         [(offset, json!("after"))],

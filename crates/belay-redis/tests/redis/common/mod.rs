@@ -94,6 +94,26 @@ pub async fn resubscribe(
     panic!("not subscribed within 10 s")
 }
 
+/// Publish `data` on `channel`, retrying (within 20 s) while the broker
+/// answers `unavailable` (a failover under way); any other refusal fails
+/// the test. The publication's offset.
+pub async fn publish_once_available(
+    server: &Server,
+    channel: &str,
+    data: serde_json::Value,
+) -> u64 {
+    for _ in 0..200 {
+        match server.publish(channel, data.clone()).await {
+            Ok(published) => return published.offset,
+            Err(belay_server::broker::PublishError::Unavailable(_)) => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("expected unavailable during the switch, got {other:?}"),
+        }
+    }
+    panic!("no publication on {channel} taken within 20 s")
+}
+
 /// The next `n` publications' offsets and data.
 pub async fn publications(raw: &mut Raw, n: usize) -> Vec<(u64, serde_json::Value)> {
     let mut got = Vec::new();
