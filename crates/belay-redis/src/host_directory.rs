@@ -68,8 +68,13 @@ return {age, attached, needed}
 
 /// This node's two fields of one host. KEYS: the host's hash. ARGV: this
 /// node, `1` if a session here holds the host, `1` if this node needs it,
-/// how long they last (ms), the hash's TTL ms.
+/// how long they last (ms), the hash's TTL ms. Only the host itself (its
+/// heartbeat, its session) makes a hash: a node's need of a host no node
+/// ever heard from (a client subscribed to a made-up id) writes nothing.
 const RENEW: &str = r"
+if ARGV[2] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local expires = now + tonumber(ARGV[4])

@@ -1,7 +1,8 @@
 //! Resident hosts across nodes on one Redis (docs/HOSTS.md, "Across
 //! nodes"): a call on one node reaches a host connected to another; a
 //! sleeping host that beats on one node is woken for a call made on
-//! another, and answers it; and a node killed while a call waits for its
+//! another, and answers it; a subscriber of the host on one node keeps its
+//! heartbeats on another answering `needed`, until it leaves; and a node killed while a call waits for its
 //! host's answer settles that call `host_lost` on the caller's node within
 //! the stated bound (`node_ttl` for the dead node's lease to lapse, a
 //! period for the caller's node to read it, a command timeout).
@@ -201,6 +202,47 @@ async fn a_sleeping_host_is_woken_for_a_call_on_another_node() {
     assert_eq!(result(&response(&mut caller, 7).await), json!("awake"));
     a.kill();
     s.kill();
+}
+
+/// Beat on `node` (at the host's cadence) until the answer's `needed` is
+/// `want`, within 5 s.
+async fn beats_until_needed(node: &Node, want: bool) {
+    let started = Instant::now();
+    loop {
+        if beat(node).await["needed"] == json!(want) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "heartbeats never answered needed: {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_subscriber_on_one_node_keeps_the_host_needed_where_it_beats() {
+    let redis = RedisServer::start().await;
+    let a = node(&redis).await;
+    let b = node(&redis).await;
+    beats_until_needed(&b, false).await;
+    let (mut watcher, _) = Raw::connected(a.addr, Some("alice")).await;
+    let ServerMessage::Subscribed(_) =
+        subscribe(&mut watcher, &format!("$host:{HOST}"), None).await
+    else {
+        panic!("subscribed to the host's channel")
+    };
+    beats_until_needed(&b, true).await;
+    watcher
+        .send(&ClientMessage::Unsubscribe(
+            belay_proto::message::Unsubscribe {
+                channel: format!("$host:{HOST}"),
+            },
+        ))
+        .await;
+    beats_until_needed(&b, false).await;
+    a.kill();
+    b.kill();
 }
 
 #[tokio::test]

@@ -125,8 +125,9 @@ impl HostCalls {
     }
 
     /// What this relay tells the others at `now`: the hosts a session here
-    /// holds, and the hosts needed here (subscribers, calls, grace). Each
-    /// sorted.
+    /// holds, and the hosts needed here (subscribers, calls, grace; and
+    /// subscribers of hosts not registered here, which beat elsewhere).
+    /// Each sorted.
     pub fn hosts_held_and_needed(&self, now: Instant) -> (Vec<Arc<str>>, Vec<Arc<str>>) {
         let timing = &self.config.timing;
         let mut held = Vec::new();
@@ -139,8 +140,10 @@ impl HostCalls {
                 needed.push(Arc::clone(host));
             }
         }
+        needed.extend(self.early_subscribers.keys().cloned());
         held.sort_unstable();
         needed.sort_unstable();
+        needed.dedup();
         (held, needed)
     }
 

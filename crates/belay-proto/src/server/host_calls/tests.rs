@@ -427,3 +427,18 @@ fn a_local_session_is_not_undone_by_the_shared_view() {
         "the answer deadline"
     );
 }
+
+#[test]
+fn subscribers_of_a_host_that_beats_elsewhere_make_it_needed_for_the_others() {
+    let mut calls = HostCalls::new(HostCallsConfig::default());
+    calls.handle_subscribed(at(0), HOST);
+    let (held, needed) = calls.hosts_held_and_needed(at(0));
+    assert!(held.is_empty());
+    assert_eq!(
+        needed,
+        [Arc::from(HOST)],
+        "not registered here, still needed"
+    );
+    calls.handle_unsubscribed(at(1), HOST);
+    assert!(calls.hosts_held_and_needed(at(1)).1.is_empty());
+}
