@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{config, next, subscribe, Node, Raw, RedisServer};
 use belay_proto::host::HostTiming;
-use belay_proto::message::{ClientMessage, Reply, Request, ServerMessage};
+use belay_proto::message::{ClientMessage, Reply, ServerMessage};
 use belay_redis::RedisBroker;
 use belay_server::auth::{AuthError, Authenticator, Principal};
 use belay_server::{Server, ServerConfig};
@@ -77,22 +77,10 @@ async fn connect_host(node: &Node) -> Raw {
     raw
 }
 
-/// Send request `id`: `method` with `params`.
-async fn request(raw: &mut Raw, id: u64, method: &str, params: Value) {
-    raw.send(&ClientMessage::Request(Request {
-        id,
-        method: method.into(),
-        params,
-        idem: None,
-        timeout_ms: None,
-    }))
-    .await;
-}
-
 /// Send `$call` from `caller` (request `id`).
 async fn call(caller: &mut Raw, id: u64) {
     let params = json!({ "host": HOST, "method": "echo", "params": { "n": id } });
-    request(caller, id, "$call", params).await;
+    caller.request(id, "$call", params).await;
 }
 
 /// The next call delivered to the host: its id and params.
@@ -110,13 +98,8 @@ async fn delivered(host: &mut Raw) -> (u64, Value) {
 
 /// The host answers `call` with `result`; the relay's verdict.
 async fn answer(host: &mut Raw, call: u64, result: Value) -> Reply {
-    request(
-        host,
-        900,
-        "$answer",
-        json!({ "call": call, "result": result }),
-    )
-    .await;
+    host.request(900, "$answer", json!({ "call": call, "result": result }))
+        .await;
     response(host, 900).await
 }
 

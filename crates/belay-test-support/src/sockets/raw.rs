@@ -113,9 +113,9 @@ impl Raw {
         }
     }
 
-    /// Call `method` with `params` as request `id` and wait for its
-    /// response (the connection's task has handled everything sent before).
-    pub async fn answered(&mut self, id: u64, method: &str, params: serde_json::Value) -> Response {
+    /// Send request `id`: `method` with `params` (not waiting for the
+    /// response).
+    pub async fn request(&mut self, id: u64, method: &str, params: serde_json::Value) {
         self.send(&ClientMessage::Request(Request {
             id,
             method: method.into(),
@@ -124,6 +124,12 @@ impl Raw {
             timeout_ms: None,
         }))
         .await;
+    }
+
+    /// Call `method` with `params` as request `id` and wait for its
+    /// response (the connection's task has handled everything sent before).
+    pub async fn answered(&mut self, id: u64, method: &str, params: serde_json::Value) -> Response {
+        self.request(id, method, params).await;
         match self.recv_skipping_pings().await {
             Some(ServerMessage::Response(r)) if r.id == id => r,
             other => panic!("response {id} expected, got {other:?}"),
