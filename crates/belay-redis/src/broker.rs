@@ -3,12 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use belay_proto::message::{Publication, RawJson, StreamPosition, Subscribed};
-use belay_proto::server::{can_resume, HeldHistory};
+use belay_proto::message::{Publication, RawJson, StreamPosition};
 use belay_server::broker::{
     Broker, ChannelList, ChannelQuery, ChannelTally, Delivery, HistoryFuture, HistoryQuery,
     Joining, ListError, LiveSender, OutcomeStore, PublishError, Publishing, SubscribeError,
-    SubscriberId, Subscription,
+    SubscriberId,
 };
 use tokio::time::timeout;
 
@@ -17,7 +16,7 @@ use crate::config::RedisConfig;
 use crate::control::{control_names, ControlPlane};
 use crate::durable::Durable;
 use crate::endpoint::Endpoint;
-use crate::hub::{Hub, JoinFailure};
+use crate::hub::Hub;
 use crate::keys::ChannelKeys;
 use crate::outcomes::{RedisOutcomes, SharedOutcomes};
 use crate::presence::{RedisPresence, SharedPresence};
@@ -65,7 +64,7 @@ pub(crate) struct Inner {
     presence: Arc<RedisPresence>,
     control: ControlPlane,
     /// Permits for joins reading their history ([`RedisConfig::joins_in_flight`]).
-    history_reads: tokio::sync::Semaphore,
+    pub(crate) history_reads: tokio::sync::Semaphore,
     config: RedisConfig,
 }
 
@@ -341,76 +340,6 @@ impl Inner {
         call.arg(&*writer).arg(self.durable_flag());
         let reply = self.run("history", &primary, &call).await?;
         history_reply(reply).map_err(|e| e.to_string())
-    }
-
-    /// Subscribe the PUB/SUB name, read the history, grant.
-    async fn join(
-        &self,
-        live: &LiveSender,
-        since: Option<&StreamPosition>,
-        confirmed: tokio::sync::oneshot::Receiver<Result<(), String>>,
-    ) -> Result<(), String> {
-        timeout(self.config.command_timeout, confirmed)
-            .await
-            .map_err(|_| "Redis did not confirm the subscription in time".to_string())?
-            .map_err(|_| "the broker is shutting down".to_string())??;
-        // Live publications are buffered for this member from here on, so
-        // waiting for a permit loses nothing.
-        let _reading = self
-            .history_reads
-            .acquire()
-            .await
-            .map_err(|_| "the broker is shutting down".to_string())?;
-        let channel = live.channel().to_string();
-        let read = self.history(&channel, since.map(|s| s.offset)).await?;
-        let (_, history_age) = self.history_bounds(&channel);
-        let max_age = u64::try_from(history_age.as_millis()).unwrap_or(u64::MAX);
-        // Entries are in offset (and so in time) order: the fresh ones are
-        // a suffix.
-        let fresh: Vec<_> = read
-            .entries
-            .into_iter()
-            .skip_while(|e| read.now_ms.saturating_sub(e.published_ms) >= max_age)
-            .collect();
-        let contiguous = fresh
-            .windows(2)
-            .all(|pair| pair[1].offset == pair[0].offset + 1)
-            && fresh.last().map_or(true, |last| last.offset == read.top);
-        let held = HeldHistory::new(&read.epoch, read.top, fresh.first().map(|e| e.offset));
-        let recovered = contiguous && since.is_some_and(|since| can_resume(since, held));
-        let (offset, replay) = match since {
-            Some(since) if recovered => {
-                let replay = deliveries(&channel, &read.epoch, fresh)?;
-                (since.offset, replay)
-            }
-            _ => (read.top, Vec::new()),
-        };
-        let subscribed = Subscribed {
-            channel: channel.clone(),
-            epoch: read.epoch.clone(),
-            offset,
-            recovered,
-        };
-        self.hub
-            .grant(
-                &channel,
-                live.id(),
-                &read.epoch,
-                offset,
-                replay,
-                |live, replay| {
-                    live.grant(Subscription { subscribed, replay });
-                },
-            )
-            .map_err(|failure| match failure {
-                JoinFailure::Left => "left while joining".to_string(),
-                JoinFailure::Overflowed => {
-                    "too many publications while the subscription joined: try again".to_string()
-                }
-                JoinFailure::Inconsistent => {
-                    "publications arrived out of order while joining: try again".to_string()
-                }
-            })
     }
 
     fn leave(&self, channel: &str, subscriber: SubscriberId) {

@@ -63,6 +63,7 @@ mod endpoint;
 mod history_page;
 mod host_directory;
 mod hub;
+mod join;
 mod keys;
 mod ledger;
 mod outcomes;

@@ -28,6 +28,7 @@ mod belay_agent;
 mod client_kind;
 mod cluster;
 mod fault;
+mod haproxy;
 mod http;
 mod matrix;
 mod measure;

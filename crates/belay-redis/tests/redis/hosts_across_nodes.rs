@@ -9,7 +9,8 @@
 //!
 //! The host is a raw protocol client with token `host:ID`: it beats on
 //! `POST /hosts/heartbeat`, subscribes to `$host-calls:ID` and answers with
-//! `$answer`, as belay-client's host does.
+//! `$answer`, as belay-client's host does. A forwarded answer that is
+//! malformed, or for no call of the node, is taken by nobody.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -122,6 +123,17 @@ async fn response(raw: &mut Raw, id: u64) -> Reply {
     response_within(raw, id, Duration::from_secs(5)).await
 }
 
+/// Nodes A and S on `redis`, the host beating on and connected to S, and
+/// a caller on A.
+async fn host_on_s_caller_on_a(redis: &RedisServer) -> (Node, Node, Raw, Raw) {
+    let a = node(redis).await;
+    let s = node(redis).await;
+    beat(&s).await;
+    let host = connect_host(&s).await;
+    let (caller, _) = Raw::connected(a.addr, Some("alice")).await;
+    (a, s, host, caller)
+}
+
 fn result(reply: &Reply) -> Value {
     let Reply::Result(result) = reply else {
         panic!("a result expected, got {reply:?}")
@@ -132,11 +144,7 @@ fn result(reply: &Reply) -> Value {
 #[tokio::test]
 async fn a_call_on_one_node_reaches_a_host_connected_to_another() {
     let redis = RedisServer::start().await;
-    let a = node(&redis).await;
-    let s = node(&redis).await;
-    beat(&s).await;
-    let mut host = connect_host(&s).await;
-    let (mut caller, _) = Raw::connected(a.addr, Some("alice")).await;
+    let (a, s, mut host, mut caller) = host_on_s_caller_on_a(&redis).await;
     // Until S has told the others it holds the host (within a period),
     // the call waits on A as for a waking host; then A delivers it.
     call(&mut caller, 1).await;
@@ -231,11 +239,7 @@ async fn a_subscriber_on_one_node_keeps_the_host_needed_where_it_beats() {
 #[tokio::test]
 async fn a_node_killed_during_a_call_settles_it_host_lost_within_the_bound() {
     let redis = RedisServer::start().await;
-    let a = node(&redis).await;
-    let s = node(&redis).await;
-    beat(&s).await;
-    let mut host = connect_host(&s).await;
-    let (mut caller, _) = Raw::connected(a.addr, Some("alice")).await;
+    let (a, s, mut host, mut caller) = host_on_s_caller_on_a(&redis).await;
     call(&mut caller, 3).await;
     delivered(&mut host).await;
     // The host runs the call and never answers: its node dies.
@@ -254,4 +258,37 @@ async fn a_node_killed_during_a_call_settles_it_host_lost_within_the_bound() {
     );
     eprintln!("host_lost {took:?} after the node was killed (bound {bound:?})");
     a.kill();
+}
+
+#[tokio::test]
+async fn a_malformed_or_unknown_forwarded_answer_is_taken_by_no_node() {
+    let redis = RedisServer::start().await;
+    let a = node(&redis).await;
+    let b = node(&redis).await;
+    let to_a = |body: Value| {
+        let control = b.broker.control().clone();
+        let node = a.broker.control().node().to_owned();
+        async move {
+            control
+                .request(
+                    &node,
+                    belay_redis::HOST_ANSWER,
+                    body,
+                    Duration::from_secs(2),
+                )
+                .await
+        }
+    };
+    for hostile in [
+        json!("not an object"),
+        json!({ "host": HOST, "call": "seven", "reply": { "result": 1 } }),
+        json!({ "host": HOST, "call": 7, "reply": { "neither": 1 } }),
+        json!({ "host": 5, "call": 7, "reply": { "result": 1 } }),
+    ] {
+        assert_eq!(to_a(hostile.clone()).await, Ok(json!(false)), "{hostile}");
+    }
+    let unknown = json!({ "host": HOST, "call": 7, "reply": { "result": 1 } });
+    assert_eq!(to_a(unknown).await, Ok(json!(false)), "no such call on A");
+    a.kill();
+    b.kill();
 }

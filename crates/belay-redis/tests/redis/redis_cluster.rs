@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use crate::common::{
-    next, node, publications, publish_once_available, resubscribe, subscribe, Node, Raw,
+    next, node, publications, publish_once_available, resubscribe, subscribe, three_delivered,
+    Node, Raw,
 };
 use belay_proto::message::{ServerMessage, StreamPosition};
 use belay_redis::RedisConfig;
@@ -234,17 +235,7 @@ async fn with_wait_replicas_a_killed_primary_loses_nothing_and_positions_resume(
     let mut cluster = RedisCluster::start(3, 1).await;
     let config = cluster_config(&cluster).wait_replicas(1, Duration::from_millis(500));
     let (server, addr) = node(config).await;
-    let (mut raw, _) = Raw::connected(addr, None).await;
-    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
-        panic!("subscribed expected")
-    };
-    for n in 1..=3 {
-        server.publish("news", json!(n)).await.expect("confirmed");
-    }
-    assert_eq!(
-        publications(&mut raw, 3).await,
-        [(1, json!(1)), (2, json!(2)), (3, json!(3))]
-    );
+    let (mut raw, first) = three_delivered(&server, addr).await;
     let killed = cluster
         .primary_of(cluster.slot_of("belay.meta.{news}").await)
         .await;

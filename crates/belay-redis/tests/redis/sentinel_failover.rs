@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::common::{
-    next, node, publications, publish_once_available, resubscribe, subscribe, Raw,
+    next, node, publications, publish_once_available, resubscribe, subscribe, three_delivered, Raw,
 };
 use belay_proto::message::{ServerMessage, StreamPosition};
 use belay_redis::RedisConfig;
@@ -87,17 +87,7 @@ async fn with_wait_replicas_a_failover_loses_nothing_and_positions_resume() {
     let mut set = RedisSentinels::start().await;
     let config = sentinel_config(&set).wait_replicas(1, Duration::from_millis(500));
     let (server, addr) = node(config).await;
-    let (mut raw, _) = Raw::connected(addr, None).await;
-    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
-        panic!("subscribed expected")
-    };
-    for n in 1..=3 {
-        server.publish("news", json!(n)).await.expect("confirmed");
-    }
-    assert_eq!(
-        publications(&mut raw, 3).await,
-        [(1, json!(1)), (2, json!(2)), (3, json!(3))]
-    );
+    let (mut raw, first) = three_delivered(&server, addr).await;
 
     let took = set.fail_over().await;
     assert!(took < Duration::from_secs(30), "{took:?}");

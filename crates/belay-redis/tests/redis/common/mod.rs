@@ -114,6 +114,34 @@ pub async fn publish_once_available(
     panic!("no publication on {channel} taken within 20 s")
 }
 
+/// A client of the node at `addr` subscribed to `news`, and 1, 2, 3
+/// published there by `server` (acknowledged) and delivered to it in
+/// order: the client and its subscription.
+pub async fn three_delivered(
+    server: &Server,
+    addr: SocketAddr,
+) -> (Raw, belay_proto::message::Subscribed) {
+    let (mut raw, _) = Raw::connected(addr, None).await;
+    let ServerMessage::Subscribed(first) = subscribe(&mut raw, "news", None).await else {
+        panic!("subscribed expected")
+    };
+    for n in 1..=3 {
+        server
+            .publish("news", serde_json::json!(n))
+            .await
+            .expect("acknowledged");
+    }
+    assert_eq!(
+        publications(&mut raw, 3).await,
+        [
+            (1, serde_json::json!(1)),
+            (2, serde_json::json!(2)),
+            (3, serde_json::json!(3))
+        ]
+    );
+    (raw, first)
+}
+
 /// The next `n` publications' offsets and data.
 pub async fn publications(raw: &mut Raw, n: usize) -> Vec<(u64, serde_json::Value)> {
     let mut got = Vec::new();
