@@ -240,6 +240,12 @@ async fn with_wait_replicas_a_killed_primary_loses_nothing_and_positions_resume(
         .primary_of(cluster.slot_of("belay.meta.{news}").await)
         .await;
     cluster.kill_primary(killed).await;
+    // The subscription ends with the node's lost connection; resuming
+    // before that would cross its end.
+    let ServerMessage::Unsubscribed(ended) = next(&mut raw).await else {
+        panic!("the subscription ends when its shard's primary is lost")
+    };
+    assert_eq!(ended.code, "unavailable", "retryable: {ended:?}");
     let resumed = resubscribe(
         &mut raw,
         "news",

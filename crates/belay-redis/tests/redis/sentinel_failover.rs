@@ -258,6 +258,12 @@ async fn over_tls_the_sentinels_and_the_primary_are_reached_and_a_failover_follo
     assert_eq!(publications(&mut raw, 1).await, [(1, json!(1))]);
 
     set.fail_over().await;
+    // The subscription ends with the old primary's connection; resuming
+    // before that would cross its end.
+    let ServerMessage::Unsubscribed(ended) = next(&mut raw).await else {
+        panic!("the subscription ends while Redis fails over")
+    };
+    assert_eq!(ended.code, "unavailable", "retryable: {ended:?}");
     let resumed = resubscribe(
         &mut raw,
         "news",
