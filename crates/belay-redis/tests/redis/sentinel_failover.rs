@@ -91,6 +91,11 @@ async fn with_wait_replicas_a_failover_loses_nothing_and_positions_resume() {
 
     let took = set.fail_over().await;
     assert!(took < Duration::from_secs(30), "{took:?}");
+    // Resume only once the old subscription has ended (else the two cross).
+    let ServerMessage::Unsubscribed(ended) = next(&mut raw).await else {
+        panic!("the subscription ends while Redis fails over")
+    };
+    assert_eq!(ended.code, "unavailable", "retryable: {ended:?}");
     let seen = StreamPosition {
         epoch: first.epoch.clone(),
         offset: 3,
