@@ -90,7 +90,7 @@ it("--codec binary: every ready is followed by a codec line naming binary; publi
   expect(code).toBe(0);
 }, 60_000);
 
-for (const args of [["--url", "http://x/ws", "--mode", "belay"], ["--url", "ws://x/ws", "--codec", "cbor"], ["--url", "ws://x/ws", "--mode", "naive", "--codec", "binary"]]) {
+for (const args of [["--url", "http://x/ws", "--mode", "belay"], ["--url", "ws://x/ws", "--codec", "cbor"], ["--url", "ws://x/ws", "--mode", "naive", "--codec", "binary"], ["--url", "ws://x/ws", "--mode", "naive", "--call-host", "pc-1"]]) {
   it(`rejects bad arguments with exit 2: ${args.join(" ")}`, async () => {
     const child = spawn(process.execPath, [AGENT, ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";

@@ -5,7 +5,8 @@
 //
 //   node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive
 //        [--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000]
-//        [--fallback-retry-ms N] [--codec json|binary] [--chromium /usr/bin/chromium]
+//        [--fallback-retry-ms N] [--codec json|binary] [--token JWT] [--call-host ID]
+//        [--chromium /usr/bin/chromium]
 //
 // --fallback-retry-ms N (belay mode): run the client with its SSE + HTTP
 // fallback (@belay/client/fallback), trying a WebSocket again every N ms
@@ -17,6 +18,10 @@
 // negotiate (a browser fails an upgrade whose 101 names no subprotocol when
 // the page offered some). --codec json (the default): the client as it is.
 // With both, the WebSocket dials are binary and the SSE stream JSON.
+// --token JWT (belay mode): connect with this token (a server that checks JWTs).
+// --call-host ID (belay mode): each request is a call to resident host ID's
+// `echo` (`$call` {host, method: "echo", params: {k}}) instead of the
+// server's; one the host took with it when it went away settles `host_lost`.
 //
 // Lines (stdout carries nothing else; logs go to stderr):
 //   {"ev":"started"}                      the page is up and the client created
@@ -29,7 +34,7 @@
 //   {"ev":"resync"}                       history was lost (explicit resync)
 //   {"ev":"sent","id":K}                  the app issued request K (echo {"k":K};
 //                                         --request-every-ms 0: no requests)
-//   {"ev":"settled","id":K,"outcome":O}   O: ok | timeout | not_ready | closed | error
+//   {"ev":"settled","id":K,"outcome":O}   O: ok | timeout | not_ready | closed | error | host_lost
 // The naive baseline has no request timeout: its requests settle only on a
 // response, or never. EOF on stdin closes the client and the browser and
 // exits 0 (within 3 s). Exit 2: bad arguments; exit 1: the browser failed.
@@ -56,15 +61,15 @@ const log = (msg) => process.stderr.write(`[agent] ${msg}\n`);
 
 function usage(problem) {
   process.stderr.write(`agent: ${problem}\nusage: node clients/js/lab/agent.mjs --url ws://HOST:PORT/ws --mode belay|naive `
-    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--fallback-retry-ms N] [--codec json|binary] [--chromium /usr/bin/chromium]\n");
+    + "[--channel feed] [--request-every-ms 200] [--request-timeout-ms 1000] [--connect-timeout-ms 10000] [--fallback-retry-ms N] [--codec json|binary] [--token JWT] [--call-host ID] [--chromium /usr/bin/chromium]\n");
   process.exit(2);
 }
 
 export function parseArgs(argv) {
-  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, fallbackRetryMs: 0, codec: "json", chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
+  const o = { url: "", mode: "belay", channel: "feed", requestEveryMs: 200, requestTimeoutMs: 1000, connectTimeoutMs: 10000, fallbackRetryMs: 0, codec: "json", token: "", callHost: "", chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
   const names = { "--url": "url", "--mode": "mode", "--channel": "channel", "--request-every-ms": "requestEveryMs",
     "--request-timeout-ms": "requestTimeoutMs", "--connect-timeout-ms": "connectTimeoutMs", "--fallback-retry-ms": "fallbackRetryMs",
-    "--codec": "codec", "--chromium": "chromium" };
+    "--codec": "codec", "--token": "token", "--call-host": "callHost", "--chromium": "chromium" };
   for (let i = 0; i < argv.length; i += 2) {
     const key = names[argv[i]];
     if (!key) throw new Error(`unknown argument ${argv[i]}`);
@@ -88,6 +93,7 @@ export function parseArgs(argv) {
   if (!o.channel) throw new Error("--channel must not be empty");
   if (o.codec !== "json" && o.codec !== "binary") throw new Error(`--codec must be json or binary, got ${o.codec}`);
   if (o.codec === "binary" && o.mode !== "belay") throw new Error("--codec binary needs --mode belay (the naive client speaks JSON only)");
+  if ((o.token || o.callHost) && o.mode !== "belay") throw new Error("--token and --call-host need --mode belay");
   o.origin = `${u.protocol === "wss:" ? "https:" : "http:"}//${u.host}`;
   return o;
 }
@@ -180,7 +186,12 @@ async function main() {
       config.connectTimeoutMs = o.connectTimeoutMs;
       if (o.fallbackRetryMs > 0) config.fallback = { retryWebSocketEveryMs: o.fallbackRetryMs };
       if (binary) config.WebSocket = binary.WebSocket; // modes.js hands it to the fallback too
+      if (o.token) config.token = o.token;
     }
+    const call = (id) => o.callHost
+      ? c.request("$call", { host: o.callHost, method: "echo", params: { k: id } }, o.requestTimeoutMs)
+        .then((r) => (r.outcome === "error" && r.code === "host_lost" ? { ...r, outcome: "host_lost" } : r))
+      : c.request("echo", { k: id }, o.requestTimeoutMs);
     const c = startClient(o.mode, config, emit);
     send({ ev: "started" });
     for (const line of queue) send(line);
@@ -189,7 +200,7 @@ async function main() {
     const timer = o.requestEveryMs > 0 ? setInterval(() => {
       const id = ++k;
       send({ ev: "sent", id });
-      c.request("echo", { k: id }, o.requestTimeoutMs).then((r) => send({ ev: "settled", id, outcome: r.outcome }));
+      call(id).then((r) => send({ ev: "settled", id, outcome: r.outcome }));
     }, o.requestEveryMs) : 0;
     window.__agent = { stop() { clearInterval(timer); c.close(); } };
   }, opts);

@@ -42,6 +42,9 @@ enum TokenCmd {
         /// A subscription token for this channel instead of a connection token.
         #[arg(long)]
         channel: Option<String>,
+        /// A resident host's token: the host it names (`host`, docs/HOSTS.md).
+        #[arg(long, conflicts_with = "channel")]
+        host: Option<String>,
         /// The private key (PEM) for RS256 or ES256: the config names only the public one.
         #[arg(long, value_name = "FILE")]
         key: Option<PathBuf>,
@@ -78,6 +81,7 @@ pub(crate) fn run(args: &Args) -> Result<bool, String> {
             publish,
             info,
             channel,
+            host,
             key,
         } => {
             let settings = load(config)?;
@@ -93,6 +97,14 @@ pub(crate) fn run(args: &Args) -> Result<bool, String> {
             claims.channels = (!channels.is_empty()).then(|| channels.clone());
             claims.publish = (!publish.is_empty()).then(|| publish.clone());
             claims.channel = channel.clone();
+            if let Some(id) = host {
+                if !belay_proto::host::valid_host_id(id) {
+                    return Err(format!(
+                        "--host {id:?} is not a host id (1-128 of A-Z a-z 0-9 - _ .)"
+                    ));
+                }
+            }
+            claims.host = host.clone();
             claims.info = match info {
                 Some(text) => Some(
                     serde_json::from_str(text).map_err(|e| format!("--info is not JSON: {e}"))?,

@@ -1,7 +1,8 @@
 //! `belay token` against a config file: a minted token opens a session on
 //! a `belay serve` with that config and `check` accepts it; a token signed
 //! with another secret, or a subscription token for another user, is
-//! refused (exit 1); `inspect` shows the claims unverified.
+//! refused (exit 1); a host token names its host; `inspect` shows the
+//! claims unverified.
 
 use std::path::Path;
 use std::process::Output;
@@ -98,6 +99,28 @@ fn a_subscription_token_is_checked_for_its_channel_and_user() {
         as_connection.status.code(),
         Some(1),
         "a subscription token opens no connection"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_host_token_names_its_host_and_a_bad_host_id_is_refused() {
+    let (dir, file) = jwt_file("token-host");
+    let minted = belay_token(&file, &["mint", "--user", "pc-1", "--host", "pc-1"]);
+    assert!(minted.status.success(), "{minted:?}");
+    let jwt = stdout(&minted);
+    let checked = belay_token(&file, &["check", &jwt]);
+    assert!(checked.status.success(), "{checked:?}");
+    assert!(
+        stdout(&checked).contains(r#""host":"pc-1""#),
+        "{}",
+        stdout(&checked)
+    );
+    let bad = belay_token(&file, &["mint", "--user", "x", "--host", "not a host id"]);
+    assert!(!bad.status.success(), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("is not a host id"),
+        "{bad:?}"
     );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -39,8 +39,9 @@ const RENEW_AT_ONCE: usize = 64;
 
 /// Record a heartbeat (`ARGV[2]` = `1`) and read what the other nodes say.
 /// KEYS: the host's hash. ARGV: this node, `1` to record a beat, the
-/// hash's TTL ms. Returns `{beat age ms or -1, attached elsewhere 0/1,
-/// needed elsewhere 0/1}`; lapsed fields are deleted on the way.
+/// hash's TTL ms. Returns `{beat age ms or -1, {the other nodes holding a
+/// session of it}, needed elsewhere 0/1}`; lapsed fields are deleted on the
+/// way.
 const VIEW: &str = r"
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -49,7 +50,7 @@ if ARGV[2] == '1' then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 local all = redis.call('HGETALL', KEYS[1])
-local age, attached, needed = -1, 0, 0
+local age, holders, needed = -1, {}, 0
 for i = 1, #all, 2 do
   local field, value = all[i], tonumber(all[i + 1]) or 0
   if field == 'b' then
@@ -59,11 +60,11 @@ for i = 1, #all, 2 do
     if value <= now then
       redis.call('HDEL', KEYS[1], field)
     elseif node ~= ARGV[1] then
-      if kind == 'a' then attached = 1 elseif kind == 'n' then needed = 1 end
+      if kind == 'a' then table.insert(holders, node) elseif kind == 'n' then needed = 1 end
     end
   end
 end
-return {age, attached, needed}
+return {age, holders, needed}
 ";
 
 /// This node's two fields of one host. KEYS: the host's hash. ARGV: this
@@ -177,7 +178,7 @@ impl RedisHostDirectory {
     }
 }
 
-/// `{age, attached, needed}` as a [`SharedHost`].
+/// `{age, holders, needed}` as a [`SharedHost`].
 fn view_reply(reply: &Value) -> Option<SharedHost> {
     let Value::Array(items) = reply else {
         return None;
@@ -187,13 +188,23 @@ fn view_reply(reply: &Value) -> Option<SharedHost> {
         _ => None,
     };
     match items.as_slice() {
-        [age, attached, needed] => {
+        [age, Value::Array(holders), needed] => {
             let age = int(age)?;
-            Some(SharedHost::new(
-                u64::try_from(age).ok().map(Duration::from_millis),
-                int(attached)? == 1,
-                int(needed)? == 1,
-            ))
+            let holders = holders
+                .iter()
+                .map(|node| match node {
+                    Value::BulkString(bytes) => std::str::from_utf8(bytes).ok().map(Arc::from),
+                    _ => None,
+                })
+                .collect::<Option<Vec<Arc<str>>>>()?;
+            Some(
+                SharedHost::new(
+                    u64::try_from(age).ok().map(Duration::from_millis),
+                    false,
+                    int(needed)? == 1,
+                )
+                .held_on(holders),
+            )
         }
         _ => None,
     }

@@ -44,6 +44,12 @@ pub struct Workload {
     /// (the default) or binary (the browser client then runs with
     /// `@belay/client/binary`).
     pub codec: Codec,
+    /// The token the Belay clients connect with (the hosted fault's nodes
+    /// check JWTs); `None`: none.
+    pub token: Option<String>,
+    /// Call this resident host's `echo` (`$call`) instead of the server's
+    /// (the hosted fault; Belay clients).
+    pub call_host: Option<String>,
 }
 
 impl Default for Workload {
@@ -57,6 +63,8 @@ impl Default for Workload {
             retry_websocket_every: Duration::from_secs(1),
             browser_fallback: false,
             codec: Codec::Json,
+            token: None,
+            call_host: None,
         }
     }
 }
@@ -300,6 +308,14 @@ fn spawn_browser(
         })
         .args(match (work.codec, mode) {
             (Codec::Binary, "belay") => vec!["--codec", "binary"],
+            _ => Vec::new(),
+        })
+        .args(match (&work.token, mode) {
+            (Some(token), "belay") => vec!["--token", token.as_str()],
+            _ => Vec::new(),
+        })
+        .args(match (&work.call_host, mode) {
+            (Some(host), "belay") => vec!["--call-host", host.as_str()],
             _ => Vec::new(),
         })
         .arg("--chromium")

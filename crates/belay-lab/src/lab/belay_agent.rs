@@ -1,9 +1,10 @@
 //! The Belay Rust client as an agent: `belay-client` with its default
 //! policy and its SSE fallback; only the connect timeout, the request
-//! deadline and how often a WebSocket is tried again on the fallback come
-//! from the workload.
+//! deadline, how often a WebSocket is tried again on the fallback, the
+//! token and whether requests go to a resident host come from the
+//! workload.
 
-use belay_client::{Client, Item, RequestError, RequestOptions, Status};
+use belay_client::{Client, ErrorCode, Item, RequestError, RequestOptions, Status};
 use belay_proto::message::Codec;
 use belay_proto::{FallbackConfig, TransportKind};
 use serde_json::json;
@@ -19,7 +20,11 @@ pub(crate) async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let (connect_timeout, request_timeout) = (work.connect_timeout, work.request_timeout);
-    let client = Client::builder(url)
+    let mut builder = Client::builder(url);
+    if let Some(token) = &work.token {
+        builder = builder.token(token.clone());
+    }
+    let client = builder
         .configure(move |c| {
             c.set_connect_timeout(connect_timeout)
                 .set_request_timeout(request_timeout);
@@ -63,9 +68,13 @@ pub(crate) async fn run(
                 let client = client.clone();
                 let out = out.clone();
                 let timeout = work.request_timeout;
+                let (method, params) = match &work.call_host {
+                    Some(host) => ("$call", json!({ "host": host, "method": "echo", "params": { "k": id } })),
+                    None => ("echo", json!({ "k": id })),
+                };
                 tokio::spawn(async move {
                     let options = RequestOptions::default().timeout(timeout);
-                    let result = client.request_with("echo", json!({ "k": id }), options).await;
+                    let result = client.request_with(method, params, options).await;
                     out.emit(Observation::Settled { id, outcome: outcome(&result) });
                 });
             }
@@ -82,6 +91,10 @@ fn outcome(result: &Result<belay_proto::message::RawJson, RequestError>) -> Outc
         Err(RequestError::NotReady) => Outcome::NotReady,
         Err(RequestError::Timeout) => Outcome::Timeout,
         Err(RequestError::ConnectionClosed | RequestError::Closed) => Outcome::Closed,
+        Err(RequestError::Server {
+            code: ErrorCode::HostLost,
+            ..
+        }) => Outcome::HostLost,
         Err(_) => Outcome::Error,
     }
 }

@@ -19,14 +19,16 @@
 //! command installs them).
 
 use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use belay_client::host::Host;
 use belay_test_support::services::RedisCluster;
 use tokio::process::Command;
 
 use super::haproxy::Haproxy;
+use super::hosted;
 use super::redis::Redis;
 use super::sentinels::{self, Sentinels};
 use super::server::{LabServer, NodeSetup, ServerSetup};
@@ -92,7 +94,12 @@ impl Drop for TempDir {
 /// Redis, the nodes on it, and HAProxy in front.
 #[derive(Debug)]
 pub(crate) struct Cluster {
-    // Dropped in this order: the nodes, HAProxy, Redis, the directory.
+    // Dropped in this order: the host, the nodes, HAProxy, Redis, the
+    // directory.
+    /// The hosted fault's resident host, on node [`HOST_NODE`].
+    host: Option<Host>,
+    /// The hosted fault's caller token (the nodes check JWTs).
+    caller_token: Option<String>,
     nodes: Vec<Option<LabServer>>,
     haproxy: Haproxy,
     /// The one Redis, or the Sentinels' first primary (none on a Redis
@@ -107,6 +114,10 @@ pub(crate) struct Cluster {
 
 /// Nodes in a cluster.
 const NODES: usize = 2;
+/// With a resident host: the node the client is sent to (its pinned front),
+/// and the host's.
+const CLIENT_NODE: usize = 0;
+pub(crate) const HOST_NODE: usize = 1;
 
 /// The Redis a cluster runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,8 +140,14 @@ const FEED_KEY: &str = "belay.meta.{feed}";
 
 impl Cluster {
     /// Start Redis as `redis` says, [`NODES`] nodes on it (with `setup`'s
-    /// timings), and HAProxy; returns once HAProxy routes.
-    pub(crate) async fn start(setup: &ServerSetup, redis: RedisSetup) -> Result<Cluster, String> {
+    /// timings), and HAProxy; returns once HAProxy routes. `hosted`: the
+    /// nodes check JWTs, HAProxy has a front pinned to each node, and a
+    /// resident host runs on node [`HOST_NODE`] (one Redis only).
+    pub(crate) async fn start(
+        setup: &ServerSetup,
+        redis: RedisSetup,
+        hosted: bool,
+    ) -> Result<Cluster, String> {
         let dir = TempDir::create()?;
         if redis == RedisSetup::Cluster {
             return Cluster::start_on_redis_cluster(setup, dir).await;
@@ -151,7 +168,7 @@ impl Cluster {
         } else {
             None
         };
-        let node = NodeSetup {
+        let mut node = NodeSetup {
             broker: match &sentinels {
                 // Only the scheme counts: the Sentinels name the primary.
                 Some(_) => "redis://sentinel-named-primary".into(),
@@ -163,11 +180,44 @@ impl Cluster {
             wait_replicas,
             cluster: None,
             lb_delay_secs: LB_DELAY_SECS,
+            config: None,
         };
-        let mut cluster = Cluster::start_nodes(setup, &node, dir).await?;
+        if hosted {
+            let file = dir.0.join("node.toml");
+            std::fs::write(
+                &file,
+                hosted::node_config(setup, &node, &hosted::secret()),
+            )
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            node.config = Some(file);
+        }
+        let mut cluster = Cluster::start_nodes(setup, &node, dir, hosted).await?;
         cluster.redis = Some(primary);
         cluster.sentinels = sentinels;
+        if let Some(file) = &node.config {
+            cluster.start_host(setup, file).await?;
+        }
         Ok(cluster)
+    }
+
+    /// Mint the tokens against the nodes' `config`, and start the host on
+    /// node [`HOST_NODE`]'s pinned front.
+    async fn start_host(&mut self, setup: &ServerSetup, config: &Path) -> Result<(), String> {
+        let host_token = hosted::mint(&setup.exe, config, hosted::HOST_ID, true).await?;
+        let caller_token = hosted::mint(&setup.exe, config, "lab-caller", false).await?;
+        let front = self
+            .haproxy
+            .pinned
+            .get(HOST_NODE)
+            .ok_or("HAProxy has no front pinned to the host's node")?;
+        self.host = Some(hosted::start_host(format!("ws://{front}/ws"), host_token));
+        self.caller_token = Some(caller_token);
+        Ok(())
+    }
+
+    /// The caller's token, where the nodes check JWTs.
+    pub(crate) fn caller_token(&self) -> Option<&str> {
+        self.caller_token.as_deref()
     }
 
     /// [`NODES`] nodes on a Redis Cluster, and HAProxy.
@@ -180,25 +230,30 @@ impl Cluster {
             wait_replicas: 0,
             cluster: Some(urls[1..].to_vec()),
             lb_delay_secs: LB_DELAY_SECS,
+            config: None,
         };
-        let mut cluster = Cluster::start_nodes(setup, &node, dir).await?;
+        let mut cluster = Cluster::start_nodes(setup, &node, dir, false).await?;
         cluster.redis_cluster = Some(redis);
         Ok(cluster)
     }
 
-    /// [`NODES`] nodes as `node` says, and HAProxy in front.
+    /// [`NODES`] nodes as `node` says, and HAProxy in front (with a front
+    /// pinned to each node if `pinned`).
     async fn start_nodes(
         setup: &ServerSetup,
         node: &NodeSetup,
         dir: TempDir,
+        pinned: bool,
     ) -> Result<Cluster, String> {
         let mut nodes = Vec::new();
         for _ in 0..NODES {
             nodes.push(LabServer::start_node(setup, node).await?);
         }
         let addrs: Vec<SocketAddr> = nodes.iter().map(LabServer::addr).collect();
-        let haproxy = Haproxy::start(&dir.0, &addrs).await?;
+        let haproxy = Haproxy::start(&dir.0, &addrs, pinned).await?;
         Ok(Cluster {
+            host: None,
+            caller_token: None,
             nodes: nodes.into_iter().map(Some).collect(),
             haproxy,
             redis: None,
@@ -247,9 +302,14 @@ impl Cluster {
         sentinels.switched(bound).await
     }
 
-    /// Where clients connect: HAProxy.
+    /// Where clients connect: HAProxy (with a resident host: its front
+    /// pinned to node [`CLIENT_NODE`]).
     pub(crate) fn front(&self) -> SocketAddr {
-        self.haproxy.front
+        self.haproxy
+            .pinned
+            .get(CLIENT_NODE)
+            .copied()
+            .unwrap_or(self.haproxy.front)
     }
 
     /// The shared Redis (not on a Redis Cluster).
@@ -267,6 +327,23 @@ impl Cluster {
             }
         }
         Err("no node holds the client's connection".into())
+    }
+
+    /// Check the hosted fault's placement: one connection on each node,
+    /// the client's on [`CLIENT_NODE`] and the host's on [`HOST_NODE`]
+    /// (their pinned fronts put them there).
+    pub(crate) async fn host_placed(&self) -> Result<(), String> {
+        let mut open = Vec::new();
+        for (_, node) in self.running() {
+            open.push(node.metric("belay_connections_open").await?);
+        }
+        if open == [1.0, 1.0] {
+            Ok(())
+        } else {
+            Err(format!(
+                "the client and the host are not one on each node: {open:?} connections"
+            ))
+        }
     }
 
     /// The open connections of every node still running.

@@ -62,11 +62,18 @@ pub enum LabFault {
     /// (`MIGRATE`, as `redis-cli --cluster reshard` does) while the feed
     /// publishes: resumed without a resync, the connection stays up.
     Resharding,
+    /// A cluster with JWT auth and a resident host: the lab's host
+    /// (answering each call after [`HOST_WORK`](super::hosted::HOST_WORK))
+    /// is on one node, the client calls it through the other; the host's
+    /// node gets SIGKILL while calls are in flight. They settle
+    /// `host_lost` within the bound of docs/HOSTS.md, the client's
+    /// connection stays up, and the host comes back on the client's node.
+    HostNodeKill,
 }
 
 impl LabFault {
     /// Every fault, in table order.
-    pub const ALL: [LabFault; 19] = [
+    pub const ALL: [LabFault; 20] = [
         LabFault::Freeze,
         LabFault::ServiceDown,
         LabFault::SlowReplies,
@@ -86,6 +93,7 @@ impl LabFault {
         LabFault::SentinelFailoverWait,
         LabFault::ClusterPrimaryKilled,
         LabFault::Resharding,
+        LabFault::HostNodeKill,
     ];
 
     /// The name on the command line and in tables.
@@ -110,6 +118,7 @@ impl LabFault {
             LabFault::SentinelFailoverWait => "sentinel-failover-wait",
             LabFault::ClusterPrimaryKilled => "cluster-primary-killed",
             LabFault::Resharding => "resharding",
+            LabFault::HostNodeKill => "host-node-kill",
         }
     }
 
@@ -123,9 +132,28 @@ impl LabFault {
     }
 
     /// Whether the client should notice it at all (slow replies only cost
-    /// request deadlines).
+    /// request deadlines; a host's node killed only costs the calls to
+    /// the host, which settle `host_lost`).
     pub fn detectable(self) -> bool {
-        self != LabFault::SlowReplies
+        !matches!(self, LabFault::SlowReplies | LabFault::HostNodeKill)
+    }
+
+    /// Whether a resident host runs: the nodes check JWTs, the client
+    /// carries a token and calls the host (`$call`) instead of `echo`.
+    /// Belay's clients only (the naive ones and the peers have neither
+    /// tokens nor `$call`).
+    pub fn hosted(self) -> bool {
+        self == LabFault::HostNodeKill
+    }
+
+    /// The server side's connections once the fault is over: the client,
+    /// and the host where one runs.
+    pub fn connections_after(self) -> u64 {
+        if self.hosted() {
+            2
+        } else {
+            1
+        }
     }
 
     /// Whether it runs against a cluster (two nodes on one Redis behind
@@ -141,6 +169,7 @@ impl LabFault {
                 | LabFault::SentinelFailoverWait
                 | LabFault::ClusterPrimaryKilled
                 | LabFault::Resharding
+                | LabFault::HostNodeKill
         )
     }
 

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::agent::{BrowserSetup, ClientKind, Workload};
 use super::fault::LabFault;
+use super::hosted;
 use super::measure::RepFigures;
 use super::run::{repetition, RepPlan};
 use super::server::ServerSetup;
@@ -225,6 +226,10 @@ pub(crate) fn applies(fault: LabFault, client: ClientKind, transport: LabTranspo
     if client.socketio_profile().is_some() && fault.cluster() {
         return false;
     }
+    // Tokens and `$call`: Belay's clients only.
+    if fault.hosted() && !client.is_belay() {
+        return false;
+    }
     transport == LabTransport::WebSocket
         || (client.is_belay() && !fault.cluster() && fault != LabFault::WebsocketBlocked)
 }
@@ -305,6 +310,7 @@ fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = S
         | LabFault::RedisDown
         | LabFault::SentinelFailoverWait
         | LabFault::Resharding
+        | LabFault::HostNodeKill
             if f.resyncs > 0 =>
         {
             out.push(format!("{} resyncs where the history was kept", f.resyncs));
@@ -324,12 +330,51 @@ fn cluster_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = S
             | LabFault::SentinelFailoverWait
             | LabFault::ClusterPrimaryKilled
             | LabFault::Resharding
+            | LabFault::HostNodeKill
     ) && f.dials_since_fault > 0
     {
         out.push(format!(
             "{} dials: the connection did not stay up",
             f.dials_since_fault
         ));
+    }
+    out.into_iter()
+}
+
+/// What the hosted fault asks of a Belay client calling the host: calls
+/// were in flight when the host's node died, each settled `host_lost` (or
+/// with an answer that left before the kill) within the bound, and the
+/// host answered again once it came back on a living node.
+fn host_shortfalls(fault: LabFault, f: &RepFigures) -> impl Iterator<Item = String> {
+    let mut out = Vec::new();
+    if fault.hosted() {
+        if f.in_flight_at_fault == 0 {
+            out.push("no call was in flight at the host when its node died".to_owned());
+        } else if f.in_flight_host_lost == 0 {
+            out.push(format!(
+                "none of the {} calls in flight settled host_lost",
+                f.in_flight_at_fault
+            ));
+        }
+        if f.in_flight_otherwise > 0 {
+            out.push(format!(
+                "{} of the {} calls in flight settled neither host_lost nor answered",
+                f.in_flight_otherwise, f.in_flight_at_fault
+            ));
+        }
+        if !f
+            .in_flight_settled_after
+            .is_some_and(|d| d <= hosted::HOST_LOST_BOUND)
+        {
+            out.push(format!(
+                "the calls in flight settled after {:?}, beyond the bound {:?}",
+                f.in_flight_settled_after,
+                hosted::HOST_LOST_BOUND
+            ));
+        }
+        if f.answered_after.is_none() {
+            out.push("the host never answered again after its node died".to_owned());
+        }
     }
     out.into_iter()
 }
@@ -369,7 +414,7 @@ impl Cell {
             if f.duplicates > 0 {
                 out.push(format!("rep {n}: {} duplicates", f.duplicates));
             }
-            if f.server_connections_after != Some(1) {
+            if f.server_connections_after != Some(self.fault.connections_after()) {
                 out.push(format!(
                     "rep {n}: {:?} server connections after the fault",
                     f.server_connections_after
@@ -389,6 +434,7 @@ impl Cell {
                 out.push(format!("rep {n}: not ready again after the fault"));
             }
             out.extend(cluster_shortfalls(self.fault, f).map(|s| format!("rep {n}: {s}")));
+            out.extend(host_shortfalls(self.fault, f).map(|s| format!("rep {n}: {s}")));
             out.extend(
                 transport_shortfalls(self.fault, self.transport, f)
                     .map(|s| format!("rep {n}: {s}")),

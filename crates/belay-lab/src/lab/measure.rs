@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::observation::{Observation, Stamped};
+use super::observation::{Observation, Outcome, Stamped};
 use super::probe::Position;
 
 /// The moments that frame one repetition.
@@ -59,6 +59,19 @@ pub struct RepFigures {
     /// The codecs of the readies over WebSocket, in order, repeats folded
     /// (empty for clients not asked for the binary codec).
     pub websocket_codecs: Vec<String>,
+    /// Requests sent before the fault and not settled when it began (the
+    /// hosted fault: the calls its kill caught at the host).
+    pub in_flight_at_fault: u64,
+    /// Of those, settled `host_lost`.
+    pub in_flight_host_lost: u64,
+    /// Of those, settled neither `host_lost` nor with an answer.
+    pub in_flight_otherwise: u64,
+    /// From the fault to the last of those settling (`None`: one never did
+    /// before the lab stopped looking, or there were none).
+    pub in_flight_settled_after: Option<Duration>,
+    /// From the end of the fault to the first answer to a request sent
+    /// after it began.
+    pub answered_after: Option<Duration>,
 }
 
 /// Compute the figures of one repetition.
@@ -80,6 +93,7 @@ pub(crate) fn figures(frame: Frame, seen: &[Stamped], last: Option<&Position>) -
         .unwrap_or(false);
     let (requests, settled) = requests(frame, seen);
     let (lost_silently, duplicates, resyncs) = stream(seen, last);
+    let caught = in_flight(frame, seen);
     RepFigures {
         detection: after(frame.fault_at, &|o| matches!(o, Observation::Lost { .. })),
         ready_after: if ready_at_end {
@@ -111,6 +125,82 @@ pub(crate) fn figures(frame: Frame, seen: &[Stamped], last: Option<&Position>) -
                 && matches!(&s.what, Observation::Via { transport } if transport == "sse")
         }),
         websocket_codecs: websocket_codecs(seen, frame.stop_at),
+        in_flight_at_fault: caught.count,
+        in_flight_host_lost: caught.host_lost,
+        in_flight_otherwise: caught.otherwise,
+        in_flight_settled_after: caught.settled_after,
+        answered_after: caught.answered_after,
+    }
+}
+
+/// What became of the requests the fault caught in flight, and when
+/// requests were answered again.
+struct InFlight {
+    count: u64,
+    host_lost: u64,
+    otherwise: u64,
+    settled_after: Option<Duration>,
+    answered_after: Option<Duration>,
+}
+
+fn in_flight(frame: Frame, seen: &[Stamped]) -> InFlight {
+    let seen: Vec<&Stamped> = seen.iter().filter(|s| s.at <= frame.stop_at).collect();
+    let sent: HashMap<u64, Instant> = seen
+        .iter()
+        .filter_map(|s| match s.what {
+            Observation::Sent { id } => Some((id, s.at)),
+            _ => None,
+        })
+        .collect();
+    let mut settled: HashMap<u64, (Instant, Outcome)> = HashMap::new();
+    for s in &seen {
+        if let Observation::Settled { id, outcome } = s.what {
+            settled.entry(id).or_insert((s.at, outcome));
+        }
+    }
+    let caught: Vec<u64> = sent
+        .iter()
+        .filter(|(id, at)| {
+            **at < frame.fault_at && settled.get(id).is_none_or(|(s, _)| *s >= frame.fault_at)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    let outcomes: Vec<Option<&(Instant, Outcome)>> =
+        caught.iter().map(|id| settled.get(id)).collect();
+    let settled_after = if outcomes.is_empty() || outcomes.iter().any(Option::is_none) {
+        None
+    } else {
+        outcomes
+            .iter()
+            .flatten()
+            .map(|(at, _)| at.saturating_duration_since(frame.fault_at))
+            .max()
+    };
+    let answered_after = seen
+        .iter()
+        .filter(|s| s.at >= frame.fault_at)
+        .find(|s| match s.what {
+            Observation::Settled {
+                id,
+                outcome: Outcome::Ok,
+            } => sent.get(&id).is_some_and(|at| *at >= frame.fault_at),
+            _ => false,
+        })
+        .map(|s| s.at.saturating_duration_since(frame.fault_end));
+    InFlight {
+        count: caught.len() as u64,
+        host_lost: outcomes
+            .iter()
+            .flatten()
+            .filter(|(_, o)| *o == Outcome::HostLost)
+            .count() as u64,
+        otherwise: outcomes
+            .iter()
+            .flatten()
+            .filter(|(_, o)| !matches!(o, Outcome::HostLost | Outcome::Ok))
+            .count() as u64,
+        settled_after,
+        answered_after,
     }
 }
 
@@ -220,7 +310,6 @@ fn gap(e1: &str, o1: u64, e2: &str, o2: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::observation::Outcome;
 
     struct Script {
         t0: Instant,
@@ -313,6 +402,44 @@ mod tests {
             .at(9_000, Observation::Sent { id: 3 });
         let f = figures(s.frame(1_000, 4_000, 10_000), &s.seen, None);
         assert_eq!((f.requests, f.settled), (2, 1));
+    }
+
+    #[test]
+    fn calls_caught_by_the_fault_and_the_first_answer_after_it() {
+        let mut s = Script::new();
+        let settled = |id, outcome| Observation::Settled { id, outcome };
+        s.at(0, Observation::Sent { id: 1 })
+            .at(500, settled(1, Outcome::Ok))
+            .at(600, Observation::Sent { id: 2 })
+            .at(800, Observation::Sent { id: 3 })
+            .at(3_000, settled(2, Outcome::HostLost))
+            .at(4_500, settled(3, Outcome::HostLost))
+            .at(1_200, Observation::Sent { id: 4 })
+            .at(5_000, settled(4, Outcome::HostLost))
+            .at(5_200, Observation::Sent { id: 5 })
+            .at(6_300, settled(5, Outcome::Ok));
+        s.seen.sort_by_key(|x| x.at);
+        let f = figures(s.frame(1_000, 1_300, 20_000), &s.seen, None);
+        assert_eq!(f.in_flight_at_fault, 2, "2 and 3, not 1 (answered) or 4 (sent after)");
+        assert_eq!((f.in_flight_host_lost, f.in_flight_otherwise), (2, 0));
+        assert_eq!(f.in_flight_settled_after, Some(Duration::from_millis(3_500)));
+        assert_eq!(f.answered_after, Some(Duration::from_millis(5_000)));
+    }
+
+    #[test]
+    fn a_caught_call_that_never_settled_has_no_settle_time() {
+        let mut s = Script::new();
+        s.at(0, Observation::Sent { id: 1 })
+            .at(
+                2_000,
+                Observation::Settled {
+                    id: 2,
+                    outcome: Outcome::Timeout,
+                },
+            );
+        let f = figures(s.frame(1_000, 1_300, 20_000), &s.seen, None);
+        assert_eq!((f.in_flight_at_fault, f.in_flight_settled_after), (1, None));
+        assert_eq!(f.answered_after, None);
     }
 
     #[test]

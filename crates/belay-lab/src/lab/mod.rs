@@ -29,6 +29,7 @@ mod client_kind;
 mod cluster;
 mod fault;
 mod haproxy;
+mod hosted;
 mod http;
 mod matrix;
 mod measure;

@@ -20,6 +20,9 @@ pub enum Outcome {
     Closed,
     /// The server answered with an error.
     Error,
+    /// The server answered `host_lost`: the resident host called went
+    /// away with the call (its session, or its node, died).
+    HostLost,
 }
 
 /// One fact reported by a client under test.
@@ -126,6 +129,10 @@ mod tests {
             Observation::Settled {
                 id: 3,
                 outcome: Outcome::NotReady,
+            },
+            Observation::Settled {
+                id: 5,
+                outcome: Outcome::HostLost,
             },
         ];
         for fact in facts {

@@ -17,9 +17,14 @@ pub(crate) struct Position {
     pub(crate) offset: u64,
 }
 
-/// Subscribe to `channel` on the server at `addr` and return the position
-/// it confirms; the session is closed afterwards.
-pub(crate) async fn position(addr: SocketAddr, channel: &str) -> Result<Position, String> {
+/// Subscribe to `channel` on the server at `addr` (with `token` where the
+/// server checks them) and return the position it confirms; the session is
+/// closed afterwards.
+pub(crate) async fn position(
+    addr: SocketAddr,
+    channel: &str,
+    token: Option<&str>,
+) -> Result<Position, String> {
     let look = async {
         let uri: http::Uri = format!("ws://{addr}/ws")
             .parse()
@@ -31,7 +36,7 @@ pub(crate) async fn position(addr: SocketAddr, channel: &str) -> Result<Position
         for message in [
             ClientMessage::Connect(Connect {
                 protocol: 1,
-                token: None,
+                token: token.map(str::to_owned),
                 session: None,
             }),
             ClientMessage::Subscribe(Subscribe {

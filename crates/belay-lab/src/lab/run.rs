@@ -8,11 +8,12 @@ use std::time::Duration;
 use tokio::time::{sleep, Instant};
 
 use super::agent::{Agent, BrowserSetup, ClientKind, Workload};
-use super::cluster::Cluster;
+use super::cluster::{Cluster, HOST_NODE};
 use super::fault::LabFault;
+use super::hosted;
 use super::measure::{figures, Frame, RepFigures};
 use super::netns::Netns;
-use super::observation::Observation;
+use super::observation::{Observation, Outcome};
 use super::probe;
 use super::server::{LabServer, ServerSetup};
 use super::transport::LabTransport;
@@ -78,7 +79,10 @@ impl Stage {
         if plan.fault.cluster() {
             return Ok(Stage {
                 server: None,
-                cluster: Some(Cluster::start(&plan.server, plan.fault.redis_setup()).await?),
+                cluster: Some(
+                    Cluster::start(&plan.server, plan.fault.redis_setup(), plan.fault.hosted())
+                        .await?,
+                ),
                 proxy: None,
                 net: None,
                 target: None,
@@ -141,6 +145,19 @@ impl Stage {
         format!("ws://{addr}/ws")
     }
 
+    /// The workload as this stage asks it: with a resident host, the
+    /// caller's token, and calls to the host with a deadline past the
+    /// bound on `host_lost`.
+    fn workload(&self, work: &Workload) -> Workload {
+        let mut work = work.clone();
+        if let Some(token) = self.cluster.as_ref().and_then(Cluster::caller_token) {
+            work.token = Some(token.to_owned());
+            work.call_host = Some(hosted::HOST_ID.to_owned());
+            work.request_timeout = hosted::CALL_TIMEOUT;
+        }
+        work
+    }
+
     fn server(&self) -> Result<&LabServer, String> {
         self.server
             .as_ref()
@@ -196,9 +213,12 @@ impl Stage {
 
     /// The channel's last publication, as the server side knows it.
     async fn position(&self, channel: &str) -> Result<probe::Position, String> {
-        match &self.server {
-            Some(s) if self.cluster.is_none() => s.position(channel).await,
-            _ => probe::position(self.server_addr(), channel).await,
+        match (&self.server, &self.cluster) {
+            (Some(s), None) => s.position(channel).await,
+            (_, cluster) => {
+                let token = cluster.as_ref().and_then(Cluster::caller_token);
+                probe::position(self.server_addr(), channel, token).await
+            }
         }
     }
 
@@ -208,6 +228,10 @@ impl Stage {
         if matches!(plan.fault, LabFault::Deploy | LabFault::NodeKill) {
             let node = self.cluster()?.client_node().await?;
             self.target = Some(node);
+        }
+        if plan.fault == LabFault::HostNodeKill {
+            self.cluster()?.host_placed().await?;
+            self.target = Some(HOST_NODE);
         }
         Ok(())
     }
@@ -282,7 +306,7 @@ impl Stage {
                 // The next deployment takes the same address.
                 self.server = Some(LabServer::start(&plan.server, addr, None).await?);
             }
-            LabFault::Deploy | LabFault::NodeKill => {
+            LabFault::Deploy | LabFault::NodeKill | LabFault::HostNodeKill => {
                 let node = self.target.ok_or("no node picked for the fault")?;
                 let (signal, bound) = if plan.fault == LabFault::Deploy {
                     // The balancer's delay, the spread, the last requests.
@@ -325,9 +349,24 @@ impl Stage {
     }
 }
 
+/// A request answered.
+fn answered(o: &Observation) -> bool {
+    matches!(
+        o,
+        Observation::Settled {
+            outcome: Outcome::Ok,
+            ..
+        }
+    )
+}
+
 /// Run one repetition and measure it.
 pub(crate) async fn repetition(plan: &RepPlan) -> Result<RepFigures, String> {
     let mut stage = Stage::build(plan).await?;
+    let plan = &RepPlan {
+        work: stage.workload(&plan.work),
+        ..plan.clone()
+    };
     let mut agent = Agent::spawn(plan.client, &stage.client_url(), &plan.work, &plan.browser)
         .map_err(|e| e.to_string())?;
     let began = Instant::now();
@@ -376,6 +415,12 @@ async fn measured(
         .wait_for(began, WARM_UP, |o| matches!(o, Observation::Pub { .. }))
         .await
         .ok_or_else(|| format!("{} received no publication", plan.client))?;
+    if plan.work.call_host.is_some() {
+        agent
+            .wait_for(began, WARM_UP, answered)
+            .await
+            .ok_or_else(|| format!("{}'s calls to the host were never answered", plan.client))?;
+    }
     sleep(STEADY).await;
     stage.prepare(plan).await?;
     let fault_at = Instant::now();
@@ -395,6 +440,10 @@ async fn measured(
                 |o| matches!(o, Observation::Via { transport } if transport == "websocket"),
             )
             .await;
+    }
+    if plan.work.call_host.is_some() {
+        // The host comes back on a living node; measured as is if not.
+        let _ = agent.wait_for(fault_end, RECOVERY, answered).await;
     }
     let settle_window = plan.work.request_timeout + Duration::from_millis(500);
     sleep(settle_window).await;

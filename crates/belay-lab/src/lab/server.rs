@@ -83,6 +83,10 @@ pub(crate) struct NodeSetup {
     pub(crate) cluster: Option<Vec<String>>,
     /// Seconds the balancer needs to notice `/readyz` = 503 in a drain.
     pub(crate) lb_delay_secs: u64,
+    /// A config file holding every setting but the demo's (`--config`;
+    /// the hosted fault's, with JWT auth: `hosted.rs`); the fields above
+    /// then only say what it holds.
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// How long a server may take to say where it listens.
@@ -132,7 +136,16 @@ impl LabServer {
             "--lb-delay-secs".into(),
             lb_delay.to_string(),
         ];
-        if let Some(node) = node {
+        if let Some(file) = node.and_then(|n| n.config.as_ref()) {
+            serve_args = vec![
+                "serve".to_owned(),
+                "--demo".into(),
+                "--feed-every-ms".into(),
+                setup.feed_every.as_millis().to_string(),
+                "--config".into(),
+                file.display().to_string(),
+            ];
+        } else if let Some(node) = node {
             serve_args.extend([
                 "--broker".into(),
                 node.broker.clone(),
@@ -253,7 +266,7 @@ impl LabServer {
     /// the lab's own; the socket.io app's from its admin API.
     pub(crate) async fn position(&self, channel: &str) -> Result<Position, String> {
         if self.app == ServerApp::BelayDemo {
-            return probe::position(self.addr, channel).await;
+            return probe::position(self.addr, channel, None).await;
         }
         let answer = http::call(self.admin, "GET", "/admin/position", "", false).await?;
         socketio_app::position(&answer.body)

@@ -11,6 +11,7 @@
 //! a host (its last heartbeat there, a session of it held there, a node
 //! needing it) comes in as a [`SharedHost`] and counts as if seen here.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::time::Instant;
@@ -19,7 +20,7 @@ use super::HostTiming;
 
 /// What the other relays sharing a broker say of a host, read from the
 /// broker (`belay_server::HostDirectory`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct SharedHost {
     /// How long ago the host last called the heartbeat endpoint of any
@@ -29,6 +30,12 @@ pub struct SharedHost {
     pub attached_elsewhere: bool,
     /// Another relay needs the host (subscribers, calls, grace).
     pub needed_elsewhere: bool,
+    /// The other relays holding a session of the host (their node ids),
+    /// where the directory names them ([`SharedHost::held_on`]): a call
+    /// delivered while only they held it settles `host_lost` once none of
+    /// them does, even if the host is held elsewhere by then (its session
+    /// there never saw the call).
+    pub holders: Vec<Arc<str>>,
 }
 
 impl SharedHost {
@@ -42,6 +49,28 @@ impl SharedHost {
             beat_age,
             attached_elsewhere,
             needed_elsewhere,
+            holders: Vec::new(),
+        }
+    }
+
+    /// The same, naming the relays that hold a session of the host
+    /// (attached elsewhere when there are any).
+    pub fn held_on(mut self, nodes: impl IntoIterator<Item = Arc<str>>) -> Self {
+        self.holders = nodes.into_iter().collect();
+        self.holders.sort_unstable();
+        self.holders.dedup();
+        self.attached_elsewhere = !self.holders.is_empty();
+        self
+    }
+
+    /// The relays holding the host, sorted: those named, or one unnamed
+    /// relay when it is held elsewhere but the directory did not say
+    /// where; empty when it is held nowhere else.
+    pub fn holding_relays(&self) -> Vec<Arc<str>> {
+        if self.holders.is_empty() && self.attached_elsewhere {
+            vec![Arc::from("")]
+        } else {
+            self.holders.clone()
         }
     }
 }

@@ -29,6 +29,9 @@ pub struct MintClaims {
     /// A subscription token for this one channel (`channel`) instead of a
     /// connection token.
     pub channel: Option<String>,
+    /// The resident host the connection is (`host`, docs/HOSTS.md): only
+    /// it may hold `$host-calls:ID` and answer calls to `ID`.
+    pub host: Option<String>,
 }
 
 impl MintClaims {
@@ -59,6 +62,8 @@ struct Claims<'a> {
     info: Option<&'a serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     channel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<&'a str>,
 }
 
 /// Signs tokens as a config's `[auth]` expects them.
@@ -146,6 +151,7 @@ impl TokenMint {
             publish: claims.publish.as_deref(),
             info: claims.info.as_ref(),
             channel: claims.channel.as_deref(),
+            host: claims.host.as_deref(),
         };
         jsonwebtoken::encode(&Header::new(self.algorithm), &body, &self.key).map_err(|e| {
             JwtError::Key {

@@ -102,6 +102,31 @@ pub(super) struct Call {
     pub(super) until: Instant,
     /// `Some` until delivered: the method and params to deliver.
     pub(super) request: Option<(String, Payload)>,
+    /// Once delivered: the sessions that could have received it.
+    pub(super) delivered_to: DeliveredTo,
+}
+
+/// Where a call went when it was delivered (the broker hands it to every
+/// session of the host holding its calls channel at that moment): a session
+/// here, and the other relays holding one. Once none of them holds the host
+/// any more, nobody can answer the call.
+#[derive(Debug, Clone, Default)]
+pub(super) struct DeliveredTo {
+    pub(super) here: bool,
+    /// Sorted.
+    pub(super) elsewhere: Vec<Arc<str>>,
+}
+
+impl DeliveredTo {
+    /// Whether a session that got the call may still answer it: held here
+    /// (and it went here), or on a relay it went to.
+    pub(super) fn still_held(&self, here: bool, elsewhere: &[Arc<str>]) -> bool {
+        (self.here && here)
+            || self
+                .elsewhere
+                .iter()
+                .any(|relay| elsewhere.binary_search(relay).is_ok())
+    }
 }
 
 impl HostCalls {
@@ -168,6 +193,7 @@ impl HostCalls {
             started: now,
             until,
             request: Some((method, params)),
+            delivered_to: DeliveredTo::default(),
         };
         self.calls.insert(id, call);
         if attached {
@@ -267,6 +293,12 @@ impl HostCalls {
         let Some((method, params)) = call.request.take() else {
             return;
         };
+        if let Some(host) = self.hosts.get(&call.host) {
+            call.delivered_to = DeliveredTo {
+                here: host.record.is_attached_here(),
+                elsewhere: host.held_elsewhere.clone(),
+            };
+        }
         self.timers.remove(&(call.until, id));
         call.until = call.started.saturating_add(deadline_after);
         self.timers.insert((call.until, id));

@@ -21,6 +21,9 @@ pub(super) struct Host {
     pub(super) published: HostState,
     /// The calls each caller holds (only callers holding one).
     pub(super) callers: HashMap<Arc<str>, usize>,
+    /// The other relays holding a session of it, by the last shared view
+    /// (sorted).
+    pub(super) held_elsewhere: Vec<Arc<str>>,
 }
 
 impl HostCalls {
@@ -62,26 +65,28 @@ impl HostCalls {
         self.note(now, host);
     }
 
-    /// A session of `host` let go of its calls channel. When it was the
-    /// last (here and on every other relay), the calls delivered to it
-    /// settle [`HostCallError::Lost`] (it may have run them); calls still
-    /// waiting for the host go on waiting.
+    /// A session of `host` let go of its calls channel. The calls
+    /// delivered while only the sessions gone now held it settle
+    /// [`HostCallError::Lost`] (they may have run); calls still waiting
+    /// for the host go on waiting.
     pub fn handle_detached(&mut self, now: Instant, host: &str) {
         let Some(entry) = self.hosts.get_mut(host) else {
             return;
         };
         entry.record.handle_detached(now);
-        self.settle_lost_if_gone(now, host);
+        self.settle_lost_where_gone(now, host);
         self.note(now, host);
     }
 
     /// What the other relays sharing the broker say of `host` at `now`
     /// (registered if new, like a heartbeat: it beats on another relay).
     /// A session held elsewhere gets the calls waiting here delivered (the
-    /// broker carries them there); a host no longer held anywhere settles
-    /// the calls delivered to it [`HostCallError::Lost`], as a last local
-    /// session leaving does. Refused, with nothing changed, when the table
-    /// is full.
+    /// broker carries them there). The calls delivered while only relays
+    /// that no longer hold the host held it settle
+    /// [`HostCallError::Lost`], as when a last local session leaves: a
+    /// relay that died took its sessions with it, and a session of the
+    /// host on another relay now never saw them. Refused, with nothing
+    /// changed, when the table is full.
     pub fn handle_shared(
         &mut self,
         now: Instant,
@@ -95,29 +100,37 @@ impl HostCalls {
             now,
             host,
         )?;
+        entry.held_elsewhere = shared.holding_relays();
         entry.record.handle_shared(now, shared);
-        if entry.record.is_attached() {
+        self.settle_lost_where_gone(now, host);
+        if self
+            .hosts
+            .get(host)
+            .is_some_and(|entry| entry.record.is_attached())
+        {
             self.deliver_waiting(host);
-        } else {
-            self.settle_lost_if_gone(now, host);
         }
         self.note(now, host);
         Ok(())
     }
 
     /// Hosts whose view from the other relays this relay should read
-    /// again now: those with calls here that no session here holds (they
-    /// wait for a host that may connect elsewhere, or were delivered to
-    /// one that may go). Sorted.
+    /// again now: those with calls here waiting for a host no session here
+    /// holds (it may connect elsewhere), or delivered to another relay's
+    /// session (that relay may go). Sorted.
     pub fn hosts_to_look_up(&self) -> Vec<Arc<str>> {
         let mut hosts: Vec<Arc<str>> = (self.calls.values())
-            .map(|call| &call.host)
-            .filter(|host| {
-                self.hosts
-                    .get(&***host)
-                    .is_some_and(|entry| !entry.record.is_attached_here())
+            .filter(|call| {
+                let not_here = self
+                    .hosts
+                    .get(&*call.host)
+                    .is_some_and(|entry| !entry.record.is_attached_here());
+                match call.request {
+                    Some(_) => not_here,
+                    None => not_here || !call.delivered_to.elsewhere.is_empty(),
+                }
             })
-            .cloned()
+            .map(|call| Arc::clone(&call.host))
             .collect();
         hosts.sort_unstable();
         hosts.dedup();
@@ -159,18 +172,19 @@ impl HostCalls {
         }
     }
 
-    /// When no session of `host` is held anywhere, settle the calls
-    /// delivered to it [`HostCallError::Lost`].
-    fn settle_lost_if_gone(&mut self, now: Instant, host: &str) {
-        if self
-            .hosts
-            .get(host)
-            .map_or(true, |entry| entry.record.is_attached())
-        {
+    /// Settle [`HostCallError::Lost`] the calls delivered to `host` that no
+    /// session still holding it received.
+    fn settle_lost_where_gone(&mut self, now: Instant, host: &str) {
+        let Some(entry) = self.hosts.get(host) else {
             return;
-        }
+        };
+        let (here, elsewhere) = (entry.record.is_attached_here(), &entry.held_elsewhere);
         let mut lost: Vec<CallId> = (self.calls.iter())
-            .filter(|(_, call)| &*call.host == host && call.request.is_none())
+            .filter(|(_, call)| {
+                &*call.host == host
+                    && call.request.is_none()
+                    && !call.delivered_to.still_held(here, elsewhere)
+            })
             .map(|(id, _)| *id)
             .collect();
         lost.sort_unstable();
@@ -283,6 +297,7 @@ fn register<'a>(
             published: record.state(now, timing),
             record,
             callers: HashMap::new(),
+            held_elsewhere: Vec::new(),
         };
         return Ok(hosts.entry(Arc::from(host)).or_insert(entry));
     }

@@ -442,3 +442,78 @@ fn subscribers_of_a_host_that_beats_elsewhere_make_it_needed_for_the_others() {
     calls.handle_unsubscribed(at(1), HOST);
     assert!(calls.hosts_held_and_needed(at(1)).1.is_empty());
 }
+
+/// The view of a host held on relays `nodes` (none: held nowhere else).
+fn held_on(nodes: &[&str]) -> SharedHost {
+    elsewhere(false, false).held_on(nodes.iter().map(|n| Arc::from(*n)))
+}
+
+#[test]
+fn a_call_delivered_to_a_relay_that_died_settles_lost_though_the_host_came_back_here() {
+    let mut calls = HostCalls::new(HostCallsConfig::default());
+    calls.handle_shared(at(0), HOST, held_on(&["b"])).unwrap();
+    let on_b = calls.handle_call(at(0), call_req("a")).unwrap();
+    assert_eq!(delivered(&drain(&mut calls)), [on_b]);
+    // Relay b is killed; the host connects here before b's lease runs out.
+    calls.handle_attached(at(500), HOST);
+    let here = calls.handle_call(at(600), call_req("a")).unwrap();
+    assert_eq!(delivered(&drain(&mut calls)), [here]);
+    assert_eq!(
+        calls.hosts_to_look_up(),
+        [Arc::from(HOST)],
+        "a call went to b: b is watched though the host is held here"
+    );
+    calls.handle_shared(at(1_000), HOST, held_on(&["b"])).unwrap();
+    assert!(settled(&drain(&mut calls)).is_empty(), "b still holds it");
+    // b's lease ran out: its session never answers, and the one here
+    // never saw that call.
+    calls.handle_shared(at(4_000), HOST, held_on(&[])).unwrap();
+    assert_eq!(
+        settled(&drain(&mut calls)),
+        [(on_b, Err(HostCallError::Lost))]
+    );
+    calls
+        .handle_answer(at(4_100), HOST, here, result("ok"))
+        .unwrap();
+    assert!(calls.hosts_to_look_up().is_empty());
+}
+
+#[test]
+fn a_call_answered_through_the_hosts_new_relay_before_the_old_lapses_is_not_lost() {
+    let mut calls = HostCalls::new(HostCallsConfig::default());
+    calls.handle_shared(at(0), HOST, held_on(&["b"])).unwrap();
+    let id = calls.handle_call(at(0), call_req("a")).unwrap();
+    drain(&mut calls);
+    // The host worked on, reconnected here and answered on its new session.
+    calls.handle_attached(at(500), HOST);
+    calls.handle_answer(at(900), HOST, id, result("ok")).unwrap();
+    let out = drain(&mut calls);
+    assert_eq!(settled(&out), [(id, Ok(result("ok")))]);
+    calls.handle_shared(at(4_000), HOST, held_on(&[])).unwrap();
+    assert!(settled(&drain(&mut calls)).is_empty());
+}
+
+#[test]
+fn a_call_delivered_here_is_lost_when_the_session_here_goes_though_another_relay_holds_the_host() {
+    let mut calls = relay(true);
+    let id = calls.handle_call(at(10), call_req("a")).unwrap();
+    assert_eq!(delivered(&drain(&mut calls)), [id]);
+    // A session of the host on relay b, after the call went out.
+    calls.handle_shared(at(20), HOST, held_on(&["b"])).unwrap();
+    calls.handle_detached(at(30), HOST);
+    assert_eq!(
+        settled(&drain(&mut calls)),
+        [(id, Err(HostCallError::Lost))]
+    );
+    assert!(calls.is_attached(HOST), "still held on b");
+}
+
+#[test]
+fn a_view_that_names_no_relay_counts_as_one_unnamed_holder() {
+    let view = elsewhere(true, false);
+    assert_eq!(view.holding_relays(), [Arc::from("")]);
+    assert!(elsewhere(false, false).holding_relays().is_empty());
+    let named = elsewhere(false, false).held_on([Arc::from("b"), Arc::from("a"), Arc::from("b")]);
+    assert!(named.attached_elsewhere);
+    assert_eq!(named.holding_relays(), [Arc::from("a"), Arc::from("b")]);
+}
