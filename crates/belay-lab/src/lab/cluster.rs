@@ -184,11 +184,8 @@ impl Cluster {
         };
         if hosted {
             let file = dir.0.join("node.toml");
-            std::fs::write(
-                &file,
-                hosted::node_config(setup, &node, &hosted::secret()),
-            )
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            std::fs::write(&file, hosted::node_config(setup, &node, &hosted::secret()))
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
             node.config = Some(file);
         }
         let mut cluster = Cluster::start_nodes(setup, &node, dir, hosted).await?;

@@ -230,8 +230,14 @@ mod tests {
 
     #[test]
     fn a_pinned_front_sends_to_its_node_and_to_the_others_once_it_is_down() {
-        let nodes: [SocketAddr; 2] = ["127.0.0.1:9001".parse().unwrap(), "127.0.0.1:9002".parse().unwrap()];
-        let pins: [SocketAddr; 2] = ["127.0.0.1:9011".parse().unwrap(), "127.0.0.1:9012".parse().unwrap()];
+        let nodes: [SocketAddr; 2] = [
+            "127.0.0.1:9001".parse().unwrap(),
+            "127.0.0.1:9002".parse().unwrap(),
+        ];
+        let pins: [SocketAddr; 2] = [
+            "127.0.0.1:9011".parse().unwrap(),
+            "127.0.0.1:9012".parse().unwrap(),
+        ];
         let config = haproxy_config(
             "127.0.0.1:9000".parse().unwrap(),
             &nodes,

@@ -161,7 +161,7 @@ fn in_flight(frame: Frame, seen: &[Stamped]) -> InFlight {
     let caught: Vec<u64> = sent
         .iter()
         .filter(|(id, at)| {
-            **at < frame.fault_at && settled.get(id).is_none_or(|(s, _)| *s >= frame.fault_at)
+            **at < frame.fault_at && !settled.get(id).is_some_and(|(s, _)| *s < frame.fault_at)
         })
         .map(|(id, _)| *id)
         .collect();
@@ -420,23 +420,28 @@ mod tests {
             .at(6_300, settled(5, Outcome::Ok));
         s.seen.sort_by_key(|x| x.at);
         let f = figures(s.frame(1_000, 1_300, 20_000), &s.seen, None);
-        assert_eq!(f.in_flight_at_fault, 2, "2 and 3, not 1 (answered) or 4 (sent after)");
+        assert_eq!(
+            f.in_flight_at_fault, 2,
+            "2 and 3, not 1 (answered) or 4 (sent after)"
+        );
         assert_eq!((f.in_flight_host_lost, f.in_flight_otherwise), (2, 0));
-        assert_eq!(f.in_flight_settled_after, Some(Duration::from_millis(3_500)));
+        assert_eq!(
+            f.in_flight_settled_after,
+            Some(Duration::from_millis(3_500))
+        );
         assert_eq!(f.answered_after, Some(Duration::from_millis(5_000)));
     }
 
     #[test]
     fn a_caught_call_that_never_settled_has_no_settle_time() {
         let mut s = Script::new();
-        s.at(0, Observation::Sent { id: 1 })
-            .at(
-                2_000,
-                Observation::Settled {
-                    id: 2,
-                    outcome: Outcome::Timeout,
-                },
-            );
+        s.at(0, Observation::Sent { id: 1 }).at(
+            2_000,
+            Observation::Settled {
+                id: 2,
+                outcome: Outcome::Timeout,
+            },
+        );
         let f = figures(s.frame(1_000, 1_300, 20_000), &s.seen, None);
         assert_eq!((f.in_flight_at_fault, f.in_flight_settled_after), (1, None));
         assert_eq!(f.answered_after, None);

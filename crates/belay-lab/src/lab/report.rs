@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::cluster::LB_DELAY_SECS;
+use super::hosted;
 use super::matrix::{Cell, LabReport};
 use super::measure::RepFigures;
 use super::run::REDIS_PROBE_BOUND;
@@ -49,7 +50,7 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     if c.faults.iter().any(|f| f.cluster()) {
         let _ = writeln!(
             out,
-            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover, sentinel-failover-wait, cluster-primary-killed, resharding): two `belay serve --demo \
+            "* Cluster faults (deploy, node-kill, redis-down, redis-restart, sentinel-failover, sentinel-failover-wait, cluster-primary-killed, resharding, host-node-kill): two `belay serve --demo \
              --broker redis://…` nodes (the same timings, both publishing `feed`, load-balancer \
              delay {} s) on one `redis-server` without persistence, HAProxy in front (roundrobin, \
              `/readyz` checked every 100 ms, `send-proxy-v2`); the node a deploy or a kill hits \
@@ -63,6 +64,15 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
              over once its replica serves) or move the slot to another primary.",
             LB_DELAY_SECS,
             (c.fault_for + REDIS_PROBE_BOUND).as_millis(),
+        );
+    }
+    if c.faults.iter().any(|f| f.hosted()) {
+        let _ = writeln!(
+            out,
+            "* host-node-kill (Belay's clients only): the two nodes run from a config file with              JWT auth and a host heartbeat of 1 s; a resident host (the Rust client's              `HostBuilder` in the lab's process, token from `belay token mint --host`) answers              `echo` after {} ms; HAProxy has a front pinned to each node (the other node its              `backup`), the client on node 0's, the host on node 1's; the client's requests are              `$call`s to the host's `echo` (deadline {} ms), and node 1 gets SIGKILL while calls              are in flight. Each call the kill caught must settle `host_lost` (or answered, when              the host answers on its new session) within {} ms, the client's connection stays              up, and the host, back on node 0, answers again.",
+            hosted::HOST_WORK.as_millis(),
+            hosted::CALL_TIMEOUT.as_millis(),
+            hosted::HOST_LOST_BOUND.as_millis(),
         );
     }
     let _ = writeln!(
@@ -109,6 +119,7 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     for cell in &report.cells {
         row(&mut out, cell);
     }
+    host_calls(&mut out, report);
     verdicts(&mut out, report);
     failures(&mut out, report);
     out
@@ -286,6 +297,48 @@ fn summary(values: &mut [Duration], never: usize) -> String {
     s
 }
 
+/// The hosted fault's own figures: the calls its kill caught and how they
+/// settled.
+fn host_calls(out: &mut String, report: &LabReport) {
+    let cells: Vec<&Cell> = report.cells.iter().filter(|c| c.fault.hosted()).collect();
+    if cells.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n## Calls to a resident host whose node was killed\n\n\
+         Calls in flight at the kill (sent before it, unsettled then), summed over the \
+         repetitions; how they settled; the time from the kill to the last of them settling \
+         (bound {} ms); from the end of the fault to the first answer to a call sent after the \
+         kill.\n\n\
+         | client | in flight at the kill | `host_lost` | answered | otherwise | all settled after (median / max) | answered again after (median / max) |\n\
+         |---|---|---|---|---|---|---|",
+        hosted::HOST_LOST_BOUND.as_millis()
+    );
+    for cell in cells {
+        let reps = ok_reps(cell);
+        let sum = |pick: fn(&RepFigures) -> u64| reps.iter().map(|f| pick(f)).sum::<u64>();
+        let times = |pick: fn(&RepFigures) -> Option<Duration>| {
+            let mut values: Vec<Duration> = reps.iter().filter_map(|f| pick(f)).collect();
+            let never = reps.len() - values.len();
+            summary(&mut values, never)
+        };
+        let (caught, lost, otherwise) = (
+            sum(|f| f.in_flight_at_fault),
+            sum(|f| f.in_flight_host_lost),
+            sum(|f| f.in_flight_otherwise),
+        );
+        let _ = writeln!(
+            out,
+            "| {} | {caught} | {lost} | {} | {otherwise} | {} | {} |",
+            cell.client,
+            caught.saturating_sub(lost + otherwise),
+            times(|f| f.in_flight_settled_after),
+            times(|f| f.answered_after),
+        );
+    }
+}
+
 fn verdicts(out: &mut String, report: &LabReport) {
     let belay: Vec<&Cell> = report
         .cells
@@ -298,14 +351,17 @@ fn verdicts(out: &mut String, report: &LabReport) {
     out.push_str(
         "\n## Belay's guarantees, checked in every repetition\n\n\
          Every request settled; no publication lost silently or duplicated; exactly one \
-         server connection after the fault; every fault but slow replies detected, the \
+         server connection after the fault (two with a resident host: the client's and the \
+         host's); every fault but slow replies and a host's node killed detected, the \
          silent ones (freeze, blackhole, link cut, half-open) within the heartbeat bound; \
          ready again after the fault. In the cluster: no resync after a deploy, a node kill, \
          Redis down or a resharding (the history is kept), a resync after Redis restarted \
          empty, a Sentinel failover or a Redis Cluster primary killed (the promoted replica may \
          lack the old primary's last writes), none after a failover with `wait_replicas` (it \
          lacks nothing a client saw), and the \
-         connection up through every Redis fault (no dial). With WebSockets blocked: ready \
+         connection up through every Redis fault (no dial). A host's node killed: calls were \
+         in flight, each settled `host_lost` or answered within the bound (at least one \
+         `host_lost`), the caller's connection stayed up and the host answered again. With WebSockets blocked: ready \
          over SSE (in the `sse` cells, only ever over SSE) and, after `websocket-blocked`, back \
          on WebSocket. With the binary codec: every ready over WebSocket in `belay.bin.1`.\n\n",
     );

@@ -463,7 +463,9 @@ fn a_call_delivered_to_a_relay_that_died_settles_lost_though_the_host_came_back_
         [Arc::from(HOST)],
         "a call went to b: b is watched though the host is held here"
     );
-    calls.handle_shared(at(1_000), HOST, held_on(&["b"])).unwrap();
+    calls
+        .handle_shared(at(1_000), HOST, held_on(&["b"]))
+        .unwrap();
     assert!(settled(&drain(&mut calls)).is_empty(), "b still holds it");
     // b's lease ran out: its session never answers, and the one here
     // never saw that call.
@@ -486,7 +488,9 @@ fn a_call_answered_through_the_hosts_new_relay_before_the_old_lapses_is_not_lost
     drain(&mut calls);
     // The host worked on, reconnected here and answered on its new session.
     calls.handle_attached(at(500), HOST);
-    calls.handle_answer(at(900), HOST, id, result("ok")).unwrap();
+    calls
+        .handle_answer(at(900), HOST, id, result("ok"))
+        .unwrap();
     let out = drain(&mut calls);
     assert_eq!(settled(&out), [(id, Ok(result("ok")))]);
     calls.handle_shared(at(4_000), HOST, held_on(&[])).unwrap();
