@@ -26,12 +26,13 @@ pub(crate) struct Args {
     clients: Vec<ClientKind>,
     /// Faults, comma-separated (default: all of them). The cluster faults
     /// (deploy, node-kill, redis-down, redis-restart, sentinel-failover,
-    /// sentinel-failover-wait, cluster-primary-killed, resharding) need
-    /// redis-server, redis-cli and haproxy on PATH.
+    /// sentinel-failover-wait, cluster-primary-killed, resharding,
+    /// host-node-kill) need redis-server, redis-cli and haproxy on PATH;
+    /// host-node-kill runs for Belay's clients only.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,websocket-blocked,deploy,node-kill,redis-down,redis-restart,sentinel-failover,sentinel-failover-wait,cluster-primary-killed,resharding"
+        default_value = "freeze,service-down,slow-replies,flapping,restart,blackhole,link-cut,half-open,zombie,drain,websocket-blocked,deploy,node-kill,redis-down,redis-restart,sentinel-failover,sentinel-failover-wait,cluster-primary-killed,resharding,host-node-kill"
     )]
     faults: Vec<LabFault>,
     /// Transports, comma-separated: websocket, sse (WebSockets refused by

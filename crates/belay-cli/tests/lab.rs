@@ -2,7 +2,8 @@
 //! baseline and the Belay Rust client, against real `belay serve --demo`
 //! processes (the link cut in a network namespace: needs root, as in CI;
 //! the cluster faults on a real redis-server behind a real HAProxy, which
-//! the test command installs); and of every single-server fault for the
+//! the test command installs; the resident host's node killed for the
+//! Belay client only); and of every single-server fault for the
 //! Belay client with WebSockets blocked throughout (over the SSE fallback).
 //!
 //! The Belay client must keep every guarantee; the naive baseline must show
@@ -153,4 +154,21 @@ async fn belay_keeps_every_guarantee_and_the_naive_baseline_shows_the_gaps() {
     );
     assert_eq!(belay_durable.lost_silently, 0);
     assert!(belay_durable.data_after.is_some(), "Belay's feed goes on");
+
+    // A resident host's node killed with calls in flight (Belay's clients
+    // only: the naive one has neither tokens nor `$call`): the calls it
+    // caught settle `host_lost` or are answered from the host's new node,
+    // never left to their deadline, and the host answers again.
+    assert!(
+        !report
+            .cells
+            .iter()
+            .any(|c| c.fault == LabFault::HostNodeKill && c.client == ClientKind::Naive),
+        "no naive cell for the hosted fault"
+    );
+    let hosted = figures(cell(&report, LabFault::HostNodeKill, ClientKind::Belay));
+    assert!(hosted.in_flight_at_fault > 0, "{hosted:?}");
+    assert!(hosted.in_flight_host_lost > 0, "{hosted:?}");
+    assert_eq!(hosted.in_flight_otherwise, 0, "{hosted:?}");
+    assert!(hosted.answered_after.is_some(), "{hosted:?}");
 }
