@@ -8,7 +8,9 @@
 //! (crates/belay-cli/tests/cluster). Each process runs on free loopback
 //! ports, with what it writes in a temporary directory of the cluster's
 //! own; everything is stopped when the cluster is dropped. Every wait is
-//! bounded.
+//! bounded. For the hosted fault (`host-node-kill`) the nodes run from a
+//! config file with JWT auth, HAProxy has a front pinned to each node, and
+//! a resident host runs on node 1 (`hosted.rs`).
 //!
 //! ```text
 //!   agent ──▶ HAProxy ──send-proxy-v2──▶ node A ──┐
