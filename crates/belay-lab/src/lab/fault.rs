@@ -63,7 +63,7 @@ pub enum LabFault {
     /// publishes: resumed without a resync, the connection stays up.
     Resharding,
     /// A cluster with JWT auth and a resident host: the lab's host
-    /// (answering each call after [`HOST_WORK`](super::hosted::HOST_WORK))
+    /// (answering each call after a second)
     /// is on one node, the client calls it through the other; the host's
     /// node gets SIGKILL while calls are in flight. They settle
     /// `host_lost` within the bound of docs/HOSTS.md, the client's
