@@ -1,0 +1,58 @@
+"""Tokens: a fixed one, and the async provider."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import belay
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 60))
+
+
+def test_a_token_opens_the_session(jwt_relay):
+    token = jwt_relay.mint("alice")
+
+    async def scenario():
+        async with belay.connect(jwt_relay.url, token=token) as client:
+            await asyncio.wait_for(client.ready(), 10)
+            assert await client.request("echo", "hi") == "hi"
+
+    run(scenario())
+
+
+def test_the_provider_is_asked_for_a_token_before_the_dial(jwt_relay):
+    asked = []
+
+    async def provider():
+        asked.append(True)
+        return jwt_relay.mint("bob")
+
+    async def scenario():
+        async with belay.connect(jwt_relay.url, token_provider=provider) as client:
+            await asyncio.wait_for(client.ready(), 10)
+            assert asked, "the provider was asked"
+
+    run(scenario())
+
+
+def test_an_unauthorized_provider_halts_the_client(jwt_relay):
+    async def provider():
+        raise belay.Unauthorized("signed out")
+
+    async def scenario():
+        async with belay.connect(jwt_relay.url, token_provider=provider) as client:
+            for _ in range(200):
+                if client.status().state == "halted":
+                    break
+                await asyncio.sleep(0.05)
+            status = client.status()
+            assert (status.state, status.halted) == ("halted", "auth_failed"), status
+            assert status.attempts == 0, "never dialled without a token"
+            with pytest.raises(belay.NotReady):
+                await client.request("echo", {})
+
+    run(scenario())
