@@ -1,15 +1,26 @@
 """Type stubs of the native extension (crates/belay-python/src)."""
 
-from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
+from typing import Awaitable, Callable, Dict, Optional, Tuple, final
+
+__all__ = [
+    "CORE_VERSION",
+    "NativeClient",
+    "NativeHost",
+    "NativeSubscription",
+    "connect",
+    "start_host",
+]
 
 CORE_VERSION: str
 
+@final
 class NativeSubscription:
     @property
     def channel(self) -> str: ...
     def next(self) -> Awaitable[Optional[Tuple[str, str, str, int, str]]]: ...
     def close(self) -> Awaitable[None]: ...
 
+@final
 class NativeClient:
     def ready(self) -> Awaitable[None]: ...
     def request(
@@ -40,6 +51,7 @@ def connect(
     seed: Optional[int] = ...,
 ) -> NativeClient: ...
 
+@final
 class NativeHost:
     def status(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Optional, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Union
 
 from . import _native
 
@@ -167,7 +167,7 @@ class Client:
 class _Connecting:
     """What :func:`connect` returns: awaitable, or an async context manager."""
 
-    def __init__(self, url: str, options: dict) -> None:
+    def __init__(self, url: str, options: Dict[str, Any]) -> None:
         self._url = url
         self._options = options
         self._client: Optional[Client] = None
