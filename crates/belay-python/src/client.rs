@@ -169,14 +169,22 @@ impl NativeClient {
         })
     }
 
-    /// Subscribe to `channel`: a subscription yielding its items.
-    fn subscribe<'py>(&self, py: Python<'py>, channel: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Subscribe to `channel` (with a subscription token where its
+    /// namespace asks for one): a subscription yielding its items.
+    #[pyo3(signature = (channel, *, token = None))]
+    fn subscribe<'py>(
+        &self,
+        py: Python<'py>,
+        channel: String,
+        token: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
         future_into_py(py, async move {
-            let subscription = client
-                .subscribe(&channel)
-                .await
-                .map_err(errors::subscribe)?;
+            let subscribed = match &token {
+                Some(token) => client.subscribe_with_token(&channel, token).await,
+                None => client.subscribe(&channel).await,
+            };
+            let subscription = subscribed.map_err(errors::subscribe)?;
             Ok(NativeSubscription::new(subscription))
         })
     }

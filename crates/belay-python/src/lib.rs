@@ -21,6 +21,7 @@ mod client;
 mod errors;
 mod host;
 mod subscription;
+mod tokens;
 
 /// `belay._native`.
 #[pymodule(name = "_native")]
@@ -30,6 +31,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<host::NativeHost>()?;
     module.add_function(wrap_pyfunction!(client::connect, module)?)?;
     module.add_function(wrap_pyfunction!(host::start_host, module)?)?;
+    module.add_function(wrap_pyfunction!(tokens::sign_jwt, module)?)?;
     module.add("CORE_VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

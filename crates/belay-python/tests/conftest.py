@@ -104,3 +104,31 @@ def jwt_relay() -> Iterator[JwtRelay]:
         relay = JwtRelay(directory)
         yield relay
         relay.stop()
+
+
+API_KEY = "python-sdk-tests-api-key-0123456789"
+
+
+class ApiRelay(Relay):
+    """A standalone `belay serve` (no demo): JWT auth, the HTTP API under its
+    key, presence on `room:*`, subscription tokens on `private:*`."""
+
+    def __init__(self, directory: str) -> None:
+        config = Path(directory) / "relay.toml"
+        config.write_text(
+            '[server]\nlisten = "127.0.0.1:0"\n\n'
+            f'[auth]\nmode = "jwt"\njwt_secret = "{SECRET}"\n\n'
+            f'[api]\nkey = "{API_KEY}"\n\n'
+            '[[namespace]]\npattern = "room:*"\npresence = true\n\n'
+            '[[namespace]]\npattern = "private:*"\nsubscribe = "token"\n'
+        )
+        super().__init__(["--config", str(config)])
+        self.http = f"http://{self.address}"
+
+
+@pytest.fixture
+def api_relay() -> Iterator[ApiRelay]:
+    with tempfile.TemporaryDirectory() as directory:
+        relay = ApiRelay(directory)
+        yield relay
+        relay.stop()

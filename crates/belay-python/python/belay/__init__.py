@@ -11,7 +11,7 @@ native extension: a Python client takes exactly the Rust client's decisions.
             ...
 """
 
-from . import errors, host
+from . import backend, errors, host
 from ._native import CORE_VERSION
 from .client import Client, Publication, Refused, Resync, Status, Subscription, connect
 from .errors import (
@@ -35,6 +35,7 @@ __all__ = [
     "Status",
     "Subscription",
     "connect",
+    "backend",
     "errors",
     "host",
     "BelayError",

@@ -61,7 +61,11 @@ Item = Union[Publication, Resync, Refused]
 
 
 class Subscription:
-    """A channel's items: ``async for item in subscription``. Ends when the client closes."""
+    """A channel's items: ``async for item in subscription``. Ends when the client closes.
+
+    Hold on to it: a subscription that is garbage-collected unsubscribes, as
+    :meth:`close` does.
+    """
 
     def __init__(self, native: "_native.NativeSubscription") -> None:
         self._native = native
@@ -145,9 +149,13 @@ class Client:
         """Publish ``data`` to ``channel`` from the client (the token must allow it)."""
         return json.loads(await self._native.publish(channel, json.dumps(data)))
 
-    async def subscribe(self, channel: str) -> Subscription:
-        """Subscribe to ``channel``; iterate the subscription for its items."""
-        return Subscription(await self._native.subscribe(channel))
+    async def subscribe(self, channel: str, *, token: Optional[str] = None) -> Subscription:
+        """Subscribe to ``channel``; iterate the subscription for its items.
+
+        ``token``: a subscription token, for channels whose namespace asks for
+        one (``subscribe = "token"``; :func:`belay.backend.subscription_token`).
+        """
+        return Subscription(await self._native.subscribe(channel, token=token))
 
     def reconnect_now(self) -> None:
         """Drop the connection and dial again now (the network changed)."""
