@@ -14,7 +14,8 @@ pub(crate) struct Args {
     /// Repetitions per (fault, client).
     #[arg(long, default_value_t = 10)]
     reps: u32,
-    /// Clients, comma-separated: naive, belay, browser-naive, browser; the
+    /// Clients, comma-separated: naive, belay, python (the Python SDK:
+    /// scripts/python-sdk-check.sh first), browser-naive, browser; the
     /// real peers socketio, socketio-tuned, partysocket, rws and, in
     /// Chromium, browser-socketio, browser-socketio-tuned,
     /// browser-partysocket, browser-rws (they need `npm ci` in peers/lab).
@@ -79,6 +80,13 @@ pub(crate) struct Args {
     /// Chromium.
     #[arg(long, default_value = "/usr/bin/chromium")]
     chromium: PathBuf,
+    /// A Python with the Belay SDK installed, for the `python` client
+    /// (scripts/python-sdk-check.sh makes this venv).
+    #[arg(long, default_value = "target/python-sdk/venv/bin/python")]
+    python: PathBuf,
+    /// The Python SDK's lab agent.
+    #[arg(long, default_value = "crates/belay-python/lab/agent.py")]
+    python_agent: PathBuf,
 }
 
 pub(crate) fn run(args: &Args) -> Result<(), String> {
@@ -97,6 +105,17 @@ pub(crate) fn run(args: &Args) -> Result<(), String> {
     config.browser.script.clone_from(&args.agent);
     config.browser.chromium.clone_from(&args.chromium);
     config.browser.peer_agent.clone_from(&args.peer_agent);
+    config.browser.python.clone_from(&args.python);
+    config.browser.python_agent.clone_from(&args.python_agent);
+    if config.clients.contains(&ClientKind::Python)
+        && !(args.python.exists() && args.python_agent.exists())
+    {
+        return Err(format!(
+            "the python client needs {} with the SDK installed and {} (run scripts/python-sdk-check.sh from the repository root)",
+            args.python.display(),
+            args.python_agent.display()
+        ));
+    }
     config.server.node.clone_from(&args.node);
     config.server.socketio_script.clone_from(&args.peer_server);
     let peers = config.clients.iter().any(|c| c.peer().is_some());

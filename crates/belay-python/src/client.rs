@@ -9,7 +9,9 @@ use belay_proto::message::{Codec, RawJson};
 use belay_proto::{FallbackConfig, TransportKind};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use pyo3_async_runtimes::tokio::{future_into_py, get_current_locals, get_runtime};
+use tokio::sync::{watch, Mutex};
 
 use crate::awaiting;
 use crate::errors;
@@ -19,6 +21,8 @@ use crate::subscription::NativeSubscription;
 #[pyclass(frozen, module = "belay._native")]
 pub(crate) struct NativeClient {
     client: Client,
+    /// The status changes `next_status` waits for.
+    watcher: Arc<Mutex<watch::Receiver<Status>>>,
 }
 
 /// Start a client of `url`. Called from a running asyncio loop when there
@@ -33,6 +37,7 @@ pub(crate) struct NativeClient {
     token_provider = None,
     codec = "json",
     fallback = true,
+    retry_websocket_every_ms = None,
     connect_timeout_ms = None,
     request_timeout_ms = None,
     seed = None,
@@ -45,6 +50,7 @@ pub(crate) fn connect(
     token_provider: Option<Py<PyAny>>,
     codec: &str,
     fallback: bool,
+    retry_websocket_every_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     request_timeout_ms: Option<u64>,
     seed: Option<u64>,
@@ -60,7 +66,13 @@ pub(crate) fn connect(
     };
     let mut builder = Client::builder(url)
         .codec(codec)
-        .fallback(fallback.then(FallbackConfig::default))
+        .fallback(fallback.then(|| {
+            let mut config = FallbackConfig::default();
+            if let Some(ms) = retry_websocket_every_ms {
+                config.set_retry_websocket_every(Duration::from_millis(ms));
+            }
+            config
+        }))
         .configure(move |config| {
             if let Some(ms) = connect_timeout_ms {
                 config.set_connect_timeout(Duration::from_millis(ms));
@@ -97,7 +109,55 @@ pub(crate) fn connect(
     let client = builder
         .connect()
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(NativeClient { client })
+    let watcher = Arc::new(Mutex::new(client.status()));
+    Ok(NativeClient { client, watcher })
+}
+
+/// `status` as the dict `belay.Status` is made from: the three readiness
+/// levels, the state and why the client halted in the protocol's snake_case
+/// names (`halted`, `auth_failed`), the dials so far, the transport and
+/// codec, the session id, and why the last connection ended (`why`).
+fn status_dict<'py>(py: Python<'py>, status: &Status) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    let r = status.readiness;
+    dict.set_item("ready", status.ready)?;
+    dict.set_item("transport", r.transport)?;
+    dict.set_item("protocol", r.protocol)?;
+    dict.set_item("service", r.service)?;
+    dict.set_item("state", snake_case(&status.state))?;
+    dict.set_item("attempts", status.attempts)?;
+    dict.set_item(
+        "transport_kind",
+        match status.transport {
+            TransportKind::Sse => "sse",
+            _ => "websocket",
+        },
+    )?;
+    dict.set_item(
+        "codec",
+        match status.codec {
+            Codec::Binary => "binary",
+            _ => "json",
+        },
+    )?;
+    dict.set_item("session", status.session.clone())?;
+    dict.set_item(
+        "halted",
+        status.halted.as_ref().map(|halt| {
+            serde_json::to_value(halt)
+                .ok()
+                .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
+                .unwrap_or_else(|| format!("{halt:?}"))
+        }),
+    )?;
+    dict.set_item(
+        "why",
+        status
+            .last_disconnect
+            .as_ref()
+            .map(|d| format!("{:?}", d.reason)),
+    )?;
+    Ok(dict)
 }
 
 /// A unit variant's serde name (`ConnectionState::Halted` → `halted`).
@@ -189,52 +249,24 @@ impl NativeClient {
         })
     }
 
-    /// The status now: `(ready, transport, protocol, service, state,
-    /// attempts, transport kind, codec, session, why halted)`; the state
-    /// and the halt reason in the protocol's snake_case names (`halted`,
-    /// `auth_failed`).
-    #[allow(clippy::type_complexity)]
-    fn status(
-        &self,
-    ) -> (
-        bool,
-        bool,
-        bool,
-        bool,
-        String,
-        u64,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-    ) {
-        let status: Status = self.client.status().borrow().clone();
-        let r = status.readiness;
-        (
-            status.ready,
-            r.transport,
-            r.protocol,
-            r.service,
-            snake_case(&status.state),
-            status.attempts,
-            match status.transport {
-                TransportKind::Sse => "sse",
-                _ => "websocket",
+    /// The status now, as a dict (`belay.Status` names its keys).
+    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let status = self.client.status().borrow().clone();
+        status_dict(py, &status)
+    }
+
+    /// Resolves with the next status once it changes (at most one waiter at
+    /// a time sees each change; `None` once the client is gone).
+    fn next_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let watcher = Arc::clone(&self.watcher);
+        future_into_py(py, async move {
+            let mut watcher = watcher.lock().await;
+            if watcher.changed().await.is_err() {
+                return Ok(None);
             }
-            .to_owned(),
-            match status.codec {
-                Codec::Binary => "binary",
-                _ => "json",
-            }
-            .to_owned(),
-            status.session,
-            status.halted.as_ref().map(|halt| {
-                serde_json::to_value(halt)
-                    .ok()
-                    .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
-                    .unwrap_or_else(|| format!("{halt:?}"))
-            }),
-        )
+            let status = watcher.borrow_and_update().clone();
+            Python::attach(|py| status_dict(py, &status).map(|d| Some(d.unbind())))
+        })
     }
 
     /// Drop the connection and dial again now (the network changed).

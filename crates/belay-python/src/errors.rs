@@ -25,9 +25,7 @@ pub(crate) fn request(error: RequestError) -> PyErr {
     Python::attach(|py| match error {
         RequestError::NotReady => exception(py, "NotReady", (error.to_string(),)),
         RequestError::Timeout => exception(py, "Timeout", (error.to_string(),)),
-        RequestError::ConnectionClosed => {
-            exception(py, "ConnectionClosed", (error.to_string(),))
-        }
+        RequestError::ConnectionClosed => exception(py, "ConnectionClosed", (error.to_string(),)),
         RequestError::Closed => exception(py, "ClientClosed", (error.to_string(),)),
         RequestError::TooLarge { .. } => exception(py, "TooLarge", (error.to_string(),)),
         RequestError::Server {

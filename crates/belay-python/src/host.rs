@@ -58,7 +58,9 @@ pub(crate) fn start_host(
 fn handler_of(
     locals: TaskLocals,
     handler: Arc<Py<PyAny>>,
-) -> impl Fn(serde_json::Value) -> std::pin::Pin<
+) -> impl Fn(
+    serde_json::Value,
+) -> std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<serde_json::Value, HostError>> + Send>,
 > + Send
        + Sync
@@ -72,8 +74,11 @@ fn handler_of(
                     Python::attach(|py| value.extract::<(String, String, String)>(py))
                 });
             match outcome {
-                Ok((kind, result, _)) if kind == "ok" => serde_json::from_str(&result)
-                    .map_err(|e| HostError::new("internal", format!("the result is not JSON: {e}"))),
+                Ok((kind, result, _)) if kind == "ok" => {
+                    serde_json::from_str(&result).map_err(|e| {
+                        HostError::new("internal", format!("the result is not JSON: {e}"))
+                    })
+                }
                 Ok((_, code, message)) => Err(HostError::new(code, message)),
                 Err(error) => Err(HostError::new("internal", error.to_string())),
             }

@@ -41,7 +41,13 @@ fn item(item: Item) -> ItemTuple {
             p.offset,
             String::new(),
         ),
-        Item::Resync => ("resync".into(), String::new(), String::new(), 0, String::new()),
+        Item::Resync => (
+            "resync".into(),
+            String::new(),
+            String::new(),
+            0,
+            String::new(),
+        ),
         Item::Refused { code } => (
             "refused".into(),
             String::new(),

@@ -82,6 +82,11 @@ pub struct BrowserSetup {
     /// `peers/lab/agent.mjs`: the real peers' agent, in Node and in
     /// Chromium (`npm ci` in peers/lab).
     pub peer_agent: PathBuf,
+    /// A Python with the Belay SDK installed (the venv
+    /// scripts/python-sdk-check.sh makes: target/python-sdk/venv/bin/python).
+    pub python: PathBuf,
+    /// `crates/belay-python/lab/agent.py`: the Python SDK's agent.
+    pub python_agent: PathBuf,
 }
 
 impl Default for BrowserSetup {
@@ -91,6 +96,8 @@ impl Default for BrowserSetup {
             script: "clients/js/lab/agent.mjs".into(),
             chromium: "/usr/bin/chromium".into(),
             peer_agent: "peers/lab/agent.mjs".into(),
+            python: "target/python-sdk/venv/bin/python".into(),
+            python_agent: "crates/belay-python/lab/agent.py".into(),
         }
     }
 }
@@ -178,6 +185,7 @@ impl Agent {
                     tokio::spawn(belay_agent::run(url.to_owned(), work.clone(), out, stopped));
                 Runner::Task { stop, task }
             }
+            ClientKind::Python => spawn_python(url, work, browser, out)?,
             ClientKind::Browser | ClientKind::BrowserNaive => {
                 let mode = if kind == ClientKind::Browser {
                     "belay"
@@ -328,6 +336,56 @@ fn spawn_browser(
         .map_err(|source| AgentError::Spawn {
             node: browser.node.display().to_string(),
             script: browser.script.display().to_string(),
+            source,
+        })?;
+    Ok(reading(child, out))
+}
+
+fn spawn_python(
+    url: &str,
+    work: &Workload,
+    setup: &BrowserSetup,
+    out: Emitter,
+) -> Result<Runner, AgentError> {
+    let mut command = Command::new(&setup.python);
+    command
+        .arg(&setup.python_agent)
+        .args(["--url", url, "--channel", &work.channel])
+        .args([
+            "--request-every-ms",
+            &work.request_every.as_millis().to_string(),
+        ])
+        .args([
+            "--request-timeout-ms",
+            &work.request_timeout.as_millis().to_string(),
+        ])
+        .args([
+            "--connect-timeout-ms",
+            &work.connect_timeout.as_millis().to_string(),
+        ])
+        .args(["--seed", &work.seed.to_string()])
+        .args([
+            "--fallback-retry-ms",
+            &work.retry_websocket_every.as_millis().to_string(),
+        ]);
+    if work.codec == Codec::Binary {
+        command.args(["--codec", "binary"]);
+    }
+    if let Some(token) = &work.token {
+        command.args(["--token", token]);
+    }
+    if let Some(host) = &work.call_host {
+        command.args(["--call-host", host]);
+    }
+    let child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| AgentError::Spawn {
+            node: setup.python.display().to_string(),
+            script: setup.python_agent.display().to_string(),
             source,
         })?;
     Ok(reading(child, out))

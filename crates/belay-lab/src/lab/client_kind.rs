@@ -13,6 +13,10 @@ pub enum ClientKind {
     Naive,
     /// `belay-client` with its default policy.
     Belay,
+    /// The Python SDK (crates/belay-python: belay-client behind a native
+    /// extension) in a Python process, through its lab agent
+    /// (crates/belay-python/lab/agent.py).
+    Python,
     /// The browser client (clients/js) in headless Chromium, via
     /// `clients/js/lab/agent.mjs`.
     Browser,
@@ -43,9 +47,10 @@ pub enum ClientKind {
 
 impl ClientKind {
     /// Every kind, in table order.
-    pub const ALL: [ClientKind; 12] = [
+    pub const ALL: [ClientKind; 13] = [
         ClientKind::Naive,
         ClientKind::Belay,
+        ClientKind::Python,
         ClientKind::BrowserNaive,
         ClientKind::Browser,
         ClientKind::SocketIo,
@@ -75,6 +80,7 @@ impl ClientKind {
         match self {
             ClientKind::Naive => "naive",
             ClientKind::Belay => "belay",
+            ClientKind::Python => "python",
             ClientKind::BrowserNaive => "browser-naive",
             ClientKind::Browser => "browser",
             ClientKind::SocketIo => "socketio",
@@ -90,7 +96,10 @@ impl ClientKind {
 
     /// Whether this kind is held to Belay's guarantees.
     pub fn is_belay(self) -> bool {
-        matches!(self, ClientKind::Belay | ClientKind::Browser)
+        matches!(
+            self,
+            ClientKind::Belay | ClientKind::Python | ClientKind::Browser
+        )
     }
 
     /// Whether this kind runs in Chromium.

@@ -1,6 +1,6 @@
 """Type stubs of the native extension (crates/belay-python/src)."""
 
-from typing import Awaitable, Callable, Dict, Optional, Tuple, final
+from typing import Any, Awaitable, Callable, Dict, Optional, Tuple, final
 
 __all__ = [
     "CORE_VERSION",
@@ -36,9 +36,8 @@ class NativeClient:
     def subscribe(
         self, channel: str, *, token: Optional[str] = ...
     ) -> Awaitable[NativeSubscription]: ...
-    def status(
-        self,
-    ) -> Tuple[bool, bool, bool, bool, str, int, str, str, Optional[str], Optional[str]]: ...
+    def status(self) -> Dict[str, Any]: ...
+    def next_status(self) -> Awaitable[Optional[Dict[str, Any]]]: ...
     def reconnect_now(self) -> None: ...
     def close(self) -> Awaitable[None]: ...
 
@@ -49,6 +48,7 @@ def connect(
     token_provider: Optional[Callable[[], Awaitable[str]]] = ...,
     codec: str = ...,
     fallback: bool = ...,
+    retry_websocket_every_ms: Optional[int] = ...,
     connect_timeout_ms: Optional[int] = ...,
     request_timeout_ms: Optional[int] = ...,
     seed: Optional[int] = ...,

@@ -21,7 +21,8 @@ class Status:
     ``protocol`` (the session is welcomed and alive) and ``service`` (its
     subscriptions are confirmed). ``state``: ``idle``, ``connecting``,
     ``connected``, ``backing_off``, ``halted``…; ``halted``: why it stopped
-    reconnecting (``auth_failed``, ``server_closed``…), or ``None``.
+    reconnecting (``auth_failed``, ``server_closed``…), or ``None``; ``why``: how
+    the last connection ended, or ``None``.
     """
 
     ready: bool
@@ -34,6 +35,7 @@ class Status:
     codec: str
     session: Optional[str]
     halted: Optional[str]
+    why: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,16 @@ class Client:
 
     def status(self) -> Status:
         """The status now."""
-        return Status(*self._native.status())
+        return Status(**self._native.status())
+
+    async def statuses(self) -> AsyncIterator[Status]:
+        """Every status change from now on (``async for status in client.statuses()``);
+        ends when the client is gone. One reader at a time."""
+        while True:
+            changed = await self._native.next_status()
+            if changed is None:
+                return
+            yield Status(**changed)
 
     async def request(
         self,
@@ -205,6 +216,7 @@ def connect(
     token_provider: Optional[TokenProvider] = None,
     codec: str = "json",
     fallback: bool = True,
+    retry_websocket_every: Optional[float] = None,
     connect_timeout: Optional[float] = None,
     request_timeout: Optional[float] = None,
     seed: Optional[int] = None,
@@ -220,7 +232,8 @@ def connect(
     expiry, and on the open session before it expires (sent in-band). Raise
     ``belay.errors.Unauthorized`` from it to halt the client; anything else is
     retried after the backoff. ``codec``: ``"json"`` or ``"binary"``.
-    ``fallback``: carry on over SSE + HTTP where WebSockets are blocked.
+    ``fallback``: carry on over SSE + HTTP where WebSockets are blocked, trying
+    a WebSocket again every ``retry_websocket_every`` seconds while on it.
     """
 
     def millis(seconds: Optional[float]) -> Optional[int]:
@@ -233,6 +246,7 @@ def connect(
             "token_provider": token_provider,
             "codec": codec,
             "fallback": fallback,
+            "retry_websocket_every_ms": millis(retry_websocket_every),
             "connect_timeout_ms": millis(connect_timeout),
             "request_timeout_ms": millis(request_timeout),
             "seed": seed,
