@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 
 mod awaiting;
 mod client;
+mod conformance;
 mod errors;
 mod host;
 mod subscription;
@@ -32,6 +33,13 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(client::connect, module)?)?;
     module.add_function(wrap_pyfunction!(host::start_host, module)?)?;
     module.add_function(wrap_pyfunction!(tokens::sign_jwt, module)?)?;
+    // The shared vectors' hooks into the core (tests/test_vectors.py).
+    module.add_class::<conformance::VectorHeartbeat>()?;
+    module.add_function(wrap_pyfunction!(conformance::decode_server, module)?)?;
+    module.add_function(wrap_pyfunction!(conformance::decode_client, module)?)?;
+    module.add_function(wrap_pyfunction!(conformance::encode_client, module)?)?;
+    module.add_function(wrap_pyfunction!(conformance::heartbeat_decide, module)?)?;
+    module.add_function(wrap_pyfunction!(conformance::splitmix64, module)?)?;
     module.add("CORE_VERSION", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
