@@ -7,9 +7,9 @@
 //!   decodes it), so no value is reinterpreted on the way;
 //! - a Rust future becomes a Python awaitable on the caller's asyncio loop
 //!   (`pyo3-async-runtimes`), and an async Python callable (a token
-//!   provider, a host's method) becomes a Rust future ([`awaiting`]);
+//!   provider, a host's method) becomes a Rust future (`awaiting.rs`);
 //! - the client's typed errors become the exceptions of `belay.errors`
-//!   ([`errors`]).
+//!   (`errors.rs`).
 //!
 //! Why the tokio driver rather than asyncio I/O around the core:
 //! docs/SDKS.md.
