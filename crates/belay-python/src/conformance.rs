@@ -8,9 +8,7 @@
 use std::time::Duration;
 
 use belay_proto::heartbeat::{decide, Heartbeat, HeartbeatAction, LivenessFailure};
-use belay_proto::message::{
-    self, ClientMessage, DecodeError, Reply, Response, ServerMessage,
-};
+use belay_proto::message::{self, ClientMessage, DecodeError, Reply, Response, ServerMessage};
 use belay_proto::rng::{RandomSource, SplitMix64};
 use belay_proto::Instant;
 use pyo3::exceptions::PyValueError;
@@ -52,10 +50,7 @@ pub(crate) fn decode_server(frame: &str) -> PyResult<(String, Option<String>)> {
     if payload.is_some() {
         without(&mut value, key)?;
     }
-    Ok((
-        value.to_string(),
-        payload.map(|raw| raw.get().to_owned()),
-    ))
+    Ok((value.to_string(), payload.map(|raw| raw.get().to_owned())))
 }
 
 /// `decode_client(frame)`: the message's serde form and a request's
@@ -199,9 +194,7 @@ pub(crate) fn splitmix64(seed: &str, count: usize) -> PyResult<(Vec<String>, Vec
         .map_err(|e| PyValueError::new_err(format!("seed {seed:?}: {e}")))?;
     let mut outputs = SplitMix64::new(seed);
     let mut units = SplitMix64::new(seed);
-    let values = (0..count)
-        .map(|_| outputs.next_u64().to_string())
-        .collect();
+    let values = (0..count).map(|_| outputs.next_u64().to_string()).collect();
     // Exact: a unit draw is a 53-bit numerator times 2^-53.
     let numerators = (0..count)
         .map(|_| (units.next_unit() * (1u64 << 53) as f64) as u64)
