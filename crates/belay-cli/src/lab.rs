@@ -209,6 +209,9 @@ fn command_line(args: &Args) -> String {
     if args.codec == Codec::Binary {
         line.push_str(" --codec binary");
     }
+    if args.clients.contains(&ClientKind::Python) {
+        line.push_str(&format!(" --python {}", args.python.display()));
+    }
     if let Some(out) = &args.out {
         line.push_str(&format!(" --out {}", out.display()));
     }
