@@ -11,7 +11,7 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 [[ $TARGET == /* ]] || TARGET="$PWD/$TARGET"
 WORK="$TARGET/python-bench"
 
-cargo build --release -q -p belay-cli
+cargo build --release -q -p belay-cli --features tools
 rm -rf "$WORK"
 python3 -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install -q --disable-pip-version-check "maturin==1.16.0" "websockets==17.4"

@@ -2,7 +2,7 @@
 """What one Python client of the Belay SDK handles, against the `websockets`
 library's bare floor in the same run (docs/BENCHMARKS.md, "Python SDK").
 
-    python bench.py --belay target/release/belay [--seconds 3] [--runs 5] [--in-flight 64]
+    python bench.py --belay target/release/belay [--seconds 3] [--runs 5] [--in-flight 64] [--publishers 2]
 
 Four measurements, each `--runs` times for `--seconds`, medians printed:
 
@@ -12,8 +12,11 @@ Four measurements, each `--runs` times for `--seconds`, medians printed:
   server (another process), the same JSON frames, the same in flight: the
   floor of a Python WebSocket round trip with no protocol at all;
 * belay publications/s: one `belay.connect` client subscribed to a channel
-  of a standalone `belay serve`, while another process publishes to it as
-  fast as the server takes (client publishes, `--in-flight` outstanding);
+  of a standalone `belay serve`, while `--publishers` other processes (2)
+  publish to it as fast as the server takes (client publishes,
+  `--in-flight` outstanding each); a subscriber cut as a slow consumer is
+  reported. On 2 cores the publishers and the server share the machine with
+  the subscriber, so this is what it received, a floor of what it handles;
 * websockets pushes/s: one `websockets` client receiving what a `websockets`
   server pushes as fast as it can: the floor of receiving in Python.
 
@@ -120,12 +123,15 @@ async def websockets_echo(url: str, seconds: float, in_flight: int) -> float:
         return done / (time.perf_counter() - started)
 
 
-async def belay_publications(url: str, seconds: float, in_flight: int) -> float:
-    publisher = subprocess.Popen(
-        [sys.executable, str(HERE), "--publish", url, "--in-flight", str(in_flight)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-    )
+async def belay_publications(url: str, seconds: float, in_flight: int, publishers: int) -> float:
+    started_publishers = [
+        subprocess.Popen(
+            [sys.executable, str(HERE), "--publish", url, "--in-flight", str(in_flight)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+        )
+        for _ in range(publishers)
+    ]
     try:
         async with belay.connect(url) as client:
             feed = await client.subscribe("bench")
@@ -142,12 +148,16 @@ async def belay_publications(url: str, seconds: float, in_flight: int) -> float:
                     break
             assert started is not None
             rate = received / (time.perf_counter() - started)
+            reconnects = client.status().attempts - 1
             await feed.close()
+            if reconnects:
+                print(f"  (the subscriber reconnected {reconnects} times: cut as a slow consumer)", flush=True)
             return rate
     finally:
-        assert publisher.stdin is not None
-        publisher.stdin.close()
-        publisher.wait(10)
+        for publisher in started_publishers:
+            assert publisher.stdin is not None
+            publisher.stdin.close()
+            publisher.wait(10)
 
 
 async def publish_until_stdin_closes(url: str, in_flight: int) -> None:
@@ -225,6 +235,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--publishers", type=int, default=2)
     parser.add_argument("--publish", help=argparse.SUPPRESS)
     parser.add_argument("--serve-websockets", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -253,7 +264,7 @@ def main() -> None:
                 results["belay requests/s"].append(r)
                 e = asyncio.run(websockets_echo(echo_url, args.seconds, args.in_flight))
                 results["websockets echo/s"].append(e)
-                p = asyncio.run(belay_publications(f"ws://{plain_addr}/ws", args.seconds, args.in_flight))
+                p = asyncio.run(belay_publications(f"ws://{plain_addr}/ws", args.seconds, args.in_flight, args.publishers))
                 results["belay publications/s"].append(p)
                 w = asyncio.run(websockets_pushes(push_url, args.seconds))
                 results["websockets pushes/s"].append(w)

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use belay_client::{Item, Subscription};
+use futures_util::FutureExt;
 use pyo3::prelude::*;
 use pyo3_async_runtimes::tokio::future_into_py;
 use tokio::sync::{watch, Mutex};
@@ -11,6 +12,11 @@ use tokio::sync::{watch, Mutex};
 /// One item: `(kind, data as JSON text, epoch, offset, code)`; kind is
 /// `publication`, `resync` or `refused` (with the server's code).
 type ItemTuple = (String, String, String, u64, String);
+
+/// Items handed over at once when more are ready: one crossing into Python
+/// for many publications (a busy channel costs the event loop a wake-up per
+/// batch, not per publication).
+const BATCH: usize = 256;
 
 /// A subscription to one channel.
 #[pyclass(frozen, module = "belay._native")]
@@ -73,8 +79,10 @@ impl NativeSubscription {
         self.channel.clone()
     }
 
-    /// The next item, or `None` when the subscription ended (the client
-    /// closed, or this subscription was closed).
+    /// The next items, in order: the first once it comes, with those
+    /// already waiting behind it (at most [`BATCH`]); `None` when the
+    /// subscription ended (the client closed, or this subscription was
+    /// closed).
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = Arc::clone(&self.inner);
         let mut closed = self.closed.subscribe();
@@ -83,10 +91,22 @@ impl NativeSubscription {
             let Some(subscription) = guard.as_mut() else {
                 return Ok(None);
             };
-            tokio::select! {
-                next = subscription.next() => Ok(next.map(item)),
-                _ = closed.wait_for(|closed| *closed) => Ok(None),
+            let first = tokio::select! {
+                next = subscription.next() => next,
+                _ = closed.wait_for(|closed| *closed) => None,
+            };
+            let Some(first) = first else {
+                return Ok(None);
+            };
+            let mut batch = vec![item(first)];
+            while batch.len() < BATCH {
+                match subscription.next().now_or_never() {
+                    Some(Some(next)) => batch.push(item(next)),
+                    // The end comes with the next call.
+                    Some(None) | None => break,
+                }
             }
+            Ok(Some(batch))
         })
     }
 

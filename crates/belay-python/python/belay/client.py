@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Optional, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Optional, Tuple, Union
 
 from . import _native
 
@@ -71,6 +72,7 @@ class Subscription:
 
     def __init__(self, native: "_native.NativeSubscription") -> None:
         self._native = native
+        self._ready: Deque[Tuple[str, str, str, int, str]] = deque()
 
     @property
     def channel(self) -> str:
@@ -80,10 +82,12 @@ class Subscription:
         return self
 
     async def __anext__(self) -> Item:
-        item = await self._native.next()
-        if item is None:
-            raise StopAsyncIteration
-        kind, data, epoch, offset, code = item
+        if not self._ready:
+            batch = await self._native.next()
+            if batch is None:
+                raise StopAsyncIteration
+            self._ready.extend(batch)
+        kind, data, epoch, offset, code = self._ready.popleft()
         if kind == "publication":
             return Publication(json.loads(data), epoch, offset)
         if kind == "resync":
