@@ -2,7 +2,7 @@
 //! runs the same workload (subscribe to one channel, a request every few
 //! hundred ms whatever the state) and reports [`Observation`]s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use belay_proto::message::Codec;
@@ -284,6 +284,60 @@ impl Agent {
     }
 }
 
+/// The flags of the workload every agent process takes: the URL, the
+/// channel, the request period and deadline, the connect timeout.
+pub(super) fn workload_args(url: &str, work: &Workload) -> Vec<String> {
+    let ms = |d: Duration| d.as_millis().to_string();
+    [
+        ("--url", url.to_owned()),
+        ("--channel", work.channel.clone()),
+        ("--request-every-ms", ms(work.request_every)),
+        ("--request-timeout-ms", ms(work.request_timeout)),
+        ("--connect-timeout-ms", ms(work.connect_timeout)),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_owned(), value])
+    .collect()
+}
+
+/// The flags only Belay's agents take: the codec, the token, the resident
+/// host to call.
+fn belay_args(work: &Workload) -> Vec<String> {
+    let mut args = Vec::new();
+    if work.codec == Codec::Binary {
+        args.extend(["--codec".to_owned(), "binary".to_owned()]);
+    }
+    if let Some(token) = &work.token {
+        args.extend(["--token".to_owned(), token.clone()]);
+    }
+    if let Some(host) = &work.call_host {
+        args.extend(["--call-host".to_owned(), host.clone()]);
+    }
+    args
+}
+
+/// Start `command` (`program` running `script`) with its stdin and stdout
+/// piped: its lines become observations, EOF on its stdin stops it.
+pub(super) fn start(
+    command: &mut Command,
+    program: &Path,
+    script: &Path,
+    out: Emitter,
+) -> Result<Runner, AgentError> {
+    let child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| AgentError::Spawn {
+            node: program.display().to_string(),
+            script: script.display().to_string(),
+            source,
+        })?;
+    Ok(reading(child, out))
+}
+
 fn spawn_browser(
     mode: &str,
     url: &str,
@@ -291,56 +345,25 @@ fn spawn_browser(
     browser: &BrowserSetup,
     out: Emitter,
 ) -> Result<Runner, AgentError> {
-    let child = Command::new(&browser.node)
+    let mut command = Command::new(&browser.node);
+    command
         .arg(&browser.script)
-        .args(["--url", url, "--mode", mode, "--channel", &work.channel])
-        .args([
-            "--request-every-ms",
-            &work.request_every.as_millis().to_string(),
-        ])
-        .args([
-            "--request-timeout-ms",
-            &work.request_timeout.as_millis().to_string(),
-        ])
-        .args([
-            "--connect-timeout-ms",
-            &work.connect_timeout.as_millis().to_string(),
-        ])
-        .args(if work.browser_fallback {
-            vec![
+        .args(workload_args(url, work))
+        .args(["--mode", mode]);
+    if mode == "belay" {
+        if work.browser_fallback {
+            command.args([
                 "--fallback-retry-ms".to_owned(),
                 work.retry_websocket_every.as_millis().to_string(),
-            ]
-        } else {
-            Vec::new()
-        })
-        .args(match (work.codec, mode) {
-            (Codec::Binary, "belay") => vec!["--codec", "binary"],
-            _ => Vec::new(),
-        })
-        .args(match (&work.token, mode) {
-            (Some(token), "belay") => vec!["--token", token.as_str()],
-            _ => Vec::new(),
-        })
-        .args(match (&work.call_host, mode) {
-            (Some(host), "belay") => vec!["--call-host", host.as_str()],
-            _ => Vec::new(),
-        })
-        .arg("--chromium")
-        .arg(&browser.chromium)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| AgentError::Spawn {
-            node: browser.node.display().to_string(),
-            script: browser.script.display().to_string(),
-            source,
-        })?;
-    Ok(reading(child, out))
+            ]);
+        }
+        command.args(belay_args(work));
+    }
+    command.arg("--chromium").arg(&browser.chromium);
+    start(&mut command, &browser.node, &browser.script, out)
 }
 
+/// The Python SDK's agent: its fallback always on, as the Rust client's.
 fn spawn_python(
     url: &str,
     work: &Workload,
@@ -350,45 +373,14 @@ fn spawn_python(
     let mut command = Command::new(&setup.python);
     command
         .arg(&setup.python_agent)
-        .args(["--url", url, "--channel", &work.channel])
+        .args(workload_args(url, work))
+        .args(["--seed".to_owned(), work.seed.to_string()])
         .args([
-            "--request-every-ms",
-            &work.request_every.as_millis().to_string(),
+            "--fallback-retry-ms".to_owned(),
+            work.retry_websocket_every.as_millis().to_string(),
         ])
-        .args([
-            "--request-timeout-ms",
-            &work.request_timeout.as_millis().to_string(),
-        ])
-        .args([
-            "--connect-timeout-ms",
-            &work.connect_timeout.as_millis().to_string(),
-        ])
-        .args(["--seed", &work.seed.to_string()])
-        .args([
-            "--fallback-retry-ms",
-            &work.retry_websocket_every.as_millis().to_string(),
-        ]);
-    if work.codec == Codec::Binary {
-        command.args(["--codec", "binary"]);
-    }
-    if let Some(token) = &work.token {
-        command.args(["--token", token]);
-    }
-    if let Some(host) = &work.call_host {
-        command.args(["--call-host", host]);
-    }
-    let child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| AgentError::Spawn {
-            node: setup.python.display().to_string(),
-            script: setup.python_agent.display().to_string(),
-            source,
-        })?;
-    Ok(reading(child, out))
+        .args(belay_args(work));
+    start(&mut command, &setup.python, &setup.python_agent, out)
 }
 
 /// The runner of an agent process: its stdout's lines become observations.

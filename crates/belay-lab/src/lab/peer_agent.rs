@@ -3,11 +3,10 @@
 //! headless Chromium with `--browser`) and prints the lab's observation
 //! lines, as the browser agent does.
 
-use std::process::Stdio;
 
 use tokio::process::Command;
 
-use super::agent::{reading, AgentError, BrowserSetup, ClientKind, Emitter, Runner, Workload};
+use super::agent::{start, workload_args, AgentError, BrowserSetup, ClientKind, Emitter, Runner, Workload};
 
 /// Start the peer agent for `kind` against `url`.
 pub(super) fn spawn(
@@ -25,30 +24,16 @@ pub(super) fn spawn(
             format!("{kind} is not a peer"),
         ),
     })?;
-    let ms = |d: std::time::Duration| d.as_millis().to_string();
     let mut command = Command::new(&setup.node);
     command
         .arg(&setup.peer_agent)
-        .args(["--client", peer, "--url", url, "--channel", &work.channel])
-        .args(["--request-every-ms", &ms(work.request_every)])
-        .args(["--request-timeout-ms", &ms(work.request_timeout)])
-        .args(["--connect-timeout-ms", &ms(work.connect_timeout)]);
+        .args(["--client", peer])
+        .args(workload_args(url, work));
     if kind.in_browser() {
         command
             .arg("--browser")
             .arg("--chromium")
             .arg(&setup.chromium);
     }
-    let child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| AgentError::Spawn {
-            node: setup.node.display().to_string(),
-            script: setup.peer_agent.display().to_string(),
-            source,
-        })?;
-    Ok(reading(child, out))
+    start(&mut command, &setup.node, &setup.peer_agent, out)
 }

@@ -178,6 +178,13 @@ class ChannelsPage:
     unanswered: List[Dict[str, str]] = field(default_factory=list)
 
 
+def _keyed(body: Dict[str, Any], idempotency_key: Optional[str]) -> Dict[str, Any]:
+    """`body` with its `idempotency_key`, when there is one."""
+    if idempotency_key is not None:
+        body["idempotency_key"] = idempotency_key
+    return body
+
+
 def _published(body: Dict[str, Any]) -> Published:
     return Published(body["channel"], body["epoch"], body["offset"])
 
@@ -224,16 +231,12 @@ class Api:
     def publish(self, channel: str, data: Any, *, idempotency_key: Optional[str] = None) -> Published:
         """Publish ``data`` to ``channel``. With an ``idempotency_key``, a retry
         (after a timeout, say) publishes once and answers the first outcome."""
-        body: Dict[str, Any] = {"channel": channel, "data": data}
-        if idempotency_key is not None:
-            body["idempotency_key"] = idempotency_key
+        body = _keyed({"channel": channel, "data": data}, idempotency_key)
         return _published(self._call("POST", "/api/publish", body))
 
     def user_publish(self, user: str, data: Any, *, idempotency_key: Optional[str] = None) -> Published:
         """Publish to user ``user``'s own channel (``#`` + the user)."""
-        body: Dict[str, Any] = {"user": user, "data": data}
-        if idempotency_key is not None:
-            body["idempotency_key"] = idempotency_key
+        body = _keyed({"user": user, "data": data}, idempotency_key)
         return _published(self._call("POST", "/api/user_publish", body))
 
     def broadcast(self, channels: Sequence[str], data: Any) -> List[Union[Published, ApiError]]:
