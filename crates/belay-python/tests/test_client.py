@@ -119,3 +119,32 @@ def test_the_binary_codec_is_negotiated(demo):
 def test_a_bad_codec_is_a_value_error():
     with pytest.raises(ValueError):
         run(belay.connect("ws://127.0.0.1:9/ws", codec="cbor").__aenter__())
+
+
+def test_a_subscription_is_iterated_without_awaiting_it_first(demo):
+    async def scenario():
+        async with belay.connect(demo.url) as client:
+            async for item in client.subscribe("feed"):
+                assert isinstance(item, Publication)
+                break
+
+    run(scenario())
+
+
+def test_status_changes_are_reported_as_they_happen(demo):
+    async def scenario():
+        async with belay.connect(demo.url) as client:
+            async for status in client.statuses():
+                if status.ready:
+                    break
+            assert demo.post("/admin/fault/restart", '{"down_ms":300}') == 200
+            async for status in client.statuses():
+                if not status.ready:
+                    assert status.why is not None, status
+                    break
+            async for status in client.statuses():
+                if status.ready:
+                    assert status.attempts >= 2, status
+                    break
+
+    run(scenario())

@@ -56,3 +56,27 @@ def test_an_unauthorized_provider_halts_the_client(jwt_relay):
                 await client.request("echo", {})
 
     run(scenario())
+
+
+def test_a_token_near_its_expiry_is_renewed_in_band_without_a_reconnect(jwt_relay):
+    asked = []
+
+    async def provider():
+        asked.append(True)
+        # Valid 3 s: renewed on the open session at 75-90 % of that.
+        return jwt_relay.mint("carol", "--ttl", "3")
+
+    async def scenario():
+        async with belay.connect(jwt_relay.url, token_provider=provider) as client:
+            await asyncio.wait_for(client.ready(), 10)
+            for _ in range(200):
+                if len(asked) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert len(asked) >= 2, "asked again before the expiry"
+            await asyncio.sleep(1.5)  # past the first token's expiry
+            status = client.status()
+            assert status.ready and status.attempts == 1, status
+            assert await client.request("echo", 1) == 1
+
+    run(scenario())

@@ -7,7 +7,7 @@ native extension: a Python client takes exactly the Rust client's decisions.
     async with belay.connect("ws://127.0.0.1:8080/ws") as client:
         await client.ready()
         print(await client.request("echo", {"hello": "world"}))
-        async for item in await client.subscribe("feed"):
+        async for item in client.subscribe("feed"):
             ...
 """
 

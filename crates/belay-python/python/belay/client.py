@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Optional, Tuple, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Generator, Optional, Tuple, Union
 
 from . import _native
 
@@ -64,26 +64,43 @@ Item = Union[Publication, Resync, Refused]
 
 
 class Subscription:
-    """A channel's items: ``async for item in subscription``. Ends when the client closes.
+    """A channel's items: ``async for item in client.subscribe(channel)``.
 
-    Hold on to it: a subscription that is garbage-collected unsubscribes, as
-    :meth:`close` does.
+    The subscribe is sent when the subscription is first awaited or iterated
+    (``feed = await client.subscribe(channel)`` sends it at once). It ends
+    when the client closes. Hold on to it: a subscription that is
+    garbage-collected unsubscribes, as :meth:`close` does.
     """
 
-    def __init__(self, native: "_native.NativeSubscription") -> None:
-        self._native = native
+    def __init__(self, client: "_native.NativeClient", channel: str, token: Optional[str]) -> None:
+        self._client = client
+        self._channel = channel
+        self._token = token
+        self._native: Optional["_native.NativeSubscription"] = None
         self._ready: Deque[Tuple[str, str, str, int, str]] = deque()
 
     @property
     def channel(self) -> str:
-        return self._native.channel
+        return self._channel
+
+    async def _subscribed(self) -> "_native.NativeSubscription":
+        if self._native is None:
+            self._native = await self._client.subscribe(self._channel, token=self._token)
+        return self._native
+
+    def __await__(self) -> Generator[Any, None, "Subscription"]:
+        async def subscribed() -> "Subscription":
+            await self._subscribed()
+            return self
+
+        return subscribed().__await__()
 
     def __aiter__(self) -> AsyncIterator[Item]:
         return self
 
     async def __anext__(self) -> Item:
         if not self._ready:
-            batch = await self._native.next()
+            batch = await (await self._subscribed()).next()
             if batch is None:
                 raise StopAsyncIteration
             self._ready.extend(batch)
@@ -96,7 +113,8 @@ class Subscription:
 
     async def close(self) -> None:
         """Unsubscribe; an iteration waiting meanwhile ends."""
-        await self._native.close()
+        if self._native is not None:
+            await self._native.close()
 
 
 class Client:
@@ -164,13 +182,15 @@ class Client:
         """Publish ``data`` to ``channel`` from the client (the token must allow it)."""
         return json.loads(await self._native.publish(channel, json.dumps(data)))
 
-    async def subscribe(self, channel: str, *, token: Optional[str] = None) -> Subscription:
-        """Subscribe to ``channel``; iterate the subscription for its items.
+    def subscribe(self, channel: str, *, token: Optional[str] = None) -> Subscription:
+        """Subscribe to ``channel``: ``async for item in client.subscribe(channel)``,
+        or ``feed = await client.subscribe(channel)`` to subscribe at once and
+        read later.
 
         ``token``: a subscription token, for channels whose namespace asks for
         one (``subscribe = "token"``; :func:`belay.backend.subscription_token`).
         """
-        return Subscription(await self._native.subscribe(channel, token=token))
+        return Subscription(self._native, channel, token)
 
     def reconnect_now(self) -> None:
         """Drop the connection and dial again now (the network changed)."""
@@ -198,7 +218,7 @@ class _Connecting:
     def _start(self) -> Client:
         return Client(_native.connect(self._url, **self._options))
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self) -> Generator[Any, None, Client]:
         async def started() -> Client:
             return self._start()
 
