@@ -1,15 +1,16 @@
 //! The core's pure parts, bound so that the Python tests run the shared
 //! conformance vectors (spec/vectors/: the codec, the heartbeat, the
-//! generator) through this very extension, as crates/belay-proto/tests run
+//! generator, the backoff policies) through this very extension, as crates/belay-proto/tests run
 //! them in Rust: a wheel carrying a core that disagreed would fail them.
 //! Instants are whole milliseconds on the vectors' clock; one that is not
 //! raises, as the Rust runner fails.
 
 use std::time::Duration;
 
+use belay_proto::backoff::{Backoff, BackoffPolicy, PacingSlots, RetryWindow};
 use belay_proto::heartbeat::{decide, Heartbeat, HeartbeatAction, LivenessFailure};
 use belay_proto::message::{self, ClientMessage, DecodeError, Reply, Response, ServerMessage};
-use belay_proto::rng::{RandomSource, SplitMix64};
+use belay_proto::rng::{RandomSource, RecordedDraws, SplitMix64};
 use belay_proto::Instant;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -200,4 +201,75 @@ pub(crate) fn splitmix64(seed: &str, count: usize) -> PyResult<(Vec<String>, Vec
         .map(|_| (units.next_unit() * (1u64 << 53) as f64) as u64)
         .collect();
     Ok((values, numerators))
+}
+
+/// The core's `Backoff` for a policy (its serde form, JSON text), drawing
+/// from recorded draws (the last repeated once they are used up).
+#[pyclass(module = "belay._native")]
+pub(crate) struct VectorBackoff {
+    backoff: Backoff,
+    draws: RecordedDraws,
+    policy: String,
+}
+
+#[pymethods]
+impl VectorBackoff {
+    #[new]
+    fn new(policy: &str, draws: Vec<f64>) -> PyResult<Self> {
+        let parsed: BackoffPolicy = serde_json::from_str(policy).map_err(json_error)?;
+        Ok(VectorBackoff {
+            policy: serde_json::to_string(&parsed).map_err(json_error)?,
+            backoff: Backoff::new(parsed),
+            draws: RecordedDraws::new(draws),
+        })
+    }
+
+    /// The policy as the core serializes it again (JSON text).
+    fn policy(&self) -> String {
+        self.policy.clone()
+    }
+
+    /// `next_delay(now)` in whole milliseconds.
+    fn next_delay(&mut self, now: u64) -> PyResult<u64> {
+        let delay = self.backoff.next_delay(at(now), &mut self.draws);
+        if delay.subsec_nanos() % 1_000_000 == 0 {
+            Ok(delay.as_millis() as u64)
+        } else {
+            Err(PyValueError::new_err(format!(
+                "delay {delay:?} is not a whole millisecond"
+            )))
+        }
+    }
+
+    fn reset(&mut self) {
+        self.backoff.reset();
+    }
+
+    /// Pacing slots `(period_ms, phase_ms, anchor)`, or none.
+    fn set_slots(&mut self, slots: Option<(u64, u64, u64)>) {
+        self.backoff.set_slots(slots.map(|(period, phase, anchor)| {
+            PacingSlots::new(
+                Duration::from_millis(period),
+                Duration::from_millis(phase),
+                at(anchor),
+            )
+        }));
+    }
+
+    /// Retry advice received at `at`: `[at + min, at + max)`.
+    fn advise(&mut self, at_ms: u64, min_delay_ms: u64, max_delay_ms: u64) {
+        self.backoff.advise(RetryWindow::from_advice(
+            at(at_ms),
+            Duration::from_millis(min_delay_ms),
+            Duration::from_millis(max_delay_ms),
+        ));
+    }
+
+    fn draws_taken(&self) -> usize {
+        self.draws.taken()
+    }
+
+    fn attempt(&self) -> u32 {
+        self.backoff.attempt()
+    }
 }

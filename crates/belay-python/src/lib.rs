@@ -35,6 +35,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(tokens::sign_jwt, module)?)?;
     // The shared vectors' hooks into the core (tests/test_vectors.py).
     module.add_class::<conformance::VectorHeartbeat>()?;
+    module.add_class::<conformance::VectorBackoff>()?;
     module.add_function(wrap_pyfunction!(conformance::decode_server, module)?)?;
     module.add_function(wrap_pyfunction!(conformance::decode_client, module)?)?;
     module.add_function(wrap_pyfunction!(conformance::encode_client, module)?)?;

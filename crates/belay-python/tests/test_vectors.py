@@ -1,6 +1,6 @@
 """The shared conformance vectors (spec/vectors/, format in its README)
 through this wheel's own core: the codec (`codec.json`), the heartbeat
-(`heartbeat.json`) and the generator (`backoff.json`'s `splitmix64`), as
+(`heartbeat.json`), the backoff policies and the generator (`backoff.json`), as
 crates/belay-proto/tests run them in Rust."""
 
 from __future__ import annotations
@@ -124,7 +124,34 @@ def test_heartbeat_sequence(case: Any) -> None:
             assert beat.last_received_at() == step["last_received_at"], (i, step)
 
 
-SPLITMIX: List[Any] = load("backoff.json")["splitmix64"]
+BACKOFF = load("backoff.json")
+SPLITMIX: List[Any] = BACKOFF["splitmix64"]
+
+
+@pytest.mark.parametrize("case", BACKOFF["cases"], ids=lambda c: c["name"])
+def test_backoff(case: Any) -> None:
+    backoff = _native.VectorBackoff(json.dumps(case["policy"]), [float(d) for d in case["draws"]])
+    # The vectors spell policies exactly as the core serializes them.
+    assert json.loads(backoff.policy()) == case["policy"]
+    for i, want in enumerate(case.get("delays_ms", [])):
+        assert backoff.next_delay(0) == want, i
+    for i, step in enumerate(case.get("steps", [])):
+        if "now" in step:
+            assert backoff.next_delay(step["now"]) == step["delay_ms"], (i, step)
+        elif "reset" in step:
+            backoff.reset()
+        elif "slots" in step:
+            slots = step["slots"]
+            backoff.set_slots(
+                None if slots is None else (slots["period_ms"], slots["phase_ms"], slots["anchor"])
+            )
+        elif "advise" in step:
+            a = step["advise"]
+            backoff.advise(a["at"], a["min_delay_ms"], a["max_delay_ms"])
+        else:
+            raise AssertionError(f"unknown step {step}")
+    assert backoff.draws_taken() == case["draws_taken"]
+    assert backoff.attempt() == case["attempt"]
 
 
 @pytest.mark.parametrize("case", SPLITMIX, ids=lambda c: c["seed"])

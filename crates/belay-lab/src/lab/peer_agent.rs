@@ -3,10 +3,11 @@
 //! headless Chromium with `--browser`) and prints the lab's observation
 //! lines, as the browser agent does.
 
-
 use tokio::process::Command;
 
-use super::agent::{start, workload_args, AgentError, BrowserSetup, ClientKind, Emitter, Runner, Workload};
+use super::agent::{
+    start, workload_args, AgentError, BrowserSetup, ClientKind, Emitter, Runner, Workload,
+};
 
 /// Start the peer agent for `kind` against `url`.
 pub(super) fn spawn(
