@@ -2,12 +2,14 @@
 //! (JWT auth, a heartbeat of [`HOST_BEAT`]), the tokens (minted by
 //! `belay token mint` against that file), and the host itself: the Rust
 //! client's [`HostBuilder`] in the lab's own process, answering `echo`
-//! after [`HOST_WORK`] so that calls are in flight whenever its node dies.
+//! after [`HOST_WORK`] so that calls are in flight whenever its node dies,
+//! and coming back [`HOST_RECONNECT`] after its session dropped.
 
 use std::path::Path;
 use std::time::Duration;
 
 use belay_client::host::{Host, HostBuilder, HostError};
+use belay_proto::backoff::BackoffPolicy;
 use tokio::process::Command;
 
 use super::server::{NodeSetup, ServerSetup};
@@ -19,6 +21,13 @@ pub(crate) const HOST_WORK: Duration = Duration::from_secs(1);
 /// The hosts' heartbeat interval the nodes name (`hosts.heartbeat_interval_ms`):
 /// a host whose node died is connected again within about one.
 const HOST_BEAT: Duration = Duration::from_secs(1);
+/// How long the host's session takes to come back after it dropped: longer
+/// than [`HOST_WORK`], so every answer the host had in hand when its node
+/// died is sent while it has no session, and each call the kill caught
+/// settles `host_lost`, the path this fault is for. (A host that comes back
+/// sooner answers those calls on its new session: the core's tests, and
+/// the first runs of this fault, show that too.)
+const HOST_RECONNECT: Duration = Duration::from_secs(2);
 /// A caller's deadline for a call: longer than [`HOST_LOST_BOUND`], so
 /// that a call the kill cuts settles `host_lost`, not `timeout`.
 pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -91,6 +100,11 @@ pub(crate) async fn mint(
 /// Start the host on `url` (a node's pinned front) with `token`.
 pub(crate) fn start_host(url: String, token: String) -> Host {
     HostBuilder::new(url, token)
+        .session(|session| {
+            session.configure(|config| {
+                config.set_backoff(BackoffPolicy::fixed(HOST_RECONNECT));
+            })
+        })
         .interval(HOST_BEAT)
         .heartbeat_timeout(Duration::from_secs(1))
         .method("echo", |params| async move {
