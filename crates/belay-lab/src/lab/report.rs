@@ -69,7 +69,15 @@ pub fn markdown(report: &LabReport, command: &str, machine: &str) -> String {
     if c.faults.iter().any(|f| f.hosted()) {
         let _ = writeln!(
             out,
-            "* host-node-kill (Belay's clients only): the two nodes run from a config file with              JWT auth and a host heartbeat of 1 s; a resident host (the Rust client's              `HostBuilder` in the lab's process, token from `belay token mint --host`) answers              `echo` after {} ms; HAProxy has a front pinned to each node (the other node its              `backup`), the client on node 0's, the host on node 1's; the client's requests are              `$call`s to the host's `echo` (deadline {} ms), and node 1 gets SIGKILL while calls              are in flight. Each call the kill caught must settle `host_lost` (or answered, when              the host answers on its new session) within {} ms, the client's connection stays              up, and the host, back on node 0, answers again.",
+            "* host-node-kill (Belay's clients only): the two nodes run from a config file with JWT \
+             auth and a host heartbeat of 1 s; a resident host (the Rust client's `HostBuilder` in the \
+             lab's process, token from `belay token mint --host`) answers `echo` after {} ms, and its \
+             session comes back 2 s after it dropped; HAProxy has a front pinned to each node (the other \
+             node its `backup`), the client on node 0's, the host on node 1's; the client's requests \
+             are `$call`s to the host's `echo` (deadline {} ms), and node 1 gets SIGKILL while calls \
+             are in flight. Each call the kill caught must settle `host_lost` (or answered, when its \
+             answer was on its way already) within {} ms, the client's connection stays up, and the \
+             host, back on node 0, answers again.",
             hosted::HOST_WORK.as_millis(),
             hosted::CALL_TIMEOUT.as_millis(),
             hosted::HOST_LOST_BOUND.as_millis(),
