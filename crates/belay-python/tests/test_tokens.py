@@ -7,6 +7,8 @@ import asyncio
 import pytest
 
 import belay
+from belay import backend
+from conftest import SECRET
 
 
 def run(coroutine):
@@ -63,8 +65,9 @@ def test_a_token_near_its_expiry_is_renewed_in_band_without_a_reconnect(jwt_rela
 
     async def provider():
         asked.append(True)
-        # Valid 3 s: renewed on the open session at 75-90 % of that.
-        return jwt_relay.mint("carol", "--ttl", "3")
+        # Valid 4 s: renewed on the open session at 75-90 % of that. Minted
+        # here, not by a subprocess, so that the renewal never waits on one.
+        return backend.connection_token(SECRET, "carol", ttl=4)
 
     async def scenario():
         async with belay.connect(jwt_relay.url, token_provider=provider) as client:
@@ -74,7 +77,7 @@ def test_a_token_near_its_expiry_is_renewed_in_band_without_a_reconnect(jwt_rela
                     break
                 await asyncio.sleep(0.05)
             assert len(asked) >= 2, "asked again before the expiry"
-            await asyncio.sleep(1.5)  # past the first token's expiry
+            await asyncio.sleep(1.5)  # past the first token's expiry (4 s)
             status = client.status()
             assert status.ready and status.attempts == 1, status
             assert await client.request("echo", 1) == 1

@@ -21,7 +21,8 @@ class Status:
     ``ready`` is the three levels at once: ``transport`` (a socket is open),
     ``protocol`` (the session is welcomed and alive) and ``service`` (its
     subscriptions are confirmed). ``state``: ``idle``, ``connecting``,
-    ``connected``, ``backing_off``, ``halted``…; ``halted``: why it stopped
+    ``handshaking``, ``open``, ``waiting`` (a backoff), ``offline``, ``halted``
+    or ``stopped``; ``halted``: why it stopped
     reconnecting (``auth_failed``, ``server_closed``…), or ``None``; ``why``: how
     the last connection ended, or ``None``.
     """
