@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import os
 import signal
+import sys
 from pathlib import Path
 
 from belay import HostError, host
@@ -75,3 +76,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    # Everything is stopped and flushed. Skip the interpreter's finalization:
+    # the SDK's native threads can crash it (a known defect, docs/SDKS.md).
+    sys.stdout.flush()
+    os._exit(0)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any, Dict, Optional, Set
 
@@ -157,3 +158,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    # Closed and flushed. Skip the interpreter's finalization: the SDK's
+    # native threads can crash it (a known defect, docs/SDKS.md).
+    sys.stdout.flush()
+    os._exit(0)

@@ -132,3 +132,18 @@ def api_relay() -> Iterator[ApiRelay]:
         relay = ApiRelay(directory)
         yield relay
         relay.stop()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave without the interpreter's finalization: the SDK's native
+    threads can crash it after every test has passed (a known defect,
+    docs/SDKS.md), which would turn a passing run into a failing exit."""
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(config._belay_exitstatus if hasattr(config, "_belay_exitstatus") else 0)  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config._belay_exitstatus = int(exitstatus)  # type: ignore[attr-defined]

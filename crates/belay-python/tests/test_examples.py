@@ -27,6 +27,7 @@ def test_the_agent_example_wakes_for_a_call_answers_and_stops_on_sigterm(jwt_rel
          "--root", str(shared), "--interval", "0.3", "--min-awake", "0.2"],
         env={**os.environ, "BELAY_HOST_TOKEN": jwt_relay.mint("pc-1", "--host", "pc-1")},
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
@@ -53,8 +54,9 @@ def test_the_agent_example_wakes_for_a_call_answers_and_stops_on_sigterm(jwt_rel
 
         run(scenario())
         agent.send_signal(signal.SIGTERM)
-        out, _ = agent.communicate(timeout=15)
-        assert agent.returncode == 0, out
+        out, err = agent.communicate(timeout=15)
+        assert agent.returncode == 0, f"{out}\n--- stderr ---\n{err}"
+
         last = out.splitlines()[-1]
         assert last.startswith("stopped (woken ") and not last.startswith("stopped (woken 0 "), out
     finally:
